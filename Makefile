@@ -1,0 +1,31 @@
+# Two commands: `make demo` and `make test`. Both create .venv from the package index when missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-fast bench golden clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,progress,dask]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m dynosed_sym.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	$(PY) -m dynosed_sym.bench
+
+golden: $(STAMP)  ## regenerate generated/ for every model in models/
+	$(PY) -m dynosed_sym.codegen --prune models/*.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

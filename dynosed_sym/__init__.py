@@ -1,0 +1,28 @@
+"""dynosed_sym — identify SDE parameters from unordered snapshot data.
+
+Pipeline (one module per stage, data flowing one way)::
+
+    model.py (declaration) → symbolic.py (derivation) → spec.py (kernel spec)
+      → codegen/ (printed source in generated/) → compiled.py (loaded kernels)
+      → assembly.py (A, b) → report.py + fit.py (solve and report)
+
+``simulate.py`` draws snapshots with the generated integrator; ``reference.py``
+is the NumPy oracle used by tests and benchmarks.
+"""
+
+from .compiled import CompiledModel, compile_model, default_output_dir
+from .errors import CodegenError, DataError, DynosedError, ModelError, NotAffineError
+from .fit import FitResult, fit_global
+from .model import SDEModel, load_model
+from .report import IdentifiabilityReport
+from .simulate import simulate
+from .spec import GENERATOR_VERSION
+
+__version__ = GENERATOR_VERSION
+
+__all__ = [
+    "SDEModel", "load_model", "compile_model", "CompiledModel", "default_output_dir",
+    "simulate", "fit_global", "FitResult", "IdentifiabilityReport",
+    "DynosedError", "ModelError", "NotAffineError", "DataError", "CodegenError",
+    "GENERATOR_VERSION", "__version__",
+]

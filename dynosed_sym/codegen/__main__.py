@@ -1,0 +1,3 @@
+from .emit import _main
+
+_main()

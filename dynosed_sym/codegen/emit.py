@@ -1,0 +1,181 @@
+"""Stage 4 — printed source: render a :class:`KernelSpec` into a Python module.
+
+Output is deterministic (same model ⇒ byte-identical text), written atomically
+and only when its content changes, so Numba's cache (keyed on the file's
+modification time) stays valid for unchanged models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+
+from ..spec import GENERATOR_VERSION, KernelSpec
+from . import templates as T
+from .printer import SlotPrinter, cse_block
+
+__all__ = ["render_module", "module_filename", "write_if_changed", "content_hash_of", "split_banner"]
+
+CONTENT_MARK = "# content-sha256: "
+
+
+def module_filename(name: str, spec_hash: str) -> str:
+    """File name of a model's generated module: ``{name}_{hash[:12]}.py``."""
+    return f"{name}_{spec_hash[:12]}.py"
+
+
+def _point_function(fname, args, doc, outputs, slots):
+    lines, n_ops = cse_block(outputs, SlotPrinter(slots))
+    if not lines:
+        lines = ["    pass"]
+    src = T.POINT_FUNCTION.format(opts=T.POINT_OPTS, fname=fname, args=args, doc=doc,
+                                  body="\n".join(lines))
+    return src, n_ops
+
+
+def _batch_function(fname, point, args, doc):
+    return T.BATCH_FUNCTION.format(opts=T.BATCH_OPTS, fname=fname, point=point, args=args,
+                                   call_args=", ".join(f"{a}[i]" if a.startswith("out") else a
+                                                       for a in args.split(", ")),
+                                   doc=doc)
+
+
+def _fmt_terms(terms):
+    """Tuples of (ints..., coefficient) with the coefficient as a full-precision float."""
+    rows = []
+    for t in terms:
+        *idx, c = t
+        rows.append("(" + ", ".join(str(int(i)) for i in idx) + f", {float(c)!r})")
+    if not rows:
+        return "()"
+    return "(\n    " + ",\n    ".join(rows) + ",\n)"
+
+
+def render_module(spec: KernelSpec) -> str:
+    """Full text of the generated module for ``spec`` (banner included)."""
+    d, n = len(spec.state), len(spec.params)
+    slots_x = {s: f"x[{j}]" for j, s in enumerate(spec.state)}
+    slots_x.update({p: f"theta[{k}]" for k, p in enumerate(spec.params)})
+    parts, op_counts = [], {}
+
+    src, ops = _point_function(
+        "drift_point", "x, theta, out", f"Drift f(x; theta) at one point: x ({d},), theta ({n},), out ({d},).",
+        [(f"out[{j}]", spec.drift[j]) for j in range(d)], slots_x)
+    parts.append(src)
+    parts.append(_batch_function("drift", "drift_point", "theta, out",
+                                 f"Drift at N points: X (N, {d}), theta ({n},), out (N, {d})."))
+    op_counts["drift"] = ops
+
+    n_sin = n_cos = 0
+    stein_doc = ""
+    tables = ""
+    if spec.stein is not None:
+        st = spec.stein
+        n_sin, n_cos = len(st.sin_features), len(st.cos_features)
+        outputs = [(f"out_sin[{e}]", ex) for e, ex in enumerate(st.sin_features)]
+        outputs += [(f"out_cos[{e}]", ex) for e, ex in enumerate(st.cos_features)]
+        src, ops = _point_function(
+            "stein_features_point", "x, out_sin, out_cos",
+            f"x-dependent factors of the Stein features at one point: x ({d},), "
+            f"out_sin ({n_sin},), out_cos ({n_cos},).", outputs, slots_x)
+        parts.append(src)
+        parts.append(_batch_function(
+            "stein_features", "stein_features_point", "out_sin, out_cos",
+            f"Stein-feature factors at N points: X (N, {d}), out_sin (N, {n_sin}), out_cos (N, {n_cos})."))
+        op_counts["stein_features"] = ops
+        stein_doc = T.STEIN_DOC.format(d=d, n_sin=n_sin, n_cos=n_cos)
+        tables = T.STEIN_TABLES.format(a_terms=_fmt_terms(st.a_terms),
+                                       b_sin_terms=_fmt_terms(st.b_sin_terms),
+                                       b_cos_terms=_fmt_terms(st.b_cos_terms))
+
+    if spec.noise is not None:
+        G = spec.noise
+        dn = G.shape[1]
+        src, ops = _point_function(
+            "noise_point", "x, out", f"State-dependent noise matrix G(x): x ({d},), out ({d}, {dn}).",
+            [(f"out[{i}, {q}]", G[i, q]) for i in range(d) for q in range(dn)], slots_x)
+        parts.append(src)
+        op_counts["noise"] = ops
+        step = T.EM_STEP
+    else:
+        dn = spec.constant_noise.shape[1]
+        step = T.RK4_STEP
+    parts.append(T.SIMULATOR.format(step_body=step))
+
+    header = T.HEADER.format(
+        name=spec.name, hash=spec.hash, version=GENERATOR_VERSION, d=d, n=n,
+        state=", ".join(map(str, spec.state)), params=", ".join(map(str, spec.params)),
+        affine=spec.is_affine, n_sin=n_sin, n_cos=n_cos, dn=dn, stein_doc=stein_doc,
+        op_counts=", ".join(f"{k} {v}" for k, v in op_counts.items()),
+        state_tuple=repr(tuple(map(str, spec.state))), param_tuple=repr(tuple(map(str, spec.params))),
+        state_noise=spec.noise is not None,
+    )
+    body = header + tables + "".join(parts)
+    banner = T.BANNER.format(version=GENERATOR_VERSION, template=T.TEMPLATE_NAME, name=spec.name,
+                             hash=spec.hash, content_hash=content_hash_of(body))
+    return banner + body
+
+
+def content_hash_of(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def split_banner(text: str):
+    """Return ``(recorded_content_hash, body)``, or ``(None, text)`` if no banner is found."""
+    end = text.find("# ====", text.find(CONTENT_MARK))
+    start = text.find(CONTENT_MARK)
+    if start < 0 or end < 0:
+        return None, text
+    recorded = text[start + len(CONTENT_MARK):text.find("\n", start)].strip()
+    body = text[text.find("\n", end) + 1:]
+    return recorded, body
+
+
+def write_if_changed(path: str, text: str) -> bool:
+    """Atomically write ``text`` to ``path`` unless it already holds exactly that.
+
+    Returns True when the file was (re)written.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            if fh.read() == text:
+                return False
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".py", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)  # atomic on POSIX: readers see the old or the new file, never a torn one
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def _main(argv=None):
+    import argparse
+
+    from ..compiled import default_output_dir
+    from ..model import load_model
+    from ..spec import build_spec
+
+    ap = argparse.ArgumentParser(prog="python -m dynosed_sym.codegen",
+                                 description="Print the generated kernel module of model files.")
+    ap.add_argument("models", nargs="+", help="model files (each defines `model`)")
+    ap.add_argument("--out", default=None, help="output folder (default: see README)")
+    args = ap.parse_args(argv)
+    for path in args.models:
+        model = load_model(path)
+        spec = build_spec(model)
+        out_dir = args.out or default_output_dir(model)
+        target = os.path.join(out_dir, module_filename(model.name, spec.hash))
+        changed = write_if_changed(target, render_module(spec))
+        print(f"{'wrote' if changed else 'unchanged'} {target}")
+

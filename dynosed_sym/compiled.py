@@ -1,0 +1,173 @@
+"""Stage 5 — loaded kernels: emit (if needed), import by path, wrap with checks.
+
+``compile_model`` is cheap for an unchanged model: the spec hash is computed
+from the declaration, the generated file is found by that hash and verified by
+its content hash, and Numba loads the compiled machine code from its on-disk
+cache.  No symbolic derivation and no recompilation happen on this path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+from .codegen.emit import module_filename, render_module, split_banner, write_if_changed, content_hash_of
+from .errors import CodegenError, DataError
+from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
+
+__all__ = ["CompiledModel", "compile_model", "default_output_dir"]
+
+_LOADED: dict = {}
+_LOCK = threading.Lock()
+
+
+def default_output_dir(model) -> str:
+    """Where a model's generated module goes when no folder is given.
+
+    In order: the ``DYNOSED_GENERATED_DIR`` environment variable; the
+    ``generated/`` folder beside the ``models/`` folder a model file was loaded
+    from (the project layout); else ``~/.cache/dynosed_sym/generated``.
+    """
+    env = os.environ.get("DYNOSED_GENERATED_DIR")
+    if env:
+        return env
+    src = getattr(model, "source_path", None)
+    if src:
+        candidate = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(src))), "generated")
+        if os.path.isdir(candidate):
+            return candidate
+    return os.path.join(os.path.expanduser("~"), ".cache", "dynosed_sym", "generated")
+
+
+def _valid_file(path, expected_hash):
+    """True when ``path`` is an intact generated file for ``expected_hash``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    recorded, body = split_banner(text)
+    return (recorded is not None and recorded == content_hash_of(body)
+            and f"SPEC_HASH = {expected_hash!r}" in body
+            and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body)
+
+
+def _import_path(path, module_name):
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise CodegenError(f"generated module {path!r} failed to import: {exc}") from exc
+    return module
+
+
+class CompiledModel:
+    """A model together with its loaded kernel module.
+
+    Attributes
+    ----------
+    model : SDEModel
+    module : module
+        The generated module (``drift``, ``stein_features``, ``simulate_chains`` ...).
+    path : str
+        File the module was loaded from.
+    noise_matrix : numpy.ndarray (d, d') or None
+        Constant G with ½GGᵀ = D, or None when G depends on the state.
+    """
+
+    def __init__(self, model, module, path):
+        self.model = model
+        self.module = module
+        self.path = path
+        _, self.noise_matrix = _noise_matrix(model)
+        self.noise_dim = module.NOISE_DIM
+        if module.IS_AFFINE:
+            self.a_terms = np.array([t[:3] for t in module.A_TERMS], dtype=np.int64).reshape(-1, 3)
+            self.a_coef = np.array([t[3] for t in module.A_TERMS], dtype=float)
+            self.b_sin_terms = np.array([t[:2] for t in module.B_SIN_TERMS], dtype=np.int64).reshape(-1, 2)
+            self.b_sin_coef = np.array([t[2] for t in module.B_SIN_TERMS], dtype=float)
+            self.b_cos_terms = np.array([t[:3] for t in module.B_COS_TERMS], dtype=np.int64).reshape(-1, 3)
+            self.b_cos_coef = np.array([t[3] for t in module.B_COS_TERMS], dtype=float)
+            self.n_sin = int(self.a_terms[:, 0].max(initial=-1)) + 1
+            self.n_sin = max(self.n_sin, int(self.b_sin_terms[:, 0].max(initial=-1)) + 1)
+            self.n_cos = int(self.b_cos_terms[:, 0].max(initial=-1)) + 1
+
+    @property
+    def is_affine(self):
+        return bool(self.module.IS_AFFINE)
+
+    def drift(self, X, theta) -> np.ndarray:
+        """f(x; θ) at the rows of X (N, d) → (N, d)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        out = np.empty_like(X)
+        self.module.drift(X, np.ascontiguousarray(theta, dtype=float), out)
+        return out
+
+    def stein_features(self, X):
+        """Per-sample Stein-feature factors → (sin (N, K_sin), cos (N, K_cos))."""
+        X = np.ascontiguousarray(X, dtype=float)
+        out_sin = np.empty((X.shape[0], self.n_sin))
+        out_cos = np.empty((X.shape[0], self.n_cos))
+        self.module.stein_features(X, out_sin, out_cos)
+        return out_sin, out_cos
+
+    def __repr__(self):
+        return f"CompiledModel({self.model.name!r}, path={self.path!r})"
+
+
+def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
+    """Emit (when needed) and load the generated kernels of ``model``.
+
+    Parameters
+    ----------
+    model : SDEModel
+    out_dir : str, optional
+        Folder of generated modules (default: :func:`default_output_dir`).
+    force : bool
+        Re-derive and rewrite even when a valid file exists (the file is still
+        only touched if its content changes).
+
+    Returns
+    -------
+    CompiledModel
+    """
+    h = spec_hash(model)
+    out_dir = os.path.abspath(out_dir or default_output_dir(model))
+    key = (h, out_dir)
+    with _LOCK:
+        if key in _LOADED and not force:
+            cm = _LOADED[key]
+            return cm if cm.model is model else CompiledModel(model, cm.module, cm.path)
+        path = os.path.join(out_dir, module_filename(model.name, h))
+        if force or not _valid_file(path, h):
+            if os.path.exists(path) and not force:
+                warnings.warn(f"generated file {path} was modified or truncated; regenerating it",
+                              stacklevel=2)
+            text = render_module(build_spec(model))
+            try:
+                write_if_changed(path, text)
+            except OSError as exc:
+                raise CodegenError(f"cannot write generated kernels to {out_dir!r} ({exc}); "
+                                   "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder") from exc
+        module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
+        cm = CompiledModel(model, module, path)
+        _LOADED[key] = cm
+        return cm
+
+
+def check_finite_output(arr, what, X=None):
+    """Raise DataError when a kernel produced non-finite values (names the first row)."""
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        where = f" at sample {row}" + (f" (x = {np.array2string(X[row], precision=4)})" if X is not None else "")
+        raise DataError(f"{what} is not finite{where}: the drift or diffusion overflowed or "
+                        "was evaluated outside its domain")

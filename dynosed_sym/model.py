@@ -1,0 +1,356 @@
+"""Stage 1 — model declaration: :class:`SDEModel` and :func:`load_model`.
+
+A model is the SDE ``dx = f_θ(x) dt + G(x) dW`` with ``D(x) = ½ G Gᵀ`` known and
+θ unknown.  This module only validates and normalises what the user wrote; all
+derived quantities (affine split, divergences, Stein features) live in
+:mod:`dynosed_sym.symbolic`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from functools import cached_property
+
+import numpy as np
+import sympy as sp
+
+from .errors import ModelError
+
+__all__ = ["SDEModel", "load_model", "SUPPORTED_FUNCTIONS"]
+
+# SymPy function classes the code printer maps onto ``math`` functions that
+# Numba compiles.  Anything else (undefined functions, special functions without
+# a Numba implementation) is rejected at declaration time, not at compile time.
+SUPPORTED_FUNCTIONS = (
+    sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2,
+    sp.sinh, sp.cosh, sp.tanh, sp.asinh, sp.acosh, sp.atanh,
+    sp.exp, sp.log, sp.erf, sp.erfc, sp.Abs, sp.sign, sp.floor, sp.ceiling,
+    sp.Min, sp.Max, sp.Heaviside,
+)
+
+
+def _as_symbol_list(items, what):
+    """Flatten symbols / matrices of symbols / MatrixSymbols into a list.
+
+    Returns ``(symbols, replacements)`` where ``replacements`` maps matrix
+    elements (``W[1, 6]`` of a MatrixSymbol) onto plain symbols named ``W[1,6]``.
+    """
+    if isinstance(items, (sp.Symbol, sp.MatrixBase, sp.MatrixSymbol)):
+        items = [items]
+    out, repl = [], {}
+    for item in items:
+        if isinstance(item, sp.MatrixSymbol):
+            for i in range(item.shape[0]):
+                for j in range(item.shape[1]):
+                    s = sp.Symbol(f"{item.name}[{i},{j}]", real=True)
+                    repl[item[i, j]] = s
+                    out.append(s)
+        elif isinstance(item, sp.MatrixBase):
+            for entry in item:  # row-major flattening
+                if not isinstance(entry, sp.Symbol):
+                    raise ModelError(f"{what}: matrix entry {entry!r} is not a SymPy Symbol")
+                out.append(entry)
+        elif isinstance(item, sp.Symbol):
+            out.append(item)
+        elif isinstance(item, str):
+            raise ModelError(
+                f"{what}: got the string {item!r}; declare it with sympy.Symbol({item!r}) "
+                "and use the same object in the drift"
+            )
+        else:
+            raise ModelError(f"{what}: {item!r} is not a SymPy Symbol or matrix of symbols")
+    return out, repl
+
+
+def _as_column(expr_list, what, d):
+    if isinstance(expr_list, sp.MatrixBase):
+        if 1 not in expr_list.shape:
+            raise ModelError(f"{what}: expected a vector, got a {expr_list.shape} matrix")
+        items = list(expr_list)
+    elif isinstance(expr_list, (list, tuple)):
+        items = list(expr_list)
+    else:
+        raise ModelError(f"{what}: expected a list or column matrix, got {type(expr_list).__name__}")
+    if len(items) != d:
+        raise ModelError(f"{what} has {len(items)} components but the state has dimension {d}")
+    try:
+        return sp.Matrix([sp.sympify(e) for e in items])
+    except (sp.SympifyError, TypeError) as exc:
+        raise ModelError(f"{what}: cannot interpret a component as a SymPy expression ({exc})") from exc
+
+
+def _check_functions(expr, where):
+    for f in expr.atoms(sp.Function):
+        if isinstance(f, sp.core.function.AppliedUndef):
+            raise ModelError(
+                f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
+            )
+        if not isinstance(f, SUPPORTED_FUNCTIONS):
+            raise ModelError(
+                f"{where}: function {f.func.__name__}() cannot be compiled by Numba; supported: "
+                + ", ".join(sorted(c.__name__ for c in SUPPORTED_FUNCTIONS))
+            )
+    for bad in (sp.Integral, sp.Derivative, sp.Sum, sp.Product):
+        if expr.has(bad):
+            raise ModelError(f"{where}: unevaluated {bad.__name__} cannot be compiled")
+    if expr.has(sp.I):
+        raise ModelError(f"{where}: complex numbers are not supported")
+    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+        raise ModelError(f"{where}: contains an infinity or NaN")
+
+
+class SDEModel:
+    """A stochastic differential equation with unknown drift parameters.
+
+    ``dx = f_θ(x) dt + G(x) dW`` with diffusion tensor ``D(x) = ½ G Gᵀ``.
+
+    Parameters
+    ----------
+    state : sequence of sympy.Symbol, length d
+        State variables, in the column order of data arrays.
+    params : sequence of sympy.Symbol, sympy.Matrix or sympy.MatrixSymbol
+        Unknown parameters θ.  Matrices are flattened row-wise; entries of a
+        ``MatrixSymbol('W', 3, 7)`` become symbols named ``W[i,j]`` (0-based).
+    drift : sequence of sympy.Expr or column Matrix, length d
+        The drift f_θ(x).
+    diffusion : number, expression, length-d sequence or d×d matrix, optional
+        D itself: a scalar (isotropic ``D = c I``), a vector (diagonal), or a
+        full symmetric matrix.  Entries may depend on the state, not on θ.
+    noise : d×d' matrix, optional
+        The noise matrix G instead of D; then ``D = ½ G Gᵀ``.
+    name : str, optional
+        Identifier used for generated files (letters, digits, underscore).
+    nominal : dict or sequence, optional
+        Nominal parameter values (keyed by symbol or name, or in θ order).
+
+    Attributes
+    ----------
+    state, params : tuple of sympy.Symbol
+    drift : sympy.Matrix, shape (d, 1)
+    D : sympy.Matrix, shape (d, d)
+    G : sympy.Matrix or None, shape (d, d')
+    nominal : numpy.ndarray, shape (n,), or None
+    """
+
+    def __init__(self, state, params, drift, diffusion=None, *, noise=None, name=None,
+                 nominal=None):
+        state_syms, state_repl = _as_symbol_list(state, "state")
+        if state_repl:
+            raise ModelError("state: MatrixSymbol states are not supported; list the symbols")
+        param_syms, param_repl = _as_symbol_list(params, "params")
+        if not state_syms:
+            raise ModelError("state: at least one state variable is required")
+        if not param_syms:
+            raise ModelError("params: the parameter list is empty; there is nothing to infer")
+        seen = {}
+        for s in state_syms + param_syms:
+            if s in seen:
+                raise ModelError(f"symbol {s} is declared twice ({seen[s]} and "
+                                 f"{'state' if s in state_syms else 'params'})")
+            seen[s] = "state" if s in state_syms else "params"
+        names = [str(s) for s in state_syms + param_syms]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
+
+        self.state = tuple(state_syms)
+        self.params = tuple(param_syms)
+        d = len(self.state)
+
+        f = _as_column(drift, "drift", d)
+        if param_repl:
+            f = f.xreplace(param_repl)
+        declared = set(self.state) | set(self.params)
+        for j, fj in enumerate(f):
+            where = f"drift[{j}] (d{self.state[j]})"
+            _check_functions(fj, where)
+            extra = fj.free_symbols - declared
+            if extra:
+                bad = sorted(extra, key=str)[0]
+                raise ModelError(f"{where}: symbol {bad} is neither a state variable nor a parameter")
+        self.drift = f
+
+        if (diffusion is None) == (noise is None):
+            raise ModelError("give exactly one of diffusion= (the tensor D) or noise= (G, D = ½GGᵀ)")
+        if noise is not None:
+            G = sp.Matrix(noise) if not isinstance(noise, sp.MatrixBase) else noise
+            if G.shape[0] != d:
+                raise ModelError(f"noise: G has {G.shape[0]} rows but the state has dimension {d}")
+            G = G.applyfunc(sp.sympify)
+            self.G = G
+            D = (G * G.T / 2).applyfunc(sp.expand)
+        else:
+            self.G = None
+            D = self._diffusion_matrix(diffusion, d)
+        for i, j in np.ndindex(D.shape):
+            Dij = D[i, j]
+            where = f"diffusion D[{i},{j}]"
+            _check_functions(Dij, where)
+            p_in = Dij.free_symbols & set(self.params)
+            if p_in:
+                raise ModelError(f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
+                                 "diffusion; D must be known (only the drift may hold parameters)")
+            extra = Dij.free_symbols - set(self.state)
+            if extra:
+                raise ModelError(f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable")
+        for i in range(d):
+            for j in range(i + 1, d):
+                if sp.simplify(D[i, j] - D[j, i]) != 0:
+                    raise ModelError(f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
+                                     f"D[{j},{i}] = {D[j, i]}")
+        if not any(D[i, j].free_symbols for i in range(d) for j in range(d)):
+            Dn = np.array(D.evalf(), dtype=float)
+            eig = np.linalg.eigvalsh(Dn)
+            if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
+                raise ModelError(f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})")
+        self.D = D
+
+        if name is None:
+            name = "model"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
+            raise ModelError(f"name {name!r} must be a Python identifier (letters, digits, _)")
+        self.name = str(name)
+        self.nominal = None if nominal is None else self.theta_vector(nominal, "nominal")
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _diffusion_matrix(diffusion, d):
+        if isinstance(diffusion, sp.MatrixBase) or (
+            isinstance(diffusion, (list, tuple, np.ndarray)) and np.ndim(np.asarray(diffusion, dtype=object)) == 2
+        ):
+            D = sp.Matrix(diffusion)
+            if D.shape == (d, d):
+                return D.applyfunc(sp.sympify)
+            if 1 in D.shape and len(D) == d:
+                return sp.diag(*[sp.sympify(e) for e in D])
+            raise ModelError(f"diffusion: expected a scalar, {d} diagonal entries or a {d}×{d} "
+                             f"matrix, got shape {D.shape}")
+        if isinstance(diffusion, (list, tuple, np.ndarray)):
+            items = list(diffusion)
+            if len(items) != d:
+                raise ModelError(f"diffusion: {len(items)} diagonal entries for a state of dimension {d}")
+            return sp.diag(*[sp.sympify(e) for e in items])
+        try:
+            c = sp.sympify(diffusion)
+        except (sp.SympifyError, TypeError) as exc:
+            raise ModelError(f"diffusion: cannot interpret {diffusion!r}") from exc
+        return sp.eye(d) * c
+
+    @property
+    def d(self) -> int:
+        """State dimension."""
+        return len(self.state)
+
+    @property
+    def n(self) -> int:
+        """Number of parameters."""
+        return len(self.params)
+
+    @property
+    def state_names(self) -> list[str]:
+        return [str(s) for s in self.state]
+
+    @property
+    def param_names(self) -> list[str]:
+        return [str(s) for s in self.params]
+
+    def theta_vector(self, theta, what="theta") -> np.ndarray:
+        """Convert an array (θ order) or a dict keyed by symbol/name into shape (n,)."""
+        if isinstance(theta, dict):
+            by_name = {}
+            for k, val in theta.items():
+                key = str(k)
+                if key not in self.param_names:
+                    raise ModelError(f"{what}: {key!r} is not a parameter of model {self.name!r} "
+                                     f"(parameters: {', '.join(self.param_names)})")
+                by_name[key] = float(val)
+            missing = [p for p in self.param_names if p not in by_name]
+            if missing:
+                raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
+            out = np.array([by_name[p] for p in self.param_names], dtype=float)
+        else:
+            try:
+                out = np.asarray(theta, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            if out.shape != (self.n,):
+                raise ModelError(f"{what}: expected {self.n} values (one per parameter), got {out.size}")
+        if not np.all(np.isfinite(out)):
+            bad = self.param_names[int(np.flatnonzero(~np.isfinite(out))[0])]
+            raise ModelError(f"{what}: value of {bad!r} is not finite")
+        return out
+
+    # -------------------------------------------------------- derived symbolics
+    @cached_property
+    def derivation(self):
+        """The symbolic derivation (:class:`dynosed_sym.symbolic.Derivation`)."""
+        from .symbolic import derive
+
+        return derive(self)
+
+    @property
+    def U(self) -> sp.Matrix:
+        """∂f/∂θ, shape (d, n). Raises NotAffineError for a non-affine drift."""
+        return self.derivation.require_affine().U
+
+    @property
+    def v(self) -> sp.Matrix:
+        """f at θ = 0, shape (d, 1). Raises NotAffineError for a non-affine drift."""
+        return self.derivation.require_affine().v
+
+    @property
+    def is_affine(self) -> bool:
+        return self.derivation.is_affine
+
+    @property
+    def diffusion_is_constant(self) -> bool:
+        return not any(e.free_symbols for e in self.D)
+
+    def equations(self) -> str:
+        """The declared SDE in readable form, one line per state variable."""
+        lines = []
+        for j, s in enumerate(self.state):
+            lines.append(f"d{s} = ({sp.sstr(self.drift[j])}) dt + noise")
+        if self.diffusion_is_constant and self.D.is_diagonal() and len(set(self.D.diagonal())) == 1:
+            lines.append(f"D = {sp.sstr(self.D[0, 0])} · I_{self.d}")
+        else:
+            lines.append(f"D = {sp.sstr(self.D.tolist())}")
+        lines.append("parameters: " + ", ".join(self.param_names))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"SDEModel(name={self.name!r}, d={self.d}, n={self.n}, "
+                f"state=[{', '.join(self.state_names)}])")
+
+    def __str__(self):
+        return f"SDE model {self.name!r} (d={self.d}, n={self.n})\n" + self.equations()
+
+
+def load_model(path) -> SDEModel:
+    """Import a model file and return its module-level ``model``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A Python file that builds an :class:`SDEModel` named ``model``
+        (optionally with ``nominal`` values given to the constructor).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ModelError(f"model file {path!r} does not exist")
+    mod_name = "dynosed_user_model_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ModelError:
+        raise
+    except Exception as exc:  # user code: report the file, keep the cause
+        raise ModelError(f"model file {path!r} failed to run: {type(exc).__name__}: {exc}") from exc
+    model = getattr(module, "model", None)
+    if not isinstance(model, SDEModel):
+        raise ModelError(f"model file {path!r} must define an SDEModel named 'model'")
+    model.source_path = os.path.abspath(path)
+    return model

@@ -1,0 +1,97 @@
+"""Stage 3 — kernel spec: what to print for one model, and the hash that names it.
+
+The spec hash is computed from the *declaration* alone (state, parameters,
+drift, diffusion/noise, name) and the generator version, so an unchanged model
+is recognised — and its generated file reused — without re-deriving anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+__all__ = ["GENERATOR_VERSION", "KernelSpec", "spec_hash", "build_spec"]
+
+#: Bump whenever the printed source would change for an unchanged model.
+GENERATOR_VERSION = "0.1.0"
+
+
+def spec_hash(model) -> str:
+    """SHA-256 (hex) of the model declaration and the generator version."""
+    h = hashlib.sha256()
+    for part in (
+        GENERATOR_VERSION,
+        model.name,
+        sp.srepr(sp.Tuple(*model.state)),
+        sp.srepr(sp.Tuple(*model.params)),
+        sp.srepr(model.drift),
+        sp.srepr(model.D),
+        sp.srepr(model.G) if model.G is not None else "None",
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Everything the printer needs for one model.
+
+    Attributes
+    ----------
+    name, hash : str
+    state, params : tuple of sympy.Symbol
+    drift : sympy.Matrix (d, 1)
+    is_affine : bool
+    stein : SteinPieces or None
+        Global-route pieces (affine models only).
+    noise : sympy.Matrix (d, d') or None
+        Symbolic noise matrix G(x) when it depends on the state; ``None`` when
+        it is constant (then the simulator receives it as an array argument).
+    constant_noise : numpy.ndarray (d, d') or None
+    """
+
+    name: str
+    hash: str
+    state: tuple
+    params: tuple
+    drift: sp.Matrix
+    is_affine: bool
+    stein: object
+    noise: sp.Matrix | None
+    constant_noise: np.ndarray | None
+
+
+def _noise_matrix(model):
+    """G with ½GGᵀ = D: the declared G, else a (symbolic or numeric) square root of 2D."""
+    if model.G is not None:
+        G = model.G
+        if not any(e.free_symbols for e in G):
+            return None, np.array(G.evalf(), dtype=float)
+        return G, None
+    D = model.D
+    if model.diffusion_is_constant:
+        w, V = np.linalg.eigh(np.array(D.evalf(), dtype=float) * 2.0)
+        return None, V * np.sqrt(np.clip(w, 0.0, None))
+    if D.is_diagonal():
+        return sp.diag(*[sp.sqrt(2 * D[i, i]) for i in range(model.d)]), None
+    return (2 * D).cholesky(hermitian=False), None
+
+
+def build_spec(model) -> KernelSpec:
+    der = model.derivation
+    noise, constant_noise = _noise_matrix(model)
+    return KernelSpec(
+        name=model.name,
+        hash=spec_hash(model),
+        state=model.state,
+        params=model.params,
+        drift=model.drift,
+        is_affine=der.is_affine,
+        stein=der.stein,
+        noise=noise,
+        constant_noise=constant_noise,
+    )

@@ -1,0 +1,160 @@
+"""Stage 2 — symbolic derivation.
+
+Everything the numerical routes need is derived here, exactly, from the
+declared drift and diffusion:
+
+* the affine split ``f = U(x) θ + v(x)`` with ``U = ∂f/∂θ`` and ``v = f|θ=0``,
+  proven by ``∂²f/∂θ² ≡ 0`` (a :class:`NotAffineError` names the parameter and
+  the additive term that break it);
+* ``∇·D`` and ``∇·(∇·D)`` (state-dependent diffusion);
+* ``∇·U`` (one divergence per column) and ``∇·v`` for the local route;
+* the Stein-feature pieces of the global route: with
+  ``z_r = √(2/m) cos(ω_rᵀx + c_r)`` the Stein feature is
+  ``g_r = −√(2/m)[sin(·) ωᵀ(Uθ + v) + cos(·) ωᵀD(x)ω]``.  The x-dependent
+  factors multiplying ``sin`` (entries of U and v) and ``cos`` (entries of D)
+  are collected, with numeric coefficients split off and duplicates merged, into
+  :class:`SteinPieces`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .errors import NotAffineError
+
+__all__ = ["Derivation", "SteinPieces", "derive", "split_coefficient"]
+
+
+def split_coefficient(expr):
+    """Split ``expr`` into ``(c, base)`` with a numeric ``c`` and ``expr = c·base``."""
+    expr = sp.sympify(expr)
+    c, base = expr.as_coeff_Mul()
+    if base == 1 and c != 1:
+        return c, sp.Integer(1)
+    return c, base
+
+
+@dataclass(frozen=True)
+class SteinPieces:
+    """x-dependent factors of the global Stein features, deduplicated.
+
+    ``A[r, k] = −√(2/m)/N Σ_i sin_ri Σ_{(e,j,k,c) in a_terms} c ω_rj  sin_feature_e(x_i)``
+    ``b[r]    =  √(2/m)/N Σ_i [sin_ri Σ_{(e,j,c) in b_sin_terms} c ω_rj sin_feature_e(x_i)
+                              + cos_ri Σ_{(e,j,l,c) in b_cos_terms} c ω_rj ω_rl cos_feature_e(x_i)]``
+
+    where ``sin_ri = sin(ω_rᵀx_i + c_r)`` and ``cos_ri`` likewise.
+    """
+
+    sin_features: tuple  # sympy expressions of x
+    cos_features: tuple
+    a_terms: tuple  # (feature index e, state index j, param column k, coefficient)
+    b_sin_terms: tuple  # (e, j, coefficient)
+    b_cos_terms: tuple  # (e, j, l, coefficient); off-diagonal D entries counted twice
+
+
+@dataclass
+class Derivation:
+    """Symbolic results for one model (see module docstring)."""
+
+    state: tuple
+    params: tuple
+    drift: sp.Matrix
+    D: sp.Matrix
+    is_affine: bool
+    U: sp.Matrix | None = None
+    v: sp.Matrix | None = None
+    offending: tuple | None = None  # (param, component, term) when not affine
+    div_D: sp.Matrix | None = None
+    div_div_D: sp.Expr | None = None
+    div_U: sp.Matrix | None = None
+    div_v: sp.Expr | None = None
+    stein: SteinPieces | None = field(default=None, repr=False)
+
+    def require_affine(self):
+        if not self.is_affine:
+            p, j, term = self.offending
+            raise NotAffineError(
+                f"drift[{j}] (d{self.state[j]}) is not affine in parameter {p}: "
+                f"the term {sp.sstr(term)} is nonlinear in {p}",
+                param=p, component=j, term=term,
+            )
+        return self
+
+
+def _find_nonaffine(drift, params):
+    """Return (param, component, term) breaking affinity, or None.
+
+    Affinity holds iff every ∂f_j/∂θ_k is free of θ (i.e. ∂²f/∂θ_k∂θ_l ≡ 0).
+    Entries that still contain parameters symbolically are simplified before a
+    verdict, so cancellations such as ``θ·x + θ·(1−x)`` are not misreported.
+    """
+    pset = set(params)
+    for j, fj in enumerate(drift):
+        if not (fj.free_symbols & pset):
+            continue
+        for k, pk in enumerate(params):
+            dk = sp.diff(fj, pk)
+            for pl in sorted(dk.free_symbols & pset, key=params.index):
+                if sp.simplify(sp.diff(dk, pl)) != 0:
+                    # name the additive term responsible
+                    for term in sp.Add.make_args(fj):
+                        if sp.simplify(sp.diff(term, pk, pl)) != 0:
+                            return pl, j, term
+                    return pl, j, fj
+    return None
+
+
+def _stein_pieces(U, v, D, state):
+    sin_feats, sin_index = [], {}
+    cos_feats, cos_index = [], {}
+
+    def index(expr, feats, table):
+        if expr not in table:
+            table[expr] = len(feats)
+            feats.append(expr)
+        return table[expr]
+
+    a_terms, b_sin, b_cos = [], [], []
+    d, n = U.shape
+    for j in range(d):
+        for k in range(n):
+            if U[j, k] != 0:
+                c, base = split_coefficient(U[j, k])
+                a_terms.append((index(base, sin_feats, sin_index), j, k, c))
+    for j in range(d):
+        if v[j] != 0:
+            c, base = split_coefficient(v[j])
+            b_sin.append((index(base, sin_feats, sin_index), j, c))
+    for j in range(d):
+        for l in range(j, d):
+            if D[j, l] != 0:
+                c, base = split_coefficient(D[j, l])
+                c = c * (1 if j == l else 2)
+                b_cos.append((index(base, cos_feats, cos_index), j, l, c))
+    return SteinPieces(tuple(sin_feats), tuple(cos_feats), tuple(a_terms), tuple(b_sin), tuple(b_cos))
+
+
+def derive(model) -> Derivation:
+    """Derive all symbolic quantities of ``model`` (an :class:`SDEModel`)."""
+    state, params = model.state, model.params
+    f, D = model.drift, model.D
+    d = len(state)
+    div_D = sp.Matrix([sum(sp.diff(D[i, j], state[j]) for j in range(d)) for i in range(d)])
+    div_div_D = sum(sp.diff(div_D[i], state[i]) for i in range(d))
+    der = Derivation(state=state, params=params, drift=f, D=D, is_affine=False,
+                     div_D=div_D, div_div_D=sp.sympify(div_div_D))
+    bad = _find_nonaffine(f, params)
+    if bad is not None:
+        der.offending = bad
+        return der
+    zero = {p: 0 for p in params}
+    U = f.jacobian(params).xreplace(zero)
+    v = f.xreplace(zero)
+    der.is_affine = True
+    der.U, der.v = U, v
+    der.div_U = sp.Matrix([sum(sp.diff(U[j, k], state[j]) for j in range(d)) for k in range(len(params))])
+    der.div_v = sp.sympify(sum(sp.diff(v[j], state[j]) for j in range(d)))
+    der.stein = _stein_pieces(U, v, D, state)
+    return der
