@@ -170,6 +170,8 @@ def _main(argv=None):
                                  description="Print the generated kernel module of model files.")
     ap.add_argument("models", nargs="+", help="model files (each defines `model`)")
     ap.add_argument("--out", default=None, help="output folder (default: see README)")
+    ap.add_argument("--prune", action="store_true",
+                    help="delete older generated files of the same model names in the output folder")
     args = ap.parse_args(argv)
     for path in args.models:
         model = load_model(path)
@@ -178,4 +180,17 @@ def _main(argv=None):
         target = os.path.join(out_dir, module_filename(model.name, spec.hash))
         changed = write_if_changed(target, render_module(spec))
         print(f"{'wrote' if changed else 'unchanged'} {target}")
+        if args.prune:
+            for stale in stale_files(out_dir, model.name, os.path.basename(target)):
+                os.unlink(stale)
+                print(f"removed {stale}")
+
+
+def stale_files(out_dir, name, keep):
+    """Generated files of model ``name`` in ``out_dir`` other than ``keep`` (older spec hashes)."""
+    import re
+
+    pattern = re.compile(re.escape(name) + r"_[0-9a-f]{12}\.py")
+    return sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
+                  if pattern.fullmatch(f) and f != keep)
 
