@@ -59,74 +59,85 @@ def _fold(u):
 @numba.njit(parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def accumulate_stein(X, phi_s, phi_c, Wt, ct, P_s, P_c):
-    """Add Σ_i sin/cos(2π(Wtᵀx_i + ct)) · phi[i] into P_s / P_c.
+    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] into P_s / P_c, feature block by block.
+
+    Arrays are block-major so that every inner loop runs over ``q in range(FB)``
+    with a provably non-negative, contiguous index (a computed offset such as
+    ``r0 + q`` makes LLVM emit gathers instead of vector loads).
 
     Parameters
     ----------
     X : (N, d) samples
     phi_s, phi_c : (N, K_sin), (N, K_cos) per-sample factors (generated ``stein_features``)
-    Wt : (d, Mpad) frequencies in turns, ω/2π, transposed; Mpad a multiple of FEATURE_BLOCK
-    ct : (Mpad,) phases in turns, c/2π
-    P_s, P_c : (K_sin, >=Mpad), (K_cos, >=Mpad) running sums, updated in place
+    Wt : (B, d, FB) frequencies in turns (ω/2π), feature r = blk·FB + q
+    ct : (B, FB) phases in turns (c/2π)
+    P_s, P_c : (B, K_sin, FB), (B, K_cos, FB) running sums, updated in place
     """
     N, d = X.shape
     Ks = phi_s.shape[1]
     Kc = phi_c.shape[1]
-    FB = 128
+    nblk, _, FB = Wt.shape
     TI = 4
-    nblk = ct.shape[0] // FB
     for blk in numba.prange(nblk):
-        r0 = blk * FB
+        Wb = Wt[blk]
+        cb = ct[blk]
+        Ps = P_s[blk]
+        Pc = P_c[blk]
         t = np.empty(FB)
         sn = np.empty((TI, FB))
         cs = np.empty((TI, FB))
         for i0 in range(0, N, TI):
             ni = min(TI, N - i0)
             for a in range(ni):
+                xa = X[i0 + a]
                 for q in range(FB):
-                    t[q] = ct[r0 + q]
+                    t[q] = cb[q]
                 for j in range(d):
-                    xj = X[i0 + a, j]
+                    xj = xa[j]
+                    wj = Wb[j]
                     for q in range(FB):
-                        t[q] += Wt[j, r0 + q] * xj
+                        t[q] += wj[q] * xj
+                sa = sn[a]
+                ca = cs[a]
                 for q in range(FB):
                     u = t[q] - np.floor(t[q] + 0.5)
-                    sn[a, q] = _sin_turns(_fold(u))
+                    sa[q] = _sin_turns(_fold(u))
                     w = u + 0.25
                     w = w - np.floor(w + 0.5)
-                    cs[a, q] = _sin_turns(_fold(w))
+                    ca[q] = _sin_turns(_fold(w))
             if ni == TI:
+                s0, s1, s2, s3 = sn[0], sn[1], sn[2], sn[3]
+                c0, c1, c2, c3 = cs[0], cs[1], cs[2], cs[3]
                 for e in range(Ks):
                     p0 = phi_s[i0, e]
                     p1 = phi_s[i0 + 1, e]
                     p2 = phi_s[i0 + 2, e]
                     p3 = phi_s[i0 + 3, e]
+                    Pe = Ps[e]
                     for q in range(FB):
-                        P_s[e, r0 + q] += (sn[0, q] * p0 + sn[1, q] * p1) + (sn[2, q] * p2 + sn[3, q] * p3)
+                        Pe[q] += (s0[q] * p0 + s1[q] * p1) + (s2[q] * p2 + s3[q] * p3)
                 for e in range(Kc):
                     p0 = phi_c[i0, e]
                     p1 = phi_c[i0 + 1, e]
                     p2 = phi_c[i0 + 2, e]
                     p3 = phi_c[i0 + 3, e]
+                    Pe = Pc[e]
                     for q in range(FB):
-                        P_c[e, r0 + q] += (cs[0, q] * p0 + cs[1, q] * p1) + (cs[2, q] * p2 + cs[3, q] * p3)
+                        Pe[q] += (c0[q] * p0 + c1[q] * p1) + (c2[q] * p2 + c3[q] * p3)
             else:
                 for a in range(ni):
+                    sa = sn[a]
+                    ca = cs[a]
                     for e in range(Ks):
                         pe = phi_s[i0 + a, e]
+                        Pe = Ps[e]
                         for q in range(FB):
-                            P_s[e, r0 + q] += sn[a, q] * pe
+                            Pe[q] += sa[q] * pe
                     for e in range(Kc):
                         pe = phi_c[i0 + a, e]
+                        Pe = Pc[e]
                         for q in range(FB):
-                            P_c[e, r0 + q] += cs[a, q] * pe
-
-
-def _padded(m):
-    """Feature count rounded up to FEATURE_BLOCK, plus a row pad so rows are never 4 KiB-aligned apart."""
-    mpad = -(-m // FEATURE_BLOCK) * FEATURE_BLOCK
-    stride = mpad + (8 if (mpad * 8) % 4096 == 0 else 0)
-    return mpad, stride
+                            Pe[q] += ca[q] * pe
 
 
 class RandomFeatures:
@@ -144,13 +155,25 @@ class RandomFeatures:
         self.phase = np.ascontiguousarray(phase, dtype=float)
         self.lengthscale = float(lengthscale)
         m, d = self.omega.shape
-        mpad, stride = _padded(m)
-        self.mpad, self.stride = mpad, stride
-        # turns (ω/2π, c/2π) so that range reduction is t - floor(t + 1/2); zero-padded columns
-        self.Wt = np.zeros((d, stride))
-        self.Wt[:, :m] = self.omega.T / TWO_PI
-        self.ct = np.zeros(mpad)
-        self.ct[:m] = self.phase / TWO_PI
+        self.n_blocks = -(-m // FEATURE_BLOCK)
+        mpad = self.n_blocks * FEATURE_BLOCK
+        # turns (ω/2π, c/2π) so that range reduction is t - floor(t + 1/2); zero-padded features;
+        # block-major layout (block, ·, FEATURE_BLOCK) for the fill kernel
+        Wt = np.zeros((d, mpad))
+        Wt[:, :m] = self.omega.T / TWO_PI
+        self.Wt = np.ascontiguousarray(Wt.reshape(d, self.n_blocks, FEATURE_BLOCK).transpose(1, 0, 2))
+        ct = np.zeros(mpad)
+        ct[:m] = self.phase / TWO_PI
+        self.ct = ct.reshape(self.n_blocks, FEATURE_BLOCK)
+
+    def zeros(self, k):
+        """Block-major running sums for k per-sample factors: (n_blocks, k, FEATURE_BLOCK)."""
+        return np.zeros((self.n_blocks, k, FEATURE_BLOCK))
+
+    def unblock(self, P):
+        """(n_blocks, k, FEATURE_BLOCK) sums → (k, m) in feature order."""
+        k = P.shape[1]
+        return P.transpose(1, 0, 2).reshape(k, -1)[:, : self.m]
 
     @property
     def m(self):
@@ -181,23 +204,24 @@ def draw_features(d, m, lengthscale, seed=0) -> RandomFeatures:
 
 
 def contract(cm, feats: RandomFeatures, P_s, P_c, count):
-    """Turn sums over ``count`` samples into (A (m, n), b (m,)) with DESIGN §2 scaling."""
+    """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with DESIGN §2 scaling."""
     m = feats.m
+    P_s, P_c = feats.unblock(P_s), feats.unblock(P_c)
     Om = feats.omega
     scale = math.sqrt(2.0 / m) / count
     n = cm.model.n
     A = np.zeros((m, n))
     e, j, k = cm.a_terms.T if cm.a_terms.size else (np.zeros(0, int),) * 3
-    contrib = cm.a_coef[None, :] * Om[:, j] * P_s[e, :m].T
+    contrib = cm.a_coef[None, :] * Om[:, j] * P_s[e].T
     np.add.at(A.T, k, contrib.T)
     A *= -scale
     b = np.zeros(m)
     if cm.b_sin_terms.size:
         e, j = cm.b_sin_terms.T
-        b += (cm.b_sin_coef[None, :] * Om[:, j] * P_s[e, :m].T).sum(axis=1)
+        b += (cm.b_sin_coef[None, :] * Om[:, j] * P_s[e].T).sum(axis=1)
     if cm.b_cos_terms.size:
         e, j, l = cm.b_cos_terms.T
-        b += (cm.b_cos_coef[None, :] * Om[:, j] * Om[:, l] * P_c[e, :m].T).sum(axis=1)
+        b += (cm.b_cos_coef[None, :] * Om[:, j] * Om[:, l] * P_c[e].T).sum(axis=1)
     b *= scale
     return A, b
 
@@ -209,8 +233,8 @@ def block_sums(cm, X, feats: RandomFeatures):
     phi_s, phi_c = cm.stein_features(X)
     check_finite_output(phi_s, "a Stein feature (drift term)", X)
     check_finite_output(phi_c, "a Stein feature (diffusion term)", X)
-    P_s = np.zeros((phi_s.shape[1], feats.stride))
-    P_c = np.zeros((phi_c.shape[1], feats.stride))
+    P_s = feats.zeros(phi_s.shape[1])
+    P_c = feats.zeros(phi_c.shape[1])
     accumulate_stein(X, phi_s, phi_c, feats.Wt, feats.ct, P_s, P_c)
     return P_s, P_c
 
