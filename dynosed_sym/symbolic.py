@@ -91,12 +91,11 @@ def _find_nonaffine(drift, params):
     verdict, so cancellations such as ``θ·x + θ·(1−x)`` are not misreported.
     """
     pset = set(params)
+    order = {p: k for k, p in enumerate(params)}
     for j, fj in enumerate(drift):
-        if not (fj.free_symbols & pset):
-            continue
-        for k, pk in enumerate(params):
+        for pk in sorted(fj.free_symbols & pset, key=order.get):
             dk = sp.diff(fj, pk)
-            for pl in sorted(dk.free_symbols & pset, key=params.index):
+            for pl in sorted(dk.free_symbols & pset, key=order.get):
                 if sp.simplify(sp.diff(dk, pl)) != 0:
                     # name the additive term responsible
                     for term in sp.Add.make_args(fj):
@@ -104,6 +103,16 @@ def _find_nonaffine(drift, params):
                             return pl, j, term
                     return pl, j, fj
     return None
+
+
+def _jacobian(drift, params):
+    """∂f/∂θ (d, n), differentiating each component only by the parameters it contains."""
+    order = {p: k for k, p in enumerate(params)}
+    U = sp.zeros(len(drift), len(params))
+    for j, fj in enumerate(drift):
+        for p in fj.free_symbols & set(order):
+            U[j, order[p]] = sp.diff(fj, p)
+    return U
 
 
 def _stein_pieces(U, v, D, state):
@@ -150,7 +159,7 @@ def derive(model) -> Derivation:
         der.offending = bad
         return der
     zero = {p: 0 for p in params}
-    U = f.jacobian(params).xreplace(zero)
+    U = _jacobian(f, params).xreplace(zero)
     v = f.xreplace(zero)
     der.is_affine = True
     der.U, der.v = U, v
