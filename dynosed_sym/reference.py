@@ -13,7 +13,8 @@ import math
 import numpy as np
 import sympy as sp
 
-__all__ = ["lambdified", "drift_reference", "stein_system_reference", "simulate_reference"]
+__all__ = ["lambdified", "drift_reference", "stein_system_reference", "simulate_reference",
+           "stein_vstat"]
 
 
 def _vectorise(fn, shape, X):
@@ -74,6 +75,38 @@ def stein_system_reference(model, X, omega, phase, lam_fns=None):
     A = -scale * np.einsum("ir,irk->rk", S, wU)
     b = scale * (S * wv + C * wDw).sum(axis=0)
     return A, b
+
+
+def stein_vstat(model, X, theta, lengthscale):
+    """Exact O(N²) V-statistic of the kernel Stein discrepancy with the Gaussian kernel.
+
+    ``(1/N²) Σ_ij 𝒜_x 𝒜_y k(x_i, x_j)`` with ``k = exp(−‖x − y‖²/(2ℓ²))`` and
+    ``𝒜φ = fᵀ∇φ + Tr(D ∇²φ)``, differentiated by SymPy (an independent route
+    to the same quantity).  The random-feature loss ``‖Aθ − b‖²`` of the global
+    route converges to it as the number of features grows.  For small N only.
+    """
+    d = model.d
+    xs = sp.symbols(f"_x0:{d}", real=True)
+    ys = sp.symbols(f"_y0:{d}", real=True)
+    theta = np.asarray(theta, dtype=float)
+    sub = dict(zip(model.params, [sp.Float(t) for t in theta]))
+
+    def generator(phi, vars_):
+        rep = dict(zip(model.state, vars_))
+        f = [fi.xreplace(sub).xreplace(rep) for fi in model.drift]
+        D = model.D.xreplace(rep)
+        out = sum(f[i] * sp.diff(phi, vars_[i]) for i in range(d))
+        out += sum(D[i, j] * sp.diff(phi, vars_[i], vars_[j]) for i in range(d) for j in range(d))
+        return out
+
+    ell = sp.Float(lengthscale)
+    k = sp.exp(-sum((a - b) ** 2 for a, b in zip(xs, ys)) / (2 * ell ** 2))
+    expr = generator(generator(k, ys), xs)
+    fn = sp.lambdify(list(xs) + list(ys), expr, "numpy")
+    X = np.asarray(X, dtype=float)
+    Xi = [X[:, None, j] for j in range(d)]
+    Yj = [X[None, :, j] for j in range(d)]
+    return float(np.mean(fn(*Xi, *Yj)))
 
 
 def simulate_reference(model, theta, n_chains, n_steps, dt, seed=0, x0=None):
