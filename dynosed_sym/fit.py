@@ -91,54 +91,113 @@ def _check_positive(value, what):
 
 
 def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
-               n_blocks=DEFAULT_BLOCKS, out_dir=None) -> FitResult:
+               n_blocks=DEFAULT_BLOCKS, out_dir=None, *, backend=None, client=None, progress=None,
+               chunk_rows=None) -> FitResult:
     """Fit an affine model by the global kernel-Stein route (DESIGN §2).
 
     Parameters
     ----------
     model : SDEModel
         Must be affine in its parameters (NotAffineError otherwise).
-    X : (N, d) array, DataFrame, ``.npy`` path or iterable of chunks
-        Unordered stationary samples.
+    X : samples
+        Unordered stationary samples: an (N, d) array or a DataFrame with the state names as
+        columns (in memory); or streamed with memory independent of N: a ``.npy`` path
+        (memory-mapped), a ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset, an
+        iterable/iterator of chunks (arrays or DataFrames); or a ``dask.array`` (fitted on
+        Dask workers).  See :mod:`dynosed_sym.data`.
     n_features : int
         Number m of random Fourier features.
     bandwidth : "median" or float
-        Length scale ℓ of the Gaussian kernel; "median" uses the median pairwise
-        distance of a seeded subsample of (the first block of) the data.
+        Length scale ℓ of the Gaussian kernel; "median" uses the median pairwise distance of a
+        seeded subsample (≤ 1000 rows) of the first ``data.BANDWIDTH_ROWS`` (65,536) rows —
+        the same rows for every kind of input.
     lam : float
         Tikhonov regularisation λ ≥ 0.
     seed : int
         Seeds the bandwidth subsample and the random features.
     n_blocks : int
-        Contiguous data blocks used to estimate the sampling noise of A and b.
+        Data blocks used to estimate the sampling noise of A and b (for a stream of unknown
+        length: between ``n_blocks`` and ``2·n_blocks`` blocks of equal size).
+    out_dir : str, optional
+        Folder of generated kernel modules.
+    backend : {None, "local", "dask"}
+        Where the fill runs.  None: on Dask workers for a dask array, in this process
+        otherwise.  "dask" also distributes arrays (scattered) and files the workers can
+        open by path (needs ``dynosed_sym[dask]``).
+    client : distributed.Client, optional
+        Cluster for the Dask backend (default: the current default client, else Dask's local
+        scheduler); passing one selects the Dask backend unless ``backend="local"``.
+    progress : bool or None
+        Progress bar (tqdm) over rows; None shows one for streamed or distributed input when
+        standard error is a terminal.
+    chunk_rows : int, optional
+        Rows per kernel call (and per file read) for streamed input (default 65,536); bounds
+        the memory of the fill.
 
     Returns
     -------
     FitResult
     """
+    from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, open_source
+    from .progress import progress_bar, progress_enabled
+
     model.derivation.require_affine()
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
         raise DataError(f"n_features must be a positive integer, got {n_features!r}")
     lam = float(lam)
     if not (np.isfinite(lam) and lam >= 0):
         raise DataError(f"lam must be a non-negative number, got {lam!r}")
+    if backend not in (None, "local", "dask"):
+        raise DataError(f"backend must be None, 'local' or 'dask', got {backend!r}")
+    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+        raise DataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 1:
+        raise DataError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+    if backend == "dask" or client is not None:
+        from .distributed import require_dask
+
+        require_dask()
     cm = compile_model(model, out_dir)
-    blocks = iter_blocks(X, model, "X", n_blocks=n_blocks)
-    first = next(blocks, None)
-    if first is None:
-        raise DataError("X: no samples")
-    if isinstance(bandwidth, str):
-        if bandwidth != "median":
-            raise DataError(f"bandwidth must be 'median' or a positive number, got {bandwidth!r}")
-        ell = median_lengthscale(first, seed=seed)
-    else:
-        ell = _check_positive(bandwidth, "bandwidth")
-    feats = draw_features(model.d, int(n_features), ell, seed=seed)
-    A, b, A_blocks, b_blocks, counts = assemble_global(cm, itertools.chain([first], blocks), feats)
+    source = open_source(X, model, "X")
+    try:
+        use_dask = backend == "dask" or (backend is None and (source.kind == "dask" or client is not None))
+        head = source.head(BANDWIDTH_ROWS)
+        if head.shape[0] < 2:
+            raise DataError(f"X: {head.shape[0]} sample(s); at least 2 are needed")
+        if isinstance(bandwidth, str):
+            if bandwidth != "median":
+                raise DataError(f"bandwidth must be 'median' or a positive number, got {bandwidth!r}")
+            ell = median_lengthscale(head, seed=seed)
+        else:
+            ell = _check_positive(bandwidth, "bandwidth")
+        del head
+        feats = draw_features(model.d, int(n_features), ell, seed=seed)
+        show = progress_enabled(progress, streamed=source.streamed or use_dask)
+        with progress_bar(show, total=source.n_rows, desc=f"fit_global {model.name}") as bar:
+            if use_dask:
+                from .distributed import assemble_dask
+
+                A, b, A_blocks, b_blocks, counts = assemble_dask(cm, source, feats, n_blocks, int(chunk_rows),
+                                                                 client=client, bar=bar)
+            elif source.kind == "array":
+                def blocks():
+                    for Xb in source.blocks(n_blocks):
+                        yield Xb
+                        bar.update(Xb.shape[0])
+
+                A, b, A_blocks, b_blocks, counts = assemble_global(cm, blocks(), feats)
+            else:
+                A, b, A_blocks, b_blocks, counts = assemble_stream(cm, source, feats, n_blocks,
+                                                                   int(chunk_rows), bar=bar)
+    finally:
+        source.close()
     N = int(counts.sum())
     if N < 2:
         raise DataError(f"X: {N} sample(s); at least 2 are needed")
     theta = solve_tikhonov(A, b, lam)
     report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
     info = {"m": int(n_features), "bandwidth": round(ell, 6), "lam": lam, "seed": seed}
+    if source.streamed or use_dask:
+        info["input"] = source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
     return FitResult(model, theta, A, b, report, "global", N, info)
