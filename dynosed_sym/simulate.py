@@ -2,8 +2,18 @@
 
 Scheme (reference paper, supplement): RK4 for the drift plus an Euler–Maruyama
 noise increment ``√dt · G η`` when the noise is constant; plain Euler–Maruyama
-when G depends on the state.  Each chain owns a counter-based random stream
-keyed from ``seed``, so results are identical for any number of threads.
+when G depends on the state.
+
+The generated kernel ``simulate_chains`` integrates the chains in blocks of up
+to ``LANES`` (64) lanes stored as structure of arrays, so the drift (printed
+once more as ``drift_lanes``), the normals and the update are vectorised across
+chains.  Each chain owns a counter-based random stream: uniform number k of
+chain c is the SplitMix64 hash of ``keys[c] + k·φ`` (φ the 64-bit golden
+ratio, keys from ``numpy.random.SeedSequence(seed)``), turned into normals by
+Box–Muller with polynomial log, sqrt and sin/cos (no libm calls; |η| ≤ 8.49).
+A chain's output depends only on its key, its start and the parameters, so
+results are bitwise identical for any number of threads and do not change when
+other chains are added.
 """
 
 from __future__ import annotations
@@ -56,13 +66,28 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
         ``ceil(n_samples / n_chains)`` states.
     seed : int
     x0 : array (d,) or (n_chains, d), optional
-        Start states (default: standard normal).
+        Start states (default: standard normal draws seeded by ``seed``).
+    out_dir : str, optional
+        Folder of the generated kernel module (see :func:`compile_model`).
 
     Returns
     -------
     X : (n_samples, d) array
         Rows ordered by chain, then recording time, so that contiguous blocks of
         rows hold whole chains (independent blocks for the noise estimates).
+        Record k of a chain is its state after ``burn_in + k * thin`` steps.
+
+    Raises
+    ------
+    DataError
+        For invalid arguments, and when a chain leaves the finite range (the
+        message names the chain and the step); no NaN is ever returned.
+
+    Notes
+    -----
+    Same ``seed`` ⇒ bitwise identical ``X`` whatever the number of Numba
+    threads; chain c's records are the same whatever ``n_chains`` (≥ c + 1) is.
+    Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
     """
     theta = model.theta_vector(theta)
     n_samples = int(n_samples)

@@ -101,7 +101,18 @@ def render_module(spec: KernelSpec) -> str:
     else:
         dn = spec.constant_noise.shape[1]
         step = T.RK4_STEP
-    parts.append(T.SIMULATOR.format(step_body=step))
+    # lane kernels of the simulator: state j of lane l at x[j*LANES + l] (see templates.SIMULATOR)
+    slots_lane = {s: f"x[{j}*LANES + l]" for j, s in enumerate(spec.state)}
+    slots_lane.update({p: f"theta[{k}]" for k, p in enumerate(spec.params)})
+    drift_lanes, _ = cse_block([(f"out[{j}*LANES + l]", spec.drift[j]) for j in range(d)],
+                               SlotPrinter(slots_lane), indent=" " * 8)
+    noise_lanes = ["        pass  # constant noise: simulate_chains takes G as an argument"]
+    if spec.noise is not None:
+        noise_lanes, _ = cse_block([(f"out[{i * dn + q}*LANES + l]", spec.noise[i, q])
+                                    for i in range(d) for q in range(dn)],
+                                   SlotPrinter(slots_lane), indent=" " * 8)
+    parts.append(T.SIMULATOR.format(step_body=step, drift_lanes="\n".join(drift_lanes) or "        pass",
+                                    noise_lanes="\n".join(noise_lanes) or "        pass"))
 
     header = T.HEADER.format(
         name=spec.name, hash=spec.hash, version=GENERATOR_VERSION, d=d, n=n,
