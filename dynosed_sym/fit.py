@@ -8,7 +8,7 @@ import numpy as np
 
 from .assembly import assemble_global, draw_features, median_lengthscale
 from .compiled import compile_model
-from .data import DEFAULT_BLOCKS, iter_blocks
+from .data import DEFAULT_BLOCKS
 from .errors import DataError
 from .report import analyse, solve_tikhonov
 
@@ -141,10 +141,12 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, open_source
     from .progress import progress_bar, progress_enabled
 
-    model.derivation.require_affine()
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
         raise DataError(f"n_features must be a positive integer, got {n_features!r}")
-    lam = float(lam)
+    try:
+        lam = float(lam)
+    except (TypeError, ValueError):
+        raise DataError(f"lam must be a non-negative number, got {lam!r}") from None
     if not (np.isfinite(lam) and lam >= 0):
         raise DataError(f"lam must be a non-negative number, got {lam!r}")
     if backend not in (None, "local", "dask"):
@@ -159,6 +161,8 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
 
         require_dask()
     cm = compile_model(model, out_dir)
+    if not cm.is_affine:  # read from the generated module: no re-derivation on the warm path
+        model.derivation.require_affine()
     source = open_source(X, model, "X")
     try:
         use_dask = backend == "dask" or (backend is None and (source.kind == "dask" or client is not None))

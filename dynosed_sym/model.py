@@ -159,6 +159,7 @@ class SDEModel:
         self.params = tuple(param_syms)
         d = len(self.state)
 
+        self._param_repl = param_repl  # MatrixSymbol elements W[i, j] -> symbols named W[i,j]
         f = _as_column(drift, "drift", d)
         if param_repl:
             f = f.xreplace(param_repl)
@@ -178,12 +179,12 @@ class SDEModel:
             G = sp.Matrix(noise) if not isinstance(noise, sp.MatrixBase) else noise
             if G.shape[0] != d:
                 raise ModelError(f"noise: G has {G.shape[0]} rows but the state has dimension {d}")
-            G = G.applyfunc(sp.sympify)
+            G = G.applyfunc(sp.sympify).xreplace(param_repl)
             self.G = G
             D = (G * G.T / 2).applyfunc(sp.expand)
         else:
             self.G = None
-            D = self._diffusion_matrix(diffusion, d)
+            D = self._diffusion_matrix(diffusion, d).xreplace(param_repl)
         for i, j in np.ndindex(D.shape):
             Dij = D[i, j]
             where = f"diffusion D[{i},{j}]"
@@ -261,7 +262,7 @@ class SDEModel:
         if isinstance(theta, dict):
             by_name = {}
             for k, val in theta.items():
-                key = str(k)
+                key = str(self._param_repl.get(k, k))
                 if key not in self.param_names:
                     raise ModelError(f"{what}: {key!r} is not a parameter of model {self.name!r} "
                                      f"(parameters: {', '.join(self.param_names)})")

@@ -34,11 +34,11 @@ class lambdified:
     def __init__(self, model):
         self.model = model
         args = list(model.state)
-        self._f = sp.lambdify(args + list(model.params), model.drift.tolist(), "numpy")
-        self._D = sp.lambdify(args, model.D.tolist(), "numpy")
+        self._f = sp.lambdify(args + list(model.params), model.drift.tolist(), ["scipy", "numpy"])
+        self._D = sp.lambdify(args, model.D.tolist(), ["scipy", "numpy"])
         if model.is_affine:
-            self._U = sp.lambdify(args, model.U.tolist(), "numpy")
-            self._v = sp.lambdify(args, model.v.tolist(), "numpy")
+            self._U = sp.lambdify(args, model.U.tolist(), ["scipy", "numpy"])
+            self._v = sp.lambdify(args, model.v.tolist(), ["scipy", "numpy"])
 
     def U(self, X):
         return _vectorise(self._U, (self.model.d, self.model.n), X)
@@ -102,7 +102,7 @@ def stein_vstat(model, X, theta, lengthscale):
     ell = sp.Float(lengthscale)
     k = sp.exp(-sum((a - b) ** 2 for a, b in zip(xs, ys)) / (2 * ell ** 2))
     expr = generator(generator(k, ys), xs)
-    fn = sp.lambdify(list(xs) + list(ys), expr, "numpy")
+    fn = sp.lambdify(list(xs) + list(ys), expr, ["scipy", "numpy"])
     X = np.asarray(X, dtype=float)
     Xi = [X[:, None, j] for j in range(d)]
     Yj = [X[None, :, j] for j in range(d)]

@@ -97,8 +97,9 @@ def _find_nonaffine(drift, params):
             dk = sp.diff(fj, pk)
             for pl in sorted(dk.free_symbols & pset, key=order.get):
                 if sp.simplify(sp.diff(dk, pl)) != 0:
-                    # name the additive term responsible
-                    for term in sp.Add.make_args(fj):
+                    # name the additive term responsible (expanded, so cancelling terms
+                    # such as (k+1)**2 - k**2 are not blamed); error path only
+                    for term in sp.Add.make_args(sp.expand(fj)):
                         if sp.simplify(sp.diff(term, pk, pl)) != 0:
                             return pl, j, term
                     return pl, j, fj
