@@ -1,0 +1,197 @@
+"""Shared fixtures for the dynosed_sym test suite.
+
+* every model file in ``models/`` is loaded once per session (``models``) and
+  compiled once (``compiled``: :class:`dynosed_sym.CompiledModel`, generated
+  module in the project's ``generated/`` folder, Numba cache beside it);
+* ``model_name`` parametrises a test over every model file in ``models/``;
+* exact stationary samplers (OU from the Lyapunov solution, rotation-invariant
+  2-D densities by inverse CDF of the radius) and plausible state points for
+  kernel comparisons (``model_points``);
+* seeded RNG fixtures;
+* a Hypothesis profile with ``deadline=None`` (Numba compiles and SymPy
+  derivations make single examples slow; the wall clock says nothing useful).
+
+The content of ``generated/`` is snapshotted when this file is imported, i.e.
+before any test or fixture can call ``compile_model`` (which may write there),
+so the golden test compares against what was checked out, not against files
+the session itself produced.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+import scipy.linalg
+from hypothesis import HealthCheck, settings
+
+import dynosed_sym as ds
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODELS_DIR = ROOT / "models"
+GENERATED_DIR = ROOT / "generated"
+MODEL_FILES = sorted(p for p in MODELS_DIR.glob("*.py") if not p.name.startswith("_"))
+MODEL_STEMS = [p.stem for p in MODEL_FILES]
+
+#: {file name: text} of generated/*.py as checked out, read before any test runs.
+GENERATED_SNAPSHOT = {p.name: p.read_text(encoding="utf-8") for p in sorted(GENERATED_DIR.glob("*.py"))}
+
+# --------------------------------------------------------------------------- Hypothesis
+settings.register_profile(
+    "dynosed",
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dynosed-quick",  # for local iteration: HYPOTHESIS_PROFILE=dynosed-quick
+    parent=settings.get_profile("dynosed"),
+    max_examples=10,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dynosed"))
+
+
+# --------------------------------------------------------------------------- parametrisation
+def pytest_generate_tests(metafunc):
+    """``model_name``: one test per model file in models/ (file stem)."""
+    if "model_name" in metafunc.fixturenames:
+        metafunc.parametrize("model_name", MODEL_STEMS)
+
+
+# --------------------------------------------------------------------------- models
+@pytest.fixture(scope="session")
+def project_root():
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def models():
+    """{file stem: SDEModel} for every model file in models/ (loaded once)."""
+    assert MODEL_FILES, f"no model files found in {MODELS_DIR}"
+    return {p.stem: ds.load_model(p) for p in MODEL_FILES}
+
+
+@pytest.fixture(scope="session")
+def compiled(models):
+    """{file stem: CompiledModel}; kernels are jit-compiled (or loaded from cache) on first use."""
+    return {stem: ds.compile_model(m) for stem, m in models.items()}
+
+
+@pytest.fixture
+def model(models, model_name):
+    return models[model_name]
+
+
+@pytest.fixture
+def cmodel(compiled, model_name):
+    return compiled[model_name]
+
+
+# --------------------------------------------------------------------------- randomness
+@pytest.fixture
+def rng():
+    """A fresh, seeded Generator per test."""
+    return np.random.default_rng(20240601)
+
+
+@pytest.fixture
+def make_rng():
+    """Factory: ``make_rng(seed)`` -> numpy Generator."""
+    return np.random.default_rng
+
+
+# --------------------------------------------------------------------------- exact samplers
+def ou_stationary_cov(M, D):
+    """Σ solving M Σ + Σ Mᵀ + 2 D = 0 (stationary covariance of dx = Mx dt + √(2D) dW)."""
+    M = np.asarray(M, dtype=float)
+    D = float(D) * np.eye(M.shape[0]) if np.ndim(D) == 0 else np.asarray(D, dtype=float)
+    S = scipy.linalg.solve_continuous_lyapunov(M, -2.0 * D)
+    return 0.5 * (S + S.T)
+
+
+def ou_stationary_samples(M, D, n, seed):
+    """n exact i.i.d. draws (n, d) from N(0, Σ), Σ from the Lyapunov equation."""
+    S = ou_stationary_cov(M, D)
+    L = np.linalg.cholesky(S)
+    z = np.random.default_rng(seed).standard_normal((int(n), S.shape[0]))
+    return z @ L.T
+
+
+def radial_samples(log_density_r2, n, seed, r_max=5.0, grid=400_001):
+    """Exact-ish draws (n, 2) of a rotation-invariant density p(x) ∝ exp(log_density_r2(r²)).
+
+    Inverse CDF of the radius (density ∝ r·p) on a fine grid, uniform angle.
+    """
+    rng = np.random.default_rng(seed)
+    r = np.linspace(0.0, r_max, grid)
+    logp = np.log(np.maximum(r, 1e-300)) + log_density_r2(r * r)
+    w = np.exp(logp - logp.max())
+    cdf = np.cumsum(w)
+    cdf /= cdf[-1]
+    rr = np.interp(rng.uniform(size=int(n)), cdf, r)
+    ang = rng.uniform(0.0, 2.0 * np.pi, int(n))
+    return np.column_stack([rr * np.cos(ang), rr * np.sin(ang)])
+
+
+def density_samples_1d(log_density, n, seed, lo=-6.0, hi=6.0, grid=400_001):
+    """Draws (n, 1) from a 1-D density p ∝ exp(log_density(x)) by grid inverse CDF."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(lo, hi, grid)
+    lp = log_density(x)
+    w = np.exp(lp - lp.max())
+    cdf = np.cumsum(w)
+    cdf /= cdf[-1]
+    return np.interp(rng.uniform(size=int(n)), cdf, x)[:, None]
+
+
+@pytest.fixture(scope="session")
+def ou_samples():
+    """``ou_samples(M, D, n, seed)`` -> exact stationary OU samples (n, d)."""
+    return ou_stationary_samples
+
+
+@pytest.fixture(scope="session")
+def ou_cov():
+    return ou_stationary_cov
+
+
+@pytest.fixture(scope="session")
+def radial_sampler():
+    return radial_samples
+
+
+@pytest.fixture(scope="session")
+def sampler_1d():
+    return density_samples_1d
+
+
+# --------------------------------------------------------------------------- state points
+def points_for(model, n, seed):
+    """Plausible state points (n, d) for kernel-vs-reference comparisons.
+
+    Not stationary samples; only the region matters.  Models whose formulas have
+    singular points (the GRN's polar angles at the oscillator origin) are kept away
+    from them.
+    """
+    rng = np.random.default_rng(seed)
+    name = model.name
+    if name == "lorenz":
+        return rng.standard_normal((n, 3)) * [8.0, 9.0, 9.0] + [0.0, 0.0, 24.0]
+    if name == "grn_bcell":
+        X = np.empty((n, 7))
+        X[:, 0:3] = rng.uniform(0.0, 3.0, (n, 3))
+        for c in (3, 5):
+            rad = 1.0 + 0.05 * rng.standard_normal(n)
+            ang = rng.uniform(0.0, 2.0 * np.pi, n)
+            X[:, c] = rad * np.cos(ang)
+            X[:, c + 1] = rad * np.sin(ang)
+        return X
+    return 1.5 * rng.standard_normal((n, model.d))
+
+
+@pytest.fixture(scope="session")
+def model_points():
+    """``model_points(model, n, seed)`` -> plausible state points (n, d)."""
+    return points_for
