@@ -296,10 +296,6 @@ def test_bad_arguments_raise_data_error(lorenz_fit, kwargs, name):
         ds.fit_global(m, X, **kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a non-numeric lam escapes as a bare TypeError/ValueError from float(lam) in "
-    "fit.fit_global (e.g. 'could not convert string to float'), not a DataError naming lam; "
-    "validate like _check_positive does for bandwidth"))
 @pytest.mark.parametrize("lam", [None, "small"])
 def test_non_numeric_lambda_raises_data_error(lorenz_fit, lam):
     m, X, _ = lorenz_fit

@@ -244,10 +244,6 @@ def test_matrix_symbol_parameter_inside_diffusion_raises():
         ds.SDEModel([x, y], W, [-W[0, 0] * x, -W[0, 1] * y], diffusion=[1, 1 + W[0, 1] ** 2])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a MatrixSymbol parameter inside the diffusion is reported as 'symbol W is not a state "
-    "variable' instead of naming the parameter W[0,1]: model.py substitutes W[i,j] -> plain "
-    "symbols (param_repl) in the drift only, not in D, so free_symbols of D gives the MatrixSymbol W"))
 def test_matrix_symbol_parameter_inside_diffusion_is_named():
     W = sp.MatrixSymbol("W", 1, 2)
     with pytest.raises(ds.ModelError) as info:
@@ -317,11 +313,6 @@ def test_nominal_by_matrix_symbol_name():
     np.testing.assert_array_equal(mod.nominal, [1.0, 2.0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: theta/nominal dicts keyed by the MatrixSymbol element the user wrote (W[0, 1]) are "
-    "rejected: SDEModel.theta_vector matches keys by str(key), and str(W[0, 1]) is 'W[0, 1]' "
-    "(with a space) while the parameter is named 'W[0,1]'; keys that are MatrixElements should "
-    "be mapped through the same replacement as the drift"))
 def test_nominal_keyed_by_matrix_symbol_element():
     W = sp.MatrixSymbol("W", 1, 2)
     mod = ds.SDEModel([x, y], W, [-W[0, 0] * x, -W[0, 1] * y], diffusion=1,

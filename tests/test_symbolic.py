@@ -158,11 +158,6 @@ def test_cancellations_are_affine(drift):
     assert mat_is_zero(mod.U * sp.Matrix([k]) + mod.v - mod.drift)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: NotAffineError blames the wrong additive term when terms cancel: for "
-    "(k+1)**2 - k**2 + k**2*x it names (k + 1)**2 (which is affine together with -k**2) instead "
-    "of k**2*x. symbolic._find_nonaffine tests Add.make_args(f) term by term without first "
-    "expanding/collecting f in the parameters"))
 def test_not_affine_names_true_culprit_despite_cancelling_terms():
     mod = ds.SDEModel([x], [k], [(k + 1) ** 2 - k**2 + k**2 * x], diffusion=1)
     with pytest.raises(ds.NotAffineError) as info:
