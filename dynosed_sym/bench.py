@@ -135,7 +135,9 @@ def machine_info():
         host = llvm.get_host_cpu_name()
     except Exception:  # pragma: no cover - llvmlite without host introspection
         simd, host = [], "?"
-    target = os.environ.get("NUMBA_CPU_NAME")
+    target = numba.config.CPU_NAME
+    if numba.config.CPU_FEATURES is not None:  # NUMBA_CPU_FEATURES overrides what LLVM targets
+        simd = [f for f in ("avx", "fma", "avx2", "avx512f") if f"+{f}" in numba.config.CPU_FEATURES.split(",")]
     return {
         "cpu": cpu, "llvm_host_cpu": host, "llvm_target_cpu": target or host, "simd": simd,
         "os_cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
