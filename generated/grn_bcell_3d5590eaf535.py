@@ -2,7 +2,7 @@
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
 # model: grn_bcell    spec hash: 3d5590eaf53539a35742827c31ae9e4982c76211d11371df5af56b224235597b
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: d0f652db43d3ed353c38f16c25e93a2c5f08e4e9af5d377432f94f399f60a282
+# content-sha256: 18982b9b93b990bb354f8035238bf2068e6b02b50a45fa5e3aa5638f887f08bc
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -345,14 +345,14 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
         k2 = np.empty((d, LANES))
         acc = np.empty((d, LANES))
         eta = np.empty((dn + 1, LANES))
-        Gx = np.empty((d, dn, LANES))
+        Gx = np.empty((d, dn, LANES if STATE_DEPENDENT_NOISE else 0))  # G(x) per lane (EM only)
         lkeys = np.empty(LANES, dtype=np.uint64)
         # flat views of the same buffers for the lane kernels (constant row offsets vectorise)
         xf = x.reshape(d * LANES)
         xsf = xs.reshape(d * LANES)
         k1f = k1.reshape(d * LANES)
         k2f = k2.reshape(d * LANES)
-        Gxf = Gx.reshape(d * dn * LANES)
+        Gxf = Gx.reshape(Gx.size)
         for l in range(width):
             c = c0 + min(l, nr - 1)
             lkeys[l] = keys[c]

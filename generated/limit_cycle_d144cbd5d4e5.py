@@ -2,7 +2,7 @@
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
 # model: limit_cycle    spec hash: d144cbd5d4e53c8a81509da4db79851a641694621675c1e4ee6b48590eac449b
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 98ff0d33ea2e4bef4215a937c0fbad4c552236d1a9c0ac92d25932b4c034a3db
+# content-sha256: 55757e94995ccea4b9da85f3657478c6d26310d2920ba25939565d6f7238748e
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -254,14 +254,14 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
         k2 = np.empty((d, LANES))
         acc = np.empty((d, LANES))
         eta = np.empty((dn + 1, LANES))
-        Gx = np.empty((d, dn, LANES))
+        Gx = np.empty((d, dn, LANES if STATE_DEPENDENT_NOISE else 0))  # G(x) per lane (EM only)
         lkeys = np.empty(LANES, dtype=np.uint64)
         # flat views of the same buffers for the lane kernels (constant row offsets vectorise)
         xf = x.reshape(d * LANES)
         xsf = xs.reshape(d * LANES)
         k1f = k1.reshape(d * LANES)
         k2f = k2.reshape(d * LANES)
-        Gxf = Gx.reshape(d * dn * LANES)
+        Gxf = Gx.reshape(Gx.size)
         for l in range(width):
             c = c0 + min(l, nr - 1)
             lkeys[l] = keys[c]

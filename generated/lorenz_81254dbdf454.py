@@ -2,7 +2,7 @@
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
 # model: lorenz    spec hash: 81254dbdf4540fef7e8ff9bca15f1fd8a492e32c840a4e9e15f2ed2c9d7d054f
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: b24beb0e8082b05aef80932b30230445001f79ff077219dda3e7455899ecf01b
+# content-sha256: ff2aa8a82548985f413b35901319c2af1e2a0182158a1189cc2c5f9432bbad1e
 # ============================================================================
 """Numba kernels for the SDE model ``lorenz``.
 
@@ -257,14 +257,14 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
         k2 = np.empty((d, LANES))
         acc = np.empty((d, LANES))
         eta = np.empty((dn + 1, LANES))
-        Gx = np.empty((d, dn, LANES))
+        Gx = np.empty((d, dn, LANES if STATE_DEPENDENT_NOISE else 0))  # G(x) per lane (EM only)
         lkeys = np.empty(LANES, dtype=np.uint64)
         # flat views of the same buffers for the lane kernels (constant row offsets vectorise)
         xf = x.reshape(d * LANES)
         xsf = xs.reshape(d * LANES)
         k1f = k1.reshape(d * LANES)
         k2f = k2.reshape(d * LANES)
-        Gxf = Gx.reshape(d * dn * LANES)
+        Gxf = Gx.reshape(Gx.size)
         for l in range(width):
             c = c0 + min(l, nr - 1)
             lkeys[l] = keys[c]

@@ -2,7 +2,7 @@
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
 # model: ou2d    spec hash: a045c24b54bd26ec6d65481c2607635f139a1b38832171f087c5c942a0e4a7c1
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: a23530f7f07e10adf408834399299dec0612a84daf505aa4e6124009146c48dd
+# content-sha256: 2ecefc6698251e2f8748d35a44593a2bec5ae357e2522c2c4e57fbb46071c509
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -247,14 +247,14 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
         k2 = np.empty((d, LANES))
         acc = np.empty((d, LANES))
         eta = np.empty((dn + 1, LANES))
-        Gx = np.empty((d, dn, LANES))
+        Gx = np.empty((d, dn, LANES if STATE_DEPENDENT_NOISE else 0))  # G(x) per lane (EM only)
         lkeys = np.empty(LANES, dtype=np.uint64)
         # flat views of the same buffers for the lane kernels (constant row offsets vectorise)
         xf = x.reshape(d * LANES)
         xsf = xs.reshape(d * LANES)
         k1f = k1.reshape(d * LANES)
         k2f = k2.reshape(d * LANES)
-        Gxf = Gx.reshape(d * dn * LANES)
+        Gxf = Gx.reshape(Gx.size)
         for l in range(width):
             c = c0 + min(l, nr - 1)
             lkeys[l] = keys[c]

@@ -2,7 +2,7 @@
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
 # model: ou2d_m12    spec hash: fe709e85f8e29468cc7fe5cea10c8b9fede21ec686d6e2c1b093e77f4c8d9db8
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 98b0b2abf14b046855997b849e54b57226d744bd0b5f517122e6bd53226f08e5
+# content-sha256: f3b0f6716bccc10b2fdbc04bad46c0bbad8c67a1a619bd100e016b6c635cbac8
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d_m12``.
 
@@ -248,14 +248,14 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
         k2 = np.empty((d, LANES))
         acc = np.empty((d, LANES))
         eta = np.empty((dn + 1, LANES))
-        Gx = np.empty((d, dn, LANES))
+        Gx = np.empty((d, dn, LANES if STATE_DEPENDENT_NOISE else 0))  # G(x) per lane (EM only)
         lkeys = np.empty(LANES, dtype=np.uint64)
         # flat views of the same buffers for the lane kernels (constant row offsets vectorise)
         xf = x.reshape(d * LANES)
         xsf = xs.reshape(d * LANES)
         k1f = k1.reshape(d * LANES)
         k2f = k2.reshape(d * LANES)
-        Gxf = Gx.reshape(d * dn * LANES)
+        Gxf = Gx.reshape(Gx.size)
         for l in range(width):
             c = c0 + min(l, nr - 1)
             lkeys[l] = keys[c]
