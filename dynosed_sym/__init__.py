@@ -16,13 +16,14 @@ from .fit import FitResult, fit_global
 from .model import SDEModel, load_model
 from .report import IdentifiabilityReport
 from .simulate import simulate
-from .spec import GENERATOR_VERSION
+from . import distributed
+from .spec import GENERATOR_VERSION, RELEASE
 
-__version__ = GENERATOR_VERSION
+__version__ = RELEASE
 
 __all__ = [
     "SDEModel", "load_model", "compile_model", "CompiledModel", "default_output_dir",
     "simulate", "fit_global", "FitResult", "IdentifiabilityReport",
     "DynosedError", "ModelError", "NotAffineError", "DataError", "CodegenError",
-    "GENERATOR_VERSION", "__version__",
+    "GENERATOR_VERSION", "__version__", "distributed",
 ]

@@ -45,7 +45,7 @@ def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
 
 
 def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=None, seed=0,
-             x0=None, out_dir=None) -> np.ndarray:
+             x0=None, out_dir=None, *, backend=None, client=None) -> np.ndarray:
     """Draw approximately stationary samples by running independent chains.
 
     Parameters
@@ -69,6 +69,10 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
         Start states (default: standard normal draws seeded by ``seed``).
     out_dir : str, optional
         Folder of the generated kernel module (see :func:`compile_model`).
+    backend : {None, "local", "dask"}
+        "dask" (or passing ``client``) spreads the chains over Dask workers with
+        :func:`dynosed_sym.distributed.simulate`; the result is bitwise the same.
+    client : distributed.Client, optional
 
     Returns
     -------
@@ -89,6 +93,13 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
     threads; chain c's records are the same whatever ``n_chains`` (≥ c + 1) is.
     Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
     """
+    if backend not in (None, "local", "dask"):
+        raise DataError(f"backend must be None, 'local' or 'dask', got {backend!r}")
+    if backend == "dask" or (client is not None and backend is None):
+        from .distributed import simulate as simulate_distributed
+
+        return simulate_distributed(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0,
+                                    out_dir, client=client)
     theta = model.theta_vector(theta)
     n_samples = int(n_samples)
     if n_samples < 1:

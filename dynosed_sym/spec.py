@@ -8,6 +8,7 @@ is recognised — and its generated file reused — without re-deriving anything
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,12 +16,36 @@ import sympy as sp
 
 __all__ = ["GENERATOR_VERSION", "KernelSpec", "spec_hash", "build_spec"]
 
-#: Bump whenever the printed source would change for an unchanged model.
-GENERATOR_VERSION = "0.1.0"
+RELEASE = "0.1.0"
+
+# Every source file whose text can change the printed kernels.  Their fingerprint is part of
+# GENERATOR_VERSION, hence of every spec hash and generated file name: a changed generator can
+# never silently reuse a file (or a Numba cache) printed by an older one.
+_GENERATOR_SOURCES = ("spec.py", "symbolic.py", "codegen/printer.py", "codegen/templates.py",
+                      "codegen/emit.py")
+
+
+def _generator_fingerprint() -> str:
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for rel in _GENERATOR_SOURCES:
+        with open(os.path.join(here, rel), "rb") as fh:
+            h.update(fh.read().replace(b"\r\n", b"\n"))  # same fingerprint for CRLF checkouts
+    return h.hexdigest()[:8]
+
+
+#: Release plus a fingerprint of the generator's source, e.g. ``0.1.0+1a2b3c4d``.
+GENERATOR_VERSION = f"{RELEASE}+{_generator_fingerprint()}"
 
 
 def spec_hash(model) -> str:
-    """SHA-256 (hex) of the model declaration and the generator version."""
+    """SHA-256 (hex) of the model declaration and the generator version.
+
+    Cached on the model (an SDEModel is not meant to be modified after construction).
+    """
+    cached = model.__dict__.get("_spec_hash")
+    if cached is not None:
+        return cached
     h = hashlib.sha256()
     for part in (
         GENERATOR_VERSION,
@@ -33,7 +58,8 @@ def spec_hash(model) -> str:
     ):
         h.update(part.encode())
         h.update(b"\0")
-    return h.hexdigest()
+    model._spec_hash = h.hexdigest()
+    return model._spec_hash
 
 
 @dataclass(frozen=True)

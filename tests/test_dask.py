@@ -140,6 +140,18 @@ def test_simulation_spread_over_workers_is_identical(models, client, name, group
                                   ds.simulate(model, model.nominal, 600, x0=x0, **kw))
 
 
+def test_public_simulate_dispatches_to_dask(models, client):
+    """ds.simulate(..., backend="dask") is the distributed simulator, bit for bit."""
+    model = models["lorenz"]
+    kw = dict(dt=0.01, burn_in=100, thin=2, n_chains=50, seed=3)
+    np.testing.assert_array_equal(ds.simulate(model, model.nominal, 500, backend="dask", **kw),
+                                  ds.simulate(model, model.nominal, 500, **kw))
+    np.testing.assert_array_equal(ds.simulate(model, model.nominal, 500, client=client, **kw),
+                                  ds.simulate(model, model.nominal, 500, backend="local", **kw))
+    with pytest.raises(ds.DataError, match="backend"):
+        ds.simulate(model, model.nominal, 10, backend="spark")
+
+
 def test_worker_without_shared_files(lorenz, tmp_path, monkeypatch):
     """A worker that cannot read the client's generated file writes the shipped text locally."""
     cm = ds.compile_model(lorenz)

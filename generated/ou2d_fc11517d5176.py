@@ -1,24 +1,24 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
-# model: limit_cycle    spec hash: d144cbd5d4e53c8a81509da4db79851a641694621675c1e4ee6b48590eac449b
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9dc3a56b, template kernels_v1.
+# model: ou2d    spec hash: fc11517d51764a7517595d3e766951d83ea6ef47318c4f323f07dd606a84d023
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 55757e94995ccea4b9da85f3657478c6d26310d2920ba25939565d6f7238748e
+# content-sha256: 66d3fc9778e772bbbca0539f22843686c453f71f9a60552ea71fa7712d08e426
 # ============================================================================
-"""Numba kernels for the SDE model ``limit_cycle``.
+"""Numba kernels for the SDE model ``ou2d``.
 
 State (d = 2): x, y
-Parameters (n = 3): a, c, omega
+Parameters (n = 4): M11, M12, M21, M22
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 4, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 2, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 2), theta (3,), out (N, 2)
-    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 4), out_cos (N, 1)
+    drift(X, theta, out)                     X (N, 2), theta (4,), out (N, 2)
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 2), out_cos (N, 1)
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 2), G (2, 2), keys (C,) uint64,
                                              out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 14, stein_features 5.
+Operation counts after joint CSE: drift 6, stein_features 0.
 """
 
 import math
@@ -26,11 +26,11 @@ import math
 import numba
 import numpy as np
 
-NAME = 'limit_cycle'
-SPEC_HASH = 'd144cbd5d4e53c8a81509da4db79851a641694621675c1e4ee6b48590eac449b'
-GENERATOR_VERSION = '0.1.0'
+NAME = 'ou2d'
+SPEC_HASH = 'fc11517d51764a7517595d3e766951d83ea6ef47318c4f323f07dd606a84d023'
+GENERATOR_VERSION = '0.1.0+9dc3a56b'
 STATE = ('x', 'y')
-PARAMS = ('a', 'c', 'omega')
+PARAMS = ('M11', 'M12', 'M21', 'M22')
 IS_AFFINE = True
 NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
@@ -42,48 +42,42 @@ STATE_DEPENDENT_NOISE = False
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
     (0, 0, 0, 1.0),
-    (1, 0, 1, -1.0),
-    (2, 0, 2, -1.0),
-    (2, 1, 0, 1.0),
-    (3, 1, 1, -1.0),
+    (1, 0, 1, 1.0),
     (0, 1, 2, 1.0),
+    (1, 1, 3, 1.0),
 )
 B_SIN_TERMS = ()
 B_COS_TERMS = (
-    (0, 0, 0, 0.1),
-    (0, 1, 1, 0.1),
+    (0, 0, 0, 1.0),
+    (0, 1, 1, 1.0),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (2,), theta (3,), out (2,)."""
-    t0 = theta[1]*(x[0]**2 + x[1]**2)
-    out[0] = theta[0]*x[0] - theta[2]*x[1] - t0*x[0]
-    out[1] = theta[0]*x[1] + theta[2]*x[0] - t0*x[1]
+    """Drift f(x; theta) at one point: x (2,), theta (4,), out (2,)."""
+    out[0] = theta[0]*x[0] + theta[1]*x[1]
+    out[1] = theta[2]*x[0] + theta[3]*x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 2), theta (3,), out (N, 2)."""
+    """Drift at N points: X (N, 2), theta (4,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (2,), out_sin (4,), out_cos (1,)."""
-    t0 = x[0]**2 + x[1]**2
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (2,), out_cos (1,)."""
     out_sin[0] = x[0]
-    out_sin[1] = t0*x[0]
-    out_sin[2] = x[1]
-    out_sin[3] = t0*x[1]
+    out_sin[1] = x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 2), out_sin (N, 4), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 2), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
@@ -99,9 +93,8 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        t0 = theta[1]*(x[0*LANES + l]**2 + x[1*LANES + l]**2)
-        out[0*LANES + l] = theta[0]*x[0*LANES + l] - theta[2]*x[1*LANES + l] - t0*x[0*LANES + l]
-        out[1*LANES + l] = theta[0]*x[1*LANES + l] + theta[2]*x[0*LANES + l] - t0*x[1*LANES + l]
+        out[0*LANES + l] = theta[0]*x[0*LANES + l] + theta[1]*x[1*LANES + l]
+        out[1*LANES + l] = theta[2]*x[0*LANES + l] + theta[3]*x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,

@@ -1,24 +1,24 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
-# model: lorenz    spec hash: 81254dbdf4540fef7e8ff9bca15f1fd8a492e32c840a4e9e15f2ed2c9d7d054f
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9dc3a56b, template kernels_v1.
+# model: ou2d_m12    spec hash: 630e8f53f601286b5ed93872851ce2e68e57967ac89569fd6b30f22046a5c48f
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: ff2aa8a82548985f413b35901319c2af1e2a0182158a1189cc2c5f9432bbad1e
+# content-sha256: 1194901c37c19dd2ed79197c43cbfed4ce3530bfa8f6f753f52f283cd8348335
 # ============================================================================
-"""Numba kernels for the SDE model ``lorenz``.
+"""Numba kernels for the SDE model ``ou2d_m12``.
 
-State (d = 3): x, y, z
-Parameters (n = 3): sigma, rho, beta
+State (d = 2): x, y
+Parameters (n = 1): M12
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 5, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 3, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 3), theta (3,), out (N, 3)
-    stein_features(X, out_sin, out_cos)      X (N, 3), out_sin (N, 5), out_cos (N, 1)
+    drift(X, theta, out)                     X (N, 2), theta (1,), out (N, 2)
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 3), out_cos (N, 1)
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
-                                             x0 (C, 3), G (3, 3), keys (C,) uint64,
-                                             out (n_keep, C, 3), status (C,) int64
+                                             x0 (C, 2), G (2, 2), keys (C,) uint64,
+                                             out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 10, stein_features 5.
+Operation counts after joint CSE: drift 5, stein_features 3.
 """
 
 import math
@@ -26,13 +26,13 @@ import math
 import numba
 import numpy as np
 
-NAME = 'lorenz'
-SPEC_HASH = '81254dbdf4540fef7e8ff9bca15f1fd8a492e32c840a4e9e15f2ed2c9d7d054f'
-GENERATOR_VERSION = '0.1.0'
-STATE = ('x', 'y', 'z')
-PARAMS = ('sigma', 'rho', 'beta')
+NAME = 'ou2d_m12'
+SPEC_HASH = '630e8f53f601286b5ed93872851ce2e68e57967ac89569fd6b30f22046a5c48f'
+GENERATOR_VERSION = '0.1.0+9dc3a56b'
+STATE = ('x', 'y')
+PARAMS = ('M12',)
 IS_AFFINE = True
-NOISE_DIM = 3
+NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
 
 # Contraction tables of the global Stein fill (see dynosed_sym.symbolic.SteinPieces):
@@ -42,50 +42,43 @@ STATE_DEPENDENT_NOISE = False
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
     (0, 0, 0, 1.0),
-    (1, 1, 1, 1.0),
-    (2, 2, 2, -1.0),
 )
 B_SIN_TERMS = (
-    (3, 1, 1.0),
-    (4, 2, 1.0),
+    (1, 0, -1.0),
+    (2, 1, 1.0),
 )
 B_COS_TERMS = (
-    (0, 0, 0, 0.3),
-    (0, 1, 1, 0.3),
-    (0, 2, 2, 0.3),
+    (0, 0, 0, 1.0),
+    (0, 1, 1, 1.0),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (3,), theta (3,), out (3,)."""
-    t0 = -x[1]
-    out[0] = theta[0]*(-t0 - x[0])
-    out[1] = t0 + x[0]*(theta[1] - x[2])
-    out[2] = -theta[2]*x[2] + x[0]*x[1]
+    """Drift f(x; theta) at one point: x (2,), theta (1,), out (2,)."""
+    out[0] = theta[0]*x[1] - x[0]
+    out[1] = -0.5*x[0] - x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 3), theta (3,), out (N, 3)."""
+    """Drift at N points: X (N, 2), theta (1,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (3,), out_sin (5,), out_cos (1,)."""
-    out_sin[0] = -x[0] + x[1]
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (3,), out_cos (1,)."""
+    out_sin[0] = x[1]
     out_sin[1] = x[0]
-    out_sin[2] = x[2]
-    out_sin[3] = -x[0]*x[2] - x[1]
-    out_sin[4] = x[0]*x[1]
+    out_sin[2] = -0.5*x[0] - x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 3), out_sin (N, 5), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 3), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
@@ -101,10 +94,8 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        t0 = -x[1*LANES + l]
-        out[0*LANES + l] = theta[0]*(-t0 - x[0*LANES + l])
-        out[1*LANES + l] = t0 + x[0*LANES + l]*(theta[1] - x[2*LANES + l])
-        out[2*LANES + l] = -theta[2]*x[2*LANES + l] + x[0*LANES + l]*x[1*LANES + l]
+        out[0*LANES + l] = theta[0]*x[1*LANES + l] - x[0*LANES + l]
+        out[1*LANES + l] = -0.5*x[0*LANES + l] - x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,

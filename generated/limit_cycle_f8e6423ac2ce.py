@@ -1,24 +1,24 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0, template kernels_v1.
-# model: ou2d_m12    spec hash: fe709e85f8e29468cc7fe5cea10c8b9fede21ec686d6e2c1b093e77f4c8d9db8
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9dc3a56b, template kernels_v1.
+# model: limit_cycle    spec hash: f8e6423ac2ce953445a77341419e41da40127a8124f516061ad4e6cfe158aad3
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f3b0f6716bccc10b2fdbc04bad46c0bbad8c67a1a619bd100e016b6c635cbac8
+# content-sha256: 4f448d36f3bcce2371574d4a7df48307dead857815679bca202e1f97b3f11477
 # ============================================================================
-"""Numba kernels for the SDE model ``ou2d_m12``.
+"""Numba kernels for the SDE model ``limit_cycle``.
 
 State (d = 2): x, y
-Parameters (n = 1): M12
+Parameters (n = 3): a, c, omega
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 3, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 4, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 2), theta (1,), out (N, 2)
-    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 3), out_cos (N, 1)
+    drift(X, theta, out)                     X (N, 2), theta (3,), out (N, 2)
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 4), out_cos (N, 1)
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 2), G (2, 2), keys (C,) uint64,
                                              out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 5, stein_features 3.
+Operation counts after joint CSE: drift 14, stein_features 5.
 """
 
 import math
@@ -26,11 +26,11 @@ import math
 import numba
 import numpy as np
 
-NAME = 'ou2d_m12'
-SPEC_HASH = 'fe709e85f8e29468cc7fe5cea10c8b9fede21ec686d6e2c1b093e77f4c8d9db8'
-GENERATOR_VERSION = '0.1.0'
+NAME = 'limit_cycle'
+SPEC_HASH = 'f8e6423ac2ce953445a77341419e41da40127a8124f516061ad4e6cfe158aad3'
+GENERATOR_VERSION = '0.1.0+9dc3a56b'
 STATE = ('x', 'y')
-PARAMS = ('M12',)
+PARAMS = ('a', 'c', 'omega')
 IS_AFFINE = True
 NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
@@ -42,43 +42,48 @@ STATE_DEPENDENT_NOISE = False
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
     (0, 0, 0, 1.0),
+    (1, 0, 1, -1.0),
+    (2, 0, 2, -1.0),
+    (2, 1, 0, 1.0),
+    (3, 1, 1, -1.0),
+    (0, 1, 2, 1.0),
 )
-B_SIN_TERMS = (
-    (1, 0, -1.0),
-    (2, 1, 1.0),
-)
+B_SIN_TERMS = ()
 B_COS_TERMS = (
-    (0, 0, 0, 1.0),
-    (0, 1, 1, 1.0),
+    (0, 0, 0, 0.1),
+    (0, 1, 1, 0.1),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (2,), theta (1,), out (2,)."""
-    out[0] = theta[0]*x[1] - x[0]
-    out[1] = -0.5*x[0] - x[1]
+    """Drift f(x; theta) at one point: x (2,), theta (3,), out (2,)."""
+    t0 = theta[1]*(x[0]**2 + x[1]**2)
+    out[0] = theta[0]*x[0] - theta[2]*x[1] - t0*x[0]
+    out[1] = theta[0]*x[1] + theta[2]*x[0] - t0*x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 2), theta (1,), out (N, 2)."""
+    """Drift at N points: X (N, 2), theta (3,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (2,), out_sin (3,), out_cos (1,)."""
-    out_sin[0] = x[1]
-    out_sin[1] = x[0]
-    out_sin[2] = -0.5*x[0] - x[1]
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (4,), out_cos (1,)."""
+    t0 = x[0]**2 + x[1]**2
+    out_sin[0] = x[0]
+    out_sin[1] = t0*x[0]
+    out_sin[2] = x[1]
+    out_sin[3] = t0*x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 2), out_sin (N, 3), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 4), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
@@ -94,8 +99,9 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        out[0*LANES + l] = theta[0]*x[1*LANES + l] - x[0*LANES + l]
-        out[1*LANES + l] = -0.5*x[0*LANES + l] - x[1*LANES + l]
+        t0 = theta[1]*(x[0*LANES + l]**2 + x[1*LANES + l]**2)
+        out[0*LANES + l] = theta[0]*x[0*LANES + l] - theta[2]*x[1*LANES + l] - t0*x[0*LANES + l]
+        out[1*LANES + l] = theta[0]*x[1*LANES + l] + theta[2]*x[0*LANES + l] - t0*x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
