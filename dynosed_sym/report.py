@@ -29,6 +29,7 @@ __all__ = ["IdentifiabilityReport", "analyse", "solve_tikhonov", "format_combina
 
 RANK_THRESHOLD = 3.0
 CONSISTENCY_THRESHOLD = 3.0
+FREE_PROJECTION = 0.5
 
 
 def solve_tikhonov(A, b, lam):
@@ -74,7 +75,9 @@ class IdentifiabilityReport:
         Unresolved directions as named parameter combinations.
     null_vectors : (n, n - rank) array
     free_params : list of str
-        Parameters with weight ≥ 0.1 in some unresolved direction.
+        Parameters not pinned down: the projection of the parameter's unit vector onto the
+        unresolved subspace has norm ≥ ``FREE_PROJECTION`` (0.5, i.e. at least a quarter of
+        its variance direction is unresolved).
     freeness : (n,) array
         ``diag(H_λ⁻¹)``.
     freeness_normalised : (n,) array
@@ -142,7 +145,7 @@ def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
     rank = int(resolved.sum())
     null = V[:, ~resolved]
     null_space = [format_combination(null[:, i], names) for i in range(null.shape[1])]
-    free = [names[k] for k in range(n) if null.shape[1] and np.abs(null[k]).max() >= 0.1]
+    free = [names[k] for k in range(n) if np.linalg.norm(null[k]) >= FREE_PROJECTION]
     H = A.T @ A + lam * np.eye(n)
     Hinv_diag = np.diag(np.linalg.inv(H))
     consistent = True if res_ratio is None else bool(res_ratio < consistency_threshold)
