@@ -17,6 +17,15 @@ Fokker–Planck constraints (model misspecified).
 Freeness.  ``diag(H_λ⁻¹)`` with ``H_λ = AᵀA + λI``; normalised freeness is
 ``λ · diag(H_λ⁻¹)`` in (0, 1]: 1 means the data do not constrain the parameter
 at all (only the regulariser does).
+
+Uncertainty and misspecification (:mod:`dynosed_sym.uncertainty`).  From the same
+per-block means: the sandwich covariance of θ̂, standard errors and Student-t
+confidence intervals with B − 1 degrees of freedom (infinite for ``free_params``),
+and a calibrated p-value for "some θ satisfies the Fokker–Planck constraints"
+(``p_value``: roughly uniform under a correct model, small when no θ fits).  The
+``consistent`` flag keeps its residual-ratio rule; ``p_value`` is the calibrated
+statistic behind it.  A block bootstrap is available on demand
+(:meth:`IdentifiabilityReport.bootstrap`).
 """
 
 from __future__ import annotations
@@ -30,12 +39,16 @@ __all__ = ["IdentifiabilityReport", "analyse", "solve_tikhonov", "format_combina
 RANK_THRESHOLD = 3.0
 CONSISTENCY_THRESHOLD = 3.0
 FREE_PROJECTION = 0.5
+KEEP_BLOCKS_BYTES = 256 * 2**20  # per-block means kept for the bootstrap up to this size
 
 
 def solve_tikhonov(A, b, lam):
     """θ̂ = (AᵀA + λI)⁻¹ Aᵀb via an SVD (stable also when λ ≪ σ_min²)."""
     Uu, s, Vt = np.linalg.svd(A, full_matrices=False)
-    return Vt.T @ ((s / (s * s + lam)) * (Uu.T @ b))
+    denom = s * s + lam
+    # λ = 0 with an exactly singular direction: that component of θ̂ is set to 0 (minimum norm)
+    gain = np.divide(s, denom, out=np.zeros_like(s), where=denom > 0)
+    return Vt.T @ (gain * (Uu.T @ b))
 
 
 def format_combination(vec, names, tol=1e-3):
@@ -66,7 +79,7 @@ class IdentifiabilityReport:
         Number of singular directions resolved above the sampling noise.
     unique : bool
         ``rank == n_params``.
-    consistent : bool
+    consistent : bool or None
         Residual within ``CONSISTENCY_THRESHOLD`` times its noise level.
     singular_values : (n,) array
     singular_noise : (n,) array or None
@@ -81,9 +94,27 @@ class IdentifiabilityReport:
     freeness : (n,) array
         ``diag(H_λ⁻¹)``.
     freeness_normalised : (n,) array
-        ``λ · diag(H_λ⁻¹)`` in (0, 1].
+        ``λ · diag(H_λ⁻¹)`` in (0, 1] (for λ = 0: 1 for an exactly unconstrained
+        parameter, else 0).
     residual_norm, residual_noise, residual_ratio : float
     lam : float
+    std_errors : (n,) array or None
+        Sandwich standard errors of θ̂ (inf for ``free_params``); None without noise blocks.
+    ci : (n, 2) array or None
+        Confidence intervals at ``ci_level`` (Student t, ``n_blocks − 1`` degrees of freedom).
+    ci_level : float
+    covariance : (n, n) array or None
+        Sandwich covariance of θ̂.
+    p_value : float or None
+        Misspecification test: P(F > T) for ``T = misspec_stat`` (small ⇒ no θ fits).
+    misspec_stat : float or None
+        ``‖r‖² / tr Ŝ_r``, ≈ 1 under a correct model.
+    misspec_dim : float or None
+        Effective dimension of the residual noise (F degrees of freedom).
+    n_blocks : int
+        Data blocks behind the noise estimates.
+    bootstrap_result : BootstrapResult or None
+        Set by :meth:`bootstrap`.
     """
 
     param_names: list
@@ -103,6 +134,32 @@ class IdentifiabilityReport:
     residual_ratio: float | None
     lam: float
     notes: list = field(default_factory=list)
+    std_errors: np.ndarray | None = None
+    ci: np.ndarray | None = None
+    ci_level: float = 0.95
+    covariance: np.ndarray | None = None
+    p_value: float | None = None
+    misspec_stat: float | None = None
+    misspec_dim: float | None = None
+    n_blocks: int = 0
+    bootstrap_result: object = None
+    _blocks: tuple | None = field(default=None, repr=False)
+
+    def bootstrap(self, n_boot=200, seed=0, level=None):
+        """Block bootstrap of θ̂ from the kept per-block means (:func:`uncertainty.block_bootstrap`).
+
+        The result is stored in ``bootstrap_result`` (and shown by ``FitResult.summary()``).
+        """
+        from .errors import DynosedError
+        from .uncertainty import block_bootstrap
+
+        if self._blocks is None:
+            raise DynosedError("no per-block means were kept for this report (no noise blocks, or "
+                               f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap")
+        A_blocks, b_blocks, counts = self._blocks
+        self.bootstrap_result = block_bootstrap(A_blocks, b_blocks, counts, self.lam, n_boot=n_boot,
+                                                seed=seed, level=self.ci_level if level is None else level)
+        return self.bootstrap_result
 
     def __str__(self):
         lines = [f"rank {self.rank} of {self.n_params} "
@@ -112,6 +169,10 @@ class IdentifiabilityReport:
         if self.residual_ratio is not None:
             lines.append(f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
                          f"({'consistent' if self.consistent else 'INCONSISTENT: no θ fits, model misspecified?'})")
+        if self.p_value is not None:
+            lines.append(f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
+                         f"effective dimensions, p = {self.p_value:.3g}"
+                         + ("  (small p: no θ satisfies the constraints)" if self.p_value < 0.01 else ""))
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -146,16 +207,43 @@ def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
     null = V[:, ~resolved]
     null_space = [format_combination(null[:, i], names) for i in range(null.shape[1])]
     free = [names[k] for k in range(n) if np.linalg.norm(null[k]) >= FREE_PROJECTION]
-    H = A.T @ A + lam * np.eye(n)
-    Hinv_diag = np.diag(np.linalg.inv(H))
-    consistent = True if res_ratio is None else bool(res_ratio < consistency_threshold)
-    return IdentifiabilityReport(
+    # diag(H_λ⁻¹) from the same SVD: Σ_i V_ki² / (σ_i² + λ); infinite for an exactly
+    # unconstrained parameter when λ = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = (V * V) / (s_full * s_full + lam)  # 0/0 (V_ki = 0 on a dead direction) -> 0
+    Hinv_diag = np.nan_to_num(terms, nan=0.0, posinf=np.inf).sum(axis=1)
+    # None: the noise level could not be estimated (fewer than two data blocks)
+    consistent = None if res_ratio is None else bool(res_ratio < consistency_threshold)
+    rep = IdentifiabilityReport(
         param_names=list(names), n_params=n, rank=rank, unique=rank == n, consistent=consistent,
         singular_values=s_full, singular_noise=sing_noise, null_space=null_space, null_vectors=null,
-        free_params=free, freeness=Hinv_diag, freeness_normalised=lam * Hinv_diag,
+        free_params=free, freeness=Hinv_diag,
+        freeness_normalised=lam * Hinv_diag if lam > 0 else np.where(np.isinf(Hinv_diag), 1.0, 0.0),
         residual_norm=res_norm, residual_noise=res_noise, residual_ratio=res_ratio, lam=float(lam),
         notes=notes,
     )
+    if sing_noise is not None:
+        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts)
+    return rep
+
+
+def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
+    """Sandwich SEs, intervals and the misspecification test (:mod:`dynosed_sym.uncertainty`)."""
+    from .errors import DynosedError
+    from .uncertainty import analyse_uncertainty
+
+    free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
+    try:
+        u = analyse_uncertainty(A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=free_mask,
+                                level=rep.ci_level, rank=rep.rank)
+    except (np.linalg.LinAlgError, DynosedError) as exc:
+        rep.notes.append(f"note: no standard errors ({exc})")
+        return
+    rep.std_errors, rep.ci, rep.covariance = u.se, u.ci, u.covariance
+    rep.p_value, rep.misspec_stat, rep.misspec_dim = u.p_value, u.stat, u.effective_dim
+    rep.n_blocks = int(np.asarray(counts).size)
+    if np.asarray(A_blocks).nbytes <= KEEP_BLOCKS_BYTES:
+        rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
 
 
 def _col_se(blocks, mean, counts):
