@@ -22,7 +22,7 @@ import numpy as np
 from .errors import DataError
 
 __all__ = ["RandomFeatures", "draw_features", "median_lengthscale", "accumulate_stein",
-           "contract", "assemble_global"]
+           "contract", "contract_blocks", "block_sums", "assemble_global", "assemble_array"]
 
 FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
 SAMPLE_TILE = 4      # samples contracted per load/store of the partial sums
@@ -58,86 +58,93 @@ def _fold(u):
 
 @numba.njit(parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
-def accumulate_stein(X, phi_s, phi_c, Wt, ct, P_s, P_c):
-    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] into P_s / P_c, feature block by block.
+def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
+    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c.
 
     Arrays are block-major so that every inner loop runs over ``q in range(FB)``
     with a provably non-negative, contiguous index (a computed offset such as
-    ``r0 + q`` makes LLVM emit gathers instead of vector loads).
+    ``r0 + q`` makes LLVM emit gathers instead of vector loads).  All data blocks
+    are summed in one launch (one parallel region instead of one per block); each
+    block's sums start from its own rows, so the arithmetic is that of one call
+    per block.
 
     Parameters
     ----------
     X : (N, d) samples
     phi_s, phi_c : (N, K_sin), (N, K_cos) per-sample factors (generated ``stein_features``)
+    edges : (G + 1,) int64 row boundaries of the G data blocks
     Wt : (B, d, FB) frequencies in turns (ω/2π), feature r = blk·FB + q
     ct : (B, FB) phases in turns (c/2π)
-    P_s, P_c : (B, K_sin, FB), (B, K_cos, FB) running sums, updated in place
+    P_s, P_c : (G, B, K_sin, FB), (G, B, K_cos, FB) running sums, updated in place
     """
-    N, d = X.shape
+    d = X.shape[1]
     Ks = phi_s.shape[1]
     Kc = phi_c.shape[1]
     nblk, _, FB = Wt.shape
+    n_groups = edges.shape[0] - 1
     TI = 4
     for blk in numba.prange(nblk):
         Wb = Wt[blk]
         cb = ct[blk]
-        Ps = P_s[blk]
-        Pc = P_c[blk]
         t = np.empty(FB)
         sn = np.empty((TI, FB))
         cs = np.empty((TI, FB))
-        for i0 in range(0, N, TI):
-            ni = min(TI, N - i0)
-            for a in range(ni):
-                xa = X[i0 + a]
-                for q in range(FB):
-                    t[q] = cb[q]
-                for j in range(d):
-                    xj = xa[j]
-                    wj = Wb[j]
-                    for q in range(FB):
-                        t[q] += wj[q] * xj
-                sa = sn[a]
-                ca = cs[a]
-                for q in range(FB):
-                    u = t[q] - np.floor(t[q] + 0.5)
-                    sa[q] = _sin_turns(_fold(u))
-                    w = u + 0.25
-                    w = w - np.floor(w + 0.5)
-                    ca[q] = _sin_turns(_fold(w))
-            if ni == TI:
-                s0, s1, s2, s3 = sn[0], sn[1], sn[2], sn[3]
-                c0, c1, c2, c3 = cs[0], cs[1], cs[2], cs[3]
-                for e in range(Ks):
-                    p0 = phi_s[i0, e]
-                    p1 = phi_s[i0 + 1, e]
-                    p2 = phi_s[i0 + 2, e]
-                    p3 = phi_s[i0 + 3, e]
-                    Pe = Ps[e]
-                    for q in range(FB):
-                        Pe[q] += (s0[q] * p0 + s1[q] * p1) + (s2[q] * p2 + s3[q] * p3)
-                for e in range(Kc):
-                    p0 = phi_c[i0, e]
-                    p1 = phi_c[i0 + 1, e]
-                    p2 = phi_c[i0 + 2, e]
-                    p3 = phi_c[i0 + 3, e]
-                    Pe = Pc[e]
-                    for q in range(FB):
-                        Pe[q] += (c0[q] * p0 + c1[q] * p1) + (c2[q] * p2 + c3[q] * p3)
-            else:
+        for g in range(n_groups):
+            Ps = P_s[g, blk]
+            Pc = P_c[g, blk]
+            hi = edges[g + 1]
+            for i0 in range(edges[g], hi, TI):
+                ni = min(TI, hi - i0)
                 for a in range(ni):
+                    xa = X[i0 + a]
+                    for q in range(FB):
+                        t[q] = cb[q]
+                    for j in range(d):
+                        xj = xa[j]
+                        wj = Wb[j]
+                        for q in range(FB):
+                            t[q] += wj[q] * xj
                     sa = sn[a]
                     ca = cs[a]
+                    for q in range(FB):
+                        u = t[q] - np.floor(t[q] + 0.5)
+                        sa[q] = _sin_turns(_fold(u))
+                        w = u + 0.25
+                        w = w - np.floor(w + 0.5)
+                        ca[q] = _sin_turns(_fold(w))
+                if ni == TI:
+                    s0, s1, s2, s3 = sn[0], sn[1], sn[2], sn[3]
+                    c0, c1, c2, c3 = cs[0], cs[1], cs[2], cs[3]
                     for e in range(Ks):
-                        pe = phi_s[i0 + a, e]
+                        p0 = phi_s[i0, e]
+                        p1 = phi_s[i0 + 1, e]
+                        p2 = phi_s[i0 + 2, e]
+                        p3 = phi_s[i0 + 3, e]
                         Pe = Ps[e]
                         for q in range(FB):
-                            Pe[q] += sa[q] * pe
+                            Pe[q] += (s0[q] * p0 + s1[q] * p1) + (s2[q] * p2 + s3[q] * p3)
                     for e in range(Kc):
-                        pe = phi_c[i0 + a, e]
+                        p0 = phi_c[i0, e]
+                        p1 = phi_c[i0 + 1, e]
+                        p2 = phi_c[i0 + 2, e]
+                        p3 = phi_c[i0 + 3, e]
                         Pe = Pc[e]
                         for q in range(FB):
-                            Pe[q] += ca[q] * pe
+                            Pe[q] += (c0[q] * p0 + c1[q] * p1) + (c2[q] * p2 + c3[q] * p3)
+                else:
+                    for a in range(ni):
+                        sa = sn[a]
+                        ca = cs[a]
+                        for e in range(Ks):
+                            pe = phi_s[i0 + a, e]
+                            Pe = Ps[e]
+                            for q in range(FB):
+                                Pe[q] += sa[q] * pe
+                        for e in range(Kc):
+                            pe = phi_c[i0 + a, e]
+                            Pe = Pc[e]
+                            for q in range(FB):
+                                Pe[q] += ca[q] * pe
 
 
 class RandomFeatures:
@@ -173,7 +180,7 @@ class RandomFeatures:
     def unblock(self, P):
         """(n_blocks, k, FEATURE_BLOCK) sums → (k, m) in feature order."""
         k = P.shape[1]
-        return P.transpose(1, 0, 2).reshape(k, -1)[:, : self.m]
+        return P.transpose(1, 0, 2).reshape(k, self.n_blocks * FEATURE_BLOCK)[:, : self.m]
 
     @property
     def m(self):
@@ -226,21 +233,61 @@ def contract(cm, feats: RandomFeatures, P_s, P_c, count):
     return A, b
 
 
-def block_sums(cm, X, feats: RandomFeatures):
-    """Sums P_s, P_c over the rows of one block of samples X (N_b, d)."""
+def block_sums(cm, X, feats: RandomFeatures, edges=None):
+    """Sums P_s, P_c over the rows of samples X (N_b, d).
+
+    With ``edges`` (G + 1 row boundaries) the sums of every block come from one kernel
+    launch, stacked as (G, n_blocks, K, FEATURE_BLOCK); without, X is one block and the
+    arrays are (n_blocks, K, FEATURE_BLOCK).
+    """
     from .compiled import check_finite_output
 
     phi_s, phi_c = cm.stein_features(X)
     check_finite_output(phi_s, "a Stein feature (drift term)", X)
     check_finite_output(phi_c, "a Stein feature (diffusion term)", X)
-    P_s = feats.zeros(phi_s.shape[1])
-    P_c = feats.zeros(phi_c.shape[1])
-    accumulate_stein(X, phi_s, phi_c, feats.Wt, feats.ct, P_s, P_c)
-    return P_s, P_c
+    one = edges is None
+    edges = np.array([0, X.shape[0]], dtype=np.int64) if one else np.asarray(edges, dtype=np.int64)
+    G = edges.size - 1
+    P_s = np.zeros((G, feats.n_blocks, phi_s.shape[1], FEATURE_BLOCK))
+    P_c = np.zeros((G, feats.n_blocks, phi_c.shape[1], FEATURE_BLOCK))
+    accumulate_stein(X, phi_s, phi_c, edges, feats.Wt, feats.ct, P_s, P_c)
+    return (P_s[0], P_c[0]) if one else (P_s, P_c)
+
+
+def contract_blocks(cm, feats: RandomFeatures, sums):
+    """Per-block sums → totals and per-block means.
+
+    Parameters
+    ----------
+    sums : sequence of (P_s, P_c, count), in block order
+
+    Returns
+    -------
+    A : (m, n), b : (m,)
+        Means over all samples (block sums added in block order, then contracted).
+    A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,)
+        Per-block means, from which the sampling noise of A and b is estimated.
+    """
+    if not sums:
+        raise DataError("X: no samples")
+    A_blocks, b_blocks, counts = [], [], []
+    P_s_tot = P_c_tot = None
+    for P_s, P_c, count in sums:
+        Ab, bb = contract(cm, feats, P_s, P_c, count)
+        A_blocks.append(Ab)
+        b_blocks.append(bb)
+        counts.append(int(count))
+        if P_s_tot is None:
+            P_s_tot, P_c_tot = P_s.copy(), P_c.copy()
+        else:
+            P_s_tot += P_s
+            P_c_tot += P_c
+    A, b = contract(cm, feats, P_s_tot, P_c_tot, int(sum(counts)))
+    return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
 
 
 def assemble_global(cm, blocks, feats: RandomFeatures):
-    """Assemble A, b from an iterable of sample blocks.
+    """Assemble A, b from an iterable of sample blocks (one kernel launch per block).
 
     Parameters
     ----------
@@ -250,26 +297,18 @@ def assemble_global(cm, blocks, feats: RandomFeatures):
 
     Returns
     -------
-    A : (m, n), b : (m,)
-        Means over all samples.
-    A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,)
-        Per-block means, from which the sampling noise of A and b is estimated.
+    A, b, A_blocks, b_blocks, counts
+        See :func:`contract_blocks`.
     """
-    P_s_tot = P_c_tot = None
-    A_blocks, b_blocks, counts = [], [], []
-    for Xb in blocks:
-        P_s, P_c = block_sums(cm, Xb, feats)
-        Ab, bb = contract(cm, feats, P_s, P_c, Xb.shape[0])
-        A_blocks.append(Ab)
-        b_blocks.append(bb)
-        counts.append(Xb.shape[0])
-        if P_s_tot is None:
-            P_s_tot, P_c_tot = P_s, P_c
-        else:
-            P_s_tot += P_s
-            P_c_tot += P_c
-    if P_s_tot is None:
-        raise DataError("X: no samples")
-    N = int(sum(counts))
-    A, b = contract(cm, feats, P_s_tot, P_c_tot, N)
-    return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
+    return contract_blocks(cm, feats, [(*block_sums(cm, Xb, feats), Xb.shape[0]) for Xb in blocks])
+
+
+def assemble_array(cm, X, edges, feats: RandomFeatures):
+    """Assemble A, b from samples in memory with noise blocks ``X[edges[g]:edges[g+1]]``.
+
+    One kernel launch for all blocks; bitwise the same as :func:`assemble_global` over
+    the same blocks.
+    """
+    P_s, P_c = block_sums(cm, X, feats, edges)
+    counts = np.diff(np.asarray(edges, dtype=np.int64))
+    return contract_blocks(cm, feats, [(P_s[g], P_c[g], counts[g]) for g in range(counts.size)])

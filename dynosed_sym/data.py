@@ -641,7 +641,7 @@ class NoiseBlocks:
 
     def finish(self, cm, feats):
         """Contract the sums → ``A, b, A_blocks, b_blocks, counts`` (as ``assemble_global``)."""
-        from .assembly import contract
+        from .assembly import contract_blocks
 
         if not self.sums:
             raise DataError("X: no samples")
@@ -652,21 +652,7 @@ class NoiseBlocks:
         if self.edges is None and len(keys) > 1 and 2 * self.sums[keys[-1]][2] < self.size:
             last = self.sums.pop(keys.pop())  # a short tail joins the previous block
             self.add(keys[-1], *last)
-        A_blocks, b_blocks, counts = [], [], []
-        P_s_tot = P_c_tot = None
-        for k in keys:
-            P_s, P_c, count = self.sums[k]
-            Ab, bb = contract(cm, feats, P_s, P_c, count)
-            A_blocks.append(Ab)
-            b_blocks.append(bb)
-            counts.append(count)
-            if P_s_tot is None:
-                P_s_tot, P_c_tot = P_s.copy(), P_c.copy()
-            else:
-                P_s_tot += P_s
-                P_c_tot += P_c
-        A, b = contract(cm, feats, P_s_tot, P_c_tot, total)
-        return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
+        return contract_blocks(cm, feats, [self.sums[k] for k in keys])
 
 
 def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None):
