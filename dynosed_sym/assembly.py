@@ -270,6 +270,11 @@ def contract_blocks(cm, feats: RandomFeatures, sums):
     """
     if not sums:
         raise DataError("X: no samples")
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite results are checked below
+        return _contract_blocks(cm, feats, sums)
+
+
+def _contract_blocks(cm, feats, sums):
     A_blocks, b_blocks, counts = [], [], []
     P_s_tot = P_c_tot = None
     for P_s, P_c, count in sums:
@@ -283,6 +288,10 @@ def contract_blocks(cm, feats: RandomFeatures, sums):
             P_s_tot += P_s
             P_c_tot += P_c
     A, b = contract(cm, feats, P_s_tot, P_c_tot, int(sum(counts)))
+    if not (np.isfinite(A).all() and np.isfinite(b).all()):
+        raise DataError(f"the assembled system A θ = b is not finite: the kernel length scale "
+                        f"(bandwidth = {feats.lengthscale:.3g}) is far too small for the data, or the "
+                        "drift/diffusion overflow at these samples")
     return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
 
 

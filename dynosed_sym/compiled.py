@@ -87,7 +87,8 @@ class CompiledModel:
         self.model = model
         self.module = module
         self.path = path
-        _, self.noise_matrix = _noise_matrix(model)
+        # constant G only (a numeric eigh); a state-dependent G lives in the generated module
+        self.noise_matrix = None if module.STATE_DEPENDENT_NOISE else _noise_matrix(model)[1]
         self.noise_dim = module.NOISE_DIM
         if module.IS_AFFINE:
             self.a_terms = np.array([t[:3] for t in module.A_TERMS], dtype=np.int64).reshape(-1, 3)
@@ -104,16 +105,24 @@ class CompiledModel:
     def is_affine(self):
         return bool(self.module.IS_AFFINE)
 
+    def _rows(self, X):
+        """X as C-contiguous float64 (N, d); shape errors name X (kernels skip bounds checks)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.model.d:
+            raise DataError(f"X: expected shape (N, {self.model.d}) for model {self.model.name!r}, "
+                            f"got {X.shape}")
+        return X
+
     def drift(self, X, theta) -> np.ndarray:
         """f(x; θ) at the rows of X (N, d) → (N, d)."""
-        X = np.ascontiguousarray(X, dtype=float)
+        X = self._rows(X)
         out = np.empty_like(X)
-        self.module.drift(X, np.ascontiguousarray(theta, dtype=float), out)
+        self.module.drift(X, self.model.theta_vector(theta), out)
         return out
 
     def stein_features(self, X):
         """Per-sample Stein-feature factors → (sin (N, K_sin), cos (N, K_cos))."""
-        X = np.ascontiguousarray(X, dtype=float)
+        X = self._rows(X)
         out_sin = np.empty((X.shape[0], self.n_sin))
         out_cos = np.empty((X.shape[0], self.n_cos))
         self.module.stein_features(X, out_sin, out_cos)
