@@ -214,6 +214,29 @@ class SDEModel:
             raise ModelError(f"name {name!r} must be a Python identifier (letters, digits, _)")
         self.name = str(name)
         self.nominal = None if nominal is None else self.theta_vector(nominal, "nominal")
+        if self.nominal is not None:
+            self.nominal.setflags(write=False)
+        self._frozen = True
+
+    # A model is a value: its spec hash and derivation are cached on it, so it must not change
+    # after construction (build a new SDEModel instead).
+    _MUTABLE_AFTER_INIT = ("source_path",)
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_frozen") and not name.startswith("_") and name not in self._MUTABLE_AFTER_INIT:
+            raise ModelError(f"SDEModel is immutable: cannot set {name!r}; build a new model instead")
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self):
+        # caches are recomputed where the model is unpickled (e.g. on a Dask worker whose
+        # generator version may differ)
+        state = dict(self.__dict__)
+        state.pop("_spec_hash", None)
+        state.pop("derivation", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
