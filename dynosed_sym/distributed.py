@@ -322,27 +322,12 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
     -------
     X : (n_samples, d) array, rows ordered by chain, then recording time.
     """
-    from .compiled import compile_model
     from .progress import progress_bar, progress_enabled
-    from .simulate import chain_keys, initial_states
+    from .simulate import plan_simulation
 
     dask = require_dask()
-    theta = model.theta_vector(theta)
-    n_samples = int(n_samples)
-    if n_samples < 1:
-        raise DataError(f"n_samples must be at least 1, got {n_samples}")
-    if not (np.isfinite(dt) and dt > 0):
-        raise DataError(f"dt must be a positive number, got {dt}")
-    if int(burn_in) < 0 or int(thin) < 1:
-        raise DataError(f"burn_in must be ≥ 0 and thin ≥ 1 (got burn_in={burn_in}, thin={thin})")
-    n_chains = int(n_chains) if n_chains is not None else min(n_samples, 2048)
-    if n_chains < 1:
-        raise DataError(f"n_chains must be at least 1, got {n_chains}")
-    n_keep = -(-n_samples // n_chains)
-    cm = compile_model(model, out_dir)
-    G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
-    X0 = initial_states(model, n_chains, seed, x0)
-    keys = chain_keys(seed, n_chains)
+    plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir)
+    n_chains, X0, keys = plan.n_chains, plan.x0, plan.keys
     client = get_client(client)
     if n_groups is None:
         workers = len(client.scheduler_info().get("workers", {})) if client is not None else 1
@@ -350,12 +335,12 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
     n_groups = max(1, min(int(n_groups), n_chains))
     edges = np.linspace(0, n_chains, n_groups + 1).round().astype(np.int64)
     token = uuid.uuid4().hex[:16]
-    payload = dask.delayed(KernelPayload(cm), name=f"dynosed-kernels-{token}")
-    tasks = [dask.delayed(_simulate_task)(payload, X0[lo:hi], theta, G, float(dt), int(burn_in), int(thin),
-                                          n_keep, keys[lo:hi], dask_key_name=f"dynosed-sim-{token}-{g}")
+    payload = dask.delayed(KernelPayload(plan.cm), name=f"dynosed-kernels-{token}")
+    tasks = [dask.delayed(_simulate_task)(payload, X0[lo:hi], plan.theta, plan.G, plan.dt, plan.burn_in,
+                                          plan.thin, plan.n_keep, keys[lo:hi],
+                                          dask_key_name=f"dynosed-sim-{token}-{g}")
              for g, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
-    out = np.empty((n_keep, n_chains, model.d))
-    status = np.zeros(n_chains, dtype=np.int64)
+    out, status = plan.empty_output()
 
     def consume(g, result):
         lo, hi = edges[g], edges[g + 1]
@@ -364,8 +349,4 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
     with progress_bar(progress_enabled(progress, True), total=n_chains,
                       desc=f"simulate {model.name}", unit="chains") as bar:
         _run_ordered(tasks, np.diff(edges).tolist(), client, bar, consume)
-    if status.any():
-        c = int(np.flatnonzero(status)[0])
-        raise DataError(f"simulation diverged: chain {c} left the finite range at step {status[c]} "
-                        f"(dt={dt}); reduce dt or check the parameters")
-    return np.ascontiguousarray(out.transpose(1, 0, 2).reshape(-1, model.d)[:n_samples])
+    return plan.samples(out, status)

@@ -18,8 +18,11 @@ other chains are added.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from . import validate
 from .compiled import compile_model
 from .errors import DataError
 
@@ -36,7 +39,12 @@ def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
     if x0 is None:
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         return rng.standard_normal((n_chains, model.d))
-    x0 = np.asarray(x0, dtype=float)
+    try:
+        x0 = np.asarray(x0, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"x0: cannot convert {type(x0).__name__} to a float array") from None
+    if not np.isfinite(x0).all():
+        raise DataError("x0: contains NaN or inf")
     if x0.shape == (model.d,):
         return np.tile(x0, (n_chains, 1))
     if x0.shape == (n_chains, model.d):
@@ -100,28 +108,63 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
 
         return simulate_distributed(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0,
                                     out_dir, client=client)
+    plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir)
+    out, status = plan.empty_output()
+    plan.cm.module.simulate_chains(plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in, plan.thin,
+                                   plan.n_keep, plan.keys, out, status)
+    return plan.samples(out, status)
+
+
+@dataclass
+class SimulationPlan:
+    """Validated arguments, start states and per-chain keys of one simulation.
+
+    Shared by :func:`simulate` and :func:`dynosed_sym.distributed.simulate`, which splits
+    the chains (rows of ``x0`` and ``keys``) over workers.
+    """
+
+    model: object
+    cm: object
+    theta: np.ndarray
+    n_samples: int
+    n_chains: int
+    n_keep: int
+    dt: float
+    burn_in: int
+    thin: int
+    G: np.ndarray
+    x0: np.ndarray
+    keys: np.ndarray
+
+    def empty_output(self):
+        """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""
+        return (np.empty((self.n_keep, self.n_chains, self.model.d)),
+                np.zeros(self.n_chains, dtype=np.int64))
+
+    def samples(self, out, status):
+        """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain."""
+        if status.any():
+            c = int(np.flatnonzero(status)[0])
+            raise DataError(f"simulation diverged: chain {c} left the finite range at step {status[c]} "
+                            f"(dt={self.dt}); reduce dt or check the parameters")
+        return np.ascontiguousarray(out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples])
+
+
+def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir):
+    """Validate the arguments of :func:`simulate` and prepare the kernel's inputs."""
     theta = model.theta_vector(theta)
-    n_samples = int(n_samples)
-    if n_samples < 1:
-        raise DataError(f"n_samples must be at least 1, got {n_samples}")
-    if not (np.isfinite(dt) and dt > 0):
-        raise DataError(f"dt must be a positive number, got {dt}")
-    if int(burn_in) < 0 or int(thin) < 1:
-        raise DataError(f"burn_in must be ≥ 0 and thin ≥ 1 (got burn_in={burn_in}, thin={thin})")
-    n_chains = int(n_chains) if n_chains is not None else min(n_samples, 2048)
-    if n_chains < 1:
-        raise DataError(f"n_chains must be at least 1, got {n_chains}")
-    n_keep = -(-n_samples // n_chains)
+    n_samples = validate.integer(n_samples, "n_samples", minimum=1)
+    dt = validate.number(dt, "dt", positive=True)
+    burn_in = validate.integer(burn_in, "burn_in", minimum=0)
+    thin = validate.integer(thin, "thin", minimum=1)
+    n_chains = min(n_samples, 2048) if n_chains is None else validate.integer(n_chains, "n_chains", minimum=1)
+    seed = validate.seed(seed)
     cm = compile_model(model, out_dir)
     G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
-    X0 = initial_states(model, n_chains, seed, x0)
-    out = np.empty((n_keep, n_chains, model.d))
-    status = np.zeros(n_chains, dtype=np.int64)
-    cm.module.simulate_chains(np.ascontiguousarray(X0), theta, np.ascontiguousarray(G, dtype=float),
-                              float(dt), int(burn_in), int(thin), int(n_keep), chain_keys(seed, n_chains),
-                              out, status)
-    if status.any():
-        c = int(np.flatnonzero(status)[0])
-        raise DataError(f"simulation diverged: chain {c} left the finite range at step {status[c]} "
-                        f"(dt={dt}); reduce dt or check the parameters")
-    return np.ascontiguousarray(out.transpose(1, 0, 2).reshape(-1, model.d)[:n_samples])
+    return SimulationPlan(
+        model=model, cm=cm, theta=theta, n_samples=n_samples, n_chains=n_chains,
+        n_keep=-(-n_samples // n_chains), dt=dt, burn_in=burn_in, thin=thin,
+        G=np.ascontiguousarray(G, dtype=float),
+        x0=np.ascontiguousarray(initial_states(model, n_chains, seed, x0)),
+        keys=chain_keys(seed, n_chains),
+    )
