@@ -25,7 +25,7 @@ bench: $(STAMP)
 	$(PY) -m dynosed_sym.bench
 
 golden: $(STAMP)  ## regenerate generated/ for every model in models/
-	$(PY) -m dynosed_sym.codegen --prune models/*.py
+	$(PY) -m dynosed_sym.codegen --prune --out generated models/*.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
