@@ -207,4 +207,7 @@ def test_render_deterministic(model):
     from dynosed_sym.codegen.emit import render_module
     from dynosed_sym.spec import build_spec
 
-    assert render_module(build_spec(model)) == render_module(build_spec(model))
+    # a fresh model object from the same declaration: nothing cached is shared
+    twin = ds.SDEModel(list(model.state), list(model.params), list(model.drift), model.D,
+                       name=model.name)
+    assert render_module(build_spec(model)) == render_module(build_spec(twin))
