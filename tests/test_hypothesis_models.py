@@ -208,6 +208,7 @@ def test_render_deterministic(model):
     from dynosed_sym.spec import build_spec
 
     # a fresh model object from the same declaration: nothing cached is shared
-    twin = ds.SDEModel(list(model.state), list(model.params), list(model.drift), model.D,
-                       name=model.name)
+    noise = {"noise": model.G} if model.G is not None else {"diffusion": model.D}
+    twin = ds.SDEModel(list(model.state), list(model.params), list(model.drift), name=model.name,
+                       **noise)
     assert render_module(build_spec(model)) == render_module(build_spec(twin))
