@@ -46,30 +46,98 @@ class FitResult:
     def params(self) -> dict:
         return dict(zip(self.model.param_names, self.theta.tolist()))
 
-    def summary(self, truth=None) -> str:
-        """A readable table: estimate, freeness, identifiability, then rank and consistency.
+    @property
+    def std_errors(self):
+        """(n,) sandwich standard errors (inf for parameters that are not identified), or None."""
+        return self.report.std_errors
+
+    def conf_int(self, level=None, method="sandwich"):
+        """Confidence intervals (n, 2).
+
+        Parameters
+        ----------
+        level : float, optional
+            Coverage (default: the report's, 0.95).
+        method : {"sandwich", "bootstrap"}
+            Student-t intervals from the sandwich covariance, or block-bootstrap percentiles
+            (computed with 200 replicates if :meth:`bootstrap` was not called).
+        """
+        from .errors import DynosedError
+        from .uncertainty import confidence_intervals
+
+        rep = self.report
+        level = rep.ci_level if level is None else float(level)
+        if method == "sandwich":
+            if rep.std_errors is None:
+                raise DynosedError("this fit has no noise blocks, hence no standard errors")
+            return confidence_intervals(self.theta, rep.std_errors, level, rep.n_blocks - 1)
+        if method == "bootstrap":
+            res = rep.bootstrap_result
+            if res is None or res.level != level:
+                res = rep.bootstrap(level=level)
+            return res.ci
+        raise DynosedError(f"method must be 'sandwich' or 'bootstrap', got {method!r}")
+
+    def bootstrap(self, n_boot=200, seed=0, level=None):
+        """Block bootstrap reusing the per-block partial sums (no new pass over the data).
+
+        Returns the :class:`~dynosed_sym.uncertainty.BootstrapResult`; ``summary()`` then shows
+        its standard errors and percentile intervals beside the sandwich ones.
+        """
+        return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
+
+    def summary(self, truth=None, bootstrap=None) -> str:
+        """A readable table: estimate, standard error, confidence interval, freeness,
+        identifiability, then rank, consistency and the misspecification test.
 
         Parameters
         ----------
         truth : array or dict, optional
             True values, shown beside the estimates when given.
+        bootstrap : bool, optional
+            Show block-bootstrap standard errors and intervals (computed if needed when True;
+            shown when already computed if None).
         """
         rep = self.report
         names = self.model.param_names
         tv = self.model.theta_vector(truth, "truth") if truth is not None else None
         free = set(rep.free_params)
+        if bootstrap and rep.bootstrap_result is None and rep._blocks is not None:
+            rep.bootstrap()
+        boot = rep.bootstrap_result if bootstrap is not False else None
+        has_se = rep.std_errors is not None
+        pct = f"{100 * rep.ci_level:g}% CI"
         w = max(9, max(len(nm) for nm in names))
         head = f"{'parameter':<{w}}  {'estimate':>12}" + (f"  {'truth':>10}" if tv is not None else "")
+        if has_se:
+            head += f"  {'std.err':>9}  {pct:^23}"
+        if boot is not None:
+            head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
         head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
         lines = [f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
                  + ", ".join(f"{k} = {v}" for k, v in self.info.items()), head, "-" * len(head)]
+
+        def interval(lo, hi):
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                return f"{'(−∞, ∞)':^23}"
+            return f"[{lo:>10.4g}, {hi:>10.4g}]"
+
         for k, nm in enumerate(names):
             row = f"{nm:<{w}}  {self.theta[k]:>12.5g}"
             if tv is not None:
                 row += f"  {tv[k]:>10.4g}"
+            if has_se:
+                row += f"  {rep.std_errors[k]:>9.3g}  " + interval(*rep.ci[k])
+            if boot is not None:
+                row += f"  {boot.se[k]:>9.3g}  " + interval(*boot.ci[k])
             row += f"  {rep.freeness[k]:>10.3g}  {rep.freeness_normalised[k]:>10.3g}  "
             row += "no" if nm in free else "yes"
             lines.append(row)
+        if has_se:
+            lines.append(f"std.err: sandwich covariance from {rep.n_blocks} data blocks; intervals "
+                         f"Student t with {rep.n_blocks - 1} d.o.f. (infinite when not identifiable)"
+                         + (f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile "
+                            "intervals" if boot is not None else ""))
         lines.append("")
         lines.append(str(rep))
         return "\n".join(lines)
