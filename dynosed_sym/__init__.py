@@ -15,6 +15,8 @@ from .errors import CodegenError, DataError, DynosedError, ModelError, NotAffine
 from .fit import FitResult, fit_global
 from .model import SDEModel, load_model
 from .report import IdentifiabilityReport
+from .identifiability import IdentifiabilityCheck, StructuralReport, check_identifiability, structural_check
+from .uncertainty import BootstrapResult
 from .simulate import simulate
 from . import distributed
 from .spec import GENERATOR_VERSION, RELEASE
@@ -26,4 +28,6 @@ __all__ = [
     "simulate", "fit_global", "FitResult", "IdentifiabilityReport",
     "DynosedError", "ModelError", "NotAffineError", "DataError", "CodegenError",
     "GENERATOR_VERSION", "__version__", "distributed",
+    "check_identifiability", "structural_check", "IdentifiabilityCheck", "StructuralReport",
+    "BootstrapResult",
 ]
