@@ -18,6 +18,9 @@ from .report import IdentifiabilityReport
 from .identifiability import IdentifiabilityCheck, StructuralReport, check_identifiability, structural_check
 from .uncertainty import BootstrapResult
 from .simulate import simulate
+from .local import fit_local, local_system
+from .probes import Balls, choose_probes, restrict_to_balls
+from .scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from . import distributed
 from .spec import GENERATOR_VERSION, RELEASE
 
@@ -30,4 +33,6 @@ __all__ = [
     "GENERATOR_VERSION", "__version__", "distributed",
     "check_identifiability", "structural_check", "IdentifiabilityCheck", "StructuralReport",
     "BootstrapResult",
+    "fit_local", "local_system", "Balls", "choose_probes", "restrict_to_balls",
+    "KernelScore", "ScoreMatching", "ScoreEstimate", "estimate_scores",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 import sympy as sp
 
 __all__ = ["lambdified", "drift_reference", "stein_system_reference", "simulate_reference",
-           "stein_vstat"]
+           "stein_vstat", "local_residual_reference", "local_rows_reference", "kernel_score_reference"]
 
 
 def _vectorise(fn, shape, X):
@@ -59,8 +59,12 @@ def drift_reference(model, X, theta):
     return lambdified(model).f(np.asarray(X, dtype=float), np.asarray(theta, dtype=float))
 
 
-def stein_system_reference(model, X, omega, phase, lam_fns=None):
-    """A (m, n) and b (m,) of the global route by the formulas of DESIGN §2, in NumPy."""
+def stein_system_reference(model, X, omega, phase, lam_fns=None, dlogp_dt=None):
+    """A (m, n) and b (m,) of the global route by the formulas of DESIGN §2, in NumPy.
+
+    ``dlogp_dt`` (N,), optional: ∂ₜlog p at each sample (non-stationary snapshot); the Stein
+    feature gains ``−z_r(x)·∂ₜlog p(x)``, i.e. b gains ``√(2/m)/N Σ_i cos(ω_rᵀx_i + c_r) ∂ₜlog p(x_i)``.
+    """
     L = lam_fns or lambdified(model)
     X = np.asarray(X, dtype=float)
     N = X.shape[0]
@@ -74,6 +78,8 @@ def stein_system_reference(model, X, omega, phase, lam_fns=None):
     scale = math.sqrt(2.0 / m) / N
     A = -scale * np.einsum("ir,irk->rk", S, wU)
     b = scale * (S * wv + C * wDw).sum(axis=0)
+    if dlogp_dt is not None:
+        b = b + scale * (C * np.asarray(dlogp_dt, dtype=float)[:, None]).sum(axis=0)
     return A, b
 
 
@@ -126,3 +132,70 @@ def simulate_reference(model, theta, n_chains, n_steps, dt, seed=0, x0=None):
         k4 = L.f(X + dt * k3, theta)
         X = X + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4) + sq * rng.standard_normal(X.shape) @ G.T
     return X
+
+
+def local_residual_reference(model, P, S, J, theta, dlogp_dt=None):
+    """Local Fokker–Planck residual R(x_i; θ) at probes, straight from DESIGN §2 (M,).
+
+    ``R = sᵀ(f − ∇·D − Ds) + ∇·(f − ∇·D − Ds) + ∂ₜlog p`` with every derivative of f and D
+    taken here by SymPy from the declaration (no use of the package's derivation), and
+    ``∇·(Ds) = Σ_i Σ_j (∂_i D_ij s_j + D_ij ∂_i s_j)`` with ``∂_i s_j = J[j, i]``.
+    """
+    d = model.d
+    xs = list(model.state)
+    theta = np.asarray(theta, dtype=float)
+    f = model.drift.xreplace(dict(zip(model.params, [sp.Float(t) for t in theta])))
+    D = model.D
+    divD = [sum(sp.diff(D[i, j], xs[j]) for j in range(d)) for i in range(d)]
+    scal = sum(sp.diff(f[j], xs[j]) for j in range(d)) - sum(sp.diff(divD[i], xs[i]) for i in range(d))
+    dD = [[[sp.diff(D[i, j], xs[i]) for j in range(d)] for i in range(d)]]  # ∂_i D_ij
+    fn = sp.lambdify(xs, [list(f), divD, D.tolist(), scal, dD[0]], ["scipy", "numpy"])
+    P = np.asarray(P, dtype=float)
+    S = np.asarray(S, dtype=float)
+    J = np.asarray(J, dtype=float)
+    M = P.shape[0]
+    R = np.zeros(M)
+    for m in range(M):
+        fv, dv, Dv, sc, dDv = fn(*P[m])
+        fv, dv, Dv, dDv = (np.asarray(a, dtype=float).reshape(-1) for a in (fv, dv, Dv, dDv))
+        Dv, dDv = Dv.reshape(d, d), dDv.reshape(d, d)
+        s = S[m]
+        F = fv - dv - Dv @ s
+        div_Ds = sum(dDv[i, j] * s[j] + Dv[i, j] * J[m, j, i] for i in range(d) for j in range(d))
+        R[m] = s @ F + float(sc) - div_Ds
+        if dlogp_dt is not None:
+            R[m] += float(dlogp_dt[m])
+    return R
+
+
+def local_rows_reference(model, P, S, J, dlogp_dt=None):
+    """Rows of the local route, A (M, n) and b (M,), from :func:`local_residual_reference`.
+
+    R is affine in θ, so ``b = −R(0)`` and ``A[:, k] = R(e_k) − R(0)``.
+    """
+    n = model.n
+    R0 = local_residual_reference(model, P, S, J, np.zeros(n), dlogp_dt)
+    A = np.empty((R0.shape[0], n))
+    for k in range(n):
+        A[:, k] = local_residual_reference(model, P, S, J, np.eye(n)[k], dlogp_dt) - R0
+    return A, -R0
+
+
+def kernel_score_reference(X, P, temperature):
+    """Gaussian-kernel score and Jacobian at probes P by the DESIGN §2 formulas (dense, O(M N)).
+
+    ``w_j ∝ exp(−T‖x − x_j‖²/2)``, ``ŝ = T(Σ_j w_j x_j − x)``, ``∇ŝ = T² Cov_w(x_j) − T I``.
+    """
+    X = np.asarray(X, dtype=float)
+    T = float(temperature)
+    S = np.empty(P.shape)
+    Jac = np.empty(P.shape + (P.shape[1],))
+    for m, x in enumerate(np.asarray(P, dtype=float)):
+        logw = -0.5 * T * ((X - x) ** 2).sum(axis=1)
+        w = np.exp(logw - logw.max())
+        w /= w.sum()
+        mean = w @ X
+        cov = (X - mean).T @ (w[:, None] * (X - mean))
+        S[m] = T * (mean - x)
+        Jac[m] = T * T * cov - T * np.eye(X.shape[1])
+    return S, Jac

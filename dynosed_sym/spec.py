@@ -78,6 +78,8 @@ class KernelSpec:
         Symbolic noise matrix G(x) when it depends on the state; ``None`` when
         it is constant (then the simulator receives it as an array argument).
     constant_noise : numpy.ndarray (d, d') or None
+    local : LocalPieces or None
+        Local-route rows a(x, s), β(x, s, J, ∂ₜlog p) (affine models only).
     """
 
     name: str
@@ -89,6 +91,7 @@ class KernelSpec:
     stein: object
     noise: sp.Matrix | None
     constant_noise: np.ndarray | None
+    local: object = None
 
 
 def _noise_matrix(model):
@@ -120,4 +123,5 @@ def build_spec(model) -> KernelSpec:
         stein=der.stein,
         noise=noise,
         constant_noise=constant_noise,
+        local=der.local,
     )

@@ -13,7 +13,15 @@ declared drift and diffusion:
   ``g_r = −√(2/m)[sin(·) ωᵀ(Uθ + v) + cos(·) ωᵀD(x)ω]``.  The x-dependent
   factors multiplying ``sin`` (entries of U and v) and ``cos`` (entries of D)
   are collected, with numeric coefficients split off and duplicates merged, into
-  :class:`SteinPieces`.
+  :class:`SteinPieces`;
+* the rows of the local route (:class:`LocalPieces`): with the score ``s`` and its
+  Jacobian ``J`` (``J[j, l] = ∂s_j/∂x_l``) as symbols, the local Fokker–Planck residual
+  ``R = sᵀ(f − ∇·D − Ds) + ∇·(f − ∇·D − Ds) + ∂ₜlog p`` of an affine drift is
+  ``a(x, s)ᵀθ − β(x, s, J, ∂ₜlog p)`` with
+  ``a = Uᵀs + ∇·U`` and
+  ``β = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − sᵀv − ∇·v − ∂ₜlog p``
+  (D symmetric, so ``∇·(Ds) = sᵀ(∇·D) + Σ_jl D_jl J_jl``).  Derivatives of step-like
+  functions are taken almost everywhere (:func:`almost_everywhere`).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import sympy as sp
 
 from .errors import NotAffineError
 
-__all__ = ["Derivation", "SteinPieces", "derive", "split_coefficient"]
+__all__ = ["Derivation", "SteinPieces", "LocalPieces", "derive", "split_coefficient", "almost_everywhere"]
 
 
 def split_coefficient(expr):
@@ -54,6 +62,22 @@ class SteinPieces:
     b_cos_terms: tuple  # (e, j, l, coefficient); off-diagonal D entries counted twice
 
 
+@dataclass(frozen=True)
+class LocalPieces:
+    """Rows ``a(x_i)ᵀθ = β(x_i)`` of the local route as SymPy expressions (module docstring).
+
+    ``score`` (d,) and ``jacobian`` (d×d, row-major, ``J[j, l] = ∂s_j/∂x_l``) are the symbols
+    standing for the estimated score and its Jacobian at a probe, ``dlogp_dt`` the symbol of
+    ``∂ₜlog p`` there (zero for a stationary snapshot).
+    """
+
+    score: tuple
+    jacobian: tuple
+    dlogp_dt: sp.Symbol
+    a: tuple  # n expressions in (x, s)
+    beta: sp.Expr  # expression in (x, s, J, dlogp_dt)
+
+
 @dataclass
 class Derivation:
     """Symbolic results for one model (see module docstring)."""
@@ -71,6 +95,7 @@ class Derivation:
     div_U: sp.Matrix | None = None
     div_v: sp.Expr | None = None
     stein: SteinPieces | None = field(default=None, repr=False)
+    local: LocalPieces | None = field(default=None, repr=False)
 
     def require_affine(self):
         if not self.is_affine:
@@ -146,6 +171,51 @@ def _stein_pieces(U, v, D, state):
     return SteinPieces(tuple(sin_feats), tuple(cos_feats), tuple(a_terms), tuple(b_sin), tuple(b_cos))
 
 
+def local_symbols(d):
+    """Symbols of the score (d,), its Jacobian (d×d, row-major) and ∂ₜlog p at a probe."""
+    score = tuple(sp.Symbol(f"_score{j}", real=True) for j in range(d))
+    jac = tuple(sp.Symbol(f"_jac{j}_{l}", real=True) for j in range(d) for l in range(d))
+    return score, jac, sp.Symbol("_dlogp_dt", real=True)
+
+
+_PIECEWISE_CONSTANT = (sp.floor, sp.ceiling, sp.sign, sp.Heaviside)
+
+
+def almost_everywhere(expr):
+    """``expr`` with the distributional parts of derivatives dropped.
+
+    Derivatives of the supported step-like functions (sign, Heaviside — also from Abs, Min, Max
+    — floor, ceiling) are zero except on their jumps: ``DiracDelta(·)`` terms and unevaluated
+    ``Derivative(floor(·), ·)`` are replaced by 0, so the local residual uses the derivative
+    almost everywhere (a probe exactly on a jump has probability zero).
+    """
+    expr = sp.sympify(expr)
+    if expr.has(sp.DiracDelta):
+        expr = expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.Integer(0))
+    if expr.has(sp.Derivative):
+        expr = expr.replace(lambda e: isinstance(e, sp.Derivative) and isinstance(e.expr, _PIECEWISE_CONSTANT),
+                            lambda e: sp.Integer(0))
+    return expr
+
+
+def _local_pieces(U, v, D, div_D, div_div_D, div_U, div_v):
+    d, n = U.shape
+    div_D = div_D.applyfunc(almost_everywhere)
+    div_div_D = almost_everywhere(div_div_D)
+    div_U = div_U.applyfunc(almost_everywhere)
+    div_v = almost_everywhere(div_v)
+    s, J, g = local_symbols(d)
+    a = tuple(sp.Add(*[U[j, k] * s[j] for j in range(d)]) + div_U[k] for k in range(n))
+    beta = (sp.Add(*[D[j, l] * s[j] * s[l] for j in range(d) for l in range(d)])
+            + sp.Add(*[D[j, l] * J[j * d + l] for j in range(d) for l in range(d)])
+            + 2 * sp.Add(*[s[j] * div_D[j] for j in range(d)])
+            + div_div_D
+            - sp.Add(*[s[j] * v[j] for j in range(d)])
+            - div_v
+            - g)
+    return LocalPieces(score=s, jacobian=J, dlogp_dt=g, a=a, beta=beta)
+
+
 def derive(model) -> Derivation:
     """Derive all symbolic quantities of ``model`` (an :class:`SDEModel`)."""
     state, params = model.state, model.params
@@ -167,4 +237,5 @@ def derive(model) -> Derivation:
     der.div_U = sp.Matrix([sum(sp.diff(U[j, k], state[j]) for j in range(d)) for k in range(len(params))])
     der.div_v = sp.sympify(sum(sp.diff(v[j], state[j]) for j in range(d)))
     der.stein = _stein_pieces(U, v, D, state)
+    der.local = _local_pieces(U, v, D, div_D, der.div_div_D, der.div_U, der.div_v)
     return der

@@ -89,6 +89,24 @@ def render_module(spec: KernelSpec) -> str:
                                        b_sin_terms=_fmt_terms(st.b_sin_terms),
                                        b_cos_terms=_fmt_terms(st.b_cos_terms))
 
+    local_doc = ""
+    if spec.local is not None:
+        lp = spec.local
+        slots_local = dict(slots_x)
+        slots_local.update({sym: f"s[{j}]" for j, sym in enumerate(lp.score)})
+        slots_local.update({sym: f"J[{q // d}, {q % d}]" for q, sym in enumerate(lp.jacobian)})
+        slots_local[lp.dlogp_dt] = "dlogp_dt"
+        outputs = [(f"out_a[{k}]", ex) for k, ex in enumerate(lp.a)] + [("out_b[0]", lp.beta)]
+        src, ops = _point_function(
+            "local_row_point", "x, s, J, dlogp_dt, out_a, out_b",
+            f"Local-route row at one probe: x ({d},), score s ({d},), Jacobian J ({d}, {d}) with "
+            f"J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a ({n},) = a(x), out_b (1,) = beta(x).",
+            outputs, slots_local)
+        parts.append(src)
+        parts.append(T.LOCAL_BATCH_FUNCTION.format(opts=T.BATCH_OPTS, d=d, n=n))
+        op_counts["local_rows"] = ops
+        local_doc = T.LOCAL_DOC.format(d=d, n=n)
+
     if spec.noise is not None:
         G = spec.noise
         dn = G.shape[1]
@@ -117,7 +135,7 @@ def render_module(spec: KernelSpec) -> str:
     header = T.HEADER.format(
         name=spec.name, hash=spec.hash, version=GENERATOR_VERSION, d=d, n=n,
         state=", ".join(map(str, spec.state)), params=", ".join(map(str, spec.params)),
-        affine=spec.is_affine, n_sin=n_sin, n_cos=n_cos, dn=dn, stein_doc=stein_doc,
+        affine=spec.is_affine, n_sin=n_sin, n_cos=n_cos, dn=dn, stein_doc=stein_doc, local_doc=local_doc,
         op_counts=", ".join(f"{k} {v}" for k, v in op_counts.items()),
         state_tuple=repr(tuple(map(str, spec.state))), param_tuple=repr(tuple(map(str, spec.params))),
         state_noise=spec.noise is not None,

@@ -26,7 +26,7 @@ Affine in the parameters: {affine}
 Kernels and argument shapes (N samples, C chains, K_sin = {n_sin}, K_cos = {n_cos}):
 
     drift(X, theta, out)                     X (N, {d}), theta ({n},), out (N, {d})
-{stein_doc}    simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
+{stein_doc}{local_doc}    simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, {d}), G ({d}, {dn}), keys (C,) uint64,
                                              out (n_keep, C, {d}), status (C,) int64
 
@@ -63,6 +63,12 @@ B_SIN_TERMS = {b_sin_terms}
 B_COS_TERMS = {b_cos_terms}
 '''
 
+LOCAL_DOC = '''\
+    local_rows(X, S, J, dlogp_dt, A, b)      X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score
+                                             Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
+                                             A (M, {n}), b (M,)
+'''
+
 POINT_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
               'boundscheck=False, nogil=True, inline="never"')
 BATCH_OPTS = ('parallel=True, fastmath=False, cache=True, error_model="numpy", '
@@ -83,6 +89,20 @@ def {fname}(X, {args}):
     """{doc}"""
     for i in numba.prange(X.shape[0]):
         {point}(X[i], {call_args})
+'''
+
+# Rows of the local route: one probe per iteration, no reduction (A[i], b[i] belong to probe i).
+LOCAL_BATCH_FUNCTION = '''
+
+@numba.njit({opts})
+def local_rows(X, S, J, dlogp_dt, A, b):
+    """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
+
+    X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, {n}), b (M,).
+    """
+    for i in numba.prange(X.shape[0]):
+        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
 '''
 
 # The simulator: RK4 for the drift plus an Euler-Maruyama noise increment (the

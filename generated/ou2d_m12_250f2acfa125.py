@@ -1,24 +1,27 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9dc3a56b, template kernels_v1.
-# model: ou2d    spec hash: fc11517d51764a7517595d3e766951d83ea6ef47318c4f323f07dd606a84d023
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+f3e96bc0, template kernels_v1.
+# model: ou2d_m12    spec hash: 250f2acfa1252d655568bf0e885313f7877082d8636503733955baacff76f96c
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 66d3fc9778e772bbbca0539f22843686c453f71f9a60552ea71fa7712d08e426
+# content-sha256: 72f778af04f2d0e3b73c8df43d5b7a207adac872c41591dca409dbf5fdb138ff
 # ============================================================================
-"""Numba kernels for the SDE model ``ou2d``.
+"""Numba kernels for the SDE model ``ou2d_m12``.
 
 State (d = 2): x, y
-Parameters (n = 4): M11, M12, M21, M22
+Parameters (n = 1): M12
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 2, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 3, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 2), theta (4,), out (N, 2)
-    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 2), out_cos (N, 1)
+    drift(X, theta, out)                     X (N, 2), theta (1,), out (N, 2)
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 3), out_cos (N, 1)
+    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score
+                                             Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
+                                             A (M, 1), b (M,)
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 2), G (2, 2), keys (C,) uint64,
                                              out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 6, stein_features 0.
+Operation counts after joint CSE: drift 5, stein_features 3, local_rows 15.
 """
 
 import math
@@ -26,11 +29,11 @@ import math
 import numba
 import numpy as np
 
-NAME = 'ou2d'
-SPEC_HASH = 'fc11517d51764a7517595d3e766951d83ea6ef47318c4f323f07dd606a84d023'
-GENERATOR_VERSION = '0.1.0+9dc3a56b'
+NAME = 'ou2d_m12'
+SPEC_HASH = '250f2acfa1252d655568bf0e885313f7877082d8636503733955baacff76f96c'
+GENERATOR_VERSION = '0.1.0+f3e96bc0'
 STATE = ('x', 'y')
-PARAMS = ('M11', 'M12', 'M21', 'M22')
+PARAMS = ('M12',)
 IS_AFFINE = True
 NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
@@ -42,11 +45,11 @@ STATE_DEPENDENT_NOISE = False
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
     (0, 0, 0, 1.0),
-    (1, 0, 1, 1.0),
-    (0, 1, 2, 1.0),
-    (1, 1, 3, 1.0),
 )
-B_SIN_TERMS = ()
+B_SIN_TERMS = (
+    (1, 0, -1.0),
+    (2, 1, 1.0),
+)
 B_COS_TERMS = (
     (0, 0, 0, 1.0),
     (0, 1, 1, 1.0),
@@ -55,31 +58,50 @@ B_COS_TERMS = (
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (2,), theta (4,), out (2,)."""
-    out[0] = theta[0]*x[0] + theta[1]*x[1]
-    out[1] = theta[2]*x[0] + theta[3]*x[1]
+    """Drift f(x; theta) at one point: x (2,), theta (1,), out (2,)."""
+    out[0] = theta[0]*x[1] - x[0]
+    out[1] = -0.5*x[0] - x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 2), theta (4,), out (N, 2)."""
+    """Drift at N points: X (N, 2), theta (1,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (2,), out_sin (2,), out_cos (1,)."""
-    out_sin[0] = x[0]
-    out_sin[1] = x[1]
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (3,), out_cos (1,)."""
+    out_sin[0] = x[1]
+    out_sin[1] = x[0]
+    out_sin[2] = -0.5*x[0] - x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 2), out_sin (N, 2), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 3), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
+def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
+    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (1,) = a(x), out_b (1,) = beta(x)."""
+    out_a[0] = s[0]*x[1]
+    out_b[0] = -dlogp_dt + J[0, 0] + J[1, 1] + s[0]**2 + s[0]*x[0] + s[1]**2 - s[1]*(-0.5*x[0] - x[1]) + 2
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def local_rows(X, S, J, dlogp_dt, A, b):
+    """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
+
+    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 1), b (M,).
+    """
+    for i in numba.prange(X.shape[0]):
+        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
 
 
 # ---------------------------------------------------------------------------
@@ -93,8 +115,8 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        out[0*LANES + l] = theta[0]*x[0*LANES + l] + theta[1]*x[1*LANES + l]
-        out[1*LANES + l] = theta[2]*x[0*LANES + l] + theta[3]*x[1*LANES + l]
+        out[0*LANES + l] = theta[0]*x[1*LANES + l] - x[0*LANES + l]
+        out[1*LANES + l] = -0.5*x[0*LANES + l] - x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,

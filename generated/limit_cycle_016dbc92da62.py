@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9dc3a56b, template kernels_v1.
-# model: limit_cycle    spec hash: f8e6423ac2ce953445a77341419e41da40127a8124f516061ad4e6cfe158aad3
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+f3e96bc0, template kernels_v1.
+# model: limit_cycle    spec hash: 016dbc92da62b3338c5aac00413ceb6a6e6ea32803bb93fd8472f04a60a729dd
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 4f448d36f3bcce2371574d4a7df48307dead857815679bca202e1f97b3f11477
+# content-sha256: 3f122e1dd8eec36868a58e69de84011d08555e8a48ccdbba001a8d354c779119
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -14,11 +14,14 @@ Kernels and argument shapes (N samples, C chains, K_sin = 4, K_cos = 1):
 
     drift(X, theta, out)                     X (N, 2), theta (3,), out (N, 2)
     stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 4), out_cos (N, 1)
+    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score
+                                             Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
+                                             A (M, 3), b (M,)
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 2), G (2, 2), keys (C,) uint64,
                                              out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 14, stein_features 5.
+Operation counts after joint CSE: drift 14, stein_features 5, local_rows 28.
 """
 
 import math
@@ -27,8 +30,8 @@ import numba
 import numpy as np
 
 NAME = 'limit_cycle'
-SPEC_HASH = 'f8e6423ac2ce953445a77341419e41da40127a8124f516061ad4e6cfe158aad3'
-GENERATOR_VERSION = '0.1.0+9dc3a56b'
+SPEC_HASH = '016dbc92da62b3338c5aac00413ceb6a6e6ea32803bb93fd8472f04a60a729dd'
+GENERATOR_VERSION = '0.1.0+f3e96bc0'
 STATE = ('x', 'y')
 PARAMS = ('a', 'c', 'omega')
 IS_AFFINE = True
@@ -86,6 +89,31 @@ def stein_features(X, out_sin, out_cos):
     """Stein-feature factors at N points: X (N, 2), out_sin (N, 4), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
+def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
+    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (3,) = a(x), out_b (1,) = beta(x)."""
+    t0 = s[0]*x[0]
+    t1 = s[1]*x[1]
+    t2 = x[0]**2
+    t3 = x[1]**2
+    t4 = t2 + t3
+    out_a[0] = t0 + t1 + 2
+    out_a[1] = -t0*t4 - t1*t4 - 4*t2 - 4*t3
+    out_a[2] = -s[0]*x[1] + s[1]*x[0]
+    out_b[0] = -dlogp_dt + (0.1)*J[0, 0] + (0.1)*J[1, 1] + (0.1)*s[0]**2 + (0.1)*s[1]**2
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def local_rows(X, S, J, dlogp_dt, A, b):
+    """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
+
+    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 3), b (M,).
+    """
+    for i in numba.prange(X.shape[0]):
+        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
 
 
 # ---------------------------------------------------------------------------

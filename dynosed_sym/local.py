@@ -1,0 +1,242 @@
+"""The local route: Fokker–Planck residuals at probe points with estimated scores (DESIGN §2).
+
+At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)ᵀθ − β(x_i)`` with
+
+    a(x) = U(x)ᵀs(x) + ∇·U(x)
+    β(x) = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − sᵀv − ∇·v − ∂ₜlog p
+
+(s the score, J its Jacobian; all derivatives of U, v and D derived symbolically, see
+:mod:`dynosed_sym.symbolic`).  The rows are filled by the model's generated ``local_rows`` kernel.
+
+Scaling.  Rows are divided by √M, so ``‖Aθ − b‖² = (1/M) Σ_i R(x_i; θ)²`` is the local loss of the
+reference paper and λ has the same meaning whatever the number of probes.
+
+Noise.  The scores are estimated from data, so A and b are noisy.  Their sampling noise is
+estimated by the delete-one-block jackknife over B contiguous blocks of rows of X (rows of
+:func:`dynosed_sym.simulate` output are chain by chain, so blocks hold whole chains, and
+:func:`dynosed_sym.probes.restrict_to_balls` keeps the row order).  Both built-in estimators are
+smooth functions of per-block sums, so the B delete-one-block estimates cost no extra pass over the
+data.  From the replicate systems ``A_(b)`` the jackknife pseudo-values ``B·A − (B−1)·A_(b)`` are
+formed and handed to :func:`dynosed_sym.report.analyse` as equally weighted "blocks": their standard
+error is exactly the jackknife standard error.  The report's rank and consistency verdicts are
+therefore judged against the sampling noise of the score estimates.  They do not see the
+estimator's *bias* (kernel smoothing, a local basis too poor for the density): a biased estimate with
+small noise shows up as an inconsistent system (residual ≫ noise).  With exact scores given as
+arrays there is no sampling noise; the rank is then judged against floating-point precision.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .compiled import compile_model
+from .data import DEFAULT_BLOCKS, as_samples
+from .errors import DataError
+from .fit import FitResult
+from .probes import as_probes
+from .report import analyse, solve_tikhonov
+from .scores import ScoreEstimate, check_scores, make_estimator
+
+__all__ = ["local_rows", "local_system", "fit_local"]
+
+#: Kernel widths 1/√T that must fit inside a ball for the kernel estimators (warning otherwise).
+KERNEL_WIDTHS = 3.0
+
+
+def _dlogp_at(dlogp_dt, P):
+    M = P.shape[0]
+    if dlogp_dt is None:
+        return np.zeros(M)
+    if callable(dlogp_dt):
+        dlogp_dt = dlogp_dt(P)
+    try:
+        g = np.asarray(dlogp_dt, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"dlogp_dt: cannot convert to a float array ({exc})") from None
+    if g.shape != (M,):
+        raise DataError(f"dlogp_dt: expected one value per probe ({M}), got {g.size}")
+    if not np.isfinite(g).all():
+        raise DataError(f"dlogp_dt: not finite at probe(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}")
+    return np.ascontiguousarray(g)
+
+
+def local_rows(cm, P, S, J, dlogp_dt=None):
+    """Raw rows (unscaled) of the local route: A (M, n) with A[i] = a(x_i) and b (M,) = β(x_i).
+
+    Parameters
+    ----------
+    cm : CompiledModel (affine)
+    P : (M, d) probes, S : (M, d) scores, J : (M, d, d) Jacobians (``J[i, j, l] = ∂s_j/∂x_l``)
+    dlogp_dt : (M,) array, optional
+        ∂ₜlog p at the probes (non-stationary snapshot); zero when omitted.
+    """
+    P = np.ascontiguousarray(P, dtype=float)
+    M = P.shape[0]
+    A = np.empty((M, cm.model.n))
+    b = np.empty(M)
+    g = np.zeros(M) if dlogp_dt is None else np.ascontiguousarray(dlogp_dt, dtype=float)
+    cm.module.local_rows(P, np.ascontiguousarray(S, dtype=float), np.ascontiguousarray(J, dtype=float),
+                         g, A, b)
+    return A, b
+
+
+def local_system(model, probes, S, J, dlogp_dt=None, out_dir=None):
+    """The local linear system ``A θ ≈ b`` (rows scaled by 1/√M) from scores at probes.
+
+    Parameters
+    ----------
+    model : SDEModel (affine)
+    probes : (M, d) array, DataFrame or Balls
+    S, J : scores (M, d) and Jacobians (M, d, d)
+    dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
+
+    Returns
+    -------
+    A : (M, n), b : (M,)
+    """
+    cm = compile_model(model, out_dir)
+    if not cm.is_affine:
+        model.derivation.require_affine()
+    P, _ = as_probes(probes, model)
+    S, J = check_scores(S, J, P.shape[0], model.d)
+    A, b = local_rows(cm, P, S, J, _dlogp_at(dlogp_dt, P))
+    scale = 1.0 / np.sqrt(P.shape[0])
+    return A * scale, b * scale
+
+
+def _check_lam(lam):
+    try:
+        lam = float(lam)
+    except (TypeError, ValueError):
+        raise DataError(f"lam must be a non-negative number, got {lam!r}") from None
+    if not (np.isfinite(lam) and lam >= 0):
+        raise DataError(f"lam must be a non-negative number, got {lam!r}")
+    return lam
+
+
+def _is_score_arrays(score):
+    return isinstance(score, (tuple, list)) and len(score) == 2 and not callable(score[0])
+
+
+def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, radius=None,
+              degree=2, dlogp_dt=None, n_blocks=DEFAULT_BLOCKS, out_dir=None) -> FitResult:
+    """Fit an affine model by the local route: residuals at probes with estimated scores.
+
+    Parameters
+    ----------
+    model : SDEModel
+        Affine in its parameters (NotAffineError otherwise).
+    X : (N, d) array or DataFrame, or None
+        Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.probes.restrict_to_balls`).
+        Not needed when ``score`` is given as arrays.
+    probes : (M, d) array, DataFrame, :class:`~dynosed_sym.probes.Balls` or int
+        Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
+        k: the k-means centres of X.
+    temperature : float
+        Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``); the
+        reference paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.
+    score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
+        How scores and Jacobians at the probes are obtained: the kernel estimator of DESIGN §2,
+        its deconvolved local-Gaussian variant (no smoothing bias), local score matching (needs
+        ``radius``), arrays S (M, d) and J (M, d, d) with ``J[i, j, l] = ∂s_j/∂x_l`` (exact or
+        external scores), or any ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.scores`.
+    lam : float
+        Tikhonov regularisation λ ≥ 0.
+    radius : float or (M,) array, optional
+        Ball radius of local score matching (default: the radius of ``probes`` given as Balls).
+    degree : int
+        Monomial degree of the local log-density in score matching (2: quadratic).
+    dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
+        ∂ₜlog p at the probes for a non-stationary snapshot (DESIGN §2); zero when omitted.
+    n_blocks : int
+        Contiguous data blocks of the jackknife noise estimate (0 or 1: none).
+    out_dir : str, optional
+        Folder of generated kernel modules.
+
+    Returns
+    -------
+    FitResult
+        ``route == "local"``; ``A`` (M, n) and ``b`` (M,) scaled by 1/√M; ``info`` holds the
+        estimator settings and the smallest effective number of data points behind a probe;
+        ``scores`` attribute: the :class:`~dynosed_sym.scores.ScoreEstimate` used.
+    """
+    lam = _check_lam(lam)
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 0:
+        raise DataError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
+    cm = compile_model(model, out_dir)
+    if not cm.is_affine:
+        model.derivation.require_affine()
+    arrays = _is_score_arrays(score)
+    Xa = None
+    if X is not None:
+        Xa = as_samples(X, model, "X", min_samples=1)
+    elif not arrays:
+        raise DataError("X is required unless score is given as (S, J) arrays")
+    P, ball_radius = as_probes(probes, model, Xa)
+    M = P.shape[0]
+    g = _dlogp_at(dlogp_dt, P)
+    info = {"probes": M}
+    if arrays:
+        S, J = check_scores(score[0], score[1], M, model.d)
+        est = ScoreEstimate(S, J, None, None, None, "given")
+        info["score"] = "given"
+    else:
+        if radius is None:
+            radius = ball_radius
+        estimator = make_estimator(score, temperature, radius, degree)
+        if (estimator.method in ("kernel", "local_gaussian") and ball_radius is not None
+                and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS):
+            warnings.warn(f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not small "
+                          f"against the ball radius {np.min(ball_radius):.3g}: data cut off at the ball's "
+                          f"edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or use "
+                          "score='score_matching')", UserWarning, stacklevel=2)
+        est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
+        info["score"] = estimator.method
+        if estimator.method in ("kernel", "local_gaussian"):
+            info["temperature"] = estimator.temperature
+        if estimator.method == "score_matching":
+            r = np.asarray(estimator.radius)
+            info["radius"] = float(r) if r.ndim == 0 else "per probe"
+            info["degree"] = estimator.degree
+        if est.n_effective is not None:
+            info["min_points"] = round(float(np.min(est.n_effective)), 1)
+    info["lam"] = lam
+    scale = 1.0 / np.sqrt(M)
+    A, b = local_rows(cm, P, est.score, est.jacobian, g)
+    A, b = A * scale, b * scale
+    theta = solve_tikhonov(A, b, lam)
+    A_blocks = b_blocks = counts = None
+    notes = []
+    if est.n_blocks >= 2:
+        B = est.n_blocks
+        Ab = np.empty((B,) + A.shape)
+        bb = np.empty((B,) + b.shape)
+        for k in range(B):
+            Ak, bk = local_rows(cm, P, est.score_blocks[k], est.jacobian_blocks[k], g)
+            Ab[k], bb[k] = Ak * scale, bk * scale
+        if np.isfinite(Ab).all() and np.isfinite(bb).all():
+            # jackknife pseudo-values, centred on the full-data system (module docstring)
+            pa = B * A[None] - (B - 1) * Ab
+            pb = B * b[None] - (B - 1) * bb
+            A_blocks = pa - pa.mean(axis=0) + A[None]
+            b_blocks = pb - pb.mean(axis=0) + b[None]
+            counts = np.ones(B)
+            info["blocks"] = B
+        else:
+            notes.append("note: a delete-one-block score estimate was not finite (too little data "
+                         "near a probe without one block); no noise estimate")
+    report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
+    if A_blocks is not None and report.notes:
+        report.notes = [n for n in report.notes if "too few data blocks" not in n]
+    report.notes.extend(notes)
+    if A_blocks is None and arrays:
+        report.notes = [n for n in report.notes if "too few data blocks" not in n]
+        report.notes.append("note: scores given as arrays carry no sampling-noise estimate; rank judged "
+                            "against floating-point precision only")
+    n_samples = 0 if Xa is None else Xa.shape[0]
+    fit = FitResult(model, theta, A, b, report, "local", n_samples, info)
+    fit.scores = est
+    fit.probes = P
+    return fit

@@ -1,0 +1,574 @@
+"""Score estimators for the local route: ``s(x) = ∇log p(x)`` and its Jacobian at probes.
+
+Every estimator has the same small interface:
+
+* ``est(X, probes) -> (S, J)`` with ``S`` (M, d) the scores and ``J`` (M, d, d) their Jacobians
+  (``J[i, j, l] = ∂s_j/∂x_l`` at probe i), so any callable of that form can be plugged into
+  :func:`dynosed_sym.fit_local`;
+* ``est.estimate(X, probes, n_blocks=B) -> ScoreEstimate``, which also returns delete-one-block
+  (jackknife) estimates over B contiguous blocks of rows of X, from which the local route
+  estimates the sampling noise of its linear system.
+
+Estimators
+----------
+:class:`KernelScore` (``score="kernel"``)
+    The Gaussian kernel estimator of DESIGN §2 with temperature T (precision, 1/bandwidth²):
+    weights ``w_j ∝ exp(−T‖x − x_j‖²/2)``, ``ŝ(x) = T(Σ_j w_j x_j − x)``,
+    ``∇ŝ(x) = T² Cov_w(x_j) − T I`` (the exact score of the Gaussian kernel density estimate).
+    A compiled kernel makes two passes over the data per probe (minimum distance, then the
+    weighted sums ``Σw``, ``Σw y``, ``Σw yyᵀ`` with ``y = x_j − x`` per block of rows): time
+    O(M N d²), memory O(B M d²), never O(N²).  Its bias is the smoothing: for a Gaussian law
+    N(μ, Σ) and many data it converges to the score of N(μ, Σ + I/T).
+``KernelScore(T, deconvolve=True)`` (``score="local_gaussian"``)
+    The same kernel-weighted moments read as a local Gaussian fit: ``s = C⁻¹m``,
+    ``J = TI − C⁻¹`` (m, C: weighted mean of ``x_j − x`` and covariance).  Exact for a locally
+    Gaussian p at any T, so it removes the smoothing bias of the plain kernel estimator.
+:class:`ScoreMatching` (``score="score_matching"``)
+    Local Hyvärinen score matching.  In the ball of radius r around each probe, with
+    ``u = (x − x_probe)/r``, the log-density is modelled as ``ψ(u) = Σ_k α_k m_k(u)`` over the
+    monomials of degree 1 … ``degree`` (2: ``hᵀu − ½uᵀPu``, a local Gaussian; 3 adds cubic
+    terms).  The weighted objective
+
+        E[ g(u)(½‖∇ψ‖² + Δψ) + ∇g·∇ψ ],   g(u) = (1 − ‖u‖²)^q  (q = ``weight_power``, default 2)
+
+    equals ``½E[g‖∇ψ − ∇log p‖²]`` up to a constant for data restricted to the ball, because g
+    vanishes on the ball's boundary and so kills the boundary terms of the integration by
+    parts (the plain objective, g ≡ 1, is biased for data cut off at the edge).  It is
+    quadratic in α: ``α = −G⁻¹c`` with ``G = Σ g ∇mᵀ∇m`` and ``c = Σ (g Δm + ∇mᵀ∇g)`` over the
+    data in the ball.  Score ``∇ψ(0)/r`` and Jacobian ``∇²ψ(0)/r²``.  Memory O(n_ball·d·K) in
+    chunks of rows.
+:class:`CallableScore`
+    Wraps a user function ``fn(X, probes) -> (S, J)``; the jackknife re-runs it without each
+    block.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .errors import DataError
+
+__all__ = ["ScoreEstimate", "ScoreEstimator", "KernelScore", "ScoreMatching", "CallableScore",
+           "make_estimator", "estimate_scores", "kernel_score", "score_matching",
+           "monomial_exponents", "check_scores"]
+
+CHUNK_ROWS = 65536
+EXP_CUTOFF = 700.0  # exp(-700) ≈ 1e-304: weights beyond it are exactly negligible
+
+
+# ----------------------------------------------------------------------------------------------
+# result type
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class ScoreEstimate:
+    """Scores and Jacobians at M probes, with optional delete-one-block (jackknife) replicates.
+
+    Attributes
+    ----------
+    score : (M, d) array
+    jacobian : (M, d, d) array, ``jacobian[i, j, l] = ∂s_j/∂x_l``
+    n_effective : (M,) array or None
+        Data behind each probe: the Kish effective number ``(Σw)²/Σw²`` for the kernel
+        estimator, the number of points in the ball for score matching.
+    score_blocks : (B, M, d) array or None
+        Estimates with block b of the rows of X left out (jackknife replicates).
+    jacobian_blocks : (B, M, d, d) array or None
+    method : str
+    """
+
+    score: np.ndarray
+    jacobian: np.ndarray
+    n_effective: np.ndarray | None = None
+    score_blocks: np.ndarray | None = None
+    jacobian_blocks: np.ndarray | None = None
+    method: str = ""
+
+    @property
+    def n_blocks(self) -> int:
+        return 0 if self.score_blocks is None else int(self.score_blocks.shape[0])
+
+
+def check_scores(S, J, M, d, what="score"):
+    """Validate user-supplied scores (M, d) and Jacobians (M, d, d) → float arrays."""
+    try:
+        S = np.asarray(S, dtype=float)
+        J = np.asarray(J, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{what}: scores and Jacobians must be numeric arrays ({exc})") from None
+    if d == 1 and S.shape == (M,):
+        S = S[:, None]
+    if d == 1 and J.shape in ((M,), (M, 1)):
+        J = J.reshape(M, 1, 1)
+    if S.shape != (M, d):
+        raise DataError(f"{what}: scores have shape {S.shape}, expected (M, d) = ({M}, {d})")
+    if J.shape != (M, d, d):
+        raise DataError(f"{what}: Jacobians have shape {J.shape}, expected (M, d, d) = ({M}, {d}, {d})")
+    for arr, nm in ((S, "scores"), (J, "Jacobians")):
+        bad = ~np.isfinite(arr.reshape(M, -1)).all(axis=1)
+        if bad.any():
+            raise DataError(f"{what}: {nm} at probe(s) {np.flatnonzero(bad)[:5].tolist()} are not finite")
+    return np.ascontiguousarray(S), np.ascontiguousarray(J)
+
+
+def _check_temperature(T):
+    try:
+        T = float(T)
+    except (TypeError, ValueError):
+        raise DataError(f"temperature must be a positive number, got {T!r}") from None
+    if not (np.isfinite(T) and T > 0):
+        raise DataError(f"temperature must be positive and finite, got {T!r}")
+    return T
+
+
+def _block_edges(N, n_blocks):
+    from .data import block_edges
+
+    if not n_blocks or n_blocks < 2:
+        return np.array([0, N], dtype=np.int64)
+    return block_edges(N, n_blocks)
+
+
+def _as_xp(X, probes):
+    X = np.ascontiguousarray(X, dtype=float)
+    P = np.ascontiguousarray(probes, dtype=float)
+    if X.ndim != 2 or P.ndim != 2 or X.shape[1] != P.shape[1]:
+        raise DataError(f"data {X.shape} and probes {P.shape} must be 2-D with the same number of columns")
+    if X.shape[0] == 0:
+        raise DataError("no data to estimate scores from")
+    return X, P
+
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian kernel estimator
+# ----------------------------------------------------------------------------------------------
+
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
+def kernel_block_sums(X, P, T, edges, W, W2, M1, M2):
+    """Per-block weighted sums of the Gaussian kernel estimator (one probe per parallel task).
+
+    Weights ``w = exp(−T(‖x_j − p‖² − δ²)/2)`` with δ the distance from probe p to its nearest
+    data point (the same shift for every block, so block sums add up), ``y = x_j − p``.
+
+    Parameters
+    ----------
+    X : (N, d) data, P : (M, d) probes, T : float temperature
+    edges : (B + 1,) int64 row edges of the blocks
+    W, W2 : (B, M) outputs Σw and Σw²; M1 : (B, M, d) Σw y; M2 : (B, M, d, d) Σw yyᵀ
+    """
+    N, d = X.shape
+    M = P.shape[0]
+    B = edges.shape[0] - 1
+    for m in numba.prange(M):
+        p = P[m]
+        dmin = np.inf
+        for j in range(N):
+            r2 = 0.0
+            for a in range(d):
+                t = X[j, a] - p[a]
+                r2 += t * t
+            dmin = min(dmin, r2)
+        y = np.empty(d)
+        for b in range(B):
+            sw = 0.0
+            sw2 = 0.0
+            m1 = np.zeros(d)
+            m2 = np.zeros((d, d))
+            for j in range(edges[b], edges[b + 1]):
+                r2 = 0.0
+                for a in range(d):
+                    y[a] = X[j, a] - p[a]
+                    r2 += y[a] * y[a]
+                e = 0.5 * T * (r2 - dmin)
+                if e < 700.0:
+                    w = np.exp(-e)
+                    sw += w
+                    sw2 += w * w
+                    for a in range(d):
+                        wa = w * y[a]
+                        m1[a] += wa
+                        for c in range(a + 1):
+                            m2[a, c] += wa * y[c]
+            W[b, m] = sw
+            W2[b, m] = sw2
+            for a in range(d):
+                M1[b, m, a] = m1[a]
+                for c in range(a + 1):
+                    M2[b, m, a, c] = m2[a, c]
+                    M2[b, m, c, a] = m2[a, c]
+
+
+def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
+    """Score and Jacobian from (possibly summed) kernel sums W (..., M), M1 (..., M, d), M2.
+
+    ``deconvolve=False``: the kernel density estimate's score ``T·m`` and Jacobian ``T²C − TI``
+    (m = weighted mean of y = x_j − x, C = weighted covariance).  ``deconvolve=True``: the local
+    Gaussian fit ``s = C⁻¹m``, ``J = TI − C⁻¹`` (exact when p is Gaussian near the probe).
+    """
+    d = M1.shape[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = M1 / W[..., None]
+        cov = M2 / W[..., None, None] - mean[..., :, None] * mean[..., None, :]
+    if not deconvolve:
+        return T * mean, T * T * cov - T * np.eye(d)
+    flat = cov.reshape((-1, d, d))
+    prec = np.full(flat.shape, np.nan)
+    ok = np.isfinite(flat).all(axis=(1, 2))
+    if ok.any():
+        good = flat[ok]
+        # symmetric inverse via eigh; non-positive eigenvalues (degenerate data) give nan
+        w, V = np.linalg.eigh(0.5 * (good + np.swapaxes(good, 1, 2)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv_w = np.where(w > 0, 1.0 / w, np.nan)
+        prec[ok] = np.einsum("mij,mj,mkj->mik", V, inv_w, V)
+    prec = prec.reshape(cov.shape)
+    S = np.einsum("...ij,...j->...i", prec, mean)
+    J = T * np.eye(d) - prec
+    return S, J
+
+
+class ScoreEstimator:
+    """Base class: ``est(X, probes) -> (S, J)``; ``est.estimate(X, probes, n_blocks)``."""
+
+    method = "custom"
+
+    def __call__(self, X, probes):
+        est = self.estimate(X, probes, n_blocks=0)
+        return est.score, est.jacobian
+
+    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class KernelScore(ScoreEstimator):
+    """Gaussian kernel score estimator with temperature ``T`` (see module docstring).
+
+    Parameters
+    ----------
+    temperature : float
+        Precision T > 0 of the kernel (bandwidth ``1/√T``).
+    deconvolve : bool
+        False (``score="kernel"``, DESIGN §2): the score of the kernel density estimate,
+        ``T·m`` and ``T²C − TI`` with m, C the kernel-weighted mean of ``x_j − x`` and covariance.
+        It converges to the score of p smoothed by N(0, I/T), a bias that matters when 1/T is
+        not small against the local variance of p.  True (``score="local_gaussian"``): the same
+        weighted moments read as a local Gaussian fit of p: the weighted law of a Gaussian p is
+        Gaussian with precision ``Λ + TI``, so ``J = TI − C⁻¹`` and ``s = C⁻¹m`` — exact for a
+        locally Gaussian p at any T, with a variance comparable to the plain estimator's.
+    min_effective : float
+        A probe whose effective number of data points ``(Σw)²/Σw²`` is below this raises
+        a DataError (no data near the probe at this temperature).
+    """
+
+    method = "kernel"
+
+    def __init__(self, temperature=49.0, deconvolve=False, min_effective=2.0):
+        self.temperature = _check_temperature(temperature)
+        self.deconvolve = bool(deconvolve)
+        self.method = "local_gaussian" if self.deconvolve else "kernel"
+        self.min_effective = float(min_effective)
+
+    def __repr__(self):
+        extra = ", deconvolve=True" if self.deconvolve else ""
+        return f"KernelScore(temperature={self.temperature:g}{extra})"
+
+    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:
+        X, P = _as_xp(X, probes)
+        M, d = P.shape
+        T = self.temperature
+        edges = _block_edges(X.shape[0], n_blocks)
+        B = edges.shape[0] - 1
+        W = np.zeros((B, M))
+        W2 = np.zeros((B, M))
+        M1 = np.zeros((B, M, d))
+        M2 = np.zeros((B, M, d, d))
+        kernel_block_sums(X, P, T, edges, W, W2, M1, M2)
+        Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
+        ess = Wt ** 2 / W2.sum(0)
+        low = np.flatnonzero(ess < self.min_effective)
+        if low.size:
+            i = int(low[0])
+            raise DataError(f"kernel score: probe {i} (x = {np.array2string(P[i], precision=4)}) has "
+                            f"{ess[i]:.2f} effective data point(s) within the kernel at temperature "
+                            f"T = {T:g} (at least {self.min_effective:g} needed); lower T or move the probe "
+                            "into the data")
+        S, J = _kernel_from_sums(Wt, M1t, M2t, T, self.deconvolve)
+        if not (np.isfinite(S).all() and np.isfinite(J).all()):
+            i = int(np.flatnonzero(~np.isfinite(J).reshape(M, -1).all(axis=1))[0])
+            raise DataError(f"local Gaussian score: the kernel-weighted data around probe {i} are "
+                            "degenerate (singular covariance); lower T or add data")
+        Sb = Jb = None
+        if B >= 2:
+            Sb, Jb = _kernel_from_sums(Wt[None] - W, M1t[None] - M1, M2t[None] - M2, T, self.deconvolve)
+        return ScoreEstimate(S, J, ess, Sb, Jb, self.method)
+
+
+def kernel_score(X, probes, temperature=49.0):
+    """Gaussian-kernel scores (M, d) and Jacobians (M, d, d) at ``probes`` (see :class:`KernelScore`)."""
+    return KernelScore(temperature)(X, probes)
+
+
+# ----------------------------------------------------------------------------------------------
+# local score matching
+# ----------------------------------------------------------------------------------------------
+
+def monomial_exponents(d, degree):
+    """Exponent tuples of the monomials of total degree 1 … ``degree`` in d variables (K, d).
+
+    Ordered by degree, then lexicographically decreasing (``u_0`` before ``u_1``; ``u_0²`` before
+    ``u_0u_1``), so the first d rows are the linear monomials.
+    """
+    rows = []
+    for deg in range(1, int(degree) + 1):
+        for combo in itertools.combinations_with_replacement(range(d), deg):
+            e = [0] * d
+            for a in combo:
+                e[a] += 1
+            rows.append(e)
+    return np.array(rows, dtype=np.int64).reshape(-1, d)
+
+
+def _basis_derivatives(u, E):
+    """Gradients (n, d, K) and Laplacians (n, K) of the monomials ``E`` (K, d) at u (n, d)."""
+    n, d = u.shape
+    K = E.shape[0]
+    dmax = int(E.max()) if E.size else 0
+    pw = np.ones((n, d, dmax + 1))
+    for k in range(1, dmax + 1):
+        pw[:, :, k] = pw[:, :, k - 1] * u
+    grad = np.zeros((n, d, K))
+    lap = np.zeros((n, K))
+    for k in range(K):
+        e = E[k]
+        facs = pw[:, np.arange(d), e]  # (n, d): u_a^{e_a}
+        for a in range(d):
+            if e[a] == 0:
+                continue
+            others = np.prod(np.delete(facs, a, axis=1), axis=1) if d > 1 else np.ones(n)
+            grad[:, a, k] = e[a] * pw[:, a, e[a] - 1] * others
+            if e[a] >= 2:
+                lap[:, k] += e[a] * (e[a] - 1) * pw[:, a, e[a] - 2] * others
+    return grad, lap
+
+
+class ScoreMatching(ScoreEstimator):
+    """Local Hyvärinen score matching in balls around the probes (see module docstring).
+
+    Parameters
+    ----------
+    radius : float or (M,) array
+        Radius of the ball around each probe.  For data restricted to a region, the ball must
+        lie inside that region (its boundary is where the weight vanishes).
+    degree : int
+        Highest total degree of the monomials of the local log-density (2: quadratic, i.e. a
+        local Gaussian; 3: adds cubic terms).
+    weight_power : float
+        q in the boundary weight ``g(u) = (1 − ‖u‖²)^q`` (q ≥ 1).  q = 0 gives the plain
+        Hyvärinen objective (g ≡ 1), which is biased when the data end at the ball's edge; it
+        is offered for comparison and for data that extend well beyond the ball.
+    min_points : int, optional
+        Fewest data points a ball must hold (default ``2·K``, K the number of monomials).
+    """
+
+    method = "score_matching"
+
+    def __init__(self, radius, degree=2, weight_power=2.0, min_points=None):
+        r = np.asarray(radius, dtype=float) if radius is not None else None
+        if r is None or r.ndim > 1 or not np.all(np.isfinite(r)) or np.any(r <= 0):
+            raise DataError(f"score matching: radius must be a positive number or one per probe, "
+                            f"got {radius!r}")
+        self.radius = r
+        if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 2:
+            raise DataError(f"score matching: degree must be an integer ≥ 2, got {degree!r}")
+        self.degree = int(degree)
+        if not (np.isfinite(weight_power) and (weight_power >= 1 or weight_power == 0)):
+            raise DataError(f"score matching: weight_power must be 0 or ≥ 1, got {weight_power!r}")
+        self.weight_power = float(weight_power)
+        self.min_points = min_points
+
+    def __repr__(self):
+        return f"ScoreMatching(radius={self.radius!r}, degree={self.degree})"
+
+    def _sums(self, X, p, r, E, edges):
+        """Per-block G (B, K, K), c (B, K) and point counts (B,) for the ball around ``p``."""
+        B = edges.shape[0] - 1
+        K = E.shape[0]
+        G = np.zeros((B, K, K))
+        c = np.zeros((B, K))
+        cnt = np.zeros(B, dtype=np.int64)
+        q = self.weight_power
+        for lo in range(0, X.shape[0], CHUNK_ROWS):
+            Xc = X[lo:lo + CHUNK_ROWS]
+            u = (Xc - p) / r
+            r2 = np.einsum("ij,ij->i", u, u)
+            inside = np.flatnonzero(r2 < 1.0)
+            if inside.size == 0:
+                continue
+            u, r2 = u[inside], r2[inside]
+            blk = np.searchsorted(edges, lo + inside, side="right") - 1
+            grad, lap = _basis_derivatives(u, E)
+            one = 1.0 - r2
+            if q == 0:
+                g, gradg = np.ones_like(one), np.zeros_like(u)
+            else:
+                g = one ** q
+                gradg = (-2.0 * q * one ** (q - 1))[:, None] * u  # ∇_u g
+            Gi = np.einsum("n,nak,nal->nkl", g, grad, grad)
+            ci = g[:, None] * lap + np.einsum("nak,na->nk", grad, gradg)
+            for b in np.unique(blk):
+                sel = blk == b
+                G[b] += Gi[sel].sum(axis=0)
+                c[b] += ci[sel].sum(axis=0)
+                cnt[b] += int(sel.sum())
+        return G, c, cnt
+
+    @staticmethod
+    def _solve(G, c):
+        try:
+            return -np.linalg.solve(G, c[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            return np.full(c.shape, np.nan)
+
+    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:
+        X, P = _as_xp(X, probes)
+        M, d = P.shape
+        radius = np.broadcast_to(self.radius, (M,)) if self.radius.ndim == 0 else self.radius
+        if radius.shape != (M,):
+            raise DataError(f"score matching: {radius.shape[0]} radii for {M} probes")
+        E = monomial_exponents(d, self.degree)
+        K = E.shape[0]
+        need = int(self.min_points) if self.min_points is not None else 2 * K
+        edges = _block_edges(X.shape[0], n_blocks)
+        B = edges.shape[0] - 1
+        lin = [int(np.flatnonzero(E[a])[0]) for a in range(d)]  # rows 0..d-1 are linear
+        quad = {}
+        for k in range(K):
+            if E[k].sum() == 2:
+                nz = np.flatnonzero(E[k])
+                a, b = (nz[0], nz[0]) if nz.size == 1 else (nz[0], nz[1])
+                quad[k] = (int(a), int(b), 2.0 if a == b else 1.0)
+
+        def score_jac(alpha, r):
+            s = alpha[..., lin] / r
+            J = np.zeros(alpha.shape[:-1] + (d, d))
+            for k, (a, b, f) in quad.items():
+                J[..., a, b] = f * alpha[..., k] / (r * r)
+                J[..., b, a] = J[..., a, b]
+            return s, J
+
+        S = np.empty((M, d))
+        J = np.empty((M, d, d))
+        counts = np.empty(M)
+        Sb = np.empty((B, M, d)) if B >= 2 else None
+        Jb = np.empty((B, M, d, d)) if B >= 2 else None
+        for m in range(M):
+            r = float(radius[m])
+            G, c, cnt = self._sums(X, P[m], r, E, edges)
+            n_in = int(cnt.sum())
+            counts[m] = n_in
+            if n_in < need:
+                raise DataError(f"score matching: the ball of radius {r:g} around probe {m} "
+                                f"(x = {np.array2string(P[m], precision=4)}) holds {n_in} data point(s); "
+                                f"the degree-{self.degree} basis ({K} terms) needs at least {need}")
+            Gt, ct = G.sum(0), c.sum(0)
+            if np.linalg.cond(Gt) > 1e12:
+                raise DataError(f"score matching: the data in the ball around probe {m} do not determine "
+                                f"the degree-{self.degree} local log-density (singular system); use a "
+                                "larger radius, more data or a lower degree")
+            S[m], J[m] = score_jac(self._solve(Gt, ct), r)
+            if B >= 2:
+                Sb[:, m], Jb[:, m] = score_jac(self._solve(Gt[None] - G, ct[None] - c), r)
+        return ScoreEstimate(S, J, counts, Sb, Jb, self.method)
+
+
+def score_matching(X, probes, radius, degree=2, weight_power=2.0):
+    """Local score-matching scores (M, d) and Jacobians (M, d, d) (see :class:`ScoreMatching`)."""
+    return ScoreMatching(radius, degree, weight_power)(X, probes)
+
+
+# ----------------------------------------------------------------------------------------------
+# user-supplied estimators
+# ----------------------------------------------------------------------------------------------
+
+class CallableScore(ScoreEstimator):
+    """A user function ``fn(X, probes) -> (S, J)`` as an estimator (jackknife by re-running it)."""
+
+    method = "callable"
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise DataError(f"score: expected a callable fn(X, probes) -> (S, J), got {fn!r}")
+        self.fn = fn
+
+    def __repr__(self):
+        return f"CallableScore({getattr(self.fn, '__name__', self.fn)!r})"
+
+    def _call(self, X, P):
+        out = self.fn(X, P)
+        try:
+            S, J = out
+        except (TypeError, ValueError):
+            raise DataError("score: the callable must return a pair (S (M, d), J (M, d, d))") from None
+        return check_scores(S, J, P.shape[0], P.shape[1], "score callable")
+
+    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:
+        X, P = _as_xp(X, probes)
+        S, J = self._call(X, P)
+        edges = _block_edges(X.shape[0], n_blocks)
+        B = edges.shape[0] - 1
+        if B < 2:
+            return ScoreEstimate(S, J, None, None, None, self.method)
+        Sb = np.empty((B,) + S.shape)
+        Jb = np.empty((B,) + J.shape)
+        for b in range(B):
+            keep = np.concatenate([X[: edges[b]], X[edges[b + 1]:]])
+            Sb[b], Jb[b] = self._call(keep, P)
+        return ScoreEstimate(S, J, None, Sb, Jb, self.method)
+
+
+def make_estimator(score="kernel", temperature=49.0, radius=None, degree=2) -> ScoreEstimator:
+    """The estimator named by ``score``: "kernel", "local_gaussian", "score_matching", an
+    estimator or a callable."""
+    if isinstance(score, ScoreEstimator):
+        return score
+    if isinstance(score, str):
+        if score == "kernel":
+            return KernelScore(temperature)
+        if score == "local_gaussian":
+            return KernelScore(temperature, deconvolve=True)
+        if score == "score_matching":
+            if radius is None:
+                raise DataError("score='score_matching' needs radius= (or probes given as Balls, "
+                                "whose radius is used)")
+            return ScoreMatching(radius, degree)
+        raise DataError(f"score must be 'kernel', 'local_gaussian', 'score_matching', (S, J) arrays "
+                        f"or a callable, got {score!r}")
+    if callable(score):
+        return CallableScore(score)
+    raise DataError(f"score must be 'kernel', 'local_gaussian', 'score_matching', (S, J) arrays or a "
+                    f"callable, got {score!r}")
+
+
+def estimate_scores(X, probes, score="kernel", *, temperature=49.0, radius=None, degree=2,
+                    n_blocks=0) -> ScoreEstimate:
+    """Scores and Jacobians at ``probes`` (M, d) from data ``X`` (N, d) with any estimator.
+
+    Parameters
+    ----------
+    score : "kernel", "local_gaussian", "score_matching", ScoreEstimator or callable
+        ``fn(X, probes) -> (S, J)``
+    temperature : float
+        Kernel precision T (kernel and local Gaussian estimators).
+    radius : float or (M,)
+        Ball radius (score matching).
+    degree : int
+        Monomial degree of the local log-density (score matching).
+    n_blocks : int
+        When ≥ 2, also return delete-one-block estimates over that many contiguous blocks.
+    """
+    return make_estimator(score, temperature, radius, degree).estimate(X, probes, n_blocks)
