@@ -885,8 +885,9 @@ class IdentifiabilityCheck:
         Log-log slope of ``‖A_N v_i‖`` against N: ≈ −½ for a direction the data cannot see
         (pure noise), ≈ 0 for a real one.
     direction_verdict : list of str
-        ``"resolved"``, ``"unconstrained"`` (unresolved and shrinking like N^-½) or ``"weak"``
-        (unresolved but not shrinking: more data will resolve it).
+        ``"resolved"``, ``"unconstrained"`` (unresolved and shrinking like N^-½ — or, when the
+        structural rank is exact, lying in the exact null space) or ``"weak"`` (unresolved but
+        real: more data will resolve it).
     direction_n_resolve : (n,) array
         N at which the direction crosses the resolution threshold (σ = 3·noise, noise ∝ N^-½);
         inf for unconstrained directions.
@@ -1003,7 +1004,9 @@ class IdentifiabilityCheck:
             verdict = self.direction_verdict[i]
             extra = ""
             if verdict == "weak":
-                extra = f", resolved from N ≈ {self.direction_n_resolve[i]:.2g}"
+                nr = self.direction_n_resolve[i]
+                extra = (f", resolved from N ≈ {nr:.2g}" if np.isfinite(nr) else
+                         ", needs more data (not yet above its noise)")
             lines.append(f"    σ{i + 1} = {sv:9.3g}  noise {self.direction_noise[-1, i]:9.3g}  "
                          f"N-exponent {self.direction_exponent[i]:+5.2f}  {verdict}{extra}")
         names = self.param_names
@@ -1108,8 +1111,10 @@ def check_identifiability(model, nominal=None, route="global", n_samples=20_000,
        with per-block partial sums, and its :class:`~dynosed_sym.report.IdentifiabilityReport`
        (rank against sampling noise, named free combinations, freeness, sandwich standard errors).
        Each right singular direction is followed over nested subsets of the blocks (N/8 … N): a
-       direction the route cannot see shrinks like N^-½, a real one does not.  Standard errors are
-       extrapolated as N^-½ and inverted into the N each parameter needs.
+       direction the route cannot see shrinks like N^-½, a real one does not (when the structural
+       rank is exact, its null space decides instead).  Standard errors are extrapolated as N^-½
+       and inverted into the N each parameter needs.  The simulation study needs a drift affine
+       in θ (a non-affine model gets the linearised structural check only: ``simulate=False``).
 
     Parameters
     ----------
@@ -1200,11 +1205,17 @@ def check_identifiability(model, nominal=None, route="global", n_samples=20_000,
         # the report's verdicts refer to its own SVD: same V (same A) up to signs
         resolved = svs[-1] > RANK_THRESHOLD * noises[-1]
         verdict, n_res = [], np.full(n, np.inf)
+        Qs = structural.null_vectors if structural.rank_is_exact else None
         for i in range(n):
+            if Qs is not None and not resolved[i]:
+                # the exact analysis knows which directions are structurally free
+                free_dir = Qs.shape[1] > 0 and np.linalg.norm(Qs.T @ V[:, i]) > 0.9
+            else:
+                free_dir = expo[i] < SHRINK_EXPONENT
             if resolved[i]:
                 verdict.append("resolved")
                 n_res[i] = check.n_samples * (RANK_THRESHOLD * noises[-1, i] / svs[-1, i]) ** 2
-            elif expo[i] < SHRINK_EXPONENT:
+            elif free_dir:
                 verdict.append("unconstrained")
             else:
                 verdict.append("weak")

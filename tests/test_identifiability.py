@@ -259,9 +259,9 @@ def test_local_route_design(models):
     from dynosed_sym.probes import Balls
 
     model = models["ou2d_m12"]
-    P = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
-    chk = check_identifiability(model, route="local", probes=Balls(P, 0.6), n_samples=40_000,
-                                temperature=4.0, seed=0)
+    P = np.array([[0.0, 0.0], [1.5, 0.0], [0.0, 1.5], [-1.5, 0.0], [0.0, -1.5]])
+    chk = check_identifiability(model, route="local", probes=Balls(P, 0.75), n_samples=40_000,
+                                temperature=16.0, seed=0)
     assert chk.route == "local" and chk.report is not None
     assert chk.n_samples < 40_000 and "probe regions" in " ".join(chk.notes)
 
