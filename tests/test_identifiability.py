@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import dynosed_sym as ds
@@ -127,6 +129,29 @@ def test_exact_independence_no_floating_point_luck(drift):
     model = ds.SDEModel([x], params, [drift], diffusion=1, name="indep")
     rep = structural_check(model)
     assert rep.combinations == [] and rep.rank == len(params), str(rep)
+
+
+_BASIS = [x, x**2, x**3, sp.sin(x), sp.exp(x), x / (1 + x**2), 1 / (1 + x**2), sp.cos(x) ** 2]
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_structural_rank_equals_coefficient_rank(data):
+    """Random integer combinations of independent basis functions: the structural null space is
+    exactly the null space of the coefficient matrix (Hypothesis)."""
+    n = data.draw(st.integers(2, 4), label="n")
+    idx = data.draw(st.lists(st.integers(0, len(_BASIS) - 1), min_size=1, max_size=4, unique=True), label="basis")
+    C = sp.Matrix(data.draw(st.lists(st.lists(st.integers(-3, 3), min_size=n, max_size=n),
+                                     min_size=len(idx), max_size=len(idx)), label="C"))
+    params = sp.symbols(f"p0:{n}", real=True)
+    drift = sum(C[l, j] * params[j] * _BASIS[i] for l, i in enumerate(idx) for j in range(n)) - x
+    model = ds.SDEModel([x], list(params), [drift], diffusion=1, name="hyp")
+    rep = structural_check(model)
+    assert rep.rank == C.rank()
+    assert rep.certificate == "exact"
+    Cn = np.array(C.tolist(), dtype=float)
+    for vec in rep.null_vectors.T:
+        np.testing.assert_allclose(Cn @ vec, 0.0, atol=1e-12)
 
 
 def test_sqrt_atoms_and_several_states():
