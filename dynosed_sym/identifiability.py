@@ -577,7 +577,13 @@ def _gaussian_score(f, D, state):
     P = S.inv()
     x = sp.Matrix(state)
     s = -P * (x - mu)
-    desc = f"Gaussian N(μ, Σ), Σ from the Lyapunov equation MΣ + ΣMᵀ + 2D = 0 (exact): Σ = {sp.sstr(S.tolist())}"
+    shown = sp.sstr(S.tolist())
+    if len(shown) > 100:
+        shown = "≈ " + np.array2string(np.array(S.evalf(), dtype=float), precision=3, separator=", ",
+                                       max_line_width=10**6).replace("\n", "")
+        if len(shown) > 100:
+            shown = f"({d}×{d}, exact rationals)"
+    desc = f"Gaussian N(μ, Σ), Σ from the Lyapunov equation MΣ + ΣMᵀ + 2D = 0 (exact): Σ = {shown}"
     return [sp.expand(e) for e in s], desc
 
 
