@@ -1244,23 +1244,16 @@ def _probe_points(probes):
 
 
 def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir):
-    """Assemble the global system with per-block means, exactly as :func:`fit_global` does."""
-    from .assembly import assemble_global, draw_features, median_lengthscale
-    from .compiled import compile_model
-    from .data import BANDWIDTH_ROWS, block_edges
-    from .report import analyse, solve_tikhonov
+    """The global system through :func:`dynosed_sym.fit_global` itself (same bandwidth, features,
+    blocks and report); the per-block means come from the report (``report._blocks``)."""
+    from .fit import fit_global
 
-    cm = compile_model(model, out_dir)
-    if not cm.is_affine:
-        model.derivation.require_affine()
-    ell = median_lengthscale(X[:BANDWIDTH_ROWS], seed=seed) if bandwidth == "median" else float(bandwidth)
-    feats = draw_features(model.d, int(n_features), ell, seed=seed)
-    edges = block_edges(X.shape[0], n_blocks)
-    A, b, A_blocks, b_blocks, counts = assemble_global(
-        cm, (X[lo:hi] for lo, hi in zip(edges[:-1], edges[1:])), feats)
-    theta = solve_tikhonov(A, b, lam)
-    rep = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
-    return rep, A_blocks, counts, X.shape[0]
+    fit = fit_global(model, X, n_features=int(n_features), bandwidth=bandwidth, lam=lam, seed=seed,
+                     n_blocks=n_blocks, out_dir=out_dir)
+    rep = fit.report
+    if rep._blocks is None:
+        return rep, None, None, X.shape[0]
+    return rep, rep._blocks[0], rep._blocks[2], X.shape[0]
 
 
 def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed):
