@@ -26,11 +26,23 @@ _GENERATOR_SOURCES = ("spec.py", "symbolic.py", "codegen/printer.py", "codegen/t
 
 
 def _generator_fingerprint() -> str:
+    """Hash of the generator's token stream without comments and blank lines.
+
+    Editing a comment leaves generated file names (and Numba caches) alone; any code or
+    string change, including a template, renames them.  Tokens are the same for CRLF
+    checkouts and across Python versions.
+    """
+    import io
+    import tokenize
+
+    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING, tokenize.ENDMARKER)
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
     for rel in _GENERATOR_SOURCES:
         with open(os.path.join(here, rel), "rb") as fh:
-            h.update(fh.read().replace(b"\r\n", b"\n"))  # same fingerprint for CRLF checkouts
+            for tok in tokenize.tokenize(io.BytesIO(fh.read()).readline):
+                if tok.type not in skip:
+                    h.update(f"{tok.type}:{tok.string}\n".encode())
     return h.hexdigest()[:8]
 
 

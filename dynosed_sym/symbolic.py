@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .errors import NotAffineError
+from .errors import ModelError, NotAffineError
 
 __all__ = ["Derivation", "SteinPieces", "LocalPieces", "derive", "split_coefficient", "almost_everywhere"]
 
@@ -232,6 +232,15 @@ def derive(model) -> Derivation:
     zero = {p: 0 for p in params}
     U = _jacobian(f, params).xreplace(zero)
     v = f.xreplace(zero)
+    if U.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        # a removable singularity at θ = 0, e.g. (k² − k)/k · x: cancel, then substitute again
+        f = f.applyfunc(sp.cancel)
+        U = _jacobian(f, params).xreplace(zero)
+        v = f.xreplace(zero)
+        for j in range(len(f)):
+            if U.row(j).has(sp.nan, sp.zoo, sp.oo, -sp.oo) or v[j].has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+                raise ModelError(f"drift[{j}] (d{state[j]}) is singular at θ = 0 even after "
+                                 f"cancellation: {sp.sstr(model.drift[j])}; rewrite it")
     der.is_affine = True
     der.U, der.v = U, v
     der.div_U = sp.Matrix([sum(sp.diff(U[j, k], state[j]) for j in range(d)) for k in range(len(params))])

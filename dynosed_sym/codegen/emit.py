@@ -174,8 +174,12 @@ def write_if_changed(path: str, text: str) -> bool:
         pass
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".py", dir=directory)
+    # not *.py, so a concurrent directory scan never picks up a half-written module
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".tmp", dir=directory)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from other users/workers
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

@@ -38,6 +38,13 @@ class SlotPrinter(PythonCodePrinter):
     def _print_Half(self, expr):
         return "0.5"
 
+    def _print_NaN(self, expr):
+        from ..errors import CodegenError
+
+        raise CodegenError("refusing to print NaN into a kernel (an expression is undefined)")
+
+    _print_ComplexInfinity = _print_Infinity = _print_NegativeInfinity = _print_NaN
+
 
 def cse_block(outputs, printer, indent="    ", tmp_prefix="t"):
     """Joint common-subexpression elimination over all outputs of a kernel.

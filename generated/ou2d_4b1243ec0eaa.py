@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+f3e96bc0, template kernels_v1.
-# model: ou2d    spec hash: bf4440d0a63370bedad7bd5e311f388227801e7f063ba52fad2ed0f4ebebc15c
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+31369f4a, template kernels_v1.
+# model: ou2d    spec hash: 4b1243ec0eaa8ca15d8450627bf56e60b0d14f95bb3ec6b9b65b17b987317404
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 232927a06f33d6d6806bfa0011b6e5838300c977bbc5f7d2c388b58da9aa5422
+# content-sha256: 15089c7c92c42a0e7ff29003f818e855d1d4c9892482ee13df0bf243f909aebc
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -30,8 +30,8 @@ import numba
 import numpy as np
 
 NAME = 'ou2d'
-SPEC_HASH = 'bf4440d0a63370bedad7bd5e311f388227801e7f063ba52fad2ed0f4ebebc15c'
-GENERATOR_VERSION = '0.1.0+f3e96bc0'
+SPEC_HASH = '4b1243ec0eaa8ca15d8450627bf56e60b0d14f95bb3ec6b9b65b17b987317404'
+GENERATOR_VERSION = '0.1.0+31369f4a'
 STATE = ('x', 'y')
 PARAMS = ('M11', 'M12', 'M21', 'M22')
 IS_AFFINE = True
