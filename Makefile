@@ -6,10 +6,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-fast bench golden clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,progress,dask]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,progress,dask]"
 	touch $(STAMP)
 
 demo: $(STAMP)
