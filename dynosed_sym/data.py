@@ -409,7 +409,7 @@ class DaskSource(DataSource):
 
     def __init__(self, X, model, name):
         super().__init__(model, name)
-        if _is_frame(X):
+        if hasattr(X, "columns") and hasattr(X, "to_dask_array"):  # dask DataFrame
             cols = [str(c) for c in X.columns]
             missing = [s for s in model.state_names if s not in cols]
             if missing:
