@@ -211,7 +211,12 @@ def draw_features(d, m, lengthscale, seed=0) -> RandomFeatures:
 
 
 def contract(cm, feats: RandomFeatures, P_s, P_c, count):
-    """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with DESIGN §2 scaling."""
+    """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with DESIGN §2 scaling.
+
+    A ``P_c`` with one factor more than the model's cos factors carries ``Σ_i cos_ri ∂ₜlog p(x_i)``
+    (non-stationary snapshot, see :func:`block_sums`): the Stein feature's ``−z_r ∂ₜlog p`` term
+    adds ``√(2/m)/N Σ_i cos_ri ∂ₜlog p(x_i)`` to b.
+    """
     m = feats.m
     P_s, P_c = feats.unblock(P_s), feats.unblock(P_c)
     Om = feats.omega
@@ -229,22 +234,27 @@ def contract(cm, feats: RandomFeatures, P_s, P_c, count):
     if cm.b_cos_terms.size:
         e, j, l = cm.b_cos_terms.T
         b += (cm.b_cos_coef[None, :] * Om[:, j] * Om[:, l] * P_c[e].T).sum(axis=1)
+    if P_c.shape[0] == cm.n_cos + 1:  # the ∂ₜlog p column of block_sums(..., dlogp_dt=...)
+        b += P_c[cm.n_cos]
     b *= scale
     return A, b
 
 
-def block_sums(cm, X, feats: RandomFeatures, edges=None):
+def block_sums(cm, X, feats: RandomFeatures, edges=None, dlogp_dt=None):
     """Sums P_s, P_c over the rows of samples X (N_b, d).
 
     With ``edges`` (G + 1 row boundaries) the sums of every block come from one kernel
     launch, stacked as (G, n_blocks, K, FEATURE_BLOCK); without, X is one block and the
-    arrays are (n_blocks, K, FEATURE_BLOCK).
+    arrays are (n_blocks, K, FEATURE_BLOCK).  ``dlogp_dt`` (N_b,), optional: ∂ₜlog p at each
+    sample, appended as one more per-sample cos factor (see :func:`contract`).
     """
     from .compiled import check_finite_output
 
     phi_s, phi_c = cm.stein_features(X)
     check_finite_output(phi_s, "a Stein feature (drift term)", X)
     check_finite_output(phi_c, "a Stein feature (diffusion term)", X)
+    if dlogp_dt is not None:
+        phi_c = np.ascontiguousarray(np.column_stack([phi_c, np.asarray(dlogp_dt, dtype=float)]))
     one = edges is None
     edges = np.array([0, X.shape[0]], dtype=np.int64) if one else np.asarray(edges, dtype=np.int64)
     G = edges.size - 1
@@ -312,12 +322,13 @@ def assemble_global(cm, blocks, feats: RandomFeatures):
     return contract_blocks(cm, feats, [(*block_sums(cm, Xb, feats), Xb.shape[0]) for Xb in blocks])
 
 
-def assemble_array(cm, X, edges, feats: RandomFeatures):
+def assemble_array(cm, X, edges, feats: RandomFeatures, dlogp_dt=None):
     """Assemble A, b from samples in memory with noise blocks ``X[edges[g]:edges[g+1]]``.
 
     One kernel launch for all blocks; bitwise the same as :func:`assemble_global` over
-    the same blocks.
+    the same blocks.  ``dlogp_dt`` (N,), optional: ∂ₜlog p at each sample (non-stationary
+    snapshot, DESIGN §2).
     """
-    P_s, P_c = block_sums(cm, X, feats, edges)
+    P_s, P_c = block_sums(cm, X, feats, edges, dlogp_dt)
     counts = np.diff(np.asarray(edges, dtype=np.int64))
     return contract_blocks(cm, feats, [(P_s[g], P_c[g], counts[g]) for g in range(counts.size)])

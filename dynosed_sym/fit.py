@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from .assembly import assemble_global, draw_features, median_lengthscale
+from .assembly import assemble_array, draw_features, median_lengthscale
 from .compiled import compile_model
 from .data import DEFAULT_BLOCKS
 from .errors import DataError
@@ -158,9 +158,26 @@ def _check_positive(value, what):
     return v
 
 
+def _dlogp_per_sample(dlogp_dt, X):
+    """∂ₜlog p at the rows of X (N,) from an array or a callable ``fn(X)``; None stays None."""
+    if dlogp_dt is None:
+        return None
+    if callable(dlogp_dt):
+        dlogp_dt = dlogp_dt(X)
+    try:
+        g = np.asarray(dlogp_dt, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"dlogp_dt: cannot convert to a float array ({exc})") from None
+    if g.shape != (X.shape[0],):
+        raise DataError(f"dlogp_dt: expected one value per sample ({X.shape[0]}), got {g.size}")
+    if not np.isfinite(g).all():
+        raise DataError(f"dlogp_dt: not finite at sample(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}")
+    return np.ascontiguousarray(g)
+
+
 def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
                n_blocks=DEFAULT_BLOCKS, out_dir=None, *, backend=None, client=None, progress=None,
-               chunk_rows=None) -> FitResult:
+               chunk_rows=None, dlogp_dt=None) -> FitResult:
     """Fit an affine model by the global kernel-Stein route (DESIGN §2).
 
     Parameters
@@ -201,12 +218,16 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     chunk_rows : int, optional
         Rows per kernel call (and per file read) for streamed input (default 65,536); bounds
         the memory of the fill.
+    dlogp_dt : (N,) array or callable, optional
+        Non-stationary snapshot: ∂ₜlog p at each sample, as an array in the row order of X or a
+        function ``fn(X) -> (N,)``.  The Stein operator gains ``−φ ∂ₜlog p`` (DESIGN §2), i.e.
+        one more per-sample factor of the fill.  X must be in memory (array or DataFrame).
 
     Returns
     -------
     FitResult
     """
-    from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, open_source
+    from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, block_edges, open_source
     from .progress import progress_bar, progress_enabled
 
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
@@ -234,6 +255,9 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     source = open_source(X, model, "X")
     try:
         use_dask = backend == "dask" or (backend is None and (source.kind == "dask" or client is not None))
+        if dlogp_dt is not None and (use_dask or source.kind != "array"):
+            raise DataError("dlogp_dt= needs X in memory (an array or DataFrame), not a stream, file "
+                            "or dask array")
         head = source.head(BANDWIDTH_ROWS)
         if head.shape[0] < 2:
             raise DataError(f"X: {head.shape[0]} sample(s); at least 2 are needed")
@@ -253,12 +277,10 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
                 A, b, A_blocks, b_blocks, counts = assemble_dask(cm, source, feats, n_blocks, int(chunk_rows),
                                                                  client=client, bar=bar)
             elif source.kind == "array":
-                def blocks():
-                    for Xb in source.blocks(n_blocks):
-                        yield Xb
-                        bar.update(Xb.shape[0])
-
-                A, b, A_blocks, b_blocks, counts = assemble_global(cm, blocks(), feats)
+                edges = block_edges(source.n_rows, n_blocks)
+                g = _dlogp_per_sample(dlogp_dt, source.array)
+                A, b, A_blocks, b_blocks, counts = assemble_array(cm, source.array, edges, feats, g)
+                bar.update(source.n_rows)
             else:
                 A, b, A_blocks, b_blocks, counts = assemble_stream(cm, source, feats, n_blocks,
                                                                    int(chunk_rows), bar=bar)
@@ -270,6 +292,8 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     theta = solve_tikhonov(A, b, lam)
     report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
     info = {"m": int(n_features), "bandwidth": round(ell, 6), "lam": lam, "seed": seed}
+    if dlogp_dt is not None:
+        info["dlogp_dt"] = "given"
     if source.streamed or use_dask:
         info["input"] = source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
     return FitResult(model, theta, A, b, report, "global", N, info)
