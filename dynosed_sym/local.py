@@ -204,18 +204,23 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
             info["min_points"] = round(float(np.min(est.n_effective)), 1)
     info["lam"] = lam
     scale = 1.0 / np.sqrt(M)
-    A, b = local_rows(cm, P, est.score, est.jacobian, g)
-    A, b = A * scale, b * scale
+    B = est.n_blocks if est.n_blocks >= 2 else 0
+    # the full-data system and the B delete-one-block systems in one kernel call
+    S_all, J_all = est.score[None], est.jacobian[None]
+    if B:
+        S_all = np.concatenate([S_all, est.score_blocks])
+        J_all = np.concatenate([J_all, est.jacobian_blocks])
+    with np.errstate(invalid="ignore", over="ignore"):
+        A_all, b_all = local_rows(cm, np.tile(P, (B + 1, 1)), S_all.reshape(-1, model.d),
+                                  J_all.reshape(-1, model.d, model.d), np.tile(g, B + 1))
+    A_all = A_all.reshape(B + 1, M, model.n) * scale
+    b_all = b_all.reshape(B + 1, M) * scale
+    A, b = A_all[0], b_all[0]
     theta = solve_tikhonov(A, b, lam)
     A_blocks = b_blocks = counts = None
     notes = []
-    if est.n_blocks >= 2:
-        B = est.n_blocks
-        Ab = np.empty((B,) + A.shape)
-        bb = np.empty((B,) + b.shape)
-        for k in range(B):
-            Ak, bk = local_rows(cm, P, est.score_blocks[k], est.jacobian_blocks[k], g)
-            Ab[k], bb[k] = Ak * scale, bk * scale
+    if B:
+        Ab, bb = A_all[1:], b_all[1:]
         if np.isfinite(Ab).all() and np.isfinite(bb).all():
             # jackknife pseudo-values, centred on the full-data system (module docstring)
             pa = B * A[None] - (B - 1) * Ab
