@@ -273,8 +273,9 @@ def lorenz_local(n_draws=3, n_dense=100_000_000, sparse_per_ball=1000, temperatu
           "smoothing bias);\nscore matching: boundary-weighted Hyvärinen fit of a local quadratic "
           "log-density in each ball (no T)")
     names = model.param_names
-    head = f"{'balls':<7}{'T':>5}  {'estimator':<15}" + "".join(f"{f'{p} ({t:.4g})':>19}" for p, t in
-                                                               zip(names, truth)) + "   max |error|"
+    head = (f"{'balls':<7}{'T':>5}  {'estimator':<15}" + "".join(f"{f'{p} ({t:.4g})':>19}" for p, t in
+                                                                zip(names, truth))
+            + "   mean err  rms err")
     print(head)
     print("-" * len(head))
     for label, res in (("dense", dense), ("sparse", sparse)):
@@ -287,14 +288,19 @@ def lorenz_local(n_draws=3, n_dense=100_000_000, sparse_per_ball=1000, temperatu
                 err = ""
             else:
                 mu, sd = th[ok].mean(axis=0), (th[ok].std(axis=0, ddof=1) if ok.sum() > 1 else
-                                                np.zeros(model.n))
+                                                np.full(model.n, np.nan))
                 cells = "".join(f"{f'{m:7.2f} ± {s:5.2f}':>19}" for m, s in zip(mu, sd))
-                err = f"   {100 * np.max(np.abs(mu / truth - 1)):5.1f} %"
+                rms = np.sqrt(np.mean((th[ok] / truth - 1) ** 2, axis=0))
+                err = f"   {100 * np.max(np.abs(mu / truth - 1)):6.1f} %  {100 * rms.max():5.1f} %"
+                if not ok.all():
+                    err += f"  ({ok.sum()} of {len(ok)} draws; the others had too few points)"
             mark = "  ← T* = |λ_min|/D" if T == 49 else ""
             tcol = "" if T is None else str(T)
             print(f"{label:<7}{tcol:>5}  {est.replace('_', ' '):<15}{cells}{err}{mark}")
         print()
-    print("cells: mean ± sd over draws of the local-route estimates (truth in the header)")
+    print("cells: mean ± sd over draws of the local-route estimates (truth in the header); mean err: "
+          "largest relative error of the mean, rms err: largest root-mean-square relative error of a "
+          "single draw")
 
 
 # ----------------------------------------------------------------------------------------------
