@@ -8,6 +8,7 @@ import numpy as np
 
 from .assembly import assemble_array, draw_features, median_lengthscale
 from .compiled import compile_model
+from . import validate
 from .data import DEFAULT_BLOCKS
 from .errors import DataError
 from .report import analyse, solve_tikhonov
@@ -148,16 +149,6 @@ class FitResult:
         return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{self.model.n})"
 
 
-def _check_positive(value, what):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise DataError(f"{what} must be a number, got {value!r}") from None
-    if not (np.isfinite(v) and v > 0):
-        raise DataError(f"{what} must be positive and finite, got {value!r}")
-    return v
-
-
 def _dlogp_per_sample(dlogp_dt, X):
     """∂ₜlog p at the rows of X (N,) from an array or a callable ``fn(X)``; None stays None."""
     if dlogp_dt is None:
@@ -230,21 +221,13 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, block_edges, open_source
     from .progress import progress_bar, progress_enabled
 
-    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
-        raise DataError(f"n_features must be a positive integer, got {n_features!r}")
-    try:
-        lam = float(lam)
-    except (TypeError, ValueError):
-        raise DataError(f"lam must be a non-negative number, got {lam!r}") from None
-    if not (np.isfinite(lam) and lam >= 0):
-        raise DataError(f"lam must be a non-negative number, got {lam!r}")
+    n_features = validate.integer(n_features, "n_features", minimum=1)
+    lam = validate.number(lam, "lam", nonnegative=True)
+    seed = validate.seed(seed)
     if backend not in (None, "local", "dask"):
         raise DataError(f"backend must be None, 'local' or 'dask', got {backend!r}")
-    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
-        raise DataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 1:
-        raise DataError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+    chunk_rows = validate.integer(CHUNK_ROWS if chunk_rows is None else chunk_rows, "chunk_rows", minimum=1)
+    n_blocks = validate.integer(n_blocks, "n_blocks", minimum=1)
     if backend == "dask" or client is not None:
         from .distributed import require_dask
 
@@ -266,7 +249,7 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
                 raise DataError(f"bandwidth must be 'median' or a positive number, got {bandwidth!r}")
             ell = median_lengthscale(head, seed=seed)
         else:
-            ell = _check_positive(bandwidth, "bandwidth")
+            ell = validate.number(bandwidth, "bandwidth", positive=True)
         del head
         feats = draw_features(model.d, int(n_features), ell, seed=seed)
         show = progress_enabled(progress, streamed=source.streamed or use_dask)

@@ -12,8 +12,10 @@ __all__ = ["integer", "number", "seed"]
 
 def integer(value, name, minimum=None):
     """``value`` as an int (bools and non-integral numbers are rejected), at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
+    if isinstance(value, bool):
+        raise DataError(f"{name} must be an integer, got {value!r}")
+    if not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
             value = int(value)
         else:
             raise DataError(f"{name} must be an integer, got {value!r}")
