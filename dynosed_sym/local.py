@@ -37,7 +37,7 @@ from .errors import DataError
 from .fit import FitResult
 from .probes import as_probes
 from .report import analyse, solve_tikhonov
-from .scores import ScoreEstimate, check_scores, make_estimator
+from .scores import ScoreEstimate, check_scores, is_streamed, make_estimator
 
 __all__ = ["local_rows", "local_system", "fit_local"]
 
@@ -121,19 +121,25 @@ def _is_score_arrays(score):
 
 
 def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, radius=None,
-              degree=2, dlogp_dt=None, n_blocks=DEFAULT_BLOCKS, out_dir=None) -> FitResult:
+              degree=2, dlogp_dt=None, n_blocks=DEFAULT_BLOCKS, out_dir=None, progress=None,
+              chunk_rows=None) -> FitResult:
     """Fit an affine model by the local route: residuals at probes with estimated scores.
 
     Parameters
     ----------
     model : SDEModel
         Affine in its parameters (NotAffineError otherwise).
-    X : (N, d) array or DataFrame, or None
-        Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.probes.restrict_to_balls`).
-        Not needed when ``score`` is given as arrays.
+    X : samples, or None
+        Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.probes.restrict_to_balls`):
+        an (N, d) array or DataFrame in memory, or — as for :func:`dynosed_sym.fit_global` — a
+        ``.npy`` path (memory-mapped), a ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset,
+        an iterable/iterator of chunks or a dask array, read once in chunks with memory independent
+        of N by the built-in estimators (see :mod:`dynosed_sym.data`).  Noise blocks: those of the
+        array in memory when N is known; for an iterator, equal blocks as in ``fit_global``.  Not
+        needed when ``score`` is given as arrays.
     probes : (M, d) array, DataFrame, :class:`~dynosed_sym.probes.Balls` or int
         Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
-        k: the k-means centres of X.
+        k: the k-means centres of X (X in memory only: a stream is read once).
     temperature : float
         Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``); the
         reference paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.
@@ -154,6 +160,12 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         Contiguous data blocks of the jackknife noise estimate (0 or 1: none).
     out_dir : str, optional
         Folder of generated kernel modules.
+    progress : bool or None
+        Progress bar (tqdm) over rows; None shows one for streamed input when standard error is
+        a terminal.
+    chunk_rows : int, optional
+        Rows per read and kernel call for streamed input (default 65,536); small chunks of an
+        iterator are gathered up to this size.
 
     Returns
     -------
@@ -168,40 +180,74 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
     cm = compile_model(model, out_dir)
     if not cm.is_affine:
         model.derivation.require_affine()
+    from .data import CHUNK_ROWS, ArraySource, open_source
+    from .progress import progress_bar, progress_enabled
+
+    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+        raise DataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     arrays = _is_score_arrays(score)
-    Xa = None
+    Xa = source = None
     if X is not None:
-        Xa = as_samples(X, model, "X", min_samples=1)
+        if is_streamed(X):
+            source = open_source(X, model, "X")
+            if isinstance(source, ArraySource):  # e.g. an in-memory dask-free array-like
+                Xa, source = source.array, None
+        else:
+            Xa = as_samples(X, model, "X", min_samples=1)
     elif not arrays:
         raise DataError("X is required unless score is given as (S, J) arrays")
-    P, ball_radius = as_probes(probes, model, Xa)
-    M = P.shape[0]
-    g = _dlogp_at(dlogp_dt, P)
-    info = {"probes": M}
-    if arrays:
-        S, J = check_scores(score[0], score[1], M, model.d)
-        est = ScoreEstimate(S, J, None, None, None, "given")
-        info["score"] = "given"
-    else:
-        if radius is None:
-            radius = ball_radius
-        estimator = make_estimator(score, temperature, radius, degree)
-        if (estimator.method in ("kernel", "local_gaussian") and ball_radius is not None
-                and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS):
-            warnings.warn(f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not small "
-                          f"against the ball radius {np.min(ball_radius):.3g}: data cut off at the ball's "
-                          f"edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or use "
-                          "score='score_matching')", UserWarning, stacklevel=2)
-        est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
-        info["score"] = estimator.method
-        if estimator.method in ("kernel", "local_gaussian"):
-            info["temperature"] = estimator.temperature
-        if estimator.method == "score_matching":
-            r = np.asarray(estimator.radius)
-            info["radius"] = float(r) if r.ndim == 0 else "per probe"
-            info["degree"] = estimator.degree
-        if est.n_effective is not None:
-            info["min_points"] = round(float(np.min(est.n_effective)), 1)
+    try:
+        if source is not None and isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):
+            raise DataError(f"probes={int(probes)} chooses probes by k-means from X, which needs X in "
+                            f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
+                            "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample")
+        P, ball_radius = as_probes(probes, model, Xa)
+        M = P.shape[0]
+        g = _dlogp_at(dlogp_dt, P)
+        info = {"probes": M}
+        n_samples = 0 if Xa is None else Xa.shape[0]
+        if source is not None:
+            info["input"] = source.kind
+            n_samples = source.n_rows or 0
+        if arrays:
+            S, J = check_scores(score[0], score[1], M, model.d)
+            est = ScoreEstimate(S, J, None, None, None, "given")
+            info["score"] = "given"
+        else:
+            if radius is None:
+                radius = ball_radius
+            estimator = make_estimator(score, temperature, radius, degree)
+            if source is not None and not getattr(estimator, "streams", False):
+                raise DataError(f"score={score!r} needs X in memory (an array or DataFrame); X is "
+                                f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
+                                "'score_matching', which read it in one pass, or load X")
+            if (estimator.method in ("kernel", "local_gaussian") and ball_radius is not None
+                    and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS):
+                warnings.warn(f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not "
+                              f"small against the ball radius {np.min(ball_radius):.3g}: data cut off at "
+                              f"the ball's edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or "
+                              "use score='score_matching')", UserWarning, stacklevel=2)
+            if source is None:
+                est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
+            else:
+                show = progress_enabled(progress, streamed=True)
+                with progress_bar(show, total=source.n_rows, desc=f"fit_local {model.name}") as bar:
+                    est = estimator.estimate(source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows),
+                                             bar=bar)
+                n_samples = est.n_samples if est.n_samples is not None else n_samples
+            info["score"] = estimator.method
+            if estimator.method in ("kernel", "local_gaussian"):
+                info["temperature"] = estimator.temperature
+            if estimator.method == "score_matching":
+                r = np.asarray(estimator.radius)
+                info["radius"] = float(r) if r.ndim == 0 else "per probe"
+                info["degree"] = estimator.degree
+            if est.n_effective is not None:
+                info["min_points"] = round(float(np.min(est.n_effective)), 1)
+    finally:
+        if source is not None:
+            source.close()
     info["lam"] = lam
     scale = 1.0 / np.sqrt(M)
     B = est.n_blocks if est.n_blocks >= 2 else 0
@@ -240,7 +286,6 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
         report.notes.append("note: scores given as arrays carry no sampling-noise estimate; rank judged "
                             "against floating-point precision only")
-    n_samples = 0 if Xa is None else Xa.shape[0]
     fit = FitResult(model, theta, A, b, report, "local", n_samples, info)
     fit.scores = est
     fit.probes = P

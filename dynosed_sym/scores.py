@@ -79,6 +79,8 @@ class ScoreEstimate:
         Estimates with block b of the rows of X left out (jackknife replicates).
     jacobian_blocks : (B, M, d, d) array or None
     method : str
+    n_samples : int or None
+        Rows read from a streamed input (None for data in memory).
     """
 
     score: np.ndarray
@@ -87,6 +89,7 @@ class ScoreEstimate:
     score_blocks: np.ndarray | None = None
     jacobian_blocks: np.ndarray | None = None
     method: str = ""
+    n_samples: int | None = None
 
     @property
     def n_blocks(self) -> int:
@@ -141,6 +144,167 @@ def _as_xp(X, probes):
     if X.shape[0] == 0:
         raise DataError("no data to estimate scores from")
     return X, P
+
+
+# ----------------------------------------------------------------------------------------------
+# streamed data: one pass, per-block partial sums, memory independent of N
+# ----------------------------------------------------------------------------------------------
+
+class _Columns:
+    """Stands in for a model when a source is opened without one (columns x0, x1, …)."""
+
+    def __init__(self, d):
+        self.d = int(d)
+        self.state_names = [f"x{i}" for i in range(self.d)]
+        self.name = "scores"
+
+
+def is_streamed(X) -> bool:
+    """True for inputs read in chunks (:func:`dynosed_sym.data.open_source`): a
+    :class:`~dynosed_sym.data.DataSource`, a file path, a ``numpy.memmap``, a Zarr or HDF5
+    array, a dask array or an iterator/iterable of chunks; False for arrays, DataFrames and
+    nested lists in memory."""
+    import os
+
+    from .data import DataSource
+
+    if isinstance(X, (DataSource, str, os.PathLike, np.memmap)):
+        return True
+    if isinstance(X, np.ndarray) or X is None:
+        return False
+    module = type(X).__module__ or ""
+    if module.startswith(("zarr", "h5py", "dask")):
+        return True
+    if isinstance(X, (list, tuple)):
+        return bool(X) and all(isinstance(c, np.ndarray) and c.ndim == 2 or hasattr(c, "columns")
+                               for c in X)
+    if hasattr(X, "__array__") or hasattr(X, "columns"):
+        return False
+    return hasattr(X, "__iter__") or hasattr(X, "__next__")
+
+
+def _open_stream(X, P):
+    """(source, close) for a streamed input ``X`` whose columns match the probes ``P``."""
+    from .data import DataSource, open_source
+
+    if isinstance(X, DataSource):
+        if X.d != P.shape[1]:
+            raise DataError(f"data ({X.d} columns) and probes {P.shape} must have the same number "
+                            "of columns")
+        return X, False
+    return open_source(X, _Columns(P.shape[1]), "X"), True
+
+
+def _as_probes(probes):
+    P = np.ascontiguousarray(probes, dtype=float)
+    if P.ndim != 2:
+        raise DataError(f"probes {P.shape} must be a 2-D array (M, d)")
+    return P
+
+
+class _StreamBlocks:
+    """Per-block partial sums of a streamed input, in row order (the noise blocks of
+    :class:`dynosed_sym.data.NoiseBlocks`).
+
+    Known N (files, Zarr, HDF5, dask): the blocks of an in-memory array (``block_edges``), so
+    the delete-one-block replicates are those of the array loaded into memory.  Unknown N (an
+    iterator): equal blocks, merged pairwise when ``2·n_blocks`` are full, a short tail joined
+    to the previous block — a partition that depends on N only, not on the chunking.
+    ``n_blocks < 2``: one block, no replicates.
+
+    The sums are arrays with the block as first axis (``register``); the estimator adds a
+    chunk's rows through ``add(part, starts, blocks)`` (rows ``starts[i]:starts[i+1]`` of
+    ``part`` belong to block ``blocks[i]``).
+    """
+
+    def __init__(self, n_rows, n_blocks):
+        from .data import MIN_BLOCK_ROWS, NoiseBlocks
+
+        self.n_rows = n_rows
+        self.splitter = None
+        self.slots = 1
+        self.size = MIN_BLOCK_ROWS
+        if n_blocks and n_blocks >= 2:
+            self.splitter = NoiseBlocks(n_rows, n_blocks)
+            self.slots = (self.splitter.edges.shape[0] - 1 if n_rows is not None
+                          else 2 * self.splitter.n_blocks)
+        self.counts = np.zeros(self.slots, dtype=np.int64)
+        self.arrays = []
+
+    def register(self, *arrays):
+        self.arrays.extend(arrays)
+
+    def _merge_pairs(self):
+        h = self.slots // 2
+        for a in self.arrays + [self.counts]:
+            a[:h] = a[0:2 * h:2] + a[1:2 * h:2]
+            a[h:] = 0
+
+    def feed(self, chunk, add):
+        n = chunk.shape[0]
+        if self.splitter is None:
+            add(chunk, np.array([0, n], dtype=np.int64), np.array([0], dtype=np.int64))
+            self.counts[0] += n
+            return
+        first, pos, ks, starts = 0, 0, [], [0]
+
+        def flush():
+            if ks:
+                st = np.asarray(starts, dtype=np.int64) - first
+                add(chunk[first:pos], st, np.asarray(ks, dtype=np.int64))
+
+        for k, piece in self.splitter.split(chunk):
+            if self.splitter.size != self.size:  # full blocks merged before this piece
+                flush()
+                self._merge_pairs()
+                self.size = self.splitter.size
+                first, ks, starts = pos, [], [pos]
+            ks.append(int(k))
+            pos += piece.shape[0]
+            starts.append(pos)
+            self.counts[k] += piece.shape[0]
+        flush()
+
+    def finish(self):
+        """Trim to the blocks used (joining a short tail) → (arrays, counts, N)."""
+        used = np.flatnonzero(self.counts)
+        total = int(self.counts.sum())
+        if total == 0:
+            raise DataError("X: no data to estimate scores from")
+        if self.n_rows is not None and total != self.n_rows:
+            raise DataError(f"X: {total} rows were read but {self.n_rows} were announced")
+        K = int(used[-1]) + 1
+        if self.splitter is not None and self.n_rows is None and K > 1 and 2 * self.counts[K - 1] < self.size:
+            for a in self.arrays + [self.counts]:
+                a[K - 2] += a[K - 1]
+            K -= 1
+        return [a[:K] for a in self.arrays], self.counts[:K].copy(), total
+
+    def run(self, source, add, chunk_rows=None, bar=None):
+        """Feed every chunk of ``source``; small chunks (e.g. of an iterator) are gathered into
+        batches of about ``chunk_rows`` rows, so the per-call cost of the kernels is paid per
+        batch, not per chunk."""
+        from .data import CHUNK_ROWS
+
+        rows = CHUNK_ROWS if chunk_rows is None else int(chunk_rows)
+        held, n_held = [], 0
+
+        def flush():
+            batch = held[0] if len(held) == 1 else np.concatenate(held)
+            held.clear()
+            self.feed(batch, add)
+            if bar is not None:
+                bar.update(batch.shape[0])
+
+        for chunk in source.chunks(rows):
+            held.append(chunk)
+            n_held += chunk.shape[0]
+            if n_held >= rows:
+                flush()
+                n_held = 0
+        if held:
+            flush()
+        return self.finish()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -266,6 +430,112 @@ def kernel_block_sums(Xt, P, T, edges, W, W2, M1, M2):
                     M2[b, m, c, a] = m2[a, c]
 
 
+@numba.njit(parallel=True, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
+            boundscheck=False, nogil=True)
+def kernel_stream_sums(Xt, P, T, starts, blocks, dmin, W, W2, M1, M2):
+    """Add the kernel sums of one chunk of a stream into per-block sums (streaming log-sum-exp).
+
+    As :func:`kernel_block_sums`, but the shift δ² is the running minimum ``dmin[m]`` of the
+    squared distances seen so far: when the chunk holds a nearer point, the sums already
+    accumulated for that probe (every block) are rescaled by ``exp(−T(δ²_old − δ²_new)/2)``
+    (``W2`` by its square) before the chunk is added, so that after the last chunk all sums
+    carry the shift of the nearest data point — those of the in-memory kernel up to rounding
+    (and up to weights below ``e⁻⁴⁰`` of the nearest point's, kept here when they were above it
+    relative to an earlier, larger shift).
+
+    Parameters
+    ----------
+    Xt : (d, n) chunk, transposed; P : (M, d) probes; T : float
+    starts : (S + 1,) int64 row offsets of the chunk's pieces; blocks : (S,) their block index
+    dmin : (M,) running squared distance to the nearest point (``inf`` before the first chunk)
+    W, W2 : (B, M); M1 : (B, M, d); M2 : (B, M, d, d) sums, updated in place
+    """
+    d, N = Xt.shape
+    M = P.shape[0]
+    B = W.shape[0]
+    CH = KERNEL_CHUNK
+    for m in numba.prange(M):
+        p = P[m]
+        Y = np.empty((d, CH))
+        w = np.empty(CH)
+        r2 = np.empty(CH)
+        cmin = np.inf
+        for c0 in range(0, N, CH):
+            n = min(CH, N - c0)
+            for i in range(n):
+                r2[i] = 0.0
+            for a in range(d):
+                xa = Xt[a, c0:c0 + n]
+                pa = p[a]
+                for i in range(n):
+                    t = xa[i] - pa
+                    r2[i] += t * t
+            for i in range(n):
+                cmin = min(cmin, r2[i])
+        dm = dmin[m]
+        if cmin < dm:
+            if dm < np.inf:
+                f = np.exp(-0.5 * T * (dm - cmin))
+                f2 = f * f
+                for b in range(B):
+                    W[b, m] *= f
+                    W2[b, m] *= f2
+                    for a in range(d):
+                        M1[b, m, a] *= f
+                        for c in range(d):
+                            M2[b, m, a, c] *= f
+            dm = cmin
+            dmin[m] = cmin
+        for s in range(blocks.shape[0]):
+            b = blocks[s]
+            sw = 0.0
+            sw2 = 0.0
+            m1 = np.zeros(d)
+            m2 = np.zeros((d, d))
+            for c0 in range(starts[s], starts[s + 1], CH):
+                n = min(CH, starts[s + 1] - c0)
+                for i in range(n):
+                    r2[i] = 0.0
+                for a in range(d):
+                    xa = Xt[a, c0:c0 + n]
+                    Ya = Y[a]
+                    pa = p[a]
+                    for i in range(n):
+                        t = xa[i] - pa
+                        Ya[i] = t
+                        r2[i] += t * t
+                for i in range(n):
+                    e = min(0.5 * T * (r2[i] - dm), 700.0)
+                    w[i] = _exp_neg(e) if e < 40.0 else 0.0
+                s0 = 0.0
+                s1 = 0.0
+                for i in range(n):
+                    s0 += w[i]
+                    s1 += w[i] * w[i]
+                sw += s0
+                sw2 += s1
+                for a in range(d):
+                    Ya = Y[a]
+                    acc = 0.0
+                    for i in range(n):
+                        acc += w[i] * Ya[i]
+                    m1[a] += acc
+                    for c in range(a + 1):
+                        Yc = Y[c]
+                        acc = 0.0
+                        for i in range(n):
+                            acc += w[i] * Ya[i] * Yc[i]
+                        m2[a, c] += acc
+            W[b, m] += sw
+            W2[b, m] += sw2
+            for a in range(d):
+                M1[b, m, a] += m1[a]
+                for c in range(a + 1):
+                    M2[b, m, a, c] += m2[a, c]
+                    if c != a:
+                        M2[b, m, c, a] += m2[a, c]
+
+
 def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
     """Score and Jacobian from (possibly summed) kernel sums W (..., M), M1 (..., M, d), M2.
 
@@ -296,9 +566,15 @@ def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
 
 
 class ScoreEstimator:
-    """Base class: ``est(X, probes) -> (S, J)``; ``est.estimate(X, probes, n_blocks)``."""
+    """Base class: ``est(X, probes) -> (S, J)``; ``est.estimate(X, probes, n_blocks)``.
+
+    ``streams = True`` marks estimators whose ``estimate`` also takes a streamed ``X`` (see
+    :func:`is_streamed`) with the keywords ``chunk_rows`` and ``bar`` (a progress bar with
+    ``update(rows)``), reading it once with memory independent of N.
+    """
 
     method = "custom"
+    streams = False
 
     def __call__(self, X, probes):
         est = self.estimate(X, probes, n_blocks=0)
@@ -329,6 +605,7 @@ class KernelScore(ScoreEstimator):
     """
 
     method = "kernel"
+    streams = True
 
     def __init__(self, temperature=49.0, deconvolve=False, min_effective=2.0):
         self.temperature = _check_temperature(temperature)
@@ -340,7 +617,11 @@ class KernelScore(ScoreEstimator):
         extra = ", deconvolve=True" if self.deconvolve else ""
         return f"KernelScore(temperature={self.temperature:g}{extra})"
 
-    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:
+    def estimate(self, X, probes, n_blocks=0, *, chunk_rows=None, bar=None) -> ScoreEstimate:
+        """Scores at ``probes`` from X in memory, or streamed in one pass (``is_streamed(X)``:
+        per-block sums with a running nearest-point shift, memory O(B·M·d²))."""
+        if is_streamed(X):
+            return self._estimate_stream(X, probes, n_blocks, chunk_rows, bar)
         X, P = _as_xp(X, probes)
         M, d = P.shape
         T = self.temperature
@@ -351,6 +632,38 @@ class KernelScore(ScoreEstimator):
         M1 = np.zeros((B, M, d))
         M2 = np.zeros((B, M, d, d))
         kernel_block_sums(np.ascontiguousarray(X.T), P, T, edges, W, W2, M1, M2)
+        return self._from_block_sums(P, W, W2, M1, M2)
+
+    def _estimate_stream(self, X, probes, n_blocks, chunk_rows, bar):
+        P = _as_probes(probes)
+        M, d = P.shape
+        T = self.temperature
+        source, close = _open_stream(X, P)
+        try:
+            blocks = _StreamBlocks(source.n_rows, n_blocks)
+            B = blocks.slots
+            W = np.zeros((B, M))
+            W2 = np.zeros((B, M))
+            M1 = np.zeros((B, M, d))
+            M2 = np.zeros((B, M, d, d))
+            dmin = np.full(M, np.inf)
+            blocks.register(W, W2, M1, M2)
+
+            def add(part, starts, ks):
+                kernel_stream_sums(np.ascontiguousarray(part.T), P, T, starts, ks, dmin, W, W2, M1, M2)
+
+            (W, W2, M1, M2), _, total = blocks.run(source, add, chunk_rows, bar)
+        finally:
+            if close:
+                source.close()
+        est = self._from_block_sums(P, W, W2, M1, M2)
+        est.n_samples = total
+        return est
+
+    def _from_block_sums(self, P, W, W2, M1, M2) -> ScoreEstimate:
+        M = P.shape[0]
+        T = self.temperature
+        B = W.shape[0]
         Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
         ess = Wt ** 2 / W2.sum(0)
         low = np.flatnonzero(ess < self.min_effective)
@@ -439,6 +752,7 @@ class ScoreMatching(ScoreEstimator):
     """
 
     method = "score_matching"
+    streams = True
 
     def __init__(self, radius, degree=2, weight_power=2.0, min_points=None):
         r = np.asarray(radius, dtype=float) if radius is not None else None
@@ -464,31 +778,65 @@ class ScoreMatching(ScoreEstimator):
         G = np.zeros((B, K, K))
         c = np.zeros((B, K))
         cnt = np.zeros(B, dtype=np.int64)
-        q = self.weight_power
         for lo in range(0, X.shape[0], CHUNK_ROWS):
-            Xc = X[lo:lo + CHUNK_ROWS]
-            u = (Xc - p) / r
-            r2 = np.einsum("ij,ij->i", u, u)
-            inside = np.flatnonzero(r2 < 1.0)
-            if inside.size == 0:
-                continue
-            u, r2 = u[inside], r2[inside]
-            blk = np.searchsorted(edges, lo + inside, side="right") - 1
-            grad, lap = _basis_derivatives(u, E)
-            one = 1.0 - r2
-            if q == 0:
-                g, gradg = np.ones_like(one), np.zeros_like(u)
-            else:
-                g = one ** q
-                gradg = (-2.0 * q * one ** (q - 1))[:, None] * u  # ∇_u g
-            for b in np.unique(blk):  # blocks are contiguous: one or two per chunk
-                sel = blk == b
-                gs = g[sel]
-                Gr = (grad[sel] * np.sqrt(gs)[:, None, None]).reshape(-1, K)  # rows (point, axis)
-                G[b] += Gr.T @ Gr
-                c[b] += lap[sel].T @ gs + grad[sel].reshape(-1, K).T @ gradg[sel].reshape(-1)
-                cnt[b] += int(sel.sum())
+            self._chunk_sums(X[lo:lo + CHUNK_ROWS], p, r, E,
+                             lambda inside, lo=lo: np.searchsorted(edges, lo + inside, side="right") - 1,
+                             G, c, cnt)
         return G, c, cnt
+
+    def _chunk_sums(self, Xc, p, r, E, block_of, G, c, cnt):
+        """Add the rows of ``Xc`` in the ball around ``p`` to G (B, K, K), c (B, K), cnt (B,);
+        ``block_of(rows)`` gives the block of the chunk's rows (contiguous blocks)."""
+        K = E.shape[0]
+        q = self.weight_power
+        u = (Xc - p) / r
+        r2 = np.einsum("ij,ij->i", u, u)
+        inside = np.flatnonzero(r2 < 1.0)
+        if inside.size == 0:
+            return
+        u, r2 = u[inside], r2[inside]
+        blk = block_of(inside)
+        grad, lap = _basis_derivatives(u, E)
+        one = 1.0 - r2
+        if q == 0:
+            g, gradg = np.ones_like(one), np.zeros_like(u)
+        else:
+            g = one ** q
+            gradg = (-2.0 * q * one ** (q - 1))[:, None] * u  # ∇_u g
+        for b in np.unique(blk):  # blocks are contiguous: one or two per chunk
+            sel = blk == b
+            gs = g[sel]
+            Gr = (grad[sel] * np.sqrt(gs)[:, None, None]).reshape(-1, K)  # rows (point, axis)
+            G[b] += Gr.T @ Gr
+            c[b] += lap[sel].T @ gs + grad[sel].reshape(-1, K).T @ gradg[sel].reshape(-1)
+            cnt[b] += int(sel.sum())
+
+    def _stream_sums(self, X, P, radius, E, n_blocks, chunk_rows, bar):
+        """Per-block sums of every ball from a streamed X in one pass → G (B, M, K, K),
+        c (B, M, K), cnt (B, M), N."""
+        M = P.shape[0]
+        K = E.shape[0]
+        source, close = _open_stream(X, P)
+        try:
+            blocks = _StreamBlocks(source.n_rows, n_blocks)
+            B = blocks.slots
+            G = np.zeros((B, M, K, K))
+            c = np.zeros((B, M, K))
+            cnt = np.zeros((B, M), dtype=np.int64)
+            blocks.register(G, c, cnt)
+
+            def add(part, starts, ks):
+                def block_of(inside):
+                    return ks[np.searchsorted(starts, inside, side="right") - 1]
+
+                for m in range(M):
+                    self._chunk_sums(part, P[m], float(radius[m]), E, block_of, G[:, m], c[:, m], cnt[:, m])
+
+            (G, c, cnt), _, total = blocks.run(source, add, chunk_rows, bar)
+        finally:
+            if close:
+                source.close()
+        return G, c, cnt, total
 
     @staticmethod
     def _solve(G, c):
@@ -497,8 +845,14 @@ class ScoreMatching(ScoreEstimator):
         except np.linalg.LinAlgError:
             return np.full(c.shape, np.nan)
 
-    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:
-        X, P = _as_xp(X, probes)
+    def estimate(self, X, probes, n_blocks=0, *, chunk_rows=None, bar=None) -> ScoreEstimate:
+        """Scores at ``probes`` from X in memory, or streamed in one pass (``is_streamed(X)``:
+        per-block sums of every ball, memory O(B·M·K²))."""
+        streamed = is_streamed(X)
+        if streamed:
+            P = _as_probes(probes)
+        else:
+            X, P = _as_xp(X, probes)
         M, d = P.shape
         radius = np.broadcast_to(self.radius, (M,)) if self.radius.ndim == 0 else self.radius
         if radius.shape != (M,):
@@ -506,8 +860,13 @@ class ScoreMatching(ScoreEstimator):
         E = monomial_exponents(d, self.degree)
         K = E.shape[0]
         need = int(self.min_points) if self.min_points is not None else 2 * K
-        edges = _block_edges(X.shape[0], n_blocks)
-        B = edges.shape[0] - 1
+        total = None
+        if streamed:
+            Gs, cs, cnts, total = self._stream_sums(X, P, radius, E, n_blocks, chunk_rows, bar)
+            B = Gs.shape[0]
+        else:
+            edges = _block_edges(X.shape[0], n_blocks)
+            B = edges.shape[0] - 1
         lin = [int(np.flatnonzero(E[a])[0]) for a in range(d)]  # rows 0..d-1 are linear
         quad = {}
         for k in range(K):
@@ -531,7 +890,10 @@ class ScoreMatching(ScoreEstimator):
         Jb = np.empty((B, M, d, d)) if B >= 2 else None
         for m in range(M):
             r = float(radius[m])
-            G, c, cnt = self._sums(X, P[m], r, E, edges)
+            if streamed:
+                G, c, cnt = Gs[:, m], cs[:, m], cnts[:, m]
+            else:
+                G, c, cnt = self._sums(X, P[m], r, E, edges)
             n_in = int(cnt.sum())
             counts[m] = n_in
             if n_in < need:
@@ -546,7 +908,7 @@ class ScoreMatching(ScoreEstimator):
             S[m], J[m] = score_jac(self._solve(Gt, ct), r)
             if B >= 2:
                 Sb[:, m], Jb[:, m] = score_jac(self._solve(Gt[None] - G, ct[None] - c), r)
-        return ScoreEstimate(S, J, counts, Sb, Jb, self.method)
+        return ScoreEstimate(S, J, counts, Sb, Jb, self.method, total)
 
 
 def score_matching(X, probes, radius, degree=2, weight_power=2.0):
@@ -579,7 +941,11 @@ class CallableScore(ScoreEstimator):
             raise DataError("score: the callable must return a pair (S (M, d), J (M, d, d))") from None
         return check_scores(S, J, P.shape[0], P.shape[1], "score callable")
 
-    def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:
+    def estimate(self, X, probes, n_blocks=0, **_) -> ScoreEstimate:
+        if is_streamed(X):
+            raise DataError("score: a callable estimator needs X in memory (an array or DataFrame); "
+                            "for a file or a stream of chunks use score='kernel', 'local_gaussian' or "
+                            "'score_matching', which read it in one pass")
         X, P = _as_xp(X, probes)
         S, J = self._call(X, P)
         edges = _block_edges(X.shape[0], n_blocks)
