@@ -58,6 +58,7 @@ __all__ = ["ScoreEstimate", "ScoreEstimator", "KernelScore", "ScoreMatching", "C
 
 CHUNK_ROWS = 65536
 KERNEL_CHUNK = 2048  # rows per buffered chunk of the kernel estimator (fits in L1/L2)
+STREAM_BALL_ROWS = 16384  # rows per window of streamed score matching (bounds its work arrays)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -826,11 +827,16 @@ class ScoreMatching(ScoreEstimator):
             blocks.register(G, c, cnt)
 
             def add(part, starts, ks):
-                def block_of(inside):
-                    return ks[np.searchsorted(starts, inside, side="right") - 1]
+                # windows of STREAM_BALL_ROWS rows bound the basis arrays (n·d·K) of one probe
+                for lo in range(0, part.shape[0], STREAM_BALL_ROWS):
+                    window = part[lo:lo + STREAM_BALL_ROWS]
 
-                for m in range(M):
-                    self._chunk_sums(part, P[m], float(radius[m]), E, block_of, G[:, m], c[:, m], cnt[:, m])
+                    def block_of(inside, lo=lo):
+                        return ks[np.searchsorted(starts, lo + inside, side="right") - 1]
+
+                    for m in range(M):
+                        self._chunk_sums(window, P[m], float(radius[m]), E, block_of, G[:, m], c[:, m],
+                                         cnt[:, m])
 
             (G, c, cnt), _, total = blocks.run(source, add, chunk_rows, bar)
         finally:
