@@ -54,7 +54,7 @@ from .errors import DataError
 
 __all__ = ["ScoreEstimate", "ScoreEstimator", "KernelScore", "ScoreMatching", "CallableScore",
            "make_estimator", "estimate_scores", "kernel_score", "score_matching",
-           "monomial_exponents", "check_scores"]
+           "monomial_exponents", "check_scores", "is_streamed", "kernel_stream_sums"]
 
 CHUNK_ROWS = 65536
 KERNEL_CHUNK = 2048  # rows per buffered chunk of the kernel estimator (fits in L1/L2)
