@@ -151,19 +151,7 @@ class FitResult:
 
 def _dlogp_per_sample(dlogp_dt, X):
     """∂ₜlog p at the rows of X (N,) from an array or a callable ``fn(X)``; None stays None."""
-    if dlogp_dt is None:
-        return None
-    if callable(dlogp_dt):
-        dlogp_dt = dlogp_dt(X)
-    try:
-        g = np.asarray(dlogp_dt, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"dlogp_dt: cannot convert to a float array ({exc})") from None
-    if g.shape != (X.shape[0],):
-        raise DataError(f"dlogp_dt: expected one value per sample ({X.shape[0]}), got {g.size}")
-    if not np.isfinite(g).all():
-        raise DataError(f"dlogp_dt: not finite at sample(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}")
-    return np.ascontiguousarray(g)
+    return None if dlogp_dt is None else validate.per_row(dlogp_dt, X, "dlogp_dt", "sample")
 
 
 def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,

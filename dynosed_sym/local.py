@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from . import validate
 from .compiled import compile_model
 from .data import DEFAULT_BLOCKS, as_samples
 from .errors import DataError
@@ -46,20 +47,10 @@ KERNEL_WIDTHS = 3.0
 
 
 def _dlogp_at(dlogp_dt, P):
-    M = P.shape[0]
+    """∂ₜlog p at the probes (M,); zero (a stationary snapshot) when not given."""
     if dlogp_dt is None:
-        return np.zeros(M)
-    if callable(dlogp_dt):
-        dlogp_dt = dlogp_dt(P)
-    try:
-        g = np.asarray(dlogp_dt, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"dlogp_dt: cannot convert to a float array ({exc})") from None
-    if g.shape != (M,):
-        raise DataError(f"dlogp_dt: expected one value per probe ({M}), got {g.size}")
-    if not np.isfinite(g).all():
-        raise DataError(f"dlogp_dt: not finite at probe(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}")
-    return np.ascontiguousarray(g)
+        return np.zeros(P.shape[0])
+    return validate.per_row(dlogp_dt, P, "dlogp_dt", "probe")
 
 
 def local_rows(cm, P, S, J, dlogp_dt=None):
@@ -104,16 +95,6 @@ def local_system(model, probes, S, J, dlogp_dt=None, out_dir=None):
     A, b = local_rows(cm, P, S, J, _dlogp_at(dlogp_dt, P))
     scale = 1.0 / np.sqrt(P.shape[0])
     return A * scale, b * scale
-
-
-def _check_lam(lam):
-    try:
-        lam = float(lam)
-    except (TypeError, ValueError):
-        raise DataError(f"lam must be a non-negative number, got {lam!r}") from None
-    if not (np.isfinite(lam) and lam >= 0):
-        raise DataError(f"lam must be a non-negative number, got {lam!r}")
-    return lam
 
 
 def _is_score_arrays(score):
@@ -174,7 +155,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         estimator settings and the smallest effective number of data points behind a probe;
         ``scores`` attribute: the :class:`~dynosed_sym.scores.ScoreEstimate` used.
     """
-    lam = _check_lam(lam)
+    lam = validate.number(lam, "lam", nonnegative=True)
     if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 0:
         raise DataError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
     cm = compile_model(model, out_dir)

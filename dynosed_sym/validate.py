@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from .errors import DataError
 
-__all__ = ["integer", "number", "seed"]
+__all__ = ["integer", "number", "seed", "per_row"]
 
 
 def integer(value, name, minimum=None):
@@ -42,3 +44,18 @@ def number(value, name, positive=False, nonnegative=False):
 def seed(value, name="seed"):
     """A seed for numpy.random: a non-negative integer."""
     return integer(value, name, minimum=0)
+
+
+def per_row(values, points, name, what="sample"):
+    """One finite value per row of ``points`` (M, d): an array, or a callable ``fn(points)``."""
+    if callable(values):
+        values = values(points)
+    try:
+        g = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name}: cannot convert to a float array ({exc})") from None
+    if g.shape != (points.shape[0],):
+        raise DataError(f"{name}: expected one value per {what} ({points.shape[0]}), got {g.size}")
+    if not np.isfinite(g).all():
+        raise DataError(f"{name}: not finite at {what}(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}")
+    return np.ascontiguousarray(g)
