@@ -92,6 +92,8 @@ class KernelSpec:
     constant_noise : numpy.ndarray (d, d') or None
     local : LocalPieces or None
         Local-route rows a(x, s), β(x, s, J, ∂ₜlog p) (affine models only).
+    jacobian : sympy.Matrix (d, n) or None
+        ∂f/∂θ at general θ (gradient route of non-affine models).
     """
 
     name: str
@@ -104,6 +106,7 @@ class KernelSpec:
     noise: sp.Matrix | None
     constant_noise: np.ndarray | None
     local: object = None
+    jacobian: sp.Matrix | None = None
 
 
 def _noise_matrix(model):
@@ -136,4 +139,5 @@ def build_spec(model) -> KernelSpec:
         noise=noise,
         constant_noise=constant_noise,
         local=der.local,
+        jacobian=der.jacobian,
     )

@@ -90,6 +90,7 @@ class Derivation:
     U: sp.Matrix | None = None
     v: sp.Matrix | None = None
     offending: tuple | None = None  # (param, component, term) when not affine
+    jacobian: sp.Matrix | None = None  # ∂f/∂θ (d, n) at general θ (every model; the gradient route)
     div_D: sp.Matrix | None = None
     div_div_D: sp.Expr | None = None
     div_U: sp.Matrix | None = None
@@ -225,9 +226,13 @@ def derive(model) -> Derivation:
     div_div_D = sum(sp.diff(div_D[i], state[i]) for i in range(d))
     der = Derivation(state=state, params=params, drift=f, D=D, is_affine=False,
                      div_D=div_D, div_div_D=sp.sympify(div_div_D))
+    der.jacobian = _jacobian(f, params)
     bad = _find_nonaffine(f, params)
     if bad is not None:
         der.offending = bad
+        # the gradient route needs only the θ-free diffusion part of the Stein features
+        # (cos factors); the drift part is contracted from f and ∂f/∂θ at each θ
+        der.stein = _stein_pieces(sp.zeros(d, len(params)), sp.zeros(d, 1), D, state)
         return der
     zero = {p: 0 for p in params}
     U = _jacobian(f, params).xreplace(zero)

@@ -67,6 +67,17 @@ def render_module(spec: KernelSpec) -> str:
                                  f"Drift at N points: X (N, {d}), theta ({n},), out (N, {d})."))
     op_counts["drift"] = ops
 
+    if spec.jacobian is not None:
+        Jf = spec.jacobian
+        src, ops = _point_function(
+            "drift_jacobian_point", "x, theta, out",
+            f"Jacobian df/dtheta at one point: x ({d},), theta ({n},), out ({d}, {n}), out[j, k] = df_j/dtheta_k.",
+            [(f"out[{j}, {k}]", Jf[j, k]) for j in range(d) for k in range(n)], slots_x)
+        parts.append(src)
+        parts.append(_batch_function("drift_jacobian", "drift_jacobian_point", "theta, out",
+                                     f"df/dtheta at N points: X (N, {d}), theta ({n},), out (N, {d}, {n})."))
+        op_counts["drift_jacobian"] = ops
+
     n_sin = n_cos = 0
     stein_doc = ""
     tables = ""

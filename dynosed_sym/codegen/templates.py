@@ -26,6 +26,7 @@ Affine in the parameters: {affine}
 Kernels and argument shapes (N samples, C chains, K_sin = {n_sin}, K_cos = {n_cos}):
 
     drift(X, theta, out)                     X (N, {d}), theta ({n},), out (N, {d})
+    drift_jacobian(X, theta, out)            X (N, {d}), theta ({n},), out (N, {d}, {n}) = df/dtheta
 {stein_doc}{local_doc}    simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, {d}), G ({d}, {dn}), keys (C,) uint64,
                                              out (n_keep, C, {d}), status (C,) int64
