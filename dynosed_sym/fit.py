@@ -10,7 +10,7 @@ from .assembly import assemble_array, draw_features, median_lengthscale
 from .compiled import compile_model
 from . import validate
 from .data import DEFAULT_BLOCKS
-from .errors import DataError
+from .errors import DataError, NotAffineError
 from .report import analyse, solve_tikhonov
 
 __all__ = ["FitResult", "fit_global"]
@@ -156,13 +156,17 @@ def _dlogp_per_sample(dlogp_dt, X):
 
 def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
                n_blocks=DEFAULT_BLOCKS, out_dir=None, *, backend=None, client=None, progress=None,
-               chunk_rows=None, dlogp_dt=None) -> FitResult:
-    """Fit an affine model by the global kernel-Stein route (DESIGN §2).
+               chunk_rows=None, dlogp_dt=None, theta0=None, solver=None, projection=True,
+               n_starts=1) -> FitResult:
+    """Fit a model by the global kernel-Stein route (DESIGN §2).
 
     Parameters
     ----------
     model : SDEModel
-        Must be affine in its parameters (NotAffineError otherwise).
+        Affine in its parameters: one linear (Tikhonov) solve.  Not affine: the same loss
+        ‖r(θ)‖² + λ‖θ‖² is minimised by trust-region least squares with the compiled
+        Jacobian ∂f/∂θ (:mod:`dynosed_sym.nonaffine`), starting from ``theta0`` or
+        ``model.nominal`` (NotAffineError when neither is given).
     X : samples
         Unordered stationary samples: an (N, d) array or a DataFrame with the state names as
         columns (in memory); or streamed with memory independent of N: a ``.npy`` path
@@ -201,6 +205,17 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
         Non-stationary snapshot: ∂ₜlog p at each sample, as an array in the row order of X or a
         function ``fn(X) -> (N,)``.  The Stein operator gains ``−φ ∂ₜlog p`` (DESIGN §2), i.e.
         one more per-sample factor of the fill.  X must be in memory (array or DataFrame).
+    theta0 : array or dict, optional
+        Starting point of the gradient route (default: ``model.nominal``; zeros for an
+        affine model fitted with ``solver="gradient"``).
+    solver : {None, "linear", "gradient"}
+        None: linear for an affine model, gradient otherwise.  "gradient" also fits an affine
+        model by the gradient route (the optimum is the linear solve's).
+    projection : bool
+        Gradient route: eliminate the separable parameters exactly (variable projection,
+        :func:`dynosed_sym.nonaffine.separable_params`) and search only the others.
+    n_starts : int
+        Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
 
     Returns
     -------
@@ -220,9 +235,28 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
         from .distributed import require_dask
 
         require_dask()
+    if solver not in (None, "linear", "gradient"):
+        raise DataError(f"solver must be None, 'linear' or 'gradient', got {solver!r}")
+    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
     cm = compile_model(model, out_dir)
+    gradient = solver == "gradient" or (solver is None and not cm.is_affine)
     if not cm.is_affine:  # read from the generated module: no re-derivation on the warm path
-        model.derivation.require_affine()
+        if not gradient:
+            model.derivation.require_affine()
+        if theta0 is None and model.nominal is None:
+            try:
+                model.derivation.require_affine()
+            except NotAffineError as exc:
+                raise NotAffineError(f"{exc}; the gradient route needs a starting point: pass "
+                                     "theta0= or give the model nominal= values",
+                                     param=exc.param, component=exc.component, term=exc.term) from None
+    if gradient:
+        if theta0 is not None:
+            start = model.theta_vector(theta0, "theta0")
+        elif model.nominal is not None:
+            start = np.array(model.nominal, dtype=float)
+        else:
+            start = np.zeros(model.n)
     source = open_source(X, model, "X")
     try:
         use_dask = backend == "dask" or (backend is None and (source.kind == "dask" or client is not None))
@@ -247,6 +281,17 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
 
                 A, b, A_blocks, b_blocks, counts = assemble_dask(cm, source, feats, n_blocks, int(chunk_rows),
                                                                  client=client, bar=bar)
+            elif gradient:
+                if source.kind != "array" or dlogp_dt is not None:
+                    raise DataError("the gradient route (non-affine model) needs X in memory (an "
+                                    "array or DataFrame), without dlogp_dt=")
+                from .nonaffine import GlobalProblem, fit_gradient
+
+                prob = GlobalProblem(cm, source.array, feats, block_edges(source.n_rows, n_blocks))
+                theta, ginfo = fit_gradient(prob, lam, start, projection=projection,
+                                            n_starts=n_starts, seed=seed)
+                A, b, A_blocks, b_blocks, counts = prob.linearisation(theta)
+                bar.update(source.n_rows)
             elif source.kind == "array":
                 edges = block_edges(source.n_rows, n_blocks)
                 g = _dlogp_per_sample(dlogp_dt, source.array)
@@ -260,11 +305,17 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     N = int(counts.sum())
     if N < 2:
         raise DataError(f"X: {N} sample(s); at least 2 are needed")
-    theta = solve_tikhonov(A, b, lam)
+    if not gradient:
+        theta = solve_tikhonov(A, b, lam)
     report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
     info = {"m": int(n_features), "bandwidth": round(ell, 6), "lam": lam, "seed": seed}
     if dlogp_dt is not None:
         info["dlogp_dt"] = "given"
+    if gradient:
+        info["solver"] = "gradient"
+        info["nfev"] = ginfo["nfev"]
+        if ginfo["projected"]:
+            info["projected"] = ",".join(ginfo["projected"])
     if source.streamed or use_dask:
         info["input"] = source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
     return FitResult(model, theta, A, b, report, "global", N, info)

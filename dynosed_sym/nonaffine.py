@@ -1,0 +1,242 @@
+"""Gradient route of the global loss for models that are not affine in θ (DESIGN §2, "Solving").
+
+The mean Stein feature of the global route is, for any drift,
+
+    r_r(θ) = −√(2/m)/N Σ_i [ sin(ω_rᵀx_i + c_r) ω_rᵀ f(x_i; θ) + cos(ω_rᵀx_i + c_r) ω_rᵀ D(x_i) ω_r ]
+
+and its Jacobian ``J[r, k] = −√(2/m)/N Σ_i sin(ω_rᵀx_i + c_r) ω_rᵀ ∂f/∂θ_k(x_i; θ)``.  Both come
+from compiled code only: the generated ``drift`` and ``drift_jacobian`` kernels (the symbolic
+∂f/∂θ, printed with one joint CSE) give per-sample factors ``f_j`` and ``∂f_j/∂θ_k``, the
+model-independent fill kernel :func:`~dynosed_sym.assembly.accumulate_stein` contracts them with
+the sines of the features (per noise block, one launch), and the small contraction with ω is
+NumPy.  The diffusion part does not depend on θ and is summed once (the generated
+``stein_features`` cos factors and the ``B_COS_TERMS`` table).  Cost per evaluation: linear in N
+and m.
+
+The loss ``‖r(θ)‖² + λ‖θ‖²`` (the same as the affine route's Tikhonov objective, where
+r = Aθ − b) is minimised by SciPy's trust-region ``least_squares`` with the analytic Jacobian.
+
+Variable projection.  A parameter θ_a is *separable* when its column of ∂f/∂θ is free of every
+parameter, i.e. ∂²f/∂θ_a∂θ_l ≡ 0 for all l (no curvature in θ_a and no cross term with any other
+parameter).  Then f = U_a(x) θ_a + h(x; θ_rest) exactly, the Stein mean is
+r = A_a θ_a + r_h(θ_rest) with a constant A_a, and for fixed θ_rest the optimal θ_a is the
+Tikhonov solution ``θ_a = −(A_aᵀA_a + λI)⁻¹ A_aᵀ r_h``.  The reduced residual
+``[(I − A_a G A_aᵀ) r_h; −√λ G A_aᵀ r_h; √λ θ_rest]`` (G = (A_aᵀA_a + λI)⁻¹) is a constant
+linear map of r_h and θ_rest, so its Jacobian is exact, and only θ_rest is searched.
+
+At the optimum θ̂ the fit is reported like an affine one on the local linearisation
+``A := J(θ̂)``, ``b := J(θ̂) θ̂ − r(θ̂)`` with per-block Jacobians and residuals for the noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from .assembly import FEATURE_BLOCK, accumulate_stein
+from .errors import DataError
+
+__all__ = ["GlobalProblem", "separable_params", "fit_gradient"]
+
+
+def separable_params(model):
+    """Indices of parameters entering the drift affinely with θ-free coefficients (see module doc)."""
+    Jf = model.derivation.jacobian
+    pset = set(model.params)
+    out = []
+    for k in range(model.n):
+        col = [Jf[j, k] for j in range(model.d)]
+        if all(not (sp.sympify(e).free_symbols & pset) for e in col):
+            out.append(k)
+        elif all(sp.simplify(sp.diff(e, p)) == 0 for e in col for p in sp.sympify(e).free_symbols & pset):
+            out.append(k)
+    return out
+
+
+class GlobalProblem:
+    """Stein mean r(θ) and Jacobian J(θ) of the global route over samples X with noise blocks.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    X : (N, d) samples
+    feats : RandomFeatures
+    edges : (G + 1,) row boundaries of the noise blocks
+    """
+
+    def __init__(self, cm, X, feats, edges):
+        from .compiled import check_finite_output
+
+        self.cm, self.model, self.feats = cm, cm.model, feats
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.edges = np.asarray(edges, dtype=np.int64)
+        self.counts = np.diff(self.edges)
+        self.N = int(self.counts.sum())
+        self.G = self.counts.size
+        mod = cm.module
+        m, d = feats.m, self.model.d
+        self.scale = math.sqrt(2.0 / m)
+        n_sin = 1 + max([t[0] for t in mod.A_TERMS] + [t[0] for t in mod.B_SIN_TERMS], default=-1)
+        n_cos = 1 + max([t[0] for t in mod.B_COS_TERMS], default=-1)
+        phi_s = np.empty((self.N, n_sin))
+        phi_c = np.empty((self.N, n_cos))
+        mod.stein_features(self.X, phi_s, phi_c)
+        check_finite_output(phi_c, "a Stein feature (diffusion term)", self.X)
+        P_s = np.zeros((self.G, feats.n_blocks, 0, FEATURE_BLOCK))
+        P_c = np.zeros((self.G, feats.n_blocks, n_cos, FEATURE_BLOCK))
+        accumulate_stein(self.X, np.zeros((self.N, 0)), phi_c, self.edges, feats.Wt, feats.ct, P_s, P_c)
+        Om = feats.omega
+        # cos part per block, as sums over the block's rows: Σ_i cos_ri ω_rᵀD(x_i)ω_r  (G, m)
+        self.c_sums = np.zeros((self.G, m))
+        for g in range(self.G):
+            Pc = feats.unblock(P_c[g])
+            for e, j, l, coef in mod.B_COS_TERMS:
+                self.c_sums[g] += coef * Om[:, j] * Om[:, l] * Pc[e]
+        _ = d
+
+    def sums(self, theta, cols=None):
+        """Per-block sums (G, m) of the Stein feature and (G, m, len(cols)) of its θ-Jacobian.
+
+        Sums are over rows (divide by the counts for means); ``cols`` selects Jacobian columns.
+        """
+        from .compiled import check_finite_output
+
+        model, feats = self.model, self.feats
+        theta = np.ascontiguousarray(theta, dtype=float)
+        d, n, N = model.d, model.n, self.N
+        cols = list(range(n)) if cols is None else list(cols)
+        F = np.empty((N, d))
+        self.cm.module.drift(self.X, theta, F)
+        check_finite_output(F, "the drift", self.X)
+        nc = len(cols)
+        if nc:
+            Jf = np.empty((N, d, n))
+            self.cm.module.drift_jacobian(self.X, theta, Jf)
+            Jf = Jf[:, :, cols]
+            check_finite_output(Jf, "the drift's parameter Jacobian", self.X)
+            phi_s = np.ascontiguousarray(np.concatenate([F, Jf.reshape(N, d * nc)], axis=1))
+        else:
+            phi_s = F
+        K = phi_s.shape[1]
+        P_s = np.zeros((self.G, feats.n_blocks, K, FEATURE_BLOCK))
+        P_c = np.zeros((self.G, feats.n_blocks, 0, FEATURE_BLOCK))
+        accumulate_stein(self.X, phi_s, np.zeros((N, 0)), self.edges, feats.Wt, feats.ct, P_s, P_c)
+        S = P_s.transpose(0, 2, 1, 3).reshape(self.G, K, -1)[:, :, : feats.m]  # (G, K, m)
+        Om = feats.omega  # (m, d)
+        r = -self.scale * (np.einsum("rj,gjr->gr", Om, S[:, :d]) + self.c_sums)
+        J = -self.scale * np.einsum("rj,gjkr->grk", Om, S[:, d:].reshape(self.G, d, nc, feats.m))
+        return r, J
+
+    def evaluate(self, theta, cols=None):
+        """Means over all samples: r (m,), J (m, len(cols))."""
+        r, J = self.sums(theta, cols)
+        return r.sum(0) / self.N, J.sum(0) / self.N
+
+    def linearisation(self, theta):
+        """A = J(θ), b = Jθ − r and their per-block means, for :func:`report.analyse`."""
+        r_s, J_s = self.sums(theta)
+        w = self.counts.astype(float)
+        A_blocks = J_s / w[:, None, None]
+        r_blocks = r_s / w[:, None]
+        A = J_s.sum(0) / self.N
+        r = r_s.sum(0) / self.N
+        b = A @ theta - r
+        b_blocks = A_blocks @ theta - r_blocks
+        if not (np.isfinite(A).all() and np.isfinite(b).all()):
+            raise DataError("the linearised system at the optimum is not finite")
+        return A, b, A_blocks, b_blocks, self.counts.copy()
+
+
+def _full_search(prob, lam, theta0, **ls_kw):
+    from scipy.optimize import least_squares
+
+    n = prob.model.n
+    sl = math.sqrt(lam)
+
+    def fun(th):
+        r, _ = prob.evaluate(th, cols=())
+        return np.concatenate([r, sl * th])
+
+    def jac(th):
+        _, J = prob.evaluate(th)
+        return np.vstack([J, sl * np.eye(n)])
+
+    res = least_squares(fun, theta0, jac=jac, method="trf", **ls_kw)
+    return res.x, float(2 * res.cost), res.nfev, res.njev
+
+
+def _projected_search(prob, lam, theta0, sep, **ls_kw):
+    from scipy.optimize import least_squares
+
+    n = prob.model.n
+    rest = [k for k in range(n) if k not in sep]
+    sl = math.sqrt(lam)
+    th_base = np.array(theta0, dtype=float)
+    th_base[sep] = 0.0
+    # A_a is θ-free: one evaluation of the separable columns
+    _, A_a = prob.evaluate(th_base, cols=sep)
+    H = A_a.T @ A_a + lam * np.eye(len(sep))
+    Gm = np.linalg.pinv(H, hermitian=True)
+    GA = Gm @ A_a.T  # (a, m)
+
+    def full_theta(t_rest, r_h):
+        th = np.zeros(n)
+        th[rest] = t_rest
+        th[sep] = -GA @ r_h
+        return th
+
+    def at(t_rest, cols):
+        th = np.zeros(n)
+        th[rest] = t_rest
+        return prob.evaluate(th, cols=cols)
+
+    def fun(t_rest):
+        r_h, _ = at(t_rest, ())
+        ta = -GA @ r_h
+        return np.concatenate([r_h + A_a @ ta, sl * ta, sl * t_rest])
+
+    def jac(t_rest):
+        _, Jh = at(t_rest, rest)
+        GJ = GA @ Jh
+        return np.vstack([Jh - A_a @ GJ, -sl * GJ, sl * np.eye(len(rest))])
+
+    if rest:
+        res = least_squares(fun, th_base[rest], jac=jac, method="trf", **ls_kw)
+        t_rest, cost, nfev, njev = res.x, float(2 * res.cost), res.nfev, res.njev
+    else:
+        t_rest, nfev, njev = np.zeros(0), 0, 0
+        cost = float(np.sum(fun(t_rest) ** 2))
+    r_h, _ = at(t_rest, ())
+    return full_theta(t_rest, r_h), cost, nfev, njev
+
+
+def fit_gradient(prob, lam, theta0, *, projection=True, n_starts=1, seed=0, spread=0.5,
+                 xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=None):
+    """Minimise ‖r(θ)‖² + λ‖θ‖² from ``theta0`` (and ``n_starts − 1`` seeded perturbed starts).
+
+    Returns ``(theta, info)`` with the final loss, the evaluations and the separable parameters.
+    """
+    model = prob.model
+    theta0 = np.asarray(theta0, dtype=float)
+    sep = separable_params(model) if projection else []
+    rng = np.random.default_rng(seed)
+    starts = [theta0]
+    for _ in range(max(0, int(n_starts) - 1)):
+        starts.append(theta0 * (1.0 + spread * rng.standard_normal(theta0.size))
+                      + spread * rng.standard_normal(theta0.size) * (theta0 == 0))
+    kw = dict(xtol=xtol, ftol=ftol, gtol=gtol, max_nfev=max_nfev)
+    best = None
+    nfev_tot = 0
+    for th0 in starts:
+        if sep:
+            th, cost, nfev, _ = _projected_search(prob, lam, th0, sep, **kw)
+        else:
+            th, cost, nfev, _ = _full_search(prob, lam, th0, **kw)
+        nfev_tot += nfev
+        if best is None or cost < best[1]:
+            best = (th, cost)
+    info = {"solver": "gradient", "loss": best[1], "nfev": nfev_tot, "starts": len(starts),
+            "projected": [model.param_names[k] for k in sep]}
+    return best[0], info
