@@ -149,18 +149,33 @@ class GlobalProblem:
         return A, b, A_blocks, b_blocks, self.counts.copy()
 
 
+class _Memo:
+    """r and J at the last θ: least_squares asks for fun then jac at the same point (one fill)."""
+
+    def __init__(self, prob, cols):
+        self.prob, self.cols, self.key, self.val = prob, cols, None, None
+
+    def __call__(self, th):
+        key = np.asarray(th, dtype=float).tobytes()
+        if key != self.key:
+            self.key, self.val = key, self.prob.evaluate(th, cols=self.cols)
+        return self.val
+
+
 def _full_search(prob, lam, theta0, **ls_kw):
     from scipy.optimize import least_squares
 
     n = prob.model.n
     sl = math.sqrt(lam)
 
+    ev = _Memo(prob, None)
+
     def fun(th):
-        r, _ = prob.evaluate(th, cols=())
+        r, _ = ev(th)
         return np.concatenate([r, sl * th])
 
     def jac(th):
-        _, J = prob.evaluate(th)
+        _, J = ev(th)
         return np.vstack([J, sl * np.eye(n)])
 
     res = least_squares(fun, theta0, jac=jac, method="trf", **ls_kw)
@@ -187,10 +202,12 @@ def _projected_search(prob, lam, theta0, sep, **ls_kw):
         th[sep] = -GA @ r_h
         return th
 
+    ev = _Memo(prob, rest)
+
     def at(t_rest, cols):
         th = np.zeros(n)
         th[rest] = t_rest
-        return prob.evaluate(th, cols=cols)
+        return ev(th)
 
     def fun(t_rest):
         r_h, _ = at(t_rest, ())
