@@ -342,6 +342,77 @@ def _exp_neg(e):
 
 # fastmath {"reassoc", "contract"} only: lets LLVM vectorise the reductions over a chunk (the
 # summation order is fixed by the code, so results do not depend on the number of threads).
+@numba.njit(parallel=False, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
+            boundscheck=False, nogil=True, inline="always")
+def _nearest(Xt, p, r2):
+    """Squared distance from p to the nearest column of Xt (d, N), in chunks of ``r2.size``."""
+    d, N = Xt.shape
+    CH = r2.shape[0]
+    best = np.inf
+    for c0 in range(0, N, CH):
+        n = min(CH, N - c0)
+        for i in range(n):
+            r2[i] = 0.0
+        for a in range(d):
+            xa = Xt[a, c0:c0 + n]
+            pa = p[a]
+            for i in range(n):
+                t = xa[i] - pa
+                r2[i] += t * t
+        for i in range(n):
+            best = min(best, r2[i])
+    return best
+
+
+@numba.njit(parallel=False, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
+            boundscheck=False, nogil=True, inline="always")
+def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
+    """Σw and Σw² (returned), Σw·y into m1 and Σw·yyᵀ (lower triangle) into m2 over the columns
+    lo..hi of Xt, with y = x − p and w = exp(−T(‖y‖² − shift)/2), in chunks of ``w.size`` rows
+    (buffers Y (d, CH), w, r2 (CH,)).  The inner loop shared by the in-memory and streaming kernels.
+    """
+    d = Xt.shape[0]
+    CH = w.shape[0]
+    sw = 0.0
+    sw2 = 0.0
+    for c0 in range(lo, hi, CH):
+        n = min(CH, hi - c0)
+        for i in range(n):
+            r2[i] = 0.0
+        for a in range(d):
+            xa = Xt[a, c0:c0 + n]
+            Ya = Y[a]
+            pa = p[a]
+            for i in range(n):
+                t = xa[i] - pa
+                Ya[i] = t
+                r2[i] += t * t
+        for i in range(n):
+            e = min(0.5 * T * (r2[i] - shift), 700.0)
+            # weights below e^-40 ≈ 4e-18 of the nearest point's are dropped
+            w[i] = _exp_neg(e) if e < 40.0 else 0.0
+        s0 = 0.0
+        s1 = 0.0
+        for i in range(n):
+            s0 += w[i]
+            s1 += w[i] * w[i]
+        sw += s0
+        sw2 += s1
+        for a in range(d):
+            Ya = Y[a]
+            acc = 0.0
+            for i in range(n):
+                acc += w[i] * Ya[i]
+            m1[a] += acc
+            for c in range(a + 1):
+                Yc = Y[c]
+                acc = 0.0
+                for i in range(n):
+                    acc += w[i] * Ya[i] * Yc[i]
+                m2[a, c] += acc
+    return sw, sw2
+
+
 @numba.njit(parallel=True, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
             boundscheck=False, nogil=True)
 def kernel_block_sums(Xt, P, T, edges, W, W2, M1, M2):
@@ -368,60 +439,12 @@ def kernel_block_sums(Xt, P, T, edges, W, W2, M1, M2):
         Y = np.empty((d, CH))
         w = np.empty(CH)
         r2 = np.empty(CH)
-        dmin = np.inf
-        for c0 in range(0, N, CH):
-            n = min(CH, N - c0)
-            for i in range(n):
-                r2[i] = 0.0
-            for a in range(d):
-                xa = Xt[a, c0:c0 + n]
-                pa = p[a]
-                for i in range(n):
-                    t = xa[i] - pa
-                    r2[i] += t * t
-            for i in range(n):
-                dmin = min(dmin, r2[i])
+        dmin = _nearest(Xt, p, r2)
         # chunks of rows: weights and offsets into buffers, then one vectorisable reduction per sum
         for b in range(B):
-            sw = 0.0
-            sw2 = 0.0
             m1 = np.zeros(d)
             m2 = np.zeros((d, d))
-            for c0 in range(edges[b], edges[b + 1], CH):
-                n = min(CH, edges[b + 1] - c0)
-                for i in range(n):
-                    r2[i] = 0.0
-                for a in range(d):
-                    xa = Xt[a, c0:c0 + n]
-                    Ya = Y[a]
-                    pa = p[a]
-                    for i in range(n):
-                        t = xa[i] - pa
-                        Ya[i] = t
-                        r2[i] += t * t
-                for i in range(n):
-                    e = min(0.5 * T * (r2[i] - dmin), 700.0)
-                    # weights below e^-40 ≈ 4e-18 of the nearest point's are dropped
-                    w[i] = _exp_neg(e) if e < 40.0 else 0.0
-                s0 = 0.0
-                s1 = 0.0
-                for i in range(n):
-                    s0 += w[i]
-                    s1 += w[i] * w[i]
-                sw += s0
-                sw2 += s1
-                for a in range(d):
-                    Ya = Y[a]
-                    acc = 0.0
-                    for i in range(n):
-                        acc += w[i] * Ya[i]
-                    m1[a] += acc
-                    for c in range(a + 1):
-                        Yc = Y[c]
-                        acc = 0.0
-                        for i in range(n):
-                            acc += w[i] * Ya[i] * Yc[i]
-                        m2[a, c] += acc
+            sw, sw2 = _weighted_sums(Xt, edges[b], edges[b + 1], p, dmin, T, Y, w, r2, m1, m2)
             W[b, m] = sw
             W2[b, m] = sw2
             for a in range(d):
@@ -460,19 +483,7 @@ def kernel_stream_sums(Xt, P, T, starts, blocks, dmin, W, W2, M1, M2):
         Y = np.empty((d, CH))
         w = np.empty(CH)
         r2 = np.empty(CH)
-        cmin = np.inf
-        for c0 in range(0, N, CH):
-            n = min(CH, N - c0)
-            for i in range(n):
-                r2[i] = 0.0
-            for a in range(d):
-                xa = Xt[a, c0:c0 + n]
-                pa = p[a]
-                for i in range(n):
-                    t = xa[i] - pa
-                    r2[i] += t * t
-            for i in range(n):
-                cmin = min(cmin, r2[i])
+        cmin = _nearest(Xt, p, r2)
         dm = dmin[m]
         if cmin < dm:
             if dm < np.inf:
@@ -489,44 +500,9 @@ def kernel_stream_sums(Xt, P, T, starts, blocks, dmin, W, W2, M1, M2):
             dmin[m] = cmin
         for s in range(blocks.shape[0]):
             b = blocks[s]
-            sw = 0.0
-            sw2 = 0.0
             m1 = np.zeros(d)
             m2 = np.zeros((d, d))
-            for c0 in range(starts[s], starts[s + 1], CH):
-                n = min(CH, starts[s + 1] - c0)
-                for i in range(n):
-                    r2[i] = 0.0
-                for a in range(d):
-                    xa = Xt[a, c0:c0 + n]
-                    Ya = Y[a]
-                    pa = p[a]
-                    for i in range(n):
-                        t = xa[i] - pa
-                        Ya[i] = t
-                        r2[i] += t * t
-                for i in range(n):
-                    e = min(0.5 * T * (r2[i] - dm), 700.0)
-                    w[i] = _exp_neg(e) if e < 40.0 else 0.0
-                s0 = 0.0
-                s1 = 0.0
-                for i in range(n):
-                    s0 += w[i]
-                    s1 += w[i] * w[i]
-                sw += s0
-                sw2 += s1
-                for a in range(d):
-                    Ya = Y[a]
-                    acc = 0.0
-                    for i in range(n):
-                        acc += w[i] * Ya[i]
-                    m1[a] += acc
-                    for c in range(a + 1):
-                        Yc = Y[c]
-                        acc = 0.0
-                        for i in range(n):
-                            acc += w[i] * Ya[i] * Yc[i]
-                        m2[a, c] += acc
+            sw, sw2 = _weighted_sums(Xt, starts[s], starts[s + 1], p, dm, T, Y, w, r2, m1, m2)
             W[b, m] += sw
             W2[b, m] += sw2
             for a in range(d):
