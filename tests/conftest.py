@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -195,3 +196,29 @@ def points_for(model, n, seed):
 def model_points():
     """``model_points(model, n, seed)`` -> plausible state points (n, d)."""
     return points_for
+
+
+# --------------------------------------------------------------------------- shared assertions
+def assert_same_system(fit, ref, rtol=1e-12):
+    """Same samples, θ̂, A and b (relative to the largest entry) as a reference fit."""
+    assert fit.n_samples == ref.n_samples
+    np.testing.assert_allclose(fit.theta, ref.theta, rtol=rtol, atol=0)
+    assert np.abs(fit.A - ref.A).max() <= rtol * np.abs(ref.A).max()
+    assert np.abs(fit.b - ref.b).max() <= rtol * np.abs(ref.b).max()
+
+
+def traced_peak(fn):
+    """Peak memory traced by tracemalloc while ``fn()`` runs (bytes)."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def assert_memory_flat(small, large, data_bytes):
+    """Streaming 8× more rows: peak far below the data and barely above the small run's."""
+    assert large < 0.35 * data_bytes
+    assert large < 1.2 * small + 1e6

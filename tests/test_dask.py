@@ -21,6 +21,7 @@ dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from conftest import assert_same_system  # noqa: E402
 from dynosed_sym import distributed as dd  # noqa: E402
 
 M = 256
@@ -42,10 +43,7 @@ def fit_mem(lorenz, X):
 
 
 def assert_same_fit(fit, ref, rtol=1e-12):
-    assert fit.n_samples == ref.n_samples
-    np.testing.assert_allclose(fit.theta, ref.theta, rtol=rtol, atol=0)
-    assert np.abs(fit.A - ref.A).max() <= rtol * np.abs(ref.A).max()
-    assert np.abs(fit.b - ref.b).max() <= rtol * np.abs(ref.b).max()
+    assert_same_system(fit, ref, rtol)
     np.testing.assert_allclose(fit.report.singular_noise, ref.report.singular_noise, rtol=1e-10)
     assert fit.report.rank == ref.report.rank
 

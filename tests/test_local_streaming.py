@@ -16,12 +16,11 @@ What must hold:
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import dynosed_sym as ds
+from conftest import assert_memory_flat, traced_peak
 from dynosed_sym.data import MIN_BLOCK_ROWS, NoiseBlocks
 from dynosed_sym.scores import KernelScore, ScoreMatching, is_streamed
 
@@ -239,16 +238,6 @@ def generated_rows(n, rows=100_000, seed=0):
         yield rng.standard_normal((min(rows, n - lo), 2)) * 0.8
 
 
-def traced_peak(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.parametrize("score", ["kernel", "score_matching"])
 def test_memory_flat_in_n(model, score):
     kw = {"temperature": 16.0} if score == "kernel" else {"score": "score_matching", "radius": RADIUS}
@@ -261,8 +250,7 @@ def test_memory_flat_in_n(model, score):
     print(f"\n{score}: peak traced memory {small / 1e6:.1f} MB at N = 2.5e5, {large / 1e6:.1f} MB at "
           f"N = 2e6 (data {data_bytes / 1e6:.0f} MB)")
     assert fits[0].n_samples == n
-    assert large < 0.35 * data_bytes
-    assert large < 1.2 * small + 1e6
+    assert_memory_flat(small, large, data_bytes)
 
 
 # --------------------------------------------------------------------------- bad input

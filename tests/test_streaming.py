@@ -13,12 +13,12 @@ What must hold:
 from __future__ import annotations
 
 import sys
-import tracemalloc
 
 import numpy as np
 import pytest
 
 import dynosed_sym as ds
+from conftest import assert_same_system, assert_memory_flat, traced_peak
 from dynosed_sym.data import MIN_BLOCK_ROWS, NoiseBlocks, open_source
 from dynosed_sym.progress import progress_enabled
 
@@ -53,11 +53,7 @@ def chunked(X, rows):
 
 
 def assert_same_fit(fit, ref, rtol=1e-12):
-    assert fit.n_samples == ref.n_samples
-    np.testing.assert_allclose(fit.theta, ref.theta, rtol=rtol, atol=0)
-    scale_A, scale_b = np.abs(ref.A).max(), np.abs(ref.b).max()
-    assert np.abs(fit.A - ref.A).max() <= rtol * scale_A
-    assert np.abs(fit.b - ref.b).max() <= rtol * scale_b
+    assert_same_system(fit, ref, rtol)
     assert fit.info["bandwidth"] == ref.info["bandwidth"]
 
 
@@ -206,16 +202,6 @@ def generated_rows(n, rows=100_000, seed=0):
         yield rng.standard_normal((min(rows, n - lo), 3)) * [8.0, 9.0, 9.0] + [0.0, 0.0, 24.0]
 
 
-def traced_peak(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_memory_flat_in_n(lorenz):
     ds.fit_global(lorenz, generated_rows(150_000), n_features=M)  # warm caches outside the trace
     small = traced_peak(lambda: ds.fit_global(lorenz, generated_rows(250_000), n_features=M))
@@ -226,8 +212,7 @@ def test_memory_flat_in_n(lorenz):
     print(f"\npeak traced memory: {small / 1e6:.1f} MB at N = 2.5e5, {large / 1e6:.1f} MB at N = 2e6 "
           f"(data {data_bytes / 1e6:.0f} MB)")
     assert fits[0].n_samples == n
-    assert large < 0.35 * data_bytes
-    assert large < 1.2 * small + 1e6
+    assert_memory_flat(small, large, data_bytes)
 
 
 # --------------------------------------------------------------------------- progress
