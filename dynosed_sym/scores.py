@@ -415,52 +415,13 @@ def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
 
 @numba.njit(parallel=True, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
             boundscheck=False, nogil=True)
-def kernel_block_sums(Xt, P, T, edges, W, W2, M1, M2):
-    """Per-block weighted sums of the Gaussian kernel estimator (one probe per parallel task).
-
-    Weights ``w = exp(−T(‖x_j − p‖² − δ²)/2)`` with δ the distance from probe p to its nearest
-    data point (the same shift for every block, so block sums add up), ``y = x_j − p``.  Weights
-    below ``e⁻⁴⁰`` (≈ 4·10⁻¹⁸ of the nearest point's) are skipped: a relative change of the sums
-    below ``4·10⁻¹⁸ N/Σw``, and no exponential for the far-away bulk of the data.
-
-    Parameters
-    ----------
-    Xt : (d, N) data, transposed (contiguous rows per coordinate), P : (M, d) probes,
-    T : float temperature
-    edges : (B + 1,) int64 row edges of the blocks
-    W, W2 : (B, M) outputs Σw and Σw²; M1 : (B, M, d) Σw y; M2 : (B, M, d, d) Σw yyᵀ
-    """
-    d, N = Xt.shape
-    M = P.shape[0]
-    B = edges.shape[0] - 1
-    CH = KERNEL_CHUNK
-    for m in numba.prange(M):
-        p = P[m]
-        Y = np.empty((d, CH))
-        w = np.empty(CH)
-        r2 = np.empty(CH)
-        dmin = _nearest(Xt, p, r2)
-        # chunks of rows: weights and offsets into buffers, then one vectorisable reduction per sum
-        for b in range(B):
-            m1 = np.zeros(d)
-            m2 = np.zeros((d, d))
-            sw, sw2 = _weighted_sums(Xt, edges[b], edges[b + 1], p, dmin, T, Y, w, r2, m1, m2)
-            W[b, m] = sw
-            W2[b, m] = sw2
-            for a in range(d):
-                M1[b, m, a] = m1[a]
-                for c in range(a + 1):
-                    M2[b, m, a, c] = m2[a, c]
-                    M2[b, m, c, a] = m2[a, c]
-
-
-@numba.njit(parallel=True, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
-            boundscheck=False, nogil=True)
 def kernel_stream_sums(Xt, P, T, starts, blocks, dmin, W, W2, M1, M2):
-    """Add the kernel sums of one chunk of a stream into per-block sums (streaming log-sum-exp).
+    """Add the kernel sums of one chunk into per-block sums (streaming log-sum-exp).
 
-    As :func:`kernel_block_sums`, but the shift δ² is the running minimum ``dmin[m]`` of the
-    squared distances seen so far: when the chunk holds a nearer point, the sums already
+    Weights ``w = exp(−T(‖x_j − p‖² − δ²)/2)``, ``y = x_j − p``, one probe per parallel task.
+    Weights below ``e⁻⁴⁰`` (≈ 4·10⁻¹⁸ of the nearest point's) are skipped: a relative change of
+    the sums below ``4·10⁻¹⁸ N/Σw``, and no exponential for the far-away bulk of the data.
+    The shift δ² is the running minimum ``dmin[m]`` of the squared distances seen so far: when the chunk holds a nearer point, the sums already
     accumulated for that probe (every block) are rescaled by ``exp(−T(δ²_old − δ²_new)/2)``
     (``W2`` by its square) before the chunk is added, so that after the last chunk all sums
     carry the shift of the nearest data point — those of the in-memory kernel up to rounding
@@ -608,7 +569,9 @@ class KernelScore(ScoreEstimator):
         W2 = np.zeros((B, M))
         M1 = np.zeros((B, M, d))
         M2 = np.zeros((B, M, d, d))
-        kernel_block_sums(np.ascontiguousarray(X.T), P, T, edges, W, W2, M1, M2)
+        # all of X as one chunk: the running shift is then the nearest point's from the start
+        kernel_stream_sums(np.ascontiguousarray(X.T), P, T, edges, np.arange(B, dtype=np.int64),
+                           np.full(M, np.inf), W, W2, M1, M2)
         return self._from_block_sums(P, W, W2, M1, M2)
 
     def _estimate_stream(self, X, probes, n_blocks, chunk_rows, bar):
