@@ -25,7 +25,6 @@ __all__ = ["RandomFeatures", "draw_features", "median_lengthscale", "accumulate_
            "contract", "contract_blocks", "block_sums", "assemble_global", "assemble_array"]
 
 FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
-SAMPLE_TILE = 4      # samples contracted per load/store of the partial sums
 TWO_PI = 2.0 * math.pi
 
 
@@ -82,7 +81,7 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
     Kc = phi_c.shape[1]
     nblk, _, FB = Wt.shape
     n_groups = edges.shape[0] - 1
-    TI = 4
+    TI = 4  # samples contracted per load/store of the partial sums (unrolled below)
     for blk in numba.prange(nblk):
         Wb = Wt[blk]
         cb = ct[blk]
