@@ -201,6 +201,9 @@ def plot_estimates(x, estimates, truth=None, param_names=None, band="sd", xlabel
             ax.axhline(float(np.asarray(truth, dtype=float)[k]), color="k", ls="--", lw=1)
         if logx:
             ax.set_xscale("log")
+            ax.minorticks_off()
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{v:g}" for v in x], fontsize=8)
         ax.set_xlabel(xlabel)
         ax.set_title(names[k], fontsize=10)
     if title:
@@ -289,9 +292,11 @@ def plot_singular_values(fit, ax=None, label=None, title=None, threshold=None, c
         ax.plot(i, threshold * noise, ls=":", color=color,
                 label=(f"{label}: " if label else "") + f"{threshold:g} × noise level")
     ax.set_yscale("log")
-    ax.set_xticks(i)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("singular direction i")
     ax.set_ylabel("σ_i of A")
     ax.set_title(title or f"rank {rep.rank} of {rep.n_params}", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower left")
     return fig
