@@ -490,9 +490,9 @@ def figure_lorenz_local_global(out_dir, n_dense=20_000_000, sparse_per_ball=1000
 
     fig = _new_figure((12.5, 8.4))
     axes = fig.subplots(3, 4, gridspec_kw={"width_ratios": [1.15, 1, 1, 1]})
-    rows = (("dense", dense_X, f"local route, dense balls ({dense_X.shape[0]:,} points)"),
-            ("sparse", sparse_X, f"local route, sparse balls ({sparse_per_ball} per ball)"),
-            ("global", X300, f"global route, N = {sizes[0]} (all rows: {n_global_draws} draws per N)"))
+    rows = (("dense", dense_X, f"local, dense balls: {dense_X.shape[0]:,} points, {n_draws} draws"),
+            ("sparse", sparse_X, f"local, sparse balls: {sparse_per_ball} per ball, {n_draws} draws"),
+            ("global", X300, f"global: N = {sizes[0]} shown; {n_global_draws} draws per N"))
     rng = np.random.default_rng(0)
     for i, (label, X, title) in enumerate(rows):
         ax = axes[i, 0]

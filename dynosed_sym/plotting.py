@@ -257,6 +257,7 @@ def plot_steady_state(X_true, X_fit, dims=(0, 1), state_names=None, axes=None, m
         if proj:
             ax.set_zlim(lo[2] - pad[2], hi[2] + pad[2])
             ax.set_zlabel(labels[2])
+            ax.set_box_aspect(None, zoom=0.85)  # keeps the axis labels inside the panel
         ax.set_title(title, fontsize=10)
     return fig
 
