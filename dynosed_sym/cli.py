@@ -15,7 +15,8 @@
 Every command takes ``--help``.  Data files: ``.npy`` (columns in the model's state order), ``.csv``
 or ``.parquet`` (columns named after the state variables; other columns are ignored, order does
 not matter).  Exit status: 0 on success, 1 on an error in the model, the data or a computation
-(one line on standard error, no traceback), 2 on a usage error.
+(one line on standard error, no traceback; ``DYNOSED_DEBUG=1`` shows the traceback of an
+unexpected error), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ class _Group(click.Group):
             if not isinstance(exc, DynosedError):
                 msg = f"{type(exc).__name__}: {msg}"
             raise click.ClickException(msg) from None
+        except Exception as exc:  # a bug, not a usage error: still one line unless asked for more
+            if os.environ.get("DYNOSED_DEBUG"):
+                raise
+            msg = " ".join(str(exc).split())
+            raise click.ClickException(f"unexpected {type(exc).__name__}: {msg} (set DYNOSED_DEBUG=1 "
+                                       "for the traceback)") from None
 
 
 def _echo_json(obj):
@@ -74,6 +81,9 @@ def _finite(obj):
 def _load_model(model_file):
     from .model import load_model
 
+    if not str(model_file).endswith(".py"):
+        raise click.BadParameter(f"{model_file!r}: expected a Python model file (.py) that defines "
+                                 "an SDEModel named 'model'", param_hint="MODEL")
     return load_model(model_file)
 
 
@@ -132,7 +142,7 @@ def _read_table(path, suffix):
     except ImportError:
         raise DynosedError(f"reading {suffix} files needs pandas: pip install pandas") from None
     if suffix == ".csv":
-        return pd.read_csv(path)
+        return pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
     try:
         return pd.read_parquet(path)
     except ImportError:
