@@ -45,6 +45,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:  # the reader went away (`dynosed fit ... | head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
         except (DynosedError, OSError, ValueError, ImportError) as exc:
             msg = " ".join(str(exc).split()) or type(exc).__name__
             if not isinstance(exc, DynosedError):
