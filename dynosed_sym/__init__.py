@@ -18,6 +18,7 @@ from .report import IdentifiabilityReport
 from .identifiability import IdentifiabilityCheck, StructuralReport, check_identifiability, structural_check
 from .uncertainty import BootstrapResult
 from .simulate import simulate
+from .data import from_anndata
 from .local import fit_local, local_system
 from .probes import Balls, choose_probes, restrict_to_balls
 from .scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
@@ -35,4 +36,5 @@ __all__ = [
     "BootstrapResult",
     "fit_local", "local_system", "Balls", "choose_probes", "restrict_to_balls",
     "KernelScore", "ScoreMatching", "ScoreEstimate", "estimate_scores",
+    "from_anndata",
 ]

@@ -1,66 +1,227 @@
-"""The ``dynosed`` command.
+"""The ``dynosed`` command: the whole workflow from a terminal.
 
 ::
 
-    dynosed check models/lorenz.py                 # identifiability before any data
-    dynosed check models/ou2d.py --structural-only  # exact symbolic check only (milliseconds)
-    dynosed check models/grn_bcell.py -N 50000 --burn-in 30000 --n-chains 2048
-    dynosed check my_model.py --nominal k=1.5 --nominal D0=0.2 --rel-error 0.05
-    dynosed compile models/lorenz.py               # derive, print and load the kernels
+    dynosed compile models/lorenz.py                 # derive, print and load the kernels
+    dynosed check models/lorenz.py                   # identifiability before any data
+    dynosed check models/ou2d.py --structural-only   # exact symbolic check only (milliseconds)
+    dynosed simulate models/lorenz.py -n 5000 --out lorenz.csv          # θ = the model's nominal
+    dynosed simulate models/lorenz.py -n 5000 --theta rho=20 --out x.npy
+    dynosed fit models/lorenz.py lorenz.csv                             # global route, a table
+    dynosed fit models/lorenz.py lorenz.csv --route local --probes 10 --temperature 49
+    dynosed fit models/lorenz.py lorenz.csv --json > fit.json           # machine-readable
+    dynosed bench --quick --only simulator                              # benchmarks
 
-``check`` runs :func:`dynosed_sym.check_identifiability`: the exact structural check from the
-symbols, then a design-time study by simulation at the nominal parameters (rank against sampling
-noise, free combinations, predicted standard errors as a function of N, and the N needed for a
-relative error per parameter).  Exit status 0 on success, 1 on a model error, 2 on a usage error.
+Every command takes ``--help``.  Data files: ``.npy`` (columns in the model's state order), ``.csv``
+or ``.parquet`` (columns named after the state variables; other columns are ignored, order does
+not matter).  Exit status: 0 on success, 1 on an error in the model, the data or a computation
+(one line on standard error, no traceback; ``DYNOSED_DEBUG=1`` shows the traceback of an
+unexpected error), 2 on a usage error.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 
 import click
+import numpy as np
 
 from .errors import DynosedError
 
 __all__ = ["main"]
 
+DATA_SUFFIXES = (".npy", ".csv", ".parquet")
 
-def _parse_nominal(model, items):
-    """``("k=1.5", "W[0,1]=2")`` → full nominal vector (the model's nominal fills the rest)."""
-    if not items:
+
+# --------------------------------------------------------------------------- error handling
+class _Group(click.Group):
+    """Turns the package's errors (and unreadable files) into a one-line message and exit 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except BrokenPipeError:  # the reader went away (`dynosed fit ... | head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
+        except (DynosedError, OSError, ValueError, ImportError) as exc:
+            msg = " ".join(str(exc).split()) or type(exc).__name__
+            if not isinstance(exc, DynosedError):
+                msg = f"{type(exc).__name__}: {msg}"
+            raise click.ClickException(msg) from None
+        except Exception as exc:  # a bug, not a usage error: still one line unless asked for more
+            if os.environ.get("DYNOSED_DEBUG"):
+                raise
+            msg = " ".join(str(exc).split())
+            raise click.ClickException(f"unexpected {type(exc).__name__}: {msg} (set DYNOSED_DEBUG=1 "
+                                       "for the traceback)") from None
+
+
+def _echo_json(obj):
+    click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def _finite(obj):
+    """NaN/inf → None, numpy → Python, recursively (strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
         return None
+    return obj
+
+
+# --------------------------------------------------------------------------- arguments
+def _load_model(model_file):
+    from .model import load_model
+
+    if not str(model_file).endswith(".py"):
+        raise click.BadParameter(f"{model_file!r}: expected a Python model file (.py) that defines "
+                                 "an SDEModel named 'model'", param_hint="MODEL")
+    return load_model(model_file)
+
+
+def _parse_assignments(model, items, option):
+    """``("k=1.5", "W[0,1]=2")`` → {name: value}, names checked against the model's parameters."""
     values = {}
     for item in items:
         if "=" not in item:
-            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--nominal")
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
         name, _, val = item.partition("=")
+        name = name.strip()
         try:
-            values[name.strip()] = float(val)
+            values[name] = float(val)
         except ValueError:
-            raise click.BadParameter(f"value of {name!r} is not a number: {val!r}",
-                                     param_hint="--nominal") from None
+            raise click.BadParameter(f"value of {name!r} is not a number: {val!r}", param_hint=option) from None
+        if name not in model.param_names:
+            raise click.BadParameter(f"{name!r} is not a parameter of {model.name!r} "
+                                     f"(parameters: {', '.join(model.param_names)})", param_hint=option)
+    return values
+
+
+def _full_theta(model, items, option, required_for):
+    """Model nominal overridden by NAME=VALUE items → dict for every parameter, or None if no items
+    and no nominal."""
+    values = _parse_assignments(model, items, option)
     base = {} if model.nominal is None else dict(zip(model.param_names, model.nominal.tolist()))
-    unknown = [k for k in values if k not in model.param_names]
-    if unknown:
-        raise click.BadParameter(f"{unknown[0]!r} is not a parameter of {model.name!r} "
-                                 f"(parameters: {', '.join(model.param_names)})", param_hint="--nominal")
+    if not values and not base:
+        return None
     base.update(values)
     missing = [p for p in model.param_names if p not in base]
     if missing:
-        raise click.BadParameter(f"no nominal value for {missing[0]!r} (the model file gives none)",
-                                 param_hint="--nominal")
+        raise click.BadParameter(f"no value for {missing[0]!r} (the model file gives no nominal values; "
+                                 f"{required_for})", param_hint=option)
     return base
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _parse_nominal(model, items):
+    """Backwards-compatible helper of ``check``: the full nominal vector or None."""
+    if not items:
+        return None
+    return _full_theta(model, items, "--nominal", "pass --nominal NAME=VALUE for each parameter")
+
+
+def _suffix(path, option):
+    low = str(path).lower()
+    for s in DATA_SUFFIXES:
+        if low.endswith(s):
+            return s
+    raise click.BadParameter(f"{path!r}: expected a file ending in {', '.join(DATA_SUFFIXES)}",
+                             param_hint=option)
+
+
+def _read_table(path, suffix):
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DynosedError(f"reading {suffix} files needs pandas: pip install pandas") from None
+    if suffix == ".csv":
+        return pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
+    try:
+        return pd.read_parquet(path)
+    except ImportError:
+        raise DynosedError("reading .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'") from None
+
+
+def _load_data(path, model, in_memory):
+    """DATA argument → array/DataFrame (``.csv``/``.parquet``) or the ``.npy`` path (memory-mapped)."""
+    suffix = _suffix(path, "DATA")
+    if suffix == ".npy":
+        return np.load(path) if in_memory else path
+    return _read_table(path, suffix)
+
+
+def _write_samples(X, model, path, suffix):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise DynosedError(f"--out: folder {folder!r} does not exist")
+    if suffix == ".npy":
+        np.save(path, X)
+        return
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DynosedError(f"writing {suffix} files needs pandas: pip install pandas") from None
+    df = pd.DataFrame(X, columns=model.state_names)
+    if suffix == ".csv":
+        df.to_csv(path, index=False, float_format="%.17g")
+    else:
+        try:
+            df.to_parquet(path, index=False)
+        except ImportError:
+            raise DynosedError("writing .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'") from None
+
+
+# --------------------------------------------------------------------------- commands
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="dynosed_sym", prog_name="dynosed")
 def main():
-    """dynosed — identify SDE parameters from unordered snapshots."""
+    """dynosed — identify SDE parameters from unordered snapshots.
+
+    \b
+    A typical session:
+      dynosed check models/lorenz.py                 # can snapshots identify θ?
+      dynosed simulate models/lorenz.py -n 5000 --out lorenz.csv
+      dynosed fit models/lorenz.py lorenz.csv        # estimates, standard errors, freeness
+
+    MODEL is a Python file that builds an SDEModel named `model` (see models/).
+    """
+
+
+@main.command(name="compile")
+@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the generated module (default: generated/ beside models/, see README).")
+@click.option("--equations", is_flag=True, help="Also print the declared SDE.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
+def compile_cmd(model_file, out_dir, equations, as_json):
+    """Derive, print and load the Numba kernels of MODEL (cached: a no-op when unchanged)."""
+    from .compiled import compile_model
+
+    t0 = time.perf_counter()
+    model = _load_model(model_file)
+    cm = compile_model(model, out_dir)
+    path = getattr(cm, "path", None) or getattr(getattr(cm, "module", None), "__file__", "?")
+    elapsed = time.perf_counter() - t0
+    if as_json:
+        _echo_json({"model": model.name, "path": path, "affine": bool(cm.is_affine), "seconds": elapsed})
+        return
+    if equations:
+        click.echo(str(model))
+    click.echo(f"{model.name}: {path} ({elapsed:.1f} s)")
 
 
 @main.command()
-@click.argument("model_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 @click.option("--nominal", "nominal_items", multiple=True, metavar="NAME=VALUE",
               help="Nominal parameter value (repeatable; defaults to the model's nominal).")
 @click.option("--route", type=click.Choice(["global", "local"]), default="global", show_default=True)
@@ -80,52 +241,224 @@ def main():
 @click.option("--n-chains", type=click.IntRange(min=1), default=None,
               help="Independent chains (default min(N, 2048)).")
 @click.option("--structural-only", is_flag=True, help="Only the exact symbolic check (no simulation).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
 def check(model_file, nominal_items, route, n_samples, seed, rel_error, level, n_features, dt, burn_in,
-          thin, n_chains, structural_only):
-    """Identifiability of MODEL_FILE before any data: which parameters snapshots can pin down,
+          thin, n_chains, structural_only, as_json):
+    """Identifiability of MODEL before any data: which parameters snapshots can pin down,
     which combinations they cannot, and how many samples each parameter needs."""
-    from .identifiability import check_identifiability
-    from .model import load_model
+    from .identifiability import check_identifiability, structural_check
 
     t0 = time.perf_counter()
-    try:
-        model = load_model(model_file)
-        nominal = _parse_nominal(model, nominal_items)
-        if nominal is None and model.nominal is None and not structural_only:
-            raise click.UsageError(f"{model_file} gives no nominal parameters: pass --nominal NAME=VALUE "
-                                   "for each parameter, or --structural-only")
-        if structural_only and nominal is None and model.nominal is None:
-            from .identifiability import structural_check
-
-            click.echo(str(structural_check(model, route=route)))
-            return
-        result = check_identifiability(model, nominal=nominal, route=route, n_samples=n_samples, seed=seed,
-                                       rel_error=rel_error, level=level, n_features=n_features, dt=dt,
-                                       burn_in=burn_in, thin=thin, n_chains=n_chains,
-                                       simulate=not structural_only)
-    except DynosedError as exc:
-        raise click.ClickException(str(exc)) from None
+    model = _load_model(model_file)
+    nominal = _parse_nominal(model, nominal_items)
+    if nominal is None and model.nominal is None and not structural_only:
+        raise click.UsageError(f"{model_file} gives no nominal parameters: pass --nominal NAME=VALUE "
+                               "for each parameter, or --structural-only")
+    if structural_only and nominal is None and model.nominal is None:
+        rep = structural_check(model, route=route)
+        if as_json:
+            _echo_json(_finite({"model": model.name, "structural": _structural_dict(rep)}))
+        else:
+            click.echo(str(rep))
+        return
+    result = check_identifiability(model, nominal=nominal, route=route, n_samples=n_samples, seed=seed,
+                                   rel_error=rel_error, level=level, n_features=n_features, dt=dt,
+                                   burn_in=burn_in, thin=thin, n_chains=n_chains,
+                                   simulate=not structural_only)
+    if as_json:
+        _echo_json(_finite(_check_dict(result)))
+        return
     click.echo(str(result))
     click.echo(f"\n({time.perf_counter() - t0:.1f} s)")
 
 
-@main.command(name="compile")
-@click.argument("model_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder for the generated module (default: generated/ beside models/, see README).")
-def compile_cmd(model_file, out_dir):
-    """Derive, print and load the Numba kernels of MODEL_FILE (cached: a no-op when unchanged)."""
-    from .compiled import compile_model
-    from .model import load_model
+def _structural_dict(rep):
+    return {"rank": getattr(rep, "rank", None), "n_params": getattr(rep, "n_params", None),
+            "identifiable": getattr(rep, "identifiable", None),
+            "rank_is_exact": getattr(rep, "rank_is_exact", None),
+            "combinations": [c.get("combination") for c in getattr(rep, "combinations", [])],
+            "free_params": list(getattr(rep, "free_params", []))}
 
+
+def _check_dict(chk):
+    out = {"model": chk.model_name, "route": chk.route, "n_samples": chk.n_samples,
+           "structural": _structural_dict(chk.structural), "rank": chk.rank, "n_params": chk.n_params,
+           "unique": chk.unique, "null_space": list(chk.null_space), "free_params": list(chk.free_params)}
+    if chk.report is not None:
+        need = chk.n_required if chk.n_required is not None else [None] * chk.n_params
+        se = chk.std_errors if chk.std_errors is not None else [None] * chk.n_params
+        out["parameters"] = [
+            {"name": nm, "nominal": float(chk.nominal[k]), "std_error_at_n": se[k],
+             "freeness_normalised": float(chk.freeness_normalised[k]), "n_required": need[k]}
+            for k, nm in enumerate(chk.param_names)]
+        out["rel_error"], out["level"] = chk.rel_error, chk.level
+    return out
+
+
+@main.command()
+@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@click.option("-n", "--n", "n_samples", type=click.IntRange(min=1), required=True,
+              help="Number of samples to write.")
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), required=True,
+              help="Output file: .npy, .csv or .parquet (columns named after the state variables).")
+@click.option("--theta", "theta_items", multiple=True, metavar="NAME=VALUE",
+              help="Parameter value (repeatable); unspecified ones take the model's nominal value.")
+@click.option("--dt", type=click.FloatRange(min=0, min_open=True), default=0.01, show_default=True,
+              help="Time step.")
+@click.option("--burn-in", type=click.IntRange(min=0), default=5000, show_default=True,
+              help="Steps discarded at the start of every chain.")
+@click.option("--thin", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Steps between recorded states.")
+@click.option("--chains", "n_chains", type=click.IntRange(min=1), default=None,
+              help="Independent chains [default: min(n, 2048)].")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar over chains [default: on a terminal].")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
+def simulate(model_file, n_samples, out, theta_items, dt, burn_in, thin, n_chains, seed, progress, as_json):
+    """Draw N steady-state samples of MODEL (independent chains) and write them to a file.
+
+    The parameters default to the model's nominal values; --theta overrides single ones.
+    Rows are ordered chain by chain (contiguous rows hold whole chains).
+    """
+    from .simulate import simulate as run
+
+    suffix = _suffix(out, "--out")
+    model = _load_model(model_file)
+    theta = _full_theta(model, theta_items, "--theta", "pass --theta NAME=VALUE for each parameter")
+    if theta is None:
+        raise click.UsageError(f"{model_file} gives no nominal parameters: pass --theta NAME=VALUE for "
+                               f"each parameter ({', '.join(model.param_names)})")
     t0 = time.perf_counter()
-    try:
-        model = load_model(model_file)
-        cm = compile_model(model, out_dir)
-    except DynosedError as exc:
-        raise click.ClickException(str(exc)) from None
-    path = getattr(cm, "path", None) or getattr(getattr(cm, "module", None), "__file__", "?")
-    click.echo(f"{model.name}: {path} ({time.perf_counter() - t0:.1f} s)")
+    X = run(model, theta, n_samples, dt=dt, burn_in=burn_in, thin=thin, n_chains=n_chains, seed=seed,
+            progress=progress)
+    _write_samples(X, model, out, suffix)
+    elapsed = time.perf_counter() - t0
+    if as_json:
+        _echo_json(_finite({"model": model.name, "out": out, "n_samples": int(X.shape[0]),
+                            "columns": model.state_names, "theta": theta, "dt": dt, "burn_in": burn_in,
+                            "thin": thin, "n_chains": n_chains or min(n_samples, 2048), "seed": seed,
+                            "seconds": elapsed}))
+        return
+    vals = ", ".join(f"{k} = {v:.4g}" for k, v in theta.items())
+    click.echo(f"wrote {X.shape[0]:,} × {X.shape[1]} samples of {model.name!r} to {out} "
+               f"(columns {', '.join(model.state_names)}; {vals}) in {elapsed:.1f} s")
+
+
+@main.command()
+@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data_file", metavar="DATA", type=click.Path(exists=True, dir_okay=False))
+@click.option("--route", type=click.Choice(["global", "local"]), default="global", show_default=True,
+              help="global: kernel-Stein discrepancy over all samples; local: Fokker–Planck residuals "
+                   "at probe points with estimated scores.")
+@click.option("--lam", type=click.FloatRange(min=0), default=1e-6, show_default=True,
+              help="Tikhonov regularisation λ.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seeds the random features (global) or the probe choice (local).")
+@click.option("--n-blocks", type=click.IntRange(min=0), default=32, show_default=True,
+              help="Data blocks behind the noise estimates (standard errors, rank, consistency).")
+@click.option("--features", "n_features", type=click.IntRange(min=1), default=2048, show_default=True,
+              help="[global] Random Fourier features m.")
+@click.option("--bandwidth", default="median", show_default=True,
+              help="[global] Kernel length scale ℓ: 'median' or a positive number.")
+@click.option("--probes", "n_probes", type=click.IntRange(min=1), default=10, show_default=True,
+              help="[local] Number of probe points chosen in the data.")
+@click.option("--probe-method", type=click.Choice(["random", "kmeans", "dense"]), default="random",
+              show_default=True, help="[local] How probes are chosen (dense needs --radius).")
+@click.option("--radius", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="[local] Ball radius around each probe; the data are restricted to the balls "
+                   "(needed by --score score_matching).")
+@click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=49.0, show_default=True,
+              help="[local] Precision T of the Gaussian score kernel.")
+@click.option("--score", type=click.Choice(["kernel", "local_gaussian", "score_matching"]), default="kernel",
+              show_default=True, help="[local] Score estimator.")
+@click.option("--show-nominal", is_flag=True, help="Show the model's nominal values beside the estimates.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of a table.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the per-parameter results to a .json or .csv file.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
+def fit(model_file, data_file, route, lam, seed, n_blocks, n_features, bandwidth, n_probes, probe_method,
+        radius, temperature, score, show_nominal, as_json, out, progress):
+    """Fit the parameters of MODEL to the unordered samples in DATA (.npy, .csv or .parquet).
+
+    .csv/.parquet columns are matched to the state variables by name (order and extra columns do not
+    matter); .npy columns must be in the model's state order.  Prints a table: estimate, standard
+    error, confidence interval, freeness and whether each parameter is identifiable, then the rank,
+    the unresolved combinations and the consistency of the model with the data.
+    """
+    from .fit import fit_global
+    from .local import fit_local
+
+    if out is not None and not str(out).lower().endswith((".json", ".csv")):
+        raise click.BadParameter(f"{out!r}: expected a .json or .csv file", param_hint="--out")
+    if bandwidth != "median":
+        try:
+            bandwidth = float(bandwidth)
+        except ValueError:
+            raise click.BadParameter(f"expected 'median' or a number, got {bandwidth!r}",
+                                     param_hint="--bandwidth") from None
+    if show_nominal and _load_model(model_file).nominal is None:
+        raise click.UsageError(f"{model_file} gives no nominal values to show (--show-nominal)")
+    model = _load_model(model_file)
+    t0 = time.perf_counter()
+    if route == "global":
+        X = _load_data(data_file, model, in_memory=False)
+        result = fit_global(model, X, n_features=n_features, bandwidth=bandwidth, lam=lam, seed=seed,
+                            n_blocks=n_blocks, progress=progress)
+    else:
+        from .data import as_samples
+        from .probes import Balls, choose_probes
+
+        if score == "score_matching" and radius is None:
+            raise click.UsageError("--score score_matching needs --radius (the balls around the probes)")
+        X = as_samples(_load_data(data_file, model, in_memory=True), model, "DATA")
+        centres = choose_probes(X, n_probes, method=probe_method, radius=radius, seed=seed)
+        probes = centres
+        if radius is not None:
+            probes = Balls(centres, radius)
+            X = probes.restrict(X)
+        result = fit_local(model, X, probes, temperature=temperature, score=score, lam=lam,
+                           n_blocks=n_blocks, progress=progress)
+    elapsed = time.perf_counter() - t0
+    truth = model.nominal if show_nominal else None
+    if out is not None:
+        if str(out).lower().endswith(".json"):
+            result.to_json(out, truth=truth)
+        else:
+            result.to_dataframe(truth=truth).to_csv(out)
+    if as_json:
+        rec = json.loads(result.to_json(truth=truth))
+        rec["data"] = data_file
+        rec["seconds"] = elapsed
+        _echo_json(rec)
+        return
+    click.echo(result.summary(truth=truth))
+    click.echo(f"\n({data_file}: {result.n_samples:,} samples; {elapsed:.1f} s"
+               + (f"; results written to {out}" if out else "") + ")")
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@click.option("--quick", is_flag=True, help="Smaller sizes and fewer repeats.")
+@click.option("--only", default=None, metavar="SECTIONS",
+              help="Comma-separated sections among fill, scaling, compile, simulator, large [default: all].")
+@click.option("--repeats", type=click.IntRange(min=1), default=None,
+              help="Timed repeats per measurement (the median is reported).")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write every number to this JSON file.")
+def bench(quick, only, repeats, json_file):
+    """Benchmarks of the compiled kernels against the NumPy reference, measured in the same run
+    (the full set takes about 5 minutes on 2 cores; see dynosed_sym/bench.py)."""
+    from . import bench as bench_module
+
+    if only is not None:
+        wanted = [s.strip() for s in only.split(",") if s.strip()]
+        unknown = [s for s in wanted if s not in bench_module.SECTIONS]
+        if unknown or not wanted:
+            raise click.BadParameter(f"unknown section {unknown[0] if unknown else only!r}; choose from "
+                                     f"{', '.join(bench_module.SECTIONS)}", param_hint="--only")
+    argv = (["--quick"] if quick else []) + (["--only", only] if only else [])
+    argv += (["--repeats", str(repeats)] if repeats else []) + (["--json", json_file] if json_file else [])
+    bench_module.main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -167,6 +167,8 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
                 raise CodegenError(f"cannot write generated kernels to {out_dir!r} ({exc}); "
                                    "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder") from exc
         module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
+        from .progress import note_first_compile  # one stderr line when Numba's disk cache is cold
+        note_first_compile(module, model.name)
         cm = CompiledModel(model, module, path)
         _LOADED[key] = cm
         return cm

@@ -12,6 +12,9 @@ Streamed (read in chunks of at most ``chunk_rows`` rows; memory does not grow wi
     - any iterable or iterator of chunks (arrays or DataFrames), e.g. a generator or
       ``pandas.read_csv(path, chunksize=...)``;
     - a ``dask.array`` (or dask DataFrame), normally handed to :mod:`dynosed_sym.distributed`.
+AnnData (single-cell data; ``pip install 'dynosed_sym[anndata]'``)
+    An ``anndata.AnnData`` whose ``var_names`` include the state names is read from ``.X``;
+    :func:`from_anndata` chooses other variables (``var_names=``) or a layer (``layer=``).
 
 Noise blocks
 ------------
@@ -44,7 +47,7 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["as_samples", "check_finite", "iter_blocks", "block_edges", "open_source", "DataSource",
+__all__ = ["as_samples", "from_anndata", "check_finite", "iter_blocks", "block_edges", "open_source", "DataSource",
            "NoiseBlocks", "assemble_stream", "validate_rows",
            "DEFAULT_BLOCKS", "MIN_BLOCK_ROWS", "CHUNK_ROWS", "BANDWIDTH_ROWS"]
 
@@ -76,8 +79,10 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
 
     Accepts a NumPy array (N, d) in ``model.state`` column order or a pandas
     DataFrame whose columns include the state names (order and extra columns
-    do not matter).
+    do not matter), or an AnnData whose ``var_names`` include them (:func:`from_anndata`).
     """
+    if _is_anndata(X):
+        return from_anndata(X, model, name=name, min_samples=min_samples)
     if _is_frame(X):
         arr = _from_frame(X, model, name)
     else:
@@ -96,6 +101,68 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     if arr.shape[0] < min_samples:
         raise DataError(f"{name}: {arr.shape[0]} sample(s); at least {min_samples} are needed")
     return np.ascontiguousarray(arr)
+
+
+def _is_anndata(X):
+    return type(X).__name__ == "AnnData" and (type(X).__module__ or "").startswith("anndata")
+
+
+def from_anndata(adata, model, var_names=None, layer=None, name="X", min_samples=2) -> np.ndarray:
+    """The model's state columns of an AnnData object → validated float64 (N, d).
+
+    Parameters
+    ----------
+    adata : anndata.AnnData
+        Cells × variables (genes, proteins ...).
+    model : SDEModel
+    var_names : None, sequence of str (length d) or dict
+        Which variables are the state: None → the variables named like the state variables;
+        a sequence → the variables in ``model.state`` order; a dict ``{state name: var name}``
+        (state variables not in it keep their own name).
+    layer : str, optional
+        Read ``adata.layers[layer]`` instead of ``adata.X``.
+
+    Returns
+    -------
+    (N, d) array in ``model.state`` order.  Dense or sparse storage; only the chosen
+    columns are densified.
+    """
+    if not _is_anndata(adata):
+        raise DataError(f"{name}: expected an anndata.AnnData, got {type(adata).__name__}")
+    states = model.state_names
+    if var_names is None:
+        chosen = list(states)
+    elif isinstance(var_names, dict):
+        unknown = [k for k in var_names if str(k) not in states]
+        if unknown:
+            raise DataError(f"{name}: var_names key {str(unknown[0])!r} is not a state variable of "
+                            f"{model.name!r} ({', '.join(states)})")
+        chosen = [str(var_names.get(s, var_names.get(sym, s))) for s, sym in zip(states, model.state)]
+    else:
+        chosen = [str(v) for v in var_names]
+        if len(chosen) != model.d:
+            raise DataError(f"{name}: var_names has {len(chosen)} entries, model {model.name!r} has "
+                            f"{model.d} state variables ({', '.join(states)})")
+    available = [str(v) for v in adata.var_names]
+    index = {v: i for i, v in enumerate(available)}
+    for s, v in zip(states, chosen):
+        if v not in index:
+            shown = ", ".join(available[:10]) + (" ..." if len(available) > 10 else "")
+            raise DataError(f"{name}: AnnData has no variable {v!r} for state variable {s!r} "
+                            f"(var_names: {shown}); pass var_names= to choose the state columns")
+    if layer is None:
+        mat = adata.X
+    else:
+        if layer not in adata.layers:
+            raise DataError(f"{name}: AnnData has no layer {layer!r} (layers: "
+                            f"{', '.join(adata.layers.keys()) or 'none'})")
+        mat = adata.layers[layer]
+    if mat is None:
+        raise DataError(f"{name}: AnnData.X is empty; pass layer=")
+    cols = mat[:, [index[v] for v in chosen]]
+    if hasattr(cols, "toarray"):  # scipy.sparse
+        cols = cols.toarray()
+    return as_samples(np.asarray(cols, dtype=float), model, name, min_samples=min_samples)
 
 
 def check_finite(arr, name, offset=0):
@@ -509,6 +576,8 @@ def open_source(X, model, name="X") -> DataSource:
         return SliceSource("memmap", X, model, name, reader=reader, location=getattr(X, "filename", None))
     if isinstance(X, np.ndarray) or _is_frame(X):
         return ArraySource(as_samples(X, model, name), model, name)
+    if _is_anndata(X):
+        return ArraySource(from_anndata(X, model, name=name), model, name)
     module = type(X).__module__ or ""
     if module.startswith("zarr") and hasattr(X, "shape"):
         return SliceSource("zarr", X, model, name, reader=ZarrReader(X), location=repr(X))

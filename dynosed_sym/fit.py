@@ -143,10 +143,117 @@ class FitResult:
         lines.append(str(rep))
         return "\n".join(lines)
 
+    # ------------------------------------------------------------------ results out
+    def _param_columns(self, truth=None):
+        """{column: (n,) values} of the per-parameter table (shared by to_dict and to_dataframe)."""
+        rep = self.report
+        n = self.model.n
+        free = set(rep.free_params)
+        cols = {"estimate": self.theta.copy()}
+        if truth is not None:
+            cols["truth"] = self.model.theta_vector(truth, "truth")
+        nan = np.full(n, np.nan)
+        ci = rep.ci if rep.ci is not None else np.column_stack([nan, nan])
+        cols["std_error"] = rep.std_errors.copy() if rep.std_errors is not None else nan.copy()
+        cols["ci_low"], cols["ci_high"] = ci[:, 0].copy(), ci[:, 1].copy()
+        cols["freeness"] = np.asarray(rep.freeness, dtype=float).copy()
+        cols["freeness_normalised"] = np.asarray(rep.freeness_normalised, dtype=float).copy()
+        cols["identifiable"] = np.array([nm not in free for nm in self.model.param_names])
+        return cols
+
+    def to_dataframe(self, truth=None):
+        """One row per parameter (index: parameter names).
+
+        Columns: ``estimate`` (``truth`` when given), ``std_error``, ``ci_low``, ``ci_high`` (at
+        ``report.ci_level``; NaN without noise blocks, ±inf when not identifiable), ``freeness``
+        diag(H_λ⁻¹), ``freeness_normalised`` λ·diag(H_λ⁻¹) and ``identifiable`` (bool).
+        Needs pandas.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            from .errors import DynosedError
+
+            raise DynosedError("to_dataframe() needs pandas: pip install pandas") from None
+        df = pd.DataFrame(self._param_columns(truth), index=pd.Index(self.model.param_names, name="parameter"))
+        return df
+
+    def to_dict(self, truth=None) -> dict:
+        """Everything needed to report the fit, as plain Python types (JSON-ready except ±inf).
+
+        Keys: ``model``, ``route``, ``n_samples``, ``settings`` (the route's settings), ``parameters``
+        (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
+        (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value, ci_level,
+        singular_values, null_space, free_params, notes).
+        """
+        cols = self._param_columns(truth)
+        params = []
+        for k, nm in enumerate(self.model.param_names):
+            rec = {"name": nm}
+            for key, vals in cols.items():
+                rec[key] = bool(vals[k]) if key == "identifiable" else float(vals[k])
+            params.append(rec)
+        rep = self.report
+        return {
+            "model": self.model.name,
+            "route": self.route,
+            "n_samples": self.n_samples,
+            "settings": _plain(self.info),
+            "parameters": params,
+            "report": {
+                "rank": int(rep.rank), "n_params": int(rep.n_params), "unique": bool(rep.unique),
+                "consistent": None if rep.consistent is None else bool(rep.consistent),
+                "residual_norm": float(rep.residual_norm),
+                "residual_ratio": None if rep.residual_ratio is None else float(rep.residual_ratio),
+                "p_value": None if rep.p_value is None else float(rep.p_value),
+                "ci_level": float(rep.ci_level), "lam": float(rep.lam),
+                "singular_values": [float(v) for v in rep.singular_values],
+                "null_space": list(rep.null_space), "free_params": list(rep.free_params),
+                "notes": list(rep.notes),
+            },
+        }
+
+    def to_json(self, path=None, truth=None, indent=2) -> str:
+        """:meth:`to_dict` as strict JSON (non-finite numbers become ``null``); written to ``path``
+        when given.  Returns the JSON text."""
+        import json
+
+        text = json.dumps(_finite_or_none(self.to_dict(truth)), indent=indent, allow_nan=False)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        return text
+
     def __repr__(self):
         vals = ", ".join(f"{k}={v:.4g}" for k, v in itertools.islice(self.params.items(), 6))
         more = ", ..." if self.model.n > 6 else ""
         return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{self.model.n})"
+
+
+def _plain(obj):
+    """Numpy scalars/arrays and tuples inside ``obj`` → plain Python (for JSON); others → str."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)
+
+
+def _finite_or_none(obj):
+    """Replace NaN and ±inf floats by None, recursively (strict JSON has no such numbers)."""
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite_or_none(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
 
 
 def _dlogp_per_sample(dlogp_dt, X):

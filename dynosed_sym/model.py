@@ -333,23 +333,60 @@ class SDEModel:
         return not any(e.free_symbols for e in self.D)
 
     def equations(self) -> str:
-        """The declared SDE in readable form, one line per state variable."""
+        """The declared SDE in readable form: one line per state variable, then D and θ.
+
+        ::
+
+            dx = sigma*(-x + y) dt + √(2D) dW_x
+            dy = x*(rho - z) - y dt + √(2D) dW_y
+            dz = -beta*z + x*y dt + √(2D) dW_z
+            D = 3/10 · I (3×3)
+            parameters (3): sigma = 10, rho = 28, beta = 2.667   [nominal]
+
+        With ``noise=G`` the noise term reads ``Σ_k G[i,k] dW_k`` and D = ½GGᵀ is not repeated.
+        """
+        names = self.state_names
+        w = max(len(n) for n in names)
+        noise_terms = []
+        if self.G is not None:
+            for i in range(self.d):
+                terms = [f"({sp.sstr(g)})·dW{k + 1}" if g.is_Add else f"{sp.sstr(g)}·dW{k + 1}"
+                         for k, g in enumerate(self.G.row(i)) if g != 0]
+                noise_terms.append(" + ".join(terms) if terms else "0")
+        else:
+            noise_terms = ["√(2D) dW" if self.d == 1 else f"[√(2D) dW]_{n}" for n in names]
+            if self.D.is_diagonal():
+                noise_terms = [f"√({sp.sstr(2 * self.D[i, i])}) dW_{n}" if self.D[i, i] != 0 else "0"
+                               for i, n in enumerate(names)]
         lines = []
-        for j, s in enumerate(self.state):
-            lines.append(f"d{s} = ({sp.sstr(self.drift[j])}) dt + noise")
-        if self.diffusion_is_constant and self.D.is_diagonal() and len(set(self.D.diagonal())) == 1:
-            lines.append(f"D = {sp.sstr(self.D[0, 0])} · I_{self.d}")
+        for j, n in enumerate(names):
+            f = sp.sstr(self.drift[j])
+            f = f"({f})" if self.drift[j].is_Add else f
+            lines.append(f"d{n:<{w}} = {f} dt + {noise_terms[j]}")
+        if self.G is not None:
+            lines.append(f"G: {self.G.shape[0]}×{self.G.shape[1]}, D = ½GGᵀ")
+        elif self.D.is_diagonal() and len(set(self.D.diagonal())) == 1:
+            c = self.D[0, 0]
+            lines.append(f"D = {f'({sp.sstr(c)})' if c.is_Add else sp.sstr(c)} · I ({self.d}×{self.d})")
+        elif self.D.is_diagonal():
+            lines.append("D = diag(" + ", ".join(sp.sstr(e) for e in self.D.diagonal()) + ")")
         else:
             lines.append(f"D = {sp.sstr(self.D.tolist())}")
-        lines.append("parameters: " + ", ".join(self.param_names))
+        if self.nominal is not None:
+            vals = ", ".join(f"{p} = {v:.4g}" for p, v in zip(self.param_names, self.nominal))
+            lines.append(f"parameters ({self.n}): {vals}   [nominal]")
+        else:
+            lines.append(f"parameters ({self.n}): " + ", ".join(self.param_names))
         return "\n".join(lines)
 
     def __repr__(self):
-        return (f"SDEModel(name={self.name!r}, d={self.d}, n={self.n}, "
-                f"state=[{', '.join(self.state_names)}])")
+        return (f"SDEModel(name={self.name!r}, state=[{', '.join(self.state_names)}], "
+                f"params=[{', '.join(self.param_names[:8])}{', ...' if self.n > 8 else ''}], "
+                f"d={self.d}, n={self.n})")
 
     def __str__(self):
-        return f"SDE model {self.name!r} (d={self.d}, n={self.n})\n" + self.equations()
+        return f"SDE model {self.name!r} (d = {self.d} state variables, n = {self.n} parameters)\n" \
+            + self.equations()
 
 
 def load_model(path) -> SDEModel:

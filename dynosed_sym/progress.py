@@ -1,16 +1,21 @@
-"""Optional progress bars (tqdm) for streamed and distributed work.
+"""Optional progress bars (tqdm) for streamed and distributed work, and the first-compile note.
 
 ``progress=None`` (the default of the functions that take it) shows a bar only for work
 on streamed or distributed data and only when standard error is a terminal;
 ``progress=True`` / ``False`` force it on or off.  Without tqdm installed
 (``pip install 'dynosed_sym[progress]'``) there is never a bar and nothing else changes.
+
+:func:`note_first_compile` prints one line on standard error when a model's generated kernels
+have no entry in Numba's on-disk cache yet, so the pause of the first compilation (seconds per
+kernel) is explained.  Set ``DYNOSED_QUIET=1`` to silence it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
-__all__ = ["progress_enabled", "progress_bar"]
+__all__ = ["progress_enabled", "progress_bar", "note_first_compile", "cold_kernels"]
 
 
 def _stderr_isatty():
@@ -68,3 +73,42 @@ def progress_bar(enabled, total=None, desc=None, unit="rows"):
         return _NoBar()
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, leave=False,
                 dynamic_ncols=True, file=sys.stderr)
+
+
+def cold_kernels(module) -> tuple:
+    """(cold, total): public Numba kernels of ``module`` without an on-disk cache index, and all.
+
+    Numba writes one index file per cached function (``<module>.<function>-<line>.pyXY.nbi``);
+    a kernel without one is compiled on its first call.  Functions whose cache location cannot
+    be read are not counted.
+    """
+    cold, total = [], 0
+    for name, obj in vars(module).items():
+        if name.startswith("_"):
+            continue
+        try:
+            index = obj._cache._cache_file._index_path
+        except AttributeError:
+            continue
+        total += 1
+        if not os.path.exists(index):
+            cold.append(name)
+    return cold, total
+
+
+def note_first_compile(module, model_name, stream=None) -> bool:
+    """One line on standard error when ``module`` has never been compiled (no kernel cached).
+
+    A model whose kernels were compiled before (some of them cached) stays silent: kernels of
+    a route not used so far compile on their first call, in seconds.  Returns whether the note
+    was written.
+    """
+    if os.environ.get("DYNOSED_QUIET"):
+        return False
+    cold, total = cold_kernels(module)
+    if not total or len(cold) < total:
+        return False
+    print(f"dynosed: first use of model {model_name!r}: Numba compiles its kernels as they are "
+          "first called (a few seconds each; cached on disk afterwards)", file=stream or sys.stderr,
+          flush=True)
+    return True

@@ -28,6 +28,8 @@ from .errors import DataError
 
 __all__ = ["simulate", "chain_keys", "initial_states"]
 
+SIM_BATCH_CHAINS = 256  # chains per kernel call when a progress bar is shown (4 lane blocks of 64)
+
 
 def chain_keys(seed, n_chains) -> np.ndarray:
     """Per-chain 64-bit stream keys derived from ``seed`` (NumPy SeedSequence)."""
@@ -53,7 +55,7 @@ def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
 
 
 def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=None, seed=0,
-             x0=None, out_dir=None, *, backend=None, client=None) -> np.ndarray:
+             x0=None, out_dir=None, *, backend=None, client=None, progress=None) -> np.ndarray:
     """Draw approximately stationary samples by running independent chains.
 
     Parameters
@@ -81,6 +83,9 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
         "dask" (or passing ``client``) spreads the chains over Dask workers with
         :func:`dynosed_sym.distributed.simulate`; the result is bitwise the same.
     client : distributed.Client, optional
+    progress : bool or None
+        Progress bar over chains (tqdm, on standard error); None shows it when standard error
+        is a terminal.  With a bar the chains run in batches (same samples, bitwise).
 
     Returns
     -------
@@ -110,6 +115,20 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
                                     out_dir, client=client)
     plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir)
     out, status = plan.empty_output()
+    from .progress import progress_bar, progress_enabled
+
+    if progress_enabled(progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
+        # a chain's output depends only on its key and start, so batches of chains give the
+        # same samples as one call; the bar advances per batch
+        with progress_bar(True, total=plan.n_chains, desc=f"simulate {model.name}", unit="chains") as bar:
+            for lo in range(0, plan.n_chains, SIM_BATCH_CHAINS):
+                hi = min(plan.n_chains, lo + SIM_BATCH_CHAINS)
+                part = np.empty((plan.n_keep, hi - lo, model.d))
+                plan.cm.module.simulate_chains(plan.x0[lo:hi], plan.theta, plan.G, plan.dt, plan.burn_in,
+                                               plan.thin, plan.n_keep, plan.keys[lo:hi], part, status[lo:hi])
+                out[:, lo:hi] = part
+                bar.update(hi - lo)
+        return plan.samples(out, status)
     plan.cm.module.simulate_chains(plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in, plan.thin,
                                    plan.n_keep, plan.keys, out, status)
     return plan.samples(out, status)
