@@ -83,10 +83,12 @@ def feature_arguments(X, feats, name="X", offset=0):
     if X.shape[0] == 0:
         return
     limit = MAX_FEATURE_TURNS * 2.0 * math.pi - 2.0 * math.pi
-    with np.errstate(over="ignore"):  # an overflow here is itself the answer (inf > limit)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is itself the answer
         w_max = float(np.sqrt((feats.omega ** 2).sum(axis=1)).max())
-        norms = np.sqrt((X * X).sum(axis=1))
-    bad = ~(norms * w_max <= limit)
+        scale = np.abs(X).max(axis=1)  # ‖x‖ without overflowing x² (rows of 1e200 are valid input)
+        safe = np.where(scale > 0, scale, 1.0)
+        norms = scale * np.sqrt(((X / safe[:, None]) ** 2).sum(axis=1))
+        bad = ~(norms * w_max <= limit)
     if bad.any():
         rows = np.flatnonzero(bad)
         r = int(rows[0])
