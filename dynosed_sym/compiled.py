@@ -196,7 +196,10 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     ----------
     model : SDEModel
     out_dir : str, optional
-        Folder of generated modules (default: :func:`default_output_dir`).
+        Folder of generated modules (default: :func:`default_output_dir`).  A folder given here
+        or by ``$DYNOSED_GENERATED_DIR`` that cannot be written raises CodegenError; when the
+        automatic default cannot be written, the modules go to :func:`user_cache_dir` with a
+        warning.  A valid file already present is loaded without any write.
     force : bool
         Re-derive and rewrite even when a valid file exists (the file is still
         only touched if its content changes).

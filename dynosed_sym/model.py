@@ -135,6 +135,14 @@ class SDEModel:
     nominal : dict or sequence, optional
         Nominal parameter values (keyed by symbol or name, or in θ order).
 
+    Notes
+    -----
+    The drift and D must not depend on time: both snapshot routes use the time-homogeneous
+    f(x; θ), and a snapshot that is not stationary is described by ∂ₜlog p (``dlogp_dt=`` of
+    the fits), not by f(x, t).  A symbol named ``t``, ``time`` or ``tau`` is therefore reported
+    as time dependence.  A constant D is checked positive semi-definite here; a state-dependent
+    D where it is used (at samples, probes and start states, :func:`dynosed_sym.validate.diffusion_psd`).
+
     Attributes
     ----------
     state, params : tuple of sympy.Symbol

@@ -1,4 +1,10 @@
-"""Argument checks shared by the entry points: every failure is a DataError naming the argument."""
+"""Checks shared by the entry points.
+
+Arguments and data: every failure is a DataError naming the argument, row or value.  The
+state-dependent diffusion, which can only be checked where it is evaluated, raises a ModelError
+naming the model, the row and the state.  The README table "Bad input and what you get" lists
+what each check catches.
+"""
 
 from __future__ import annotations
 
@@ -85,6 +91,8 @@ def feature_arguments(X, feats, name="X", offset=0):
     limit = MAX_FEATURE_TURNS * 2.0 * math.pi - 2.0 * math.pi
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is itself the answer
         w_max = float(np.sqrt((feats.omega ** 2).sum(axis=1)).max())
+        if math.sqrt(float(np.einsum("ij,ij->i", X, X).max())) * w_max <= limit:
+            return  # the common case, in one pass
         scale = np.abs(X).max(axis=1)  # ‖x‖ without overflowing x² (rows of 1e200 are valid input)
         safe = np.where(scale > 0, scale, 1.0)
         norms = scale * np.sqrt(((X / safe[:, None]) ** 2).sum(axis=1))
