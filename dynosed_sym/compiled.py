@@ -20,10 +20,15 @@ from .codegen.emit import module_filename, render_module, split_banner, write_if
 from .errors import CodegenError, DataError
 from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
 
-__all__ = ["CompiledModel", "compile_model", "default_output_dir"]
+__all__ = ["CompiledModel", "compile_model", "default_output_dir", "user_cache_dir"]
 
 _LOADED: dict = {}
 _LOCK = threading.Lock()
+
+
+def user_cache_dir() -> str:
+    """The per-user folder of generated modules, ``~/.cache/dynosed_sym/generated``."""
+    return os.path.join(os.path.expanduser("~"), ".cache", "dynosed_sym", "generated")
 
 
 def default_output_dir(model) -> str:
@@ -41,7 +46,7 @@ def default_output_dir(model) -> str:
         candidate = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(src))), "generated")
         if os.path.isdir(candidate):
             return candidate
-    return os.path.join(os.path.expanduser("~"), ".cache", "dynosed_sym", "generated")
+    return user_cache_dir()
 
 
 def _valid_file(path, expected_hash):
@@ -55,6 +60,58 @@ def _valid_file(path, expected_hash):
     return (recorded is not None and recorded == content_hash_of(body)
             and f"SPEC_HASH = {expected_hash!r}" in body
             and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body)
+
+
+def _numba_cache_files(path):
+    """Numba's on-disk cache files (index ``.nbi``, data ``.nbc``) of a generated module."""
+    cache = os.path.join(os.path.dirname(path), "__pycache__")
+    stem = os.path.splitext(os.path.basename(path))[0] + "."
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return []
+    return [os.path.join(cache, n) for n in names
+            if n.startswith(stem) and n.endswith((".nbi", ".nbc"))]
+
+
+def _numba_cache_intact(files) -> bool:
+    """False when a cache file of the module is damaged (truncated, overwritten).
+
+    Numba writes them atomically, but a full disk or a copy gone wrong can leave a broken
+    one, and Numba then fails inside the first kernel call with an UnpicklingError.  An
+    index is unpickled completely (small, plain data); a data file is only checked to be a
+    complete pickle frame (unpickling it would rebuild the machine code).
+    """
+    import pickle
+
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                if f.endswith(".nbi"):
+                    pickle.load(fh)
+                    pickle.loads(fh.read())
+                else:
+                    data = fh.read()
+                    if len(data) < 3 or data[:1] != b"\x80" or data[-1:] != b".":
+                        return False
+        except FileNotFoundError:
+            continue  # removed meanwhile by another process: Numba recompiles
+        except Exception:
+            return False
+    return True
+
+
+def _repair_numba_cache(path):
+    """Delete a damaged Numba cache of the module at ``path`` (with a warning): it is rebuilt."""
+    files = _numba_cache_files(path)
+    if files and not _numba_cache_intact(files):
+        warnings.warn(f"Numba's cache of {os.path.basename(path)} is damaged; deleting it (the kernels "
+                      "are compiled again)", stacklevel=3)
+        for f in files:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
 
 
 def _import_path(path, module_name):
@@ -139,7 +196,10 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     ----------
     model : SDEModel
     out_dir : str, optional
-        Folder of generated modules (default: :func:`default_output_dir`).
+        Folder of generated modules (default: :func:`default_output_dir`).  A folder given here
+        or by ``$DYNOSED_GENERATED_DIR`` that cannot be written raises CodegenError; when the
+        automatic default cannot be written, the modules go to :func:`user_cache_dir` with a
+        warning.  A valid file already present is loaded without any write.
     force : bool
         Re-derive and rewrite even when a valid file exists (the file is still
         only touched if its content changes).
@@ -149,29 +209,51 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     CompiledModel
     """
     h = spec_hash(model)
+    # a folder the user chose is used or fails loudly; the automatic default (e.g. a read-only
+    # installed project) falls back to the per-user cache with a warning
+    chosen = out_dir is not None or bool(os.environ.get("DYNOSED_GENERATED_DIR"))
     out_dir = os.path.abspath(out_dir or default_output_dir(model))
     key = (h, out_dir)
     with _LOCK:
         if key in _LOADED and not force:
             cm = _LOADED[key]
             return cm if cm.model is model else CompiledModel(model, cm.module, cm.path)
-        path = os.path.join(out_dir, module_filename(model.name, h))
-        if force or not _valid_file(path, h):
-            if os.path.exists(path) and not force:
-                warnings.warn(f"generated file {path} was modified or truncated; regenerating it",
-                              stacklevel=2)
-            text = render_module(build_spec(model))
-            try:
-                write_if_changed(path, text)
-            except OSError as exc:
-                raise CodegenError(f"cannot write generated kernels to {out_dir!r} ({exc}); "
-                                   "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder") from exc
+        try:
+            path = _ensure_file(model, h, out_dir, force)
+        except CodegenError as exc:
+            fallback = os.path.abspath(user_cache_dir())
+            if chosen or out_dir == fallback:
+                raise
+            warnings.warn(f"{exc}; using the user cache {fallback!r} instead", stacklevel=2)
+            path = _ensure_file(model, h, fallback, force)
+        _repair_numba_cache(path)
         module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
         from .progress import note_first_compile  # one stderr line when Numba's disk cache is cold
         note_first_compile(module, model.name)
         cm = CompiledModel(model, module, path)
         _LOADED[key] = cm
         return cm
+
+
+def _ensure_file(model, h, out_dir, force) -> str:
+    """Path of a valid generated module for spec hash ``h`` in ``out_dir``, written if needed.
+
+    Another process may write the same file at the same time: every write is a whole-file
+    atomic replace of identical text (the output is deterministic), so a reader sees either
+    no file, or a complete one.
+    """
+    path = os.path.join(out_dir, module_filename(model.name, h))
+    if force or not _valid_file(path, h):
+        if os.path.exists(path) and not force:
+            warnings.warn(f"generated file {path} was modified or truncated; regenerating it",
+                          stacklevel=3)
+        text = render_module(build_spec(model))
+        try:
+            write_if_changed(path, text)
+        except OSError as exc:
+            raise CodegenError(f"cannot write generated kernels to {out_dir!r} ({exc}); "
+                               "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder") from exc
+    return path
 
 
 def check_finite_output(arr, what, X=None):

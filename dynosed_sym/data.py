@@ -727,8 +727,10 @@ class NoiseBlocks:
 def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None):
     """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``."""
     from .assembly import block_sums
+    from .validate import feature_arguments
 
     for chunk in chunks:
+        feature_arguments(chunk, feats, offset=blocks.row)  # names global rows
         for k, piece in blocks.split(chunk):
             P_s, P_c = block_sums(cm, piece, feats)
             blocks.add(k, P_s, P_c, piece.shape[0])

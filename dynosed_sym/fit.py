@@ -373,14 +373,22 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
         head = source.head(BANDWIDTH_ROWS)
         if head.shape[0] < 2:
             raise DataError(f"X: {head.shape[0]} sample(s); at least 2 are needed")
+        # reliability checks (a streamed input: on its first rows; the feature range per chunk)
+        validate.distinct_samples(source.array if source.kind == "array" else head)
+        validate.diffusion_psd(model, head, "X")
         if isinstance(bandwidth, str):
             if bandwidth != "median":
                 raise DataError(f"bandwidth must be 'median' or a positive number, got {bandwidth!r}")
             ell = median_lengthscale(head, seed=seed)
+            if not np.isfinite(ell):
+                raise DataError("X: the median pairwise distance overflows (values too large for "
+                                "double precision); rescale the state variables")
         else:
             ell = validate.number(bandwidth, "bandwidth", positive=True)
         del head
         feats = draw_features(model.d, int(n_features), ell, seed=seed)
+        if source.kind == "array":  # streamed chunks are checked as they are read (data.accumulate)
+            validate.feature_arguments(source.array, feats)
         show = progress_enabled(progress, streamed=source.streamed or use_dask)
         with progress_bar(show, total=source.n_rows, desc=f"fit_global {model.name}") as bar:
             if use_dask:
@@ -412,6 +420,7 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     N = int(counts.sum())
     if N < 2:
         raise DataError(f"X: {N} sample(s); at least 2 are needed")
+    validate.system_scale(A, b, "global")
     if not gradient:
         theta = solve_tikhonov(A, b, lam)
     report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)

@@ -184,6 +184,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
                             f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
                             "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample")
         P, ball_radius = as_probes(probes, model, Xa)
+        validate.diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
         M = P.shape[0]
         g = _dlogp_at(dlogp_dt, P)
         info = {"probes": M}
@@ -199,6 +200,8 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
             if radius is None:
                 radius = ball_radius
             estimator = make_estimator(score, temperature, radius, degree)
+            if Xa is not None and estimator.method in ("kernel", "local_gaussian", "score_matching"):
+                validate.distinct_samples(Xa)  # (a callable may not even read X)
             if source is not None and not getattr(estimator, "streams", False):
                 raise DataError(f"score={score!r} needs X in memory (an array or DataFrame); X is "
                                 f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
@@ -243,6 +246,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
     A_all = A_all.reshape(B + 1, M, model.n) * scale
     b_all = b_all.reshape(B + 1, M) * scale
     A, b = A_all[0], b_all[0]
+    validate.system_scale(A, b, "local")
     theta = solve_tikhonov(A, b, lam)
     A_blocks = b_blocks = counts = None
     notes = []

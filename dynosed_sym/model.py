@@ -64,6 +64,10 @@ def _as_symbol_list(items, what):
     return out, repl
 
 
+# Names read as time: the stationary routes cannot use a drift f(x, t) (see SDEModel).
+_TIME_NAMES = ("t", "time", "tau")
+
+
 def _as_column(expr_list, what, d):
     if isinstance(expr_list, sp.MatrixBase):
         if 1 not in expr_list.shape:
@@ -86,6 +90,12 @@ def _check_functions(expr, where):
         if isinstance(f, sp.core.function.AppliedUndef):
             raise ModelError(
                 f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
+            )
+        if isinstance(f, sp.Piecewise):
+            raise ModelError(
+                f"{where}: Piecewise() cannot be compiled (its branches have no derivatives the "
+                "Stein features could use); write it with Heaviside(), Min(), Max(), Abs() or "
+                "sign(), whose derivatives are taken almost everywhere"
             )
         if not isinstance(f, SUPPORTED_FUNCTIONS):
             raise ModelError(
@@ -124,6 +134,14 @@ class SDEModel:
         Identifier used for generated files (letters, digits, underscore).
     nominal : dict or sequence, optional
         Nominal parameter values (keyed by symbol or name, or in θ order).
+
+    Notes
+    -----
+    The drift and D must not depend on time: both snapshot routes use the time-homogeneous
+    f(x; θ), and a snapshot that is not stationary is described by ∂ₜlog p (``dlogp_dt=`` of
+    the fits), not by f(x, t).  A symbol named ``t``, ``time`` or ``tau`` is therefore reported
+    as time dependence.  A constant D is checked positive semi-definite here; a state-dependent
+    D where it is used (at samples, probes and start states, :func:`dynosed_sym.validate.diffusion_psd`).
 
     Attributes
     ----------
@@ -170,6 +188,13 @@ class SDEModel:
             extra = fj.free_symbols - declared
             if extra:
                 bad = sorted(extra, key=str)[0]
+                if str(bad) in _TIME_NAMES:
+                    raise ModelError(
+                        f"{where}: the drift depends on time {bad}; snapshot routes need a "
+                        "time-homogeneous drift f(x; θ) (the stationary Fokker–Planck equation has "
+                        "no t).  For a snapshot that is not stationary keep f(x; θ) and pass "
+                        "∂ₜlog p as dlogp_dt= to fit_global/fit_local; for a periodic forcing make "
+                        f"the phase a state variable")
                 raise ModelError(f"{where}: symbol {bad} is neither a state variable nor a parameter")
         self.drift = f
 
@@ -194,6 +219,9 @@ class SDEModel:
                 raise ModelError(f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
                                  "diffusion; D must be known (only the drift may hold parameters)")
             extra = Dij.free_symbols - set(self.state)
+            if extra and str(sorted(extra, key=str)[0]) in _TIME_NAMES:
+                raise ModelError(f"{where}: the diffusion depends on time {sorted(extra, key=str)[0]}; "
+                                 "snapshot routes need a time-homogeneous D(x)")
             if extra:
                 raise ModelError(f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable")
         for i in range(d):
@@ -201,6 +229,12 @@ class SDEModel:
                 if sp.simplify(D[i, j] - D[j, i]) != 0:
                     raise ModelError(f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                                      f"D[{j},{i}] = {D[j, i]}")
+        for i in range(d):
+            # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
+            # what the symbols prove: a diagonal entry negative for every real state
+            if D[i, i].free_symbols and D[i, i].is_negative:
+                raise ModelError(f"diffusion D[{i},{i}] = {D[i, i]} is negative for every state; "
+                                 "D must be positive semi-definite")
         if not any(D[i, j].free_symbols for i in range(d) for j in range(d)):
             Dn = np.array(D.evalf(), dtype=float)
             eig = np.linalg.eigvalsh(Dn)

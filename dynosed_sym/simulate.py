@@ -164,8 +164,11 @@ class SimulationPlan:
         """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain."""
         if status.any():
             c = int(np.flatnonzero(status)[0])
+            hint = ("" if self.cm.noise_matrix is not None else
+                    ", or D(x) is negative where the chain went (a state-dependent D must be "
+                    "positive semi-definite wherever the state can go)")
             raise DataError(f"simulation diverged: chain {c} left the finite range at step {status[c]} "
-                            f"(dt={self.dt}); reduce dt or check the parameters")
+                            f"(dt={self.dt}); reduce dt or check the parameters{hint}")
         return np.ascontiguousarray(out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples])
 
 
@@ -178,12 +181,14 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
     thin = validate.integer(thin, "thin", minimum=1)
     n_chains = min(n_samples, 2048) if n_chains is None else validate.integer(n_chains, "n_chains", minimum=1)
     seed = validate.seed(seed)
+    x0 = np.ascontiguousarray(initial_states(model, n_chains, seed, x0))
+    validate.diffusion_psd(model, x0, "x0", "start state")
     cm = compile_model(model, out_dir)
     G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
     return SimulationPlan(
         model=model, cm=cm, theta=theta, n_samples=n_samples, n_chains=n_chains,
         n_keep=-(-n_samples // n_chains), dt=dt, burn_in=burn_in, thin=thin,
         G=np.ascontiguousarray(G, dtype=float),
-        x0=np.ascontiguousarray(initial_states(model, n_chains, seed, x0)),
+        x0=x0,
         keys=chain_keys(seed, n_chains),
     )
