@@ -1,28 +1,31 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b73dc5b1, template kernels_v1.
-# model: grn_bcell    spec hash: f9b0a668c878efb98521881902a82907168881182d216752f7355490f454f744
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+8cbc66f9, template kernels_v1.
+# model: ou2d_m12    spec hash: 6b0deb55d4e5df94d0944e6f3e0e84ad62db03040afe4fda684ebfc7f6aca9c8
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f758bc8178a525212c82f35cf55cdab234f9aa68516a4e3b8936e17f561c3624
+# content-sha256: a71c58b4aeee5d12ebbcf1fb53ca4b6eb599fdfe0ac337ea18c1b07c23a3bc18
 # ============================================================================
-"""Numba kernels for the SDE model ``grn_bcell``.
+"""Numba kernels for the SDE model ``ou2d_m12``.
 
-State (d = 7): p, b, r, x1, y1, x2, y2
-Parameters (n = 21): W[0,0], W[0,1], W[0,2], W[0,3], W[0,4], W[0,5], W[0,6], W[1,0], W[1,1], W[1,2], W[1,3], W[1,4], W[1,5], W[1,6], W[2,0], W[2,1], W[2,2], W[2,3], W[2,4], W[2,5], W[2,6]
+State (d = 2): x, y
+Parameters (n = 1): M12
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 14, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 3, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 7), theta (21,), out (N, 7)
-    drift_jacobian(X, theta, out)            X (N, 7), theta (21,), out (N, 7, 21) = df/dtheta
-    stein_features(X, out_sin, out_cos)      X (N, 7), out_sin (N, 14), out_cos (N, 1)
-    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 7) probes, S (M, 7) scores, J (M, 7, 7) score
+    drift(X, theta, out)                     X (N, 2), theta (1,), out (N, 2)
+    drift_jacobian(X, theta, out)            X (N, 2), theta (1,), out (N, 2, 1) = df/dtheta
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 3), out_cos (N, 1)
+    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
-                                             A (M, 21), b (M,)
+                                             A (M, 1), b (M,)
+    local_residual(X, S, J, dlogp_dt, theta, R, dR)
+                                             X (M, 2) probes, S (M, 2), J (M, 2, 2), dlogp_dt (M,),
+                                             theta (1,), R (M,) residual, dR (M, 1) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
-                                             x0 (C, 7), G (7, 7), keys (C,) uint64,
-                                             out (n_keep, C, 7), status (C,) int64
+                                             x0 (C, 2), G (2, 2), keys (C,) uint64,
+                                             out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 112, drift_jacobian 30, stein_features 53, local_rows 167.
+Operation counts after joint CSE: drift 5, drift_jacobian 0, stein_features 3, local_rows 15, local_residual 17.
 """
 
 import math
@@ -30,13 +33,13 @@ import math
 import numba
 import numpy as np
 
-NAME = 'grn_bcell'
-SPEC_HASH = 'f9b0a668c878efb98521881902a82907168881182d216752f7355490f454f744'
-GENERATOR_VERSION = '0.1.0+b73dc5b1'
-STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
-PARAMS = ('W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]', 'W[1,2]', 'W[1,3]', 'W[1,4]', 'W[1,5]', 'W[1,6]', 'W[2,0]', 'W[2,1]', 'W[2,2]', 'W[2,3]', 'W[2,4]', 'W[2,5]', 'W[2,6]')
+NAME = 'ou2d_m12'
+SPEC_HASH = '6b0deb55d4e5df94d0944e6f3e0e84ad62db03040afe4fda684ebfc7f6aca9c8'
+GENERATOR_VERSION = '0.1.0+8cbc66f9'
+STATE = ('x', 'y')
+PARAMS = ('M12',)
 IS_AFFINE = True
-NOISE_DIM = 7
+NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
 
 # Contraction tables of the global Stein fill (see dynosed_sym.symbolic.SteinPieces):
@@ -45,367 +48,96 @@ STATE_DEPENDENT_NOISE = False
 #   b       gets coef * omega[:, j] * omega[:, l] * (sum_i cos_i * out_cos[i, e])
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
-    (0, 0, 0, 9.0),
-    (1, 0, 1, 9.0),
-    (2, 0, 2, 9.0),
-    (3, 0, 3, 9.0),
-    (4, 0, 4, 9.0),
-    (5, 0, 5, 9.0),
-    (6, 0, 6, 9.0),
-    (0, 1, 7, 100.0),
-    (1, 1, 8, 100.0),
-    (2, 1, 9, 100.0),
-    (3, 1, 10, 100.0),
-    (4, 1, 11, 100.0),
-    (5, 1, 12, 100.0),
-    (6, 1, 13, 100.0),
-    (0, 2, 14, 2.6),
-    (1, 2, 15, 2.6),
-    (2, 2, 16, 2.6),
-    (3, 2, 17, 2.6),
-    (4, 2, 18, 2.6),
-    (5, 2, 19, 2.6),
-    (6, 2, 20, 2.6),
+    (0, 0, 0, 1.0),
 )
 B_SIN_TERMS = (
-    (7, 0, 1.0),
-    (8, 1, 1.0),
-    (9, 2, 1.0),
-    (10, 3, 1.0),
-    (11, 4, 1.0),
-    (12, 5, 1.0),
-    (13, 6, 1.0),
+    (1, 0, -1.0),
+    (2, 1, 1.0),
 )
 B_COS_TERMS = (
-    (0, 0, 0, 0.0001),
-    (0, 1, 1, 0.0001),
-    (0, 2, 2, 0.0001),
-    (0, 3, 3, 0.0001),
-    (0, 4, 4, 0.0001),
-    (0, 5, 5, 0.0001),
-    (0, 6, 6, 0.0001),
+    (0, 0, 0, 1.0),
+    (0, 1, 1, 1.0),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (7,), theta (21,), out (7,)."""
-    t0 = 1/(x[0]**2 + 1)
-    t1 = 9*t0
-    t2 = 1/(x[1]**2 + 1)
-    t3 = 9*t2
-    t4 = 1/(x[2]**2 + 1)
-    t5 = t1*t2
-    t6 = 100*t0
-    t7 = 100*t2
-    t8 = t2*t6
-    t9 = x[3]**2 + x[4]**2
-    t10 = 2.6*t0
-    t11 = 2.6*t2
-    t12 = t10*t2
-    t13 = x[5]**2 + x[6]**2
-    t14 = (0.01)*math.pi
-    t15 = 1 - t9
-    t16 = math.sqrt(2)*t14
-    t17 = 1 - t13
-    out[0] = theta[0]*t1 + theta[1]*t3 + 9*theta[2]*t4 + theta[3]*t5 + theta[4]*t1*t4 + theta[5]*t3*t4 + theta[6]*t4*t5 - x[0] + 1e-06
-    out[1] = theta[7]*t6 + theta[8]*t7 + 100*theta[9]*t4 + theta[10]*t8 + theta[11]*t4*t6 + theta[12]*t4*t7 + theta[13]*t4*t8 - x[1]*(10*t2*x[4]**30/t9**15 + 1) + 2
-    out[2] = theta[14]*t10 + theta[15]*t11 + 2.6*theta[16]*t4 + theta[17]*t12 + theta[18]*t10*t4 + theta[19]*t11*t4 + theta[20]*t12*t4 - x[2] + 0.1 + 5*t2*x[6]**30/t13**15
-    out[3] = t14*x[4] + t15*x[3]
-    out[4] = -t14*x[3] + t15*x[4]
-    out[5] = t16*x[6] + t17*x[5]
-    out[6] = -t16*x[5] + t17*x[6]
+    """Drift f(x; theta) at one point: x (2,), theta (1,), out (2,)."""
+    out[0] = theta[0]*x[1] - x[0]
+    out[1] = -0.5*x[0] - x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 7), theta (21,), out (N, 7)."""
+    """Drift at N points: X (N, 2), theta (1,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_jacobian_point(x, theta, out):
-    """Jacobian df/dtheta at one point: x (7,), theta (21,), out (7, 21), out[j, k] = df_j/dtheta_k."""
-    t0 = 1/(x[0]**2 + 1)
-    t1 = 9*t0
-    t2 = 1/(x[1]**2 + 1)
-    t3 = 9*t2
-    t4 = 1/(x[2]**2 + 1)
-    t5 = t1*t2
-    t6 = 100*t0
-    t7 = 100*t2
-    t8 = t2*t6
-    t9 = 2.6*t0
-    t10 = 2.6*t2
-    t11 = t2*t9
-    out[0, 0] = t1
-    out[0, 1] = t3
-    out[0, 2] = 9*t4
-    out[0, 3] = t5
-    out[0, 4] = t1*t4
-    out[0, 5] = t3*t4
-    out[0, 6] = t4*t5
-    out[0, 7] = 0
-    out[0, 8] = 0
-    out[0, 9] = 0
-    out[0, 10] = 0
-    out[0, 11] = 0
-    out[0, 12] = 0
-    out[0, 13] = 0
-    out[0, 14] = 0
-    out[0, 15] = 0
-    out[0, 16] = 0
-    out[0, 17] = 0
-    out[0, 18] = 0
-    out[0, 19] = 0
-    out[0, 20] = 0
+    """Jacobian df/dtheta at one point: x (2,), theta (1,), out (2, 1), out[j, k] = df_j/dtheta_k."""
+    out[0, 0] = x[1]
     out[1, 0] = 0
-    out[1, 1] = 0
-    out[1, 2] = 0
-    out[1, 3] = 0
-    out[1, 4] = 0
-    out[1, 5] = 0
-    out[1, 6] = 0
-    out[1, 7] = t6
-    out[1, 8] = t7
-    out[1, 9] = 100*t4
-    out[1, 10] = t8
-    out[1, 11] = t4*t6
-    out[1, 12] = t4*t7
-    out[1, 13] = t4*t8
-    out[1, 14] = 0
-    out[1, 15] = 0
-    out[1, 16] = 0
-    out[1, 17] = 0
-    out[1, 18] = 0
-    out[1, 19] = 0
-    out[1, 20] = 0
-    out[2, 0] = 0
-    out[2, 1] = 0
-    out[2, 2] = 0
-    out[2, 3] = 0
-    out[2, 4] = 0
-    out[2, 5] = 0
-    out[2, 6] = 0
-    out[2, 7] = 0
-    out[2, 8] = 0
-    out[2, 9] = 0
-    out[2, 10] = 0
-    out[2, 11] = 0
-    out[2, 12] = 0
-    out[2, 13] = 0
-    out[2, 14] = t9
-    out[2, 15] = t10
-    out[2, 16] = 2.6*t4
-    out[2, 17] = t11
-    out[2, 18] = t4*t9
-    out[2, 19] = t10*t4
-    out[2, 20] = t11*t4
-    out[3, 0] = 0
-    out[3, 1] = 0
-    out[3, 2] = 0
-    out[3, 3] = 0
-    out[3, 4] = 0
-    out[3, 5] = 0
-    out[3, 6] = 0
-    out[3, 7] = 0
-    out[3, 8] = 0
-    out[3, 9] = 0
-    out[3, 10] = 0
-    out[3, 11] = 0
-    out[3, 12] = 0
-    out[3, 13] = 0
-    out[3, 14] = 0
-    out[3, 15] = 0
-    out[3, 16] = 0
-    out[3, 17] = 0
-    out[3, 18] = 0
-    out[3, 19] = 0
-    out[3, 20] = 0
-    out[4, 0] = 0
-    out[4, 1] = 0
-    out[4, 2] = 0
-    out[4, 3] = 0
-    out[4, 4] = 0
-    out[4, 5] = 0
-    out[4, 6] = 0
-    out[4, 7] = 0
-    out[4, 8] = 0
-    out[4, 9] = 0
-    out[4, 10] = 0
-    out[4, 11] = 0
-    out[4, 12] = 0
-    out[4, 13] = 0
-    out[4, 14] = 0
-    out[4, 15] = 0
-    out[4, 16] = 0
-    out[4, 17] = 0
-    out[4, 18] = 0
-    out[4, 19] = 0
-    out[4, 20] = 0
-    out[5, 0] = 0
-    out[5, 1] = 0
-    out[5, 2] = 0
-    out[5, 3] = 0
-    out[5, 4] = 0
-    out[5, 5] = 0
-    out[5, 6] = 0
-    out[5, 7] = 0
-    out[5, 8] = 0
-    out[5, 9] = 0
-    out[5, 10] = 0
-    out[5, 11] = 0
-    out[5, 12] = 0
-    out[5, 13] = 0
-    out[5, 14] = 0
-    out[5, 15] = 0
-    out[5, 16] = 0
-    out[5, 17] = 0
-    out[5, 18] = 0
-    out[5, 19] = 0
-    out[5, 20] = 0
-    out[6, 0] = 0
-    out[6, 1] = 0
-    out[6, 2] = 0
-    out[6, 3] = 0
-    out[6, 4] = 0
-    out[6, 5] = 0
-    out[6, 6] = 0
-    out[6, 7] = 0
-    out[6, 8] = 0
-    out[6, 9] = 0
-    out[6, 10] = 0
-    out[6, 11] = 0
-    out[6, 12] = 0
-    out[6, 13] = 0
-    out[6, 14] = 0
-    out[6, 15] = 0
-    out[6, 16] = 0
-    out[6, 17] = 0
-    out[6, 18] = 0
-    out[6, 19] = 0
-    out[6, 20] = 0
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift_jacobian(X, theta, out):
-    """df/dtheta at N points: X (N, 7), theta (21,), out (N, 7, 21)."""
+    """df/dtheta at N points: X (N, 2), theta (1,), out (N, 2, 1)."""
     for i in numba.prange(X.shape[0]):
         drift_jacobian_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (7,), out_sin (14,), out_cos (1,)."""
-    t0 = 1/(x[0]**2 + 1)
-    t1 = 1/(x[1]**2 + 1)
-    t2 = 1/(x[2]**2 + 1)
-    t3 = t0*t1
-    t4 = x[3]**2 + x[4]**2
-    t5 = x[5]**2 + x[6]**2
-    t6 = (0.01)*math.pi
-    t7 = 1 - t4
-    t8 = math.sqrt(2)*t6
-    t9 = 1 - t5
-    out_sin[0] = t0
-    out_sin[1] = t1
-    out_sin[2] = t2
-    out_sin[3] = t3
-    out_sin[4] = t0*t2
-    out_sin[5] = t1*t2
-    out_sin[6] = t2*t3
-    out_sin[7] = 1e-06 - x[0]
-    out_sin[8] = -x[1]*(10*t1*x[4]**30/t4**15 + 1) + 2
-    out_sin[9] = -x[2] + 5*t1*x[6]**30/t5**15 + 0.1
-    out_sin[10] = t6*x[4] + t7*x[3]
-    out_sin[11] = -t6*x[3] + t7*x[4]
-    out_sin[12] = t8*x[6] + t9*x[5]
-    out_sin[13] = -t8*x[5] + t9*x[6]
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (3,), out_cos (1,)."""
+    out_sin[0] = x[1]
+    out_sin[1] = x[0]
+    out_sin[2] = -0.5*x[0] - x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 7), out_sin (N, 14), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 3), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
-    """Local-route row at one probe: x (7,), score s (7,), Jacobian J (7, 7) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (21,) = a(x), out_b (1,) = beta(x)."""
-    t0 = x[0]**2 + 1
-    t1 = 1/t0
-    t2 = 9*s[0]
-    t3 = t1*t2
-    t4 = 18*x[0]/t0**2
-    t5 = x[1]**2
-    t6 = t5 + 1
-    t7 = 1/t6
-    t8 = t2*t7
-    t9 = x[2]**2 + 1
-    t10 = 1/t9
-    t11 = t3*t7
-    t12 = t4*t7
-    t13 = 100*s[1]
-    t14 = t1*t13
-    t15 = t13*t7
-    t16 = t6**(-2)
-    t17 = 200*x[1]*t16
-    t18 = t14*t7
-    t19 = t1*t17
-    t20 = 2.6*s[2]
-    t21 = t1*t20
-    t22 = t20*t7
-    t23 = 5.2*x[2]/t9**2
-    t24 = t21*t7
-    t25 = t1*t23
-    t26 = x[3]**2
-    t27 = x[5]**2
-    t28 = x[4]**2
-    t29 = x[6]**2
-    t30 = t26 + t28
-    t31 = x[4]**30/t30**15
-    t32 = 10*t31*t7
-    t33 = (0.01)*math.pi
-    t34 = 1 - t30
-    t35 = math.sqrt(2)*t33
-    t36 = t27 + t29
-    t37 = 1 - t36
-    out_a[0] = t3 - t4
-    out_a[1] = t8
-    out_a[2] = t10*t2
-    out_a[3] = t11 - t12
-    out_a[4] = t10*t3 - t10*t4
-    out_a[5] = t10*t8
-    out_a[6] = t10*t11 - t10*t12
-    out_a[7] = t14
-    out_a[8] = t15 - t17
-    out_a[9] = t10*t13
-    out_a[10] = t18 - t19
-    out_a[11] = t10*t14
-    out_a[12] = t10*t15 - t10*t17
-    out_a[13] = t10*t18 - t10*t19
-    out_a[14] = t21
-    out_a[15] = t22
-    out_a[16] = t10*t20 - t23
-    out_a[17] = t24
-    out_a[18] = t10*t21 - t25
-    out_a[19] = t10*t22 - t23*t7
-    out_a[20] = t10*t24 - t25*t7
-    out_b[0] = -dlogp_dt + 0.0001*J[0, 0] + 0.0001*J[1, 1] + 0.0001*J[2, 2] + 0.0001*J[3, 3] + 0.0001*J[4, 4] + 0.0001*J[5, 5] + 0.0001*J[6, 6] + 0.0001*s[0]**2 - s[0]*(1e-06 - x[0]) + 0.0001*s[1]**2 - s[1]*(-x[1]*(t32 + 1) + 2) + 0.0001*s[2]**2 - s[2]*(-x[2] + 0.1 + 5*t7*x[6]**30/t36**15) + 0.0001*s[3]**2 - s[3]*(t33*x[4] + t34*x[3]) + 0.0001*s[4]**2 - s[4]*(-t33*x[3] + t34*x[4]) + 0.0001*s[5]**2 - s[5]*(t35*x[6] + t37*x[5]) + 0.0001*s[6]**2 - s[6]*(-t35*x[5] + t37*x[6]) - 20*t16*t31*t5 + 4*t26 + 4*t27 + 4*t28 + 4*t29 + t32 - 1
+    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (1,) = a(x), out_b (1,) = beta(x)."""
+    out_a[0] = s[0]*x[1]
+    out_b[0] = -dlogp_dt + J[0, 0] + J[1, 1] + s[0]**2 + s[0]*x[0] + s[1]**2 - s[1]*(-0.5*x[0] - x[1]) + 2
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def local_rows(X, S, J, dlogp_dt, A, b):
     """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
 
-    X (M, 7) probes, S (M, 7) scores, J (M, 7, 7) score Jacobians (J[i, j, l] = ds_j/dx_l),
-    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 21), b (M,).
+    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 1), b (M,).
     """
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
+def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
+    """Local residual and its theta-gradient at one probe: x (2,), score s (2,), Jacobian J (2, 2), dlogp_dt scalar, theta (1,); out_r (1,) = R, out_dr (1,) = dR/dtheta."""
+    out_r[0] = dlogp_dt - J[0, 0] - J[1, 1] - s[0]**2 + s[0]*(theta[0]*x[1] - x[0]) - s[1]**2 + s[1]*(-0.5*x[0] - x[1]) - 2
+    out_dr[0] = s[0]*x[1]
+
+
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def local_residual(X, S, J, dlogp_dt, theta, R, dR):
+    """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
+
+    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,), theta (1,), R (M,), dR (M, 1) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
+    """
+    for i in numba.prange(X.shape[0]):
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 
 
 # ---------------------------------------------------------------------------
@@ -419,31 +151,8 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        t0 = 1/(x[0*LANES + l]**2 + 1)
-        t1 = 9*t0
-        t2 = 1/(x[1*LANES + l]**2 + 1)
-        t3 = 9*t2
-        t4 = 1/(x[2*LANES + l]**2 + 1)
-        t5 = t1*t2
-        t6 = 100*t0
-        t7 = 100*t2
-        t8 = t2*t6
-        t9 = x[3*LANES + l]**2 + x[4*LANES + l]**2
-        t10 = 2.6*t0
-        t11 = 2.6*t2
-        t12 = t10*t2
-        t13 = x[5*LANES + l]**2 + x[6*LANES + l]**2
-        t14 = (0.01)*math.pi
-        t15 = 1 - t9
-        t16 = math.sqrt(2)*t14
-        t17 = 1 - t13
-        out[0*LANES + l] = theta[0]*t1 + theta[1]*t3 + 9*theta[2]*t4 + theta[3]*t5 + theta[4]*t1*t4 + theta[5]*t3*t4 + theta[6]*t4*t5 - x[0*LANES + l] + 1e-06
-        out[1*LANES + l] = theta[7]*t6 + theta[8]*t7 + 100*theta[9]*t4 + theta[10]*t8 + theta[11]*t4*t6 + theta[12]*t4*t7 + theta[13]*t4*t8 - x[1*LANES + l]*(10*t2*x[4*LANES + l]**30/t9**15 + 1) + 2
-        out[2*LANES + l] = theta[14]*t10 + theta[15]*t11 + 2.6*theta[16]*t4 + theta[17]*t12 + theta[18]*t10*t4 + theta[19]*t11*t4 + theta[20]*t12*t4 - x[2*LANES + l] + 0.1 + 5*t2*x[6*LANES + l]**30/t13**15
-        out[3*LANES + l] = t14*x[4*LANES + l] + t15*x[3*LANES + l]
-        out[4*LANES + l] = -t14*x[3*LANES + l] + t15*x[4*LANES + l]
-        out[5*LANES + l] = t16*x[6*LANES + l] + t17*x[5*LANES + l]
-        out[6*LANES + l] = -t16*x[5*LANES + l] + t17*x[6*LANES + l]
+        out[0*LANES + l] = theta[0]*x[1*LANES + l] - x[0*LANES + l]
+        out[1*LANES + l] = -0.5*x[0*LANES + l] - x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
