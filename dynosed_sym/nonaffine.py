@@ -42,7 +42,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from .assembly import FEATURE_BLOCK, accumulate_stein
 from .errors import DataError
@@ -51,17 +50,12 @@ __all__ = ["GlobalProblem", "LocalProblem", "separable_params", "fit_gradient", 
 
 
 def separable_params(model):
-    """Indices of parameters entering the drift affinely with θ-free coefficients (see module doc)."""
-    Jf = model.derivation.jacobian
-    pset = set(model.params)
-    out = []
-    for k in range(model.n):
-        col = [Jf[j, k] for j in range(model.d)]
-        if all(not (sp.sympify(e).free_symbols & pset) for e in col):
-            out.append(k)
-        elif all(sp.simplify(sp.diff(e, p)) == 0 for e in col for p in sp.sympify(e).free_symbols & pset):
-            out.append(k)
-    return out
+    """Indices of parameters entering the drift affinely with θ-free coefficients (see module doc).
+
+    Derived symbolically (``model.derivation.separable``); the gradient route reads the same
+    tuple from the generated module (``SEPARABLE``), so a warm start does not re-derive.
+    """
+    return list(model.derivation.separable)
 
 
 def starting_point(model, cm, theta0, gradient):
@@ -329,7 +323,7 @@ def fit_gradient(prob, lam, theta0, *, projection=True, n_starts=1, seed=0, spre
     """
     model = prob.model
     theta0 = np.asarray(theta0, dtype=float)
-    sep = separable_params(model) if projection else []
+    sep = list(prob.cm.module.SEPARABLE) if projection else []
     rng = np.random.default_rng(seed)
     starts = [theta0]
     for _ in range(max(0, int(n_starts) - 1)):

@@ -96,6 +96,8 @@ class KernelSpec:
         ∂f/∂θ at general θ (gradient route of non-affine models).
     local_residual : LocalResidualPieces or None
         Local residual R(x, s, J, ∂ₜlog p; θ) and ∂R/∂θ (local gradient route, every model).
+    separable : tuple of int
+        Parameters entering f affinely with θ-free columns (variable projection).
     """
 
     name: str
@@ -110,6 +112,7 @@ class KernelSpec:
     local: object = None
     jacobian: sp.Matrix | None = None
     local_residual: object = None
+    separable: tuple = ()
 
 
 def _noise_matrix(model):
@@ -144,4 +147,5 @@ def build_spec(model) -> KernelSpec:
         local=der.local,
         jacobian=der.jacobian,
         local_residual=der.local_residual,
+        separable=tuple(der.separable),
     )

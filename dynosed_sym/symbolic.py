@@ -118,6 +118,7 @@ class Derivation:
     stein: SteinPieces | None = field(default=None, repr=False)
     local: LocalPieces | None = field(default=None, repr=False)
     local_residual: LocalResidualPieces | None = field(default=None, repr=False)
+    separable: tuple = ()  # indices k whose column ∂f/∂θ_k is free of every parameter
 
     def require_affine(self):
         if not self.is_affine:
@@ -255,6 +256,20 @@ def _local_residual_pieces(f, jac, D, div_D, div_div_D, state):
     return LocalResidualPieces(score=s, jacobian=J, dlogp_dt=g, residual=residual, gradient=grad)
 
 
+def _separable(jac, params):
+    """Indices k with ∂²f/∂θ_k∂θ_l ≡ 0 for all l: θ_k enters f affinely with a θ-free column.
+
+    Such parameters are eliminated exactly by variable projection in the gradient route.
+    """
+    pset = set(params)
+    out = []
+    for k in range(jac.shape[1]):
+        col = [sp.sympify(jac[j, k]) for j in range(jac.shape[0])]
+        if all(sp.simplify(sp.diff(e, p)) == 0 for e in col for p in e.free_symbols & pset):
+            out.append(k)
+    return tuple(out)
+
+
 def derive(model) -> Derivation:
     """Derive all symbolic quantities of ``model`` (an :class:`SDEModel`)."""
     state, params = model.state, model.params
@@ -266,6 +281,7 @@ def derive(model) -> Derivation:
                      div_D=div_D, div_div_D=sp.sympify(div_div_D))
     der.jacobian = _jacobian(f, params)
     der.local_residual = _local_residual_pieces(f, der.jacobian, D, div_D, der.div_div_D, state)
+    der.separable = _separable(der.jacobian, params)
     bad = _find_nonaffine(f, params)
     if bad is not None:
         der.offending = bad

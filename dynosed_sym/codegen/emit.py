@@ -131,7 +131,7 @@ def render_module(spec: KernelSpec) -> str:
             f"J ({d}, {d}), dlogp_dt scalar, theta ({n},); out_r (1,) = R, out_dr ({n},) = dR/dtheta.",
             outputs, slots_res)
         parts.append(src)
-        parts.append(T.LOCAL_RESIDUAL_BATCH_FUNCTION.format(opts=T.BATCH_OPTS, d=d, n=n))
+        parts.append(T.LOCAL_RESIDUAL_BATCH_FUNCTION.format(opts=T.SERIAL_BATCH_OPTS, d=d, n=n))
         op_counts["local_residual"] = ops
         local_doc += T.LOCAL_RESIDUAL_DOC.format(d=d, n=n)
 
@@ -166,7 +166,7 @@ def render_module(spec: KernelSpec) -> str:
         affine=spec.is_affine, n_sin=n_sin, n_cos=n_cos, dn=dn, stein_doc=stein_doc, local_doc=local_doc,
         op_counts=", ".join(f"{k} {v}" for k, v in op_counts.items()),
         state_tuple=repr(tuple(map(str, spec.state))), param_tuple=repr(tuple(map(str, spec.params))),
-        state_noise=spec.noise is not None,
+        state_noise=spec.noise is not None, separable=repr(tuple(int(k) for k in spec.separable)),
     )
     body = header + tables + "".join(parts)
     banner = T.BANNER.format(version=GENERATOR_VERSION, template=T.TEMPLATE_NAME, name=spec.name,

@@ -45,6 +45,8 @@ GENERATOR_VERSION = {version!r}
 STATE = {state_tuple}
 PARAMS = {param_tuple}
 IS_AFFINE = {affine}
+# parameters entering the drift affinely with parameter-free columns (variable projection)
+SEPARABLE = {separable}
 NOISE_DIM = {dn}
 STATE_DEPENDENT_NOISE = {state_noise}
 '''
@@ -107,6 +109,11 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 '''
 
 # Local residual and its theta-gradient at given theta (gradient route of the local loss).
+# Serial: it runs once per trust-region step over M probes (about 100 ns each), where waking
+# threads costs more than the work and, on a busy machine, made the search 10-50x slower.
+SERIAL_BATCH_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
+                     'boundscheck=False, nogil=True')
+
 LOCAL_RESIDUAL_BATCH_FUNCTION = '''
 
 @numba.njit({opts})
@@ -116,7 +123,7 @@ def local_residual(X, S, J, dlogp_dt, theta, R, dR):
     X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score Jacobians (J[i, j, l] = ds_j/dx_l),
     dlogp_dt (M,), theta ({n},), R (M,), dR (M, {n}) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
     """
-    for i in numba.prange(X.shape[0]):
+    for i in range(X.shape[0]):
         local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 '''
 

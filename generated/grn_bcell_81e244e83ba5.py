@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+8cbc66f9, template kernels_v1.
-# model: grn_bcell    spec hash: 5cc02ecfa91c98d28dceb1af5e1c15c9c4c908a37149b5f5194981bc5ed798cf
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+bd4dc9f5, template kernels_v1.
+# model: grn_bcell    spec hash: 81e244e83ba5570d25145e9112599f489d4501ab9e4764becab94a3f2cdb0d2a
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f685391f3140e126d3be3d716f13f91b430fafec4476ccbf626a028abd82c270
+# content-sha256: 671b4ae473043231db88b6c4dfbb8633e104fe1d20150c45d86ef5b99e707375
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -34,11 +34,13 @@ import numba
 import numpy as np
 
 NAME = 'grn_bcell'
-SPEC_HASH = '5cc02ecfa91c98d28dceb1af5e1c15c9c4c908a37149b5f5194981bc5ed798cf'
-GENERATOR_VERSION = '0.1.0+8cbc66f9'
+SPEC_HASH = '81e244e83ba5570d25145e9112599f489d4501ab9e4764becab94a3f2cdb0d2a'
+GENERATOR_VERSION = '0.1.0+bd4dc9f5'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = ('W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]', 'W[1,2]', 'W[1,3]', 'W[1,4]', 'W[1,5]', 'W[1,6]', 'W[2,0]', 'W[2,1]', 'W[2,2]', 'W[2,3]', 'W[2,4]', 'W[2,5]', 'W[2,6]')
 IS_AFFINE = True
+# parameters entering the drift affinely with parameter-free columns (variable projection)
+SEPARABLE = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
 NOISE_DIM = 7
 STATE_DEPENDENT_NOISE = False
 
@@ -492,14 +494,14 @@ def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     out_dr[20] = t17*t53 - t27
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def local_residual(X, S, J, dlogp_dt, theta, R, dR):
     """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
 
     X (M, 7) probes, S (M, 7) scores, J (M, 7, 7) score Jacobians (J[i, j, l] = ds_j/dx_l),
     dlogp_dt (M,), theta (21,), R (M,), dR (M, 21) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
     """
-    for i in numba.prange(X.shape[0]):
+    for i in range(X.shape[0]):
         local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 
 
