@@ -8,6 +8,12 @@ At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)�
 (s the score, J its Jacobian; all derivatives of U, v and D derived symbolically, see
 :mod:`dynosed_sym.symbolic`).  The rows are filled by the model's generated ``local_rows`` kernel.
 
+A drift that is not affine in θ is fitted by the gradient route: the same loss is minimised by
+trust-region least squares with R and ∂R/∂θ from the generated ``local_residual`` kernel
+(:class:`dynosed_sym.nonaffine.LocalProblem`), and the report below is taken on the
+linearisation ``A = ∂r/∂θ(θ̂)``, ``b = Aθ̂ − r(θ̂)`` (r = R/√M) for the full-data scores and for
+every delete-one-block replicate.
+
 Scaling.  Rows are divided by √M, so ``‖Aθ − b‖² = (1/M) Σ_i R(x_i; θ)²`` is the local loss of the
 reference paper and λ has the same meaning whatever the number of probes.
 
