@@ -64,7 +64,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-__all__ = ["main", "synthetic_network", "sincos_only", "SECTIONS"]
+__all__ = ["main", "synthetic_network", "sincos_only", "projection_model", "SECTIONS"]
 
 SECTIONS = ("fill", "scaling", "compile", "simulator", "large", "projection")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -109,7 +109,7 @@ def test_tanh_1d_exact_scores_from_poor_start(gen_dir):
         ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], n_starts=0, out_dir=gen_dir)
 
 
-def test_local_variable_projection_same_optimum(gen_dir):
+def test_local_variable_projection_same_optimum(gen_dir, tmp_path):
     m = ds.SDEModel([x], [a, k, b], [a * sp.tanh(k * x) - b * x], diffusion=1, name="tanh_ab_local")
     assert separable_params(m) == [2]
     tru = np.array([3.0, 0.7, 1.0])
@@ -119,8 +119,16 @@ def test_local_variable_projection_same_optimum(gen_dir):
     vp = ds.fit_local(m, X, P, projection=True, **kw)
     full = ds.fit_local(m, X, P, projection=False, **kw)
     assert vp.info["projected"] == "b" and "projected" not in full.info
+    assert ds.compile_model(m, gen_dir).module.SEPARABLE == (2,)  # printed at generation, read when fitting
     np.testing.assert_allclose(vp.theta, full.theta, rtol=1e-6)
     np.testing.assert_allclose(vp.std_errors, full.std_errors, rtol=1e-4)
+    # a streamed X (memory-mapped .npy, read in chunks) gives the same scores and noise blocks,
+    # hence the same fit and jackknife
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    st = ds.fit_local(m, str(path), P, projection=True, chunk_rows=3000, **kw)
+    np.testing.assert_allclose(st.theta, vp.theta, rtol=1e-9)
+    np.testing.assert_allclose(st.std_errors, vp.std_errors, rtol=1e-6)
 
 
 def test_affine_model_through_local_gradient_route_matches_linear_solve(gen_dir):
