@@ -8,12 +8,15 @@ affine rows (local_rows) and linear solve for affine models, and exact stationar
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dynosed_sym as ds
 from dynosed_sym.errors import DataError
 from dynosed_sym.local import local_rows
 from dynosed_sym.nonaffine import LocalProblem, separable_params
 from dynosed_sym.reference import local_residual_reference
+from test_hypothesis_models import PARAMS, assert_rel_close, sde_models
 from test_nonaffine import sample_1d
 
 x, y = sp.symbols("x y", real=True)
@@ -72,6 +75,54 @@ def test_local_residual_of_affine_models_equals_rows(compiled, model_points, nam
     scale = np.sqrt(30)
     np.testing.assert_allclose(Jr * scale, A, rtol=1e-12, atol=1e-12 * np.abs(A).max())
     np.testing.assert_allclose(r * scale, A @ th - bb, rtol=1e-10, atol=1e-10 * np.abs(bb).max())
+
+
+@st.composite
+def nonaffine_models(draw):
+    """A random affine model of test_hypothesis_models plus one term non-affine in θ."""
+    base = draw(sde_models(name="hyp_nonaffine"))
+    d, n = base.d, base.n
+    xs, ps = base.state, list(base.params)
+    if n == 1:  # room for a second parameter inside a nonlinearity
+        ps.append(PARAMS[1])
+    k, l = draw(st.permutations(range(len(ps))))[:2]
+    xi, xj = xs[draw(st.integers(0, d - 1))], xs[draw(st.integers(0, d - 1))]
+    term = draw(st.sampled_from([
+        ps[k] * sp.tanh(ps[l] * xi),
+        ps[k] * sp.exp(-(ps[l] ** 2) * xi**2),
+        ps[k] ** 2 * xi * xj,
+        ps[k] * xi / (1 + ps[l] ** 2 * xj**2),
+        ps[k] * sp.sin(ps[l] * xi + xj),
+    ]))
+    drift = list(base.drift)
+    drift[draw(st.integers(0, d - 1))] += term
+    kw = {"noise": base.G} if base.G is not None else {"diffusion": base.D}
+    return ds.SDEModel(list(xs), ps, drift, name="hyp_nonaffine", **kw)
+
+
+@settings(max_examples=40)
+@given(nonaffine_models(), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_local_residual_hypothesis_models(gen_dir, model, M, seed):
+    """Random non-affine models: the generated point kernel (py_func, not compiled) gives the
+    reference residual, and its θ-gradient matches central differences of itself."""
+    assert not model.is_affine
+    module = ds.compile_model(model, gen_dir).module
+    rng = np.random.default_rng(seed)
+    P = rng.uniform(-2.0, 2.0, (M, model.d))
+    S, J, g = rng.standard_normal((M, model.d)), rng.standard_normal((M, model.d, model.d)), rng.standard_normal(M)
+    th = rng.uniform(-2.0, 2.0, model.n)
+
+    def kernel(t):
+        R, dR = np.empty(M), np.empty((M, model.n))
+        for i in range(M):
+            module.local_residual_point.py_func(P[i], S[i], J[i], g[i], t, R[i:i + 1], dR[i])
+        return R, dR
+
+    R, dR = kernel(th)
+    assert_rel_close(R, local_residual_reference(model, P, S, J, th, g), 1e-10, "R")
+    h = 1e-6
+    dR_fd = np.column_stack([(kernel(th + h * e)[0] - kernel(th - h * e)[0]) / (2 * h) for e in np.eye(model.n)])
+    assert_rel_close(dR, dR_fd, 1e-6, "dR/dθ")
 
 
 def _tanh_scores(P, tru):
