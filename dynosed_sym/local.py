@@ -8,6 +8,12 @@ At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)�
 (s the score, J its Jacobian; all derivatives of U, v and D derived symbolically, see
 :mod:`dynosed_sym.symbolic`).  The rows are filled by the model's generated ``local_rows`` kernel.
 
+A drift that is not affine in θ is fitted by the gradient route: the same loss is minimised by
+trust-region least squares with R and ∂R/∂θ from the generated ``local_residual`` kernel
+(:class:`dynosed_sym.nonaffine.LocalProblem`), and the report below is taken on the
+linearisation ``A = ∂r/∂θ(θ̂)``, ``b = Aθ̂ − r(θ̂)`` (r = R/√M) for the full-data scores and for
+every delete-one-block replicate.
+
 Scaling.  Rows are divided by √M, so ``‖Aθ − b‖² = (1/M) Σ_i R(x_i; θ)²`` is the local loss of the
 reference paper and λ has the same meaning whatever the number of probes.
 
@@ -36,6 +42,7 @@ from .compiled import compile_model
 from .data import DEFAULT_BLOCKS, as_samples
 from .errors import DataError
 from .fit import FitResult
+from .nonaffine import LocalProblem, fit_gradient, starting_point
 from .probes import as_probes
 from .report import analyse, solve_tikhonov
 from .scores import ScoreEstimate, check_scores, is_streamed, make_estimator
@@ -103,13 +110,18 @@ def _is_score_arrays(score):
 
 def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, radius=None,
               degree=2, dlogp_dt=None, n_blocks=DEFAULT_BLOCKS, out_dir=None, progress=None,
-              chunk_rows=None) -> FitResult:
-    """Fit an affine model by the local route: residuals at probes with estimated scores.
+              chunk_rows=None, theta0=None, solver=None, projection=True, n_starts=1,
+              seed=0) -> FitResult:
+    """Fit a model by the local route: residuals at probes with estimated scores.
 
     Parameters
     ----------
     model : SDEModel
-        Affine in its parameters (NotAffineError otherwise).
+        Affine in its parameters: one linear (Tikhonov) solve.  Not affine: the same loss
+        ``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` is minimised by trust-region least squares with the
+        compiled θ-gradient of the residual (generated ``local_residual`` kernel,
+        :class:`dynosed_sym.nonaffine.LocalProblem`), starting from ``theta0`` or
+        ``model.nominal`` (NotAffineError when neither is given).
     X : samples, or None
         Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.probes.restrict_to_balls`):
         an (N, d) array or DataFrame in memory, or — as for :func:`dynosed_sym.fit_global` — a
@@ -147,6 +159,19 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
     chunk_rows : int, optional
         Rows per read and kernel call for streamed input (default 65,536); small chunks of an
         iterator are gathered up to this size.
+    theta0 : array or dict, optional
+        Starting point of the gradient route (default: ``model.nominal``; zeros for an affine
+        model fitted with ``solver="gradient"``).
+    solver : {None, "linear", "gradient"}
+        None: linear for an affine model, gradient otherwise.  "gradient" also fits an affine
+        model by the gradient route (the optimum is the linear solve's).
+    projection : bool
+        Gradient route: eliminate the separable parameters exactly (variable projection) and
+        search only the others.
+    n_starts : int
+        Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
+    seed : int
+        Seeds the perturbed starts of the gradient route (the scores do not use randomness).
 
     Returns
     -------
@@ -158,9 +183,13 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
     lam = validate.number(lam, "lam", nonnegative=True)
     if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 0:
         raise DataError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
+    if solver not in (None, "linear", "gradient"):
+        raise DataError(f"solver must be None, 'linear' or 'gradient', got {solver!r}")
+    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
+    seed = validate.seed(seed)
     cm = compile_model(model, out_dir)
-    if not cm.is_affine:
-        model.derivation.require_affine()
+    gradient = solver == "gradient" or (solver is None and not cm.is_affine)
+    start = starting_point(model, cm, theta0, gradient)
     from .data import CHUNK_ROWS, ArraySource, open_source
     from .progress import progress_bar, progress_enabled
 
@@ -240,14 +269,27 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
     if B:
         S_all = np.concatenate([S_all, est.score_blocks])
         J_all = np.concatenate([J_all, est.jacobian_blocks])
-    with np.errstate(invalid="ignore", over="ignore"):
-        A_all, b_all = local_rows(cm, np.tile(P, (B + 1, 1)), S_all.reshape(-1, model.d),
-                                  J_all.reshape(-1, model.d, model.d), np.tile(g, B + 1))
-    A_all = A_all.reshape(B + 1, M, model.n) * scale
-    b_all = b_all.reshape(B + 1, M) * scale
-    A, b = A_all[0], b_all[0]
-    validate.system_scale(A, b, "local")
-    theta = solve_tikhonov(A, b, lam)
+    if gradient:
+        # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
+        # for the full-data scores and each delete-one-block replicate (jackknife below).
+        prob = LocalProblem(cm, P, S_all, J_all, g)
+        theta, ginfo = fit_gradient(prob, lam, start, projection=projection, n_starts=n_starts, seed=seed)
+        A_all, b_all = prob.linearisation(theta)
+        A, b = A_all[0], b_all[0]
+        validate.system_scale(A, b, "local")
+        info["solver"] = "gradient"
+        info["nfev"] = ginfo["nfev"]
+        if ginfo["projected"]:
+            info["projected"] = ",".join(ginfo["projected"])
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            A_all, b_all = local_rows(cm, np.tile(P, (B + 1, 1)), S_all.reshape(-1, model.d),
+                                      J_all.reshape(-1, model.d, model.d), np.tile(g, B + 1))
+        A_all = A_all.reshape(B + 1, M, model.n) * scale
+        b_all = b_all.reshape(B + 1, M) * scale
+        A, b = A_all[0], b_all[0]
+        validate.system_scale(A, b, "local")
+        theta = solve_tikhonov(A, b, lam)
     A_blocks = b_blocks = counts = None
     notes = []
     if B:

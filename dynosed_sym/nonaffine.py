@@ -26,6 +26,15 @@ linear map of r_h and θ_rest, so its Jacobian is exact, and only θ_rest is sea
 
 At the optimum θ̂ the fit is reported like an affine one on the local linearisation
 ``A := J(θ̂)``, ``b := J(θ̂) θ̂ − r(θ̂)`` with per-block Jacobians and residuals for the noise.
+
+Local route (:class:`LocalProblem`).  The same search minimises the local loss
+``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (DESIGN §2) with ``r = R/√M``.  The generated ``local_residual``
+kernel (printed from the symbolic ``R = sᵀf + ∇·f − β₀`` and ``∂R/∂θ_k = sᵀ∂f/∂θ_k + ∇·∂f/∂θ_k``,
+see :mod:`dynosed_sym.symbolic`) gives R and ∂R/∂θ at the probes for given scores; the scores
+are estimated once (they do not depend on θ).  R is affine in a separable θ_a with the θ-free
+column ``sᵀU_a + ∇·U_a``, so variable projection applies unchanged.  At the optimum the
+linearisation is taken for the full-data scores and for every delete-one-block replicate, which
+feed the jackknife of :func:`dynosed_sym.fit_local` exactly as the affine rows do.
 """
 
 from __future__ import annotations
@@ -33,26 +42,103 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from .assembly import FEATURE_BLOCK, accumulate_stein
 from .errors import DataError
 
-__all__ = ["GlobalProblem", "separable_params", "fit_gradient"]
+__all__ = ["GlobalProblem", "LocalProblem", "separable_params", "fit_gradient", "starting_point"]
 
 
 def separable_params(model):
-    """Indices of parameters entering the drift affinely with θ-free coefficients (see module doc)."""
-    Jf = model.derivation.jacobian
-    pset = set(model.params)
-    out = []
-    for k in range(model.n):
-        col = [Jf[j, k] for j in range(model.d)]
-        if all(not (sp.sympify(e).free_symbols & pset) for e in col):
-            out.append(k)
-        elif all(sp.simplify(sp.diff(e, p)) == 0 for e in col for p in sp.sympify(e).free_symbols & pset):
-            out.append(k)
-    return out
+    """Indices of parameters entering the drift affinely with θ-free coefficients (see module doc).
+
+    Derived symbolically (``model.derivation.separable``); the gradient route reads the same
+    tuple from the generated module (``SEPARABLE``), so a warm start does not re-derive.
+    """
+    return list(model.derivation.separable)
+
+
+def starting_point(model, cm, theta0, gradient):
+    """Start of the gradient route: ``theta0``, else ``model.nominal``, else zeros (affine only).
+
+    A non-affine model without either raises :class:`NotAffineError` (naming the offending term
+    and asking for ``theta0=``); so does a non-affine model with ``gradient`` False.
+    Returns None when ``gradient`` is False.
+    """
+    from .errors import NotAffineError
+
+    if not cm.is_affine:  # read from the generated module: no re-derivation on the warm path
+        if not gradient:
+            model.derivation.require_affine()
+        if theta0 is None and model.nominal is None:
+            try:
+                model.derivation.require_affine()
+            except NotAffineError as exc:
+                raise NotAffineError(f"{exc}; the gradient route needs a starting point: pass "
+                                     "theta0= or give the model nominal= values",
+                                     param=exc.param, component=exc.component, term=exc.term) from None
+    if not gradient:
+        return None
+    if theta0 is not None:
+        return model.theta_vector(theta0, "theta0")
+    if model.nominal is not None:
+        return np.array(model.nominal, dtype=float)
+    return np.zeros(model.n)
+
+
+class LocalProblem:
+    """Scaled local residual r(θ) = R/√M (M,) and its Jacobian at probes with given scores.
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    P : (M, d) probes
+    S : (K, M, d) scores and J : (K, M, d, d) score Jacobians; index 0 holds the full-data
+        estimate, 1 … K−1 optional delete-one-block replicates (used only by
+        :meth:`linearisation`)
+    g : (M,) ∂ₜlog p at the probes (zeros for a stationary snapshot)
+    """
+
+    def __init__(self, cm, P, S, J, g):
+        self.cm, self.model = cm, cm.model
+        self.P = np.ascontiguousarray(P, dtype=float)
+        self.M = self.P.shape[0]
+        self.K = S.shape[0]
+        self.S = np.ascontiguousarray(S, dtype=float)
+        self.J = np.ascontiguousarray(J, dtype=float)
+        self.g = np.ascontiguousarray(g, dtype=float)
+        self.scale = 1.0 / math.sqrt(self.M)
+        self._tiled = None
+
+    def _kernel(self, P, S, J, g, theta):
+        n = self.model.n
+        R = np.empty(P.shape[0])
+        dR = np.empty((P.shape[0], n))
+        with np.errstate(invalid="ignore", over="ignore"):
+            self.cm.module.local_residual(P, S, J, g, np.ascontiguousarray(theta, dtype=float), R, dR)
+        return R * self.scale, dR * self.scale
+
+    def evaluate(self, theta, cols=None):
+        """r (M,) and its Jacobian (M, len(cols)) for the full-data scores."""
+        r, Jr = self._kernel(self.P, self.S[0], self.J[0], self.g, theta)
+        if not (np.isfinite(r).all() and np.isfinite(Jr).all()):
+            bad = int(np.flatnonzero(~(np.isfinite(r) & np.isfinite(Jr).all(axis=1)))[0])
+            raise DataError(f"the local residual or its θ-gradient is not finite at probe {bad} "
+                            f"(x = {np.array2string(self.P[bad], precision=4)}, θ = "
+                            f"{np.array2string(np.asarray(theta), precision=4)}): the drift overflowed "
+                            "or was evaluated outside its domain, or the score estimate is not finite")
+        return r, (Jr if cols is None else Jr[:, list(cols)])
+
+    def linearisation(self, theta):
+        """A (K, M, n) = ∂r/∂θ and b (K, M) = Aθ − r at θ for every score set (full, replicates)."""
+        K, M, d = self.K, self.M, self.model.d
+        if self._tiled is None:
+            self._tiled = (np.tile(self.P, (K, 1)), self.S.reshape(K * M, d),
+                           self.J.reshape(K * M, d, d), np.tile(self.g, K))
+        r, Jr = self._kernel(*self._tiled, theta)
+        A = Jr.reshape(K, M, self.model.n)
+        b = A @ np.asarray(theta, dtype=float) - r.reshape(K, M)
+        return A, b
 
 
 class GlobalProblem:
@@ -237,7 +323,7 @@ def fit_gradient(prob, lam, theta0, *, projection=True, n_starts=1, seed=0, spre
     """
     model = prob.model
     theta0 = np.asarray(theta0, dtype=float)
-    sep = separable_params(model) if projection else []
+    sep = list(prob.cm.module.SEPARABLE) if projection else []
     rng = np.random.default_rng(seed)
     starts = [theta0]
     for _ in range(max(0, int(n_starts) - 1)):

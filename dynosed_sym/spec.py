@@ -94,6 +94,10 @@ class KernelSpec:
         Local-route rows a(x, s), β(x, s, J, ∂ₜlog p) (affine models only).
     jacobian : sympy.Matrix (d, n) or None
         ∂f/∂θ at general θ (gradient route of non-affine models).
+    local_residual : LocalResidualPieces or None
+        Local residual R(x, s, J, ∂ₜlog p; θ) and ∂R/∂θ (local gradient route, every model).
+    separable : tuple of int
+        Parameters entering f affinely with θ-free columns (variable projection).
     """
 
     name: str
@@ -107,6 +111,8 @@ class KernelSpec:
     constant_noise: np.ndarray | None
     local: object = None
     jacobian: sp.Matrix | None = None
+    local_residual: object = None
+    separable: tuple = ()
 
 
 def _noise_matrix(model):
@@ -140,4 +146,6 @@ def build_spec(model) -> KernelSpec:
         constant_noise=constant_noise,
         local=der.local,
         jacobian=der.jacobian,
+        local_residual=der.local_residual,
+        separable=tuple(der.separable),
     )

@@ -21,7 +21,12 @@ declared drift and diffusion:
   ``a = Uᵀs + ∇·U`` and
   ``β = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − sᵀv − ∇·v − ∂ₜlog p``
   (D symmetric, so ``∇·(Ds) = sᵀ(∇·D) + Σ_jl D_jl J_jl``).  Derivatives of step-like
-  functions are taken almost everywhere (:func:`almost_everywhere`).
+  functions are taken almost everywhere (:func:`almost_everywhere`);
+* for every model, affine or not, the local residual itself as a function of θ and its
+  θ-gradient (:class:`LocalResidualPieces`, the local gradient route):
+  ``R = sᵀf + ∇·f − β₀`` and ``∂R/∂θ_k = sᵀ ∂f/∂θ_k + ∇·(∂f/∂θ_k)`` with the θ-free
+  ``β₀ = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − ∂ₜlog p`` (for an affine drift
+  R = aᵀθ − β, since β = β₀ − sᵀv − ∇·v).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import sympy as sp
 
 from .errors import ModelError, NotAffineError
 
-__all__ = ["Derivation", "SteinPieces", "LocalPieces", "derive", "split_coefficient", "almost_everywhere"]
+__all__ = ["Derivation", "SteinPieces", "LocalPieces", "LocalResidualPieces", "derive", "split_coefficient", "almost_everywhere"]
 
 
 def split_coefficient(expr):
@@ -78,6 +83,21 @@ class LocalPieces:
     beta: sp.Expr  # expression in (x, s, J, dlogp_dt)
 
 
+@dataclass(frozen=True)
+class LocalResidualPieces:
+    """Local residual R(x, s, J, ∂ₜlog p; θ) and its θ-gradient as SymPy expressions.
+
+    Same symbols as :class:`LocalPieces`; ``residual`` is R and ``gradient`` the n expressions
+    ∂R/∂θ_k (module docstring).  Used by the local gradient route of non-affine models.
+    """
+
+    score: tuple
+    jacobian: tuple
+    dlogp_dt: sp.Symbol
+    residual: sp.Expr
+    gradient: tuple
+
+
 @dataclass
 class Derivation:
     """Symbolic results for one model (see module docstring)."""
@@ -97,6 +117,8 @@ class Derivation:
     div_v: sp.Expr | None = None
     stein: SteinPieces | None = field(default=None, repr=False)
     local: LocalPieces | None = field(default=None, repr=False)
+    local_residual: LocalResidualPieces | None = field(default=None, repr=False)
+    separable: tuple = ()  # indices k whose column ∂f/∂θ_k is free of every parameter
 
     def require_affine(self):
         if not self.is_affine:
@@ -207,14 +229,45 @@ def _local_pieces(U, v, D, div_D, div_div_D, div_U, div_v):
     div_v = almost_everywhere(div_v)
     s, J, g = local_symbols(d)
     a = tuple(sp.Add(*[U[j, k] * s[j] for j in range(d)]) + div_U[k] for k in range(n))
-    beta = (sp.Add(*[D[j, l] * s[j] * s[l] for j in range(d) for l in range(d)])
+    beta = _theta_free_beta(D, div_D, div_div_D, s, J, g) - sp.Add(*[s[j] * v[j] for j in range(d)]) - div_v
+    return LocalPieces(score=s, jacobian=J, dlogp_dt=g, a=a, beta=beta)
+
+
+def _theta_free_beta(D, div_D, div_div_D, s, J, g):
+    """β₀ = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − ∂ₜlog p: the θ-free part of −R."""
+    d = len(s)
+    return (sp.Add(*[D[j, l] * s[j] * s[l] for j in range(d) for l in range(d)])
             + sp.Add(*[D[j, l] * J[j * d + l] for j in range(d) for l in range(d)])
             + 2 * sp.Add(*[s[j] * div_D[j] for j in range(d)])
             + div_div_D
-            - sp.Add(*[s[j] * v[j] for j in range(d)])
-            - div_v
             - g)
-    return LocalPieces(score=s, jacobian=J, dlogp_dt=g, a=a, beta=beta)
+
+
+def _local_residual_pieces(f, jac, D, div_D, div_div_D, state):
+    """R = sᵀf + ∇·f − β₀ and ∂R/∂θ_k = sᵀ∂f/∂θ_k + ∇·(∂f/∂θ_k), any drift (module docstring)."""
+    d, n = jac.shape
+    s, J, g = local_symbols(d)
+    div_f = almost_everywhere(sp.Add(*[sp.diff(f[j], state[j]) for j in range(d)]))
+    beta0 = _theta_free_beta(D, div_D.applyfunc(almost_everywhere), almost_everywhere(div_div_D), s, J, g)
+    residual = sp.Add(*[s[j] * f[j] for j in range(d)]) + div_f - beta0
+    grad = tuple(sp.Add(*[s[j] * jac[j, k] for j in range(d)])
+                 + almost_everywhere(sp.Add(*[sp.diff(jac[j, k], state[j]) for j in range(d)]))
+                 for k in range(n))
+    return LocalResidualPieces(score=s, jacobian=J, dlogp_dt=g, residual=residual, gradient=grad)
+
+
+def _separable(jac, params):
+    """Indices k with ∂²f/∂θ_k∂θ_l ≡ 0 for all l: θ_k enters f affinely with a θ-free column.
+
+    Such parameters are eliminated exactly by variable projection in the gradient route.
+    """
+    pset = set(params)
+    out = []
+    for k in range(jac.shape[1]):
+        col = [sp.sympify(jac[j, k]) for j in range(jac.shape[0])]
+        if all(sp.simplify(sp.diff(e, p)) == 0 for e in col for p in e.free_symbols & pset):
+            out.append(k)
+    return tuple(out)
 
 
 def derive(model) -> Derivation:
@@ -227,6 +280,8 @@ def derive(model) -> Derivation:
     der = Derivation(state=state, params=params, drift=f, D=D, is_affine=False,
                      div_D=div_D, div_div_D=sp.sympify(div_div_D))
     der.jacobian = _jacobian(f, params)
+    der.local_residual = _local_residual_pieces(f, der.jacobian, D, div_D, der.div_div_D, state)
+    der.separable = _separable(der.jacobian, params)
     bad = _find_nonaffine(f, params)
     if bad is not None:
         der.offending = bad

@@ -118,6 +118,23 @@ def render_module(spec: KernelSpec) -> str:
         op_counts["local_rows"] = ops
         local_doc = T.LOCAL_DOC.format(d=d, n=n)
 
+    if spec.local_residual is not None:
+        lr = spec.local_residual
+        slots_res = dict(slots_x)
+        slots_res.update({sym: f"s[{j}]" for j, sym in enumerate(lr.score)})
+        slots_res.update({sym: f"J[{q // d}, {q % d}]" for q, sym in enumerate(lr.jacobian)})
+        slots_res[lr.dlogp_dt] = "dlogp_dt"
+        outputs = [("out_r[0]", lr.residual)] + [(f"out_dr[{k}]", ex) for k, ex in enumerate(lr.gradient)]
+        src, ops = _point_function(
+            "local_residual_point", "x, s, J, dlogp_dt, theta, out_r, out_dr",
+            f"Local residual and its theta-gradient at one probe: x ({d},), score s ({d},), Jacobian "
+            f"J ({d}, {d}), dlogp_dt scalar, theta ({n},); out_r (1,) = R, out_dr ({n},) = dR/dtheta.",
+            outputs, slots_res)
+        parts.append(src)
+        parts.append(T.LOCAL_RESIDUAL_BATCH_FUNCTION.format(opts=T.SERIAL_BATCH_OPTS, d=d, n=n))
+        op_counts["local_residual"] = ops
+        local_doc += T.LOCAL_RESIDUAL_DOC.format(d=d, n=n)
+
     if spec.noise is not None:
         G = spec.noise
         dn = G.shape[1]
@@ -149,7 +166,7 @@ def render_module(spec: KernelSpec) -> str:
         affine=spec.is_affine, n_sin=n_sin, n_cos=n_cos, dn=dn, stein_doc=stein_doc, local_doc=local_doc,
         op_counts=", ".join(f"{k} {v}" for k, v in op_counts.items()),
         state_tuple=repr(tuple(map(str, spec.state))), param_tuple=repr(tuple(map(str, spec.params))),
-        state_noise=spec.noise is not None,
+        state_noise=spec.noise is not None, separable=repr(tuple(int(k) for k in spec.separable)),
     )
     body = header + tables + "".join(parts)
     banner = T.BANNER.format(version=GENERATOR_VERSION, template=T.TEMPLATE_NAME, name=spec.name,

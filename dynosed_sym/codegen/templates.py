@@ -45,6 +45,8 @@ GENERATOR_VERSION = {version!r}
 STATE = {state_tuple}
 PARAMS = {param_tuple}
 IS_AFFINE = {affine}
+# parameters entering the drift affinely with parameter-free columns (variable projection)
+SEPARABLE = {separable}
 NOISE_DIM = {dn}
 STATE_DEPENDENT_NOISE = {state_noise}
 '''
@@ -104,6 +106,31 @@ def local_rows(X, S, J, dlogp_dt, A, b):
     """
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
+'''
+
+# Local residual and its theta-gradient at given theta (gradient route of the local loss).
+# Serial: it runs once per trust-region step over M probes (about 100 ns each), where waking
+# threads costs more than the work and, on a busy machine, made the search 10-50x slower.
+SERIAL_BATCH_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
+                     'boundscheck=False, nogil=True')
+
+LOCAL_RESIDUAL_BATCH_FUNCTION = '''
+
+@numba.njit({opts})
+def local_residual(X, S, J, dlogp_dt, theta, R, dR):
+    """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
+
+    X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,), theta ({n},), R (M,), dR (M, {n}) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
+    """
+    for i in range(X.shape[0]):
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
+'''
+
+LOCAL_RESIDUAL_DOC = '''\
+    local_residual(X, S, J, dlogp_dt, theta, R, dR)
+                                             X (M, {d}) probes, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,),
+                                             theta ({n},), R (M,) residual, dR (M, {n}) = dR/dtheta
 '''
 
 # The simulator: RK4 for the drift plus an Euler-Maruyama noise increment (the

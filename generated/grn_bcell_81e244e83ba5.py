@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b73dc5b1, template kernels_v1.
-# model: grn_bcell    spec hash: f9b0a668c878efb98521881902a82907168881182d216752f7355490f454f744
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+bd4dc9f5, template kernels_v1.
+# model: grn_bcell    spec hash: 81e244e83ba5570d25145e9112599f489d4501ab9e4764becab94a3f2cdb0d2a
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f758bc8178a525212c82f35cf55cdab234f9aa68516a4e3b8936e17f561c3624
+# content-sha256: 671b4ae473043231db88b6c4dfbb8633e104fe1d20150c45d86ef5b99e707375
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -18,11 +18,14 @@ Kernels and argument shapes (N samples, C chains, K_sin = 14, K_cos = 1):
     local_rows(X, S, J, dlogp_dt, A, b)      X (M, 7) probes, S (M, 7) scores, J (M, 7, 7) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
                                              A (M, 21), b (M,)
+    local_residual(X, S, J, dlogp_dt, theta, R, dR)
+                                             X (M, 7) probes, S (M, 7), J (M, 7, 7), dlogp_dt (M,),
+                                             theta (21,), R (M,) residual, dR (M, 21) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 7), G (7, 7), keys (C,) uint64,
                                              out (n_keep, C, 7), status (C,) int64
 
-Operation counts after joint CSE: drift 112, drift_jacobian 30, stein_features 53, local_rows 167.
+Operation counts after joint CSE: drift 112, drift_jacobian 30, stein_features 53, local_rows 167, local_residual 253.
 """
 
 import math
@@ -31,11 +34,13 @@ import numba
 import numpy as np
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'f9b0a668c878efb98521881902a82907168881182d216752f7355490f454f744'
-GENERATOR_VERSION = '0.1.0+b73dc5b1'
+SPEC_HASH = '81e244e83ba5570d25145e9112599f489d4501ab9e4764becab94a3f2cdb0d2a'
+GENERATOR_VERSION = '0.1.0+bd4dc9f5'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = ('W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]', 'W[1,2]', 'W[1,3]', 'W[1,4]', 'W[1,5]', 'W[1,6]', 'W[2,0]', 'W[2,1]', 'W[2,2]', 'W[2,3]', 'W[2,4]', 'W[2,5]', 'W[2,6]')
 IS_AFFINE = True
+# parameters entering the drift affinely with parameter-free columns (variable projection)
+SEPARABLE = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
 NOISE_DIM = 7
 STATE_DEPENDENT_NOISE = False
 
@@ -406,6 +411,98 @@ def local_rows(X, S, J, dlogp_dt, A, b):
     """
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
+def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
+    """Local residual and its theta-gradient at one probe: x (7,), score s (7,), Jacobian J (7, 7), dlogp_dt scalar, theta (21,); out_r (1,) = R, out_dr (21,) = dR/dtheta."""
+    t0 = x[3]**2
+    t1 = x[5]**2
+    t2 = x[4]**2
+    t3 = x[6]**2
+    t4 = x[2]**2 + 1
+    t5 = 5.2*x[2]/t4**2
+    t6 = x[0]**2 + 1
+    t7 = 18*x[0]/t6**2
+    t8 = x[1]**2
+    t9 = t8 + 1
+    t10 = t9**(-2)
+    t11 = 200*x[1]*t10
+    t12 = 1/t6
+    t13 = t12*t5
+    t14 = 1/t9
+    t15 = t14*t5
+    t16 = t14*t7
+    t17 = 1/t4
+    t18 = theta[4]*t17
+    t19 = t11*t12
+    t20 = theta[12]*t17
+    t21 = x[4]**30
+    t22 = t0 + t2
+    t23 = t22**(-15)
+    t24 = 10*t14*t21*t23
+    t25 = (0.01)*math.pi
+    t26 = 1 - t22
+    t27 = t13*t14
+    t28 = math.sqrt(2)*t25
+    t29 = t1 + t3
+    t30 = 1 - t29
+    t31 = theta[6]*t17
+    t32 = theta[13]*t17
+    t33 = 9*t12
+    t34 = 9*t14
+    t35 = 9*t17
+    t36 = t14*t33
+    t37 = 2.6*t12
+    t38 = 2.6*t14
+    t39 = 2.6*t17
+    t40 = t14*t37
+    t41 = 100*t12
+    t42 = 100*t14
+    t43 = 100*t17
+    t44 = t14*t41
+    t45 = s[0]*t33
+    t46 = s[0]*t34
+    t47 = t14*t45
+    t48 = s[1]*t41
+    t49 = s[1]*t42
+    t50 = t14*t48
+    t51 = s[2]*t37
+    t52 = s[2]*t38
+    t53 = t14*t51
+    out_r[0] = -theta[0]*t7 - theta[3]*t16 - theta[8]*t11 - theta[10]*t19 - theta[16]*t5 - theta[18]*t13 - theta[19]*t15 - theta[20]*t27 + dlogp_dt - 0.0001*J[0, 0] - 0.0001*J[1, 1] - 0.0001*J[2, 2] - 0.0001*J[3, 3] - 0.0001*J[4, 4] - 0.0001*J[5, 5] - 0.0001*J[6, 6] - 0.0001*s[0]**2 + s[0]*(theta[0]*t33 + theta[1]*t34 + theta[2]*t35 + theta[3]*t36 + theta[5]*t17*t34 - x[0] + t18*t33 + t31*t36 + 1e-06) - 0.0001*s[1]**2 + s[1]*(theta[7]*t41 + theta[8]*t42 + theta[9]*t43 + theta[10]*t44 + theta[11]*t17*t41 - x[1]*(t24 + 1) + t20*t42 + t32*t44 + 2) - 0.0001*s[2]**2 + s[2]*(theta[14]*t37 + theta[15]*t38 + theta[16]*t39 + theta[17]*t40 + theta[18]*t17*t37 + theta[19]*t17*t38 + theta[20]*t17*t40 - x[2] + 5*t14*x[6]**30/t29**15 + 0.1) - 0.0001*s[3]**2 + s[3]*(t25*x[4] + t26*x[3]) - 0.0001*s[4]**2 + s[4]*(-t25*x[3] + t26*x[4]) - 0.0001*s[5]**2 + s[5]*(t28*x[6] + t30*x[5]) - 0.0001*s[6]**2 + s[6]*(-t28*x[5] + t30*x[6]) - 4*t0 - 4*t1 + 20*t10*t21*t23*t8 - t11*t20 - t16*t31 - t18*t7 - t19*t32 - 4*t2 - t24 - 4*t3 + 1
+    out_dr[0] = t45 - t7
+    out_dr[1] = t46
+    out_dr[2] = s[0]*t35
+    out_dr[3] = -t16 + t47
+    out_dr[4] = t17*t45 - t17*t7
+    out_dr[5] = t17*t46
+    out_dr[6] = -t16*t17 + t17*t47
+    out_dr[7] = t48
+    out_dr[8] = -t11 + t49
+    out_dr[9] = s[1]*t43
+    out_dr[10] = -t19 + t50
+    out_dr[11] = t17*t48
+    out_dr[12] = -t11*t17 + t17*t49
+    out_dr[13] = -t17*t19 + t17*t50
+    out_dr[14] = t51
+    out_dr[15] = t52
+    out_dr[16] = s[2]*t39 - t5
+    out_dr[17] = t53
+    out_dr[18] = -t13 + t17*t51
+    out_dr[19] = -t15 + t17*t52
+    out_dr[20] = t17*t53 - t27
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def local_residual(X, S, J, dlogp_dt, theta, R, dR):
+    """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
+
+    X (M, 7) probes, S (M, 7) scores, J (M, 7, 7) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,), theta (21,), R (M,), dR (M, 21) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
+    """
+    for i in range(X.shape[0]):
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 
 
 # ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b73dc5b1, template kernels_v1.
-# model: limit_cycle    spec hash: 1b1b495456d49d9c176fc0822fcb8cba23b91934fa208f4d176638244169c786
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+bd4dc9f5, template kernels_v1.
+# model: limit_cycle    spec hash: 41f923606864800fe52503f2267ec75e8de7038c821f241a9e14c63f969792d0
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: d62af27169daeb74ee190284bbd8f437f48ea77f4a712a73d4223d366a227104
+# content-sha256: fea2e7cd7b0e87320dca0c4cd50839d77f571f894f15ac9145cd6b92fcfb1cb7
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -18,11 +18,14 @@ Kernels and argument shapes (N samples, C chains, K_sin = 4, K_cos = 1):
     local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
                                              A (M, 3), b (M,)
+    local_residual(X, S, J, dlogp_dt, theta, R, dR)
+                                             X (M, 2) probes, S (M, 2), J (M, 2, 2), dlogp_dt (M,),
+                                             theta (3,), R (M,) residual, dR (M, 3) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 2), G (2, 2), keys (C,) uint64,
                                              out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 14, drift_jacobian 8, stein_features 5, local_rows 28.
+Operation counts after joint CSE: drift 14, drift_jacobian 8, stein_features 5, local_rows 28, local_residual 52.
 """
 
 import math
@@ -31,11 +34,13 @@ import numba
 import numpy as np
 
 NAME = 'limit_cycle'
-SPEC_HASH = '1b1b495456d49d9c176fc0822fcb8cba23b91934fa208f4d176638244169c786'
-GENERATOR_VERSION = '0.1.0+b73dc5b1'
+SPEC_HASH = '41f923606864800fe52503f2267ec75e8de7038c821f241a9e14c63f969792d0'
+GENERATOR_VERSION = '0.1.0+bd4dc9f5'
 STATE = ('x', 'y')
 PARAMS = ('a', 'c', 'omega')
 IS_AFFINE = True
+# parameters entering the drift affinely with parameter-free columns (variable projection)
+SEPARABLE = (0, 1, 2)
 NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
 
@@ -134,6 +139,33 @@ def local_rows(X, S, J, dlogp_dt, A, b):
     """
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
+def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
+    """Local residual and its theta-gradient at one probe: x (2,), score s (2,), Jacobian J (2, 2), dlogp_dt scalar, theta (3,); out_r (1,) = R, out_dr (3,) = dR/dtheta."""
+    t0 = x[0]**2
+    t1 = 2*theta[1]
+    t2 = x[1]**2
+    t3 = t0 + t2
+    t4 = theta[1]*t3
+    t5 = s[0]*x[0]
+    t6 = s[1]*x[1]
+    out_r[0] = dlogp_dt - 0.1*J[0, 0] - 0.1*J[1, 1] - 0.1*s[0]**2 + s[0]*(theta[0]*x[0] - theta[2]*x[1] - t4*x[0]) - 0.1*s[1]**2 + s[1]*(theta[0]*x[1] + theta[2]*x[0] - t4*x[1]) + 2*theta[0] - t0*t1 - t1*t2 - 2*t4
+    out_dr[0] = t5 + t6 + 2
+    out_dr[1] = -4*t0 - 4*t2 - t3*t5 - t3*t6
+    out_dr[2] = -s[0]*x[1] + s[1]*x[0]
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def local_residual(X, S, J, dlogp_dt, theta, R, dR):
+    """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
+
+    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,), theta (3,), R (M,), dR (M, 3) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
+    """
+    for i in range(X.shape[0]):
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 
 
 # ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b73dc5b1, template kernels_v1.
-# model: lorenz    spec hash: 29cb7cc3ac98d9f2ce9de0dee49fd25b9445ee9b99318ef8f1cd8ce223fabaaa
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+bd4dc9f5, template kernels_v1.
+# model: lorenz    spec hash: 461489d06df466e036e2fd564425f802ea396f7af773dbbd1333ff1ba1162bb4
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: e0067acef804f90d59ce279285c2111f0f26fd76f718efcb39ded585b0afaa4c
+# content-sha256: c2743d61130f0a0de6abbbc6d892c5abe46bf7231b2450fef37082cf7dcc2baa
 # ============================================================================
 """Numba kernels for the SDE model ``lorenz``.
 
@@ -18,11 +18,14 @@ Kernels and argument shapes (N samples, C chains, K_sin = 5, K_cos = 1):
     local_rows(X, S, J, dlogp_dt, A, b)      X (M, 3) probes, S (M, 3) scores, J (M, 3, 3) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
                                              A (M, 3), b (M,)
+    local_residual(X, S, J, dlogp_dt, theta, R, dR)
+                                             X (M, 3) probes, S (M, 3), J (M, 3, 3), dlogp_dt (M,),
+                                             theta (3,), R (M,) residual, dR (M, 3) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 3), G (3, 3), keys (C,) uint64,
                                              out (n_keep, C, 3), status (C,) int64
 
-Operation counts after joint CSE: drift 10, drift_jacobian 2, stein_features 5, local_rows 37.
+Operation counts after joint CSE: drift 10, drift_jacobian 2, stein_features 5, local_rows 37, local_residual 46.
 """
 
 import math
@@ -31,11 +34,13 @@ import numba
 import numpy as np
 
 NAME = 'lorenz'
-SPEC_HASH = '29cb7cc3ac98d9f2ce9de0dee49fd25b9445ee9b99318ef8f1cd8ce223fabaaa'
-GENERATOR_VERSION = '0.1.0+b73dc5b1'
+SPEC_HASH = '461489d06df466e036e2fd564425f802ea396f7af773dbbd1333ff1ba1162bb4'
+GENERATOR_VERSION = '0.1.0+bd4dc9f5'
 STATE = ('x', 'y', 'z')
 PARAMS = ('sigma', 'rho', 'beta')
 IS_AFFINE = True
+# parameters entering the drift affinely with parameter-free columns (variable projection)
+SEPARABLE = (0, 1, 2)
 NOISE_DIM = 3
 STATE_DEPENDENT_NOISE = False
 
@@ -133,6 +138,28 @@ def local_rows(X, S, J, dlogp_dt, A, b):
     """
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
+def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
+    """Local residual and its theta-gradient at one probe: x (3,), score s (3,), Jacobian J (3, 3), dlogp_dt scalar, theta (3,); out_r (1,) = R, out_dr (3,) = dR/dtheta."""
+    t0 = -x[1]
+    t1 = -t0 - x[0]
+    out_r[0] = dlogp_dt - 0.3*J[0, 0] - 0.3*J[1, 1] - 0.3*J[2, 2] - 0.3*s[0]**2 + s[0]*theta[0]*t1 - 0.3*s[1]**2 + s[1]*(t0 + x[0]*(theta[1] - x[2])) - 0.3*s[2]**2 + s[2]*(-theta[2]*x[2] + x[0]*x[1]) - theta[2] - theta[0] - 1
+    out_dr[0] = s[0]*t1 - 1
+    out_dr[1] = s[1]*x[0]
+    out_dr[2] = -s[2]*x[2] - 1
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def local_residual(X, S, J, dlogp_dt, theta, R, dR):
+    """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
+
+    X (M, 3) probes, S (M, 3) scores, J (M, 3, 3) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    dlogp_dt (M,), theta (3,), R (M,), dR (M, 3) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
+    """
+    for i in range(X.shape[0]):
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 
 
 # ---------------------------------------------------------------------------
