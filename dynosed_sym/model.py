@@ -240,6 +240,18 @@ class SDEModel:
             eig = np.linalg.eigvalsh(Dn)
             if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
                 raise ModelError(f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})")
+        elif self.G is None and not D.is_diagonal():
+            # the simulator needs G with ½GGᵀ = D, taken as the symbolic Cholesky factor of 2D;
+            # a factor that divides by zero (a diagonal entry vanishing where its row does not)
+            # cannot be printed into a kernel, so say so here rather than at code generation
+            L = (2 * D).cholesky(hermitian=False)
+            bad = [(i, j) for i, j in np.ndindex(L.shape) if L[i, j].has(sp.zoo, sp.nan, sp.oo)]
+            if bad:
+                i, j = bad[0]
+                raise ModelError(
+                    f"diffusion D has no symbolic Cholesky factor: entry G[{i},{j}] of 2D = GGᵀ "
+                    f"divides by zero (D = {D.tolist()}); D must be positive semi-definite with "
+                    "D[k,k] > 0 wherever its row is nonzero, or declare the noise as noise=G")
         self.D = D
 
         if name is None:

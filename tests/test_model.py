@@ -448,3 +448,14 @@ def test_state_as_matrix_and_numpy_diffusion():
     assert ds.SDEModel([x, y], [k], [-k * x, -y], diffusion=np.array([1, 2])).D == sp.diag(1, 2)
     D = ds.SDEModel([x, y], [k], [-k * x, -y], diffusion=np.float64(0.5)).D
     np.testing.assert_array_equal(np.array(D, dtype=float), 0.5 * np.eye(2))
+
+
+def test_state_dependent_D_without_cholesky_factor_is_named():
+    """Found by tests/test_fuzz.py: D = [[0, x], [x, 0]] was accepted and then broke code
+    generation (the simulator's symbolic Cholesky factor divides by zero)."""
+    x0, x1, p0 = sp.symbols("x0 x1 p0", real=True)
+    with pytest.raises(ds.ModelError, match="Cholesky"):
+        ds.SDEModel([x0, x1], [p0], [p0 * x0, -x1], diffusion=sp.Matrix([[0, x0], [x0, 0]]))
+    # a factorable state-dependent D is still accepted
+    ds.SDEModel([x0, x1], [p0], [p0 * x0, -x1],
+                diffusion=sp.Matrix([[1 + x0**2, x0 / 2], [x0 / 2, 1]]))
