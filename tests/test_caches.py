@@ -227,5 +227,7 @@ def test_intact_numba_cache_is_kept(compiled, models):
     """The check reads, never deletes, an intact cache (the project's generated/ kernels)."""
     from dynosed_sym.compiled import _numba_cache_files, _numba_cache_intact
 
+    # call a kernel first: on a fresh clone (or after a generator change) nothing is cached yet
+    compiled["lorenz"].drift(np.zeros((2, 3)), models["lorenz"].nominal)
     files = _numba_cache_files(compiled["lorenz"].path)
     assert files and _numba_cache_intact(files)
