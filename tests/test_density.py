@@ -314,3 +314,39 @@ def test_demo_figures(tmp_path, out_dir, monkeypatch):
     assert path.stat().st_size > 10_000 and len(fig.axes) >= 3
     with pytest.raises(ds.DynosedError, match="exactly one reference"):
         plot_density_comparison(dens)
+
+
+def test_three_dimensional_model_derivatives_and_normalisation():
+    x, y, z = sp.symbols("x y z", real=True)
+    a = sp.Symbol("a", real=True)
+    model = ds.SDEModel([x, y, z], [a], [-a * x, -y, -z], diffusion=1, name="density_3d")
+    dens = _random_density(model, np.array([1.0]), n_components=3, n_layers=3, seed=5)
+    assert [list(m) for m in dens.spec.masks] == [[1, 1, 0], [0, 0, 1], [1, 1, 0]]
+    P = np.random.default_rng(0).standard_normal((15, 3))
+    h = 1e-5
+    E = np.eye(3)
+    fd = np.stack([(dens.log_prob(P + h * e) - dens.log_prob(P - h * e)) / (2 * h) for e in E], axis=1)
+    np.testing.assert_allclose(dens.score(P), fd, rtol=1e-6, atol=1e-7)
+    fdj = np.stack([(dens.score(P + h * e) - dens.score(P - h * e)) / (2 * h) for e in E], axis=2)
+    np.testing.assert_allclose(dens.score_jacobian(P), fdj, rtol=1e-6, atol=1e-7)
+    # normalisation by importance sampling from the model itself: E_q[1/q · q] = 1 is trivial, so
+    # use a broad Gaussian proposal instead
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((100_000, 3)) * 3.0
+    logg = -0.5 * (Z**2).sum(1) / 9.0 - 1.5 * np.log(2 * np.pi * 9.0)
+    w = np.exp(dens.log_prob(Z) - logg)
+    assert abs(w.mean() - 1.0) < 5 * w.std() / np.sqrt(w.size) + 1e-3
+
+
+def test_one_dimensional_ou_density(out_dir):
+    x = sp.Symbol("x", real=True)
+    a = sp.Symbol("a", real=True)
+    model = ds.SDEModel([x], [a], [-a * x], diffusion=sp.Rational(1, 2), name="density_ou1")
+    dens = ds.density_from_dynamics(model, [2.0], n_components=3, n_steps=300, n_points=256,
+                                    out_dir=out_dir)
+    assert dens.spec.n_layers == 0  # no coupling in one dimension
+    g = np.linspace(-4, 4, 2001)
+    h = g[1] - g[0]
+    q = dens.prob(g[:, None])
+    p = np.exp(-g**2 / 0.5) / np.sqrt(np.pi * 0.5)  # N(0, D/a) = N(0, 1/4)
+    assert 0.5 * np.abs(q - p).sum() * h < 0.01
