@@ -218,9 +218,14 @@ def test_training_is_reproducible_from_the_seed(swirl, out_dir):
 def test_theta_by_dict_or_nominal_gives_the_same_training(swirl, out_dir):
     model, theta = swirl
     kw = dict(n_components=3, n_layers=0, n_steps=5, n_points=32, out_dir=out_dir)
-    a = ds.density_from_dynamics(model, {"k": 0.8, "g": 1.5}, **kw)
+    a = ds.density_from_dynamics(model, {"k": 0.8, "g": 1.5}, progress=True, **kw)
     b = ds.density_from_dynamics(model, None, **kw)  # model.nominal
     assert np.array_equal(a.loss_history, b.loss_history)
+    # the residual method agrees with the training residual at the same points
+    P = a.sample(50, seed=0)
+    terms = DynamicsTerms(model, a.theta, out_dir)(P)
+    np.testing.assert_allclose(a.residual(P), residual_loss(a.spec, a.params, P, terms)[1], rtol=1e-12)
+    np.testing.assert_allclose(a.prob(P), np.exp(a.log_prob(P)))
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -350,3 +355,19 @@ def test_one_dimensional_ou_density(out_dir):
     q = dens.prob(g[:, None])
     p = np.exp(-g**2 / 0.5) / np.sqrt(np.pi * 0.5)  # N(0, D/a) = N(0, 1/4)
     assert 0.5 * np.abs(q - p).sum() * h < 0.01
+
+
+def test_tape_division_tanh_and_repeated_use():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((4, 3))
+    a = tp.var(A)
+    t = tp.tanh(a)
+    out = tp.total(t / (a * a + 2.0) - t * np.arange(3.0) + tp.exp(-a))  # `a` used four times
+    (g,) = tp.backward(out, [a])
+    f = lambda M: float(np.sum(np.tanh(M) / (M * M + 2.0) - np.tanh(M) * np.arange(3.0) + np.exp(-M)))
+    h = 1e-6
+    for idx in np.ndindex(A.shape):
+        P_, M_ = A.copy(), A.copy()
+        P_[idx] += h
+        M_[idx] -= h
+        assert abs((f(P_) - f(M_)) / (2 * h) - g[idx]) < 1e-6

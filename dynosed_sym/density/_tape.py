@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Node", "var", "value_of", "backward", "einsum", "exp", "log", "tanh", "lse", "total", "stack"]
+__all__ = ["Node", "var", "value_of", "backward", "einsum", "exp", "tanh", "lse", "total"]
 
 
 class Node:
@@ -53,9 +53,6 @@ class Node:
 
     def __neg__(self):
         return neg(self)
-
-    def __getitem__(self, index):
-        return getitem(self, index)
 
     def __repr__(self):
         return f"Node(shape={self.shape})"
@@ -113,11 +110,6 @@ def exp(a):
     return _node(e, (a, lambda g: g * e))
 
 
-def log(a):
-    va = value_of(a)
-    return _node(np.log(va), (a, lambda g: g / va))
-
-
 def tanh(a):
     t = np.tanh(value_of(a))
     return _node(t, (a, lambda g: g * (1.0 - t * t)))
@@ -145,25 +137,6 @@ def lse(a, axis=-1):
     out = np.squeeze(m + np.log(ssum), axis=axis)
     soft = w / ssum
     return _node(out, (a, lambda g: np.expand_dims(g, axis) * soft))
-
-
-def getitem(a, index):
-    va = value_of(a)
-    shape = np.shape(va)
-
-    def vjp(g):  # basic indexing only (no repeated positions), so assignment is the scatter
-        out = np.zeros(shape)
-        out[index] = g
-        return out
-
-    return _node(va[index], (a, vjp))
-
-
-def stack(items, axis=0):
-    values = [value_of(a) for a in items]
-    out = np.stack(values, axis=axis)
-    pairs = [(a, (lambda g, i=i: np.take(g, i, axis=axis))) for i, a in enumerate(items)]
-    return _node(out, *pairs)
 
 
 _PATHS: dict = {}

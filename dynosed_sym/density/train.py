@@ -27,7 +27,8 @@ import time
 import numpy as np
 
 from .. import validate
-from ..errors import DataError, DynosedError
+from ..errors import DataError, DynosedError, ModelError
+from ..model import SDEModel
 from ..progress import progress_bar, progress_enabled
 from . import _tape as tp
 from . import flow_mixture as fm
@@ -245,9 +246,6 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     TrainingDivergedError
         When the loss becomes non-finite (lower ``learning_rate``).
     """
-    from ..model import SDEModel
-    from ..errors import ModelError
-
     if not isinstance(model, SDEModel):
         raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
     if theta is None:
