@@ -235,7 +235,7 @@ def test_theta_by_dict_or_nominal_gives_the_same_training(swirl, out_dir):
     (dict(n_steps=0), "n_steps must be at least 1"),
     (dict(n_components=2.5), "n_components must be an integer"),
     (dict(learning_rate=-1.0), "learning_rate must be positive"),
-    (dict(broaden=1.0), r"broaden must be in \[0, 1\)"),
+    (dict(final_learning_rate=0.0), "final_learning_rate must be positive"),
     (dict(average_from=2.0), r"average_from must be in \[0, 1\]"),
     (dict(init_center=[0.0, 0.0, 1.0]), "init_center"),
     (dict(seed=-1), "seed must be at least 0"),

@@ -6,8 +6,8 @@ No data are used.  The objective is the residual's mean square under the model's
 
 with R the local residual of DESIGN §2 evaluated with the model's own score and score Jacobian.
 J ≥ 0 and J = 0 exactly at the stationary law.  Each step draws fresh collocation points from
-q_ψ (exact samples: latent mixture through the inverted flow) and takes one Adam step along an
-unbiased estimate of ∇J, formed from the exact derivatives of one recorded computation
+q_ψ (exact samples: latent mixture through the inverted flow) and takes one Adam step along a
+Monte-Carlo estimate of ∇J, formed from the exact derivatives of one recorded computation
 (:mod:`._tape`):
 
     ∇J ≈ mean_i [ ∇_ψ R_i² + ∇_ψ log q_ψ(x_i) · (R_i² − b) ],   b = mean_i R_i².
@@ -16,8 +16,11 @@ The second (score-function) term is the part of the gradient that comes from the
 itself.  Why it matters: if the points are merely re-drawn from q_ψ but treated as fixed, the
 optimiser never sees that moving mass into a region exposes the residual there; the density then
 drifts to wherever its own samples happen to give a small residual (on the test oscillators it
-leaves the stationary law entirely).  b is the usual baseline (it leaves the estimate unbiased,
-since E_q[∇log q] = 0, and lowers its variance).
+leaves the stationary law entirely).  b is the usual baseline: E_q[∇log q] = 0, so subtracting
+it lowers the variance; taking it from the same batch biases the estimate by O(1/N) only.
+
+There is deliberately no "broadening" (extra points from a widened copy of q with the measure
+held fixed): in every run we tried it, those fixed-measure points again let the density escape.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class TrainingDivergedError(DynosedError, RuntimeError):
     """The residual loss became non-finite during training (names the step)."""
 
 
-def residual_loss(spec, params, X, terms, n_self=None):
+def residual_loss(spec, params, X, terms):
     """Surrogate whose value estimates J = ∫ q R² and whose gradient is the estimate of ∇J.
 
     Parameters
@@ -49,33 +52,27 @@ def residual_loss(spec, params, X, terms, n_self=None):
     spec : FlowMixtureSpec
     params : dict of name → array or tape node
     X : numpy.ndarray (N, d)
-        Collocation points.  The first ``n_self`` must be draws from the current density q; any
-        further points (the optional broadening) only add their mean R² with the measure held
-        fixed.
+        Collocation points: draws from the current density q.
     terms : tuple (c (N, d), e (N,), D (N, d, d))
         From :class:`DynamicsTerms`.
-    n_self : int, optional
-        Default: all N points are draws from q.
 
     Returns
     -------
     surrogate : scalar (tape node when ``params`` holds nodes)
-        (1/N) [Σ_i R_i² + Σ_{i < n_self} (log q(x_i) − log q(x_i)|fixed) (R_i² − b)].  Its value
-        is the mean R² over all points; the second sum is zero in value and supplies the
-        score-function part of the gradient.
+        (1/N) Σ_i [R_i² + (log q(x_i) − log q(x_i)|fixed) (R_i² − b)], b = mean R².  Its value is
+        the mean R²; the second term is zero in value and supplies the score-function part of
+        the gradient.
     R : (N,) numpy.ndarray
         Residual at the points.
     """
     c, e, D = terms
     N = X.shape[0]
-    n_self = N if n_self is None else int(n_self)
     logq, s, H = fm.jets(spec, params, X, order=2)
     Ds = tp.einsum("nij,nj->ni", D, s)
     R = tp.einsum("ni,ni->n", s, c - Ds) - tp.einsum("nij,nij->n", D, H) + e
     R2 = R * R
     R2v = np.asarray(tp.value_of(R2))
-    weight = np.zeros(N)
-    weight[:n_self] = R2v[:n_self] - (R2v[:n_self].mean() if n_self else 0.0)
+    weight = R2v - R2v.mean()
     measure_term = tp.total((logq - tp.value_of(logq)) * weight)
     return (tp.total(R2) + measure_term) * (1.0 / N), np.asarray(tp.value_of(R))
 
@@ -176,22 +173,10 @@ class LearnedDensity:
                 f"train_seconds={self.train_seconds:.1f})")
 
 
-def _collocation(spec, params, n_points, broaden, broaden_scale, rng):
-    """n_points draws from the current density, then round(broaden·n_points) from its widened copy.
-
-    Returns the points and the number of them drawn from the density itself.
-    """
-    n_wide = int(round(broaden * n_points))
-    xi = fm.sample_latent(spec, params, n_points, rng)
-    if n_wide:
-        xi = np.concatenate([xi, fm.sample_latent(spec, params, n_wide, rng, widen=broaden_scale)])
-    return fm.inverse_flow(spec, params, xi), n_points
-
-
 def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_hidden=8,
-                          n_steps=800, n_points=512, learning_rate=0.02, final_learning_rate=5e-4,
-                          average_from=0.5, broaden=0.0, broaden_scale=2.0, init_center=None,
-                          init_scale=1.0, seed=0, progress=None, out_dir=None) -> LearnedDensity:
+                          n_steps=1500, n_points=512, learning_rate=0.02, final_learning_rate=5e-4,
+                          average_from=0.5, init_center=None, init_scale=1.0, seed=0,
+                          progress=None, out_dir=None) -> LearnedDensity:
     """Learn the stationary density of a known SDE from its drift and diffusion alone (no data).
 
     Parameters
@@ -214,11 +199,6 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
         The returned parameters are an exponential moving average (decay 0.99) of the iterates
         from this fraction of the steps on (1: the last iterate), which removes most of the
         step-to-step noise of the stochastic gradient.
-    broaden : float in [0, 1)
-        Extra fraction of collocation points drawn with the latent covariance widened by
-        ``broaden_scale`` (≥ 1), where R² is penalised with the measure held fixed (constrains
-        the region just outside the current mass; off by default — the objective ∫ q R² with
-        its measure gradient does not need it on the examples we tested).
     init_center : array (d,), optional
         Centre of the initial centroids (default: the origin).
     init_scale : float
@@ -263,12 +243,6 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     average_from = validate.number(average_from, "average_from", nonnegative=True)
     if average_from > 1:
         raise DataError(f"average_from must be in [0, 1], got {average_from}")
-    broaden = validate.number(broaden, "broaden", nonnegative=True)
-    if broaden >= 1:
-        raise DataError(f"broaden must be in [0, 1), got {broaden}")
-    broaden_scale = validate.number(broaden_scale, "broaden_scale", positive=True)
-    if broaden_scale < 1:
-        raise DataError(f"broaden_scale must be at least 1, got {broaden_scale}")
     init_scale = validate.number(init_scale, "init_scale", positive=True)
     seed = validate.seed(seed)
     if init_center is None:
@@ -280,8 +254,8 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
         center = center[0]
     settings = dict(n_components=n_components, n_layers=n_layers, n_hidden=n_hidden, n_steps=n_steps,
                     n_points=n_points, learning_rate=learning_rate,
-                    final_learning_rate=final_learning_rate, average_from=average_from, broaden=broaden,
-                    broaden_scale=broaden_scale, init_center=center.tolist(), init_scale=init_scale,
+                    final_learning_rate=final_learning_rate, average_from=average_from,
+                    init_center=center.tolist(), init_scale=init_scale,
                     seed=seed, out_dir=out_dir)
 
     terms_of = DynamicsTerms(model, theta, out_dir)
@@ -302,11 +276,11 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
                        desc=f"density {model.name}", unit="steps")
     try:
         for step in range(n_steps):
-            X, n_self = _collocation(spec, params, n_points, broaden, broaden_scale, colloc_rng)
-            # the first n_self points are draws from q: the measure of J
+            # fresh exact draws from the current density: the measure of J
+            X = fm.inverse_flow(spec, params, fm.sample_latent(spec, params, n_points, colloc_rng))
             terms = terms_of(X)
             nodes = {k: tp.var(v) for k, v in params.items()}
-            loss, _ = residual_loss(spec, nodes, X, terms, n_self)
+            loss, _ = residual_loss(spec, nodes, X, terms)
             value = float(loss.value)
             if not np.isfinite(value):
                 raise TrainingDivergedError(
