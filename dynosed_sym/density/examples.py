@@ -15,8 +15,8 @@
 Why not the Stuart–Landau oscillator of ``models/limit_cycle.py`` for the closed-form check: its
 density exp((a r²/2 − c r⁴/4)/D) has quartic tails, which neither a Gaussian mixture nor an
 affine-coupling flow (affine far out) can follow, and its cubic drift amplifies that tail misfit
-in the residual; the learned density then stays visibly off (total variation 0.1–0.4 depending on
-D in our runs, see the README).
+in the residual; the learned density then stays visibly off (total variation 0.08–0.33 depending
+on D in our runs, see the README).
 """
 
 from __future__ import annotations
