@@ -591,7 +591,9 @@ def figure_ou(out_dir, n_samples=20_000, dpi=80):
 
 
 #: The figures :func:`make_figures` writes (file names), also committed under docs/images/.
-FIGURES = ("lorenz_local_global.png", "grn_recovery.png", "ou_ill_posed.png")
+PAPER_FIGURES = ("lorenz_local_global.png", "grn_recovery.png", "ou_ill_posed.png")
+DENSITY_FIGURES = ("density_hopf_ring.png", "density_swirl_bistable.png")  # density.figures.density_demo
+FIGURES = PAPER_FIGURES + DENSITY_FIGURES
 
 
 def make_figures(out_dir="demo_output", quick=False):
@@ -600,6 +602,12 @@ def make_figures(out_dir="demo_output", quick=False):
              figure_grn(out_dir, n_samples=10_000 if quick else 20_000),
              figure_lorenz_local_global(out_dir, n_dense=4_000_000 if quick else 20_000_000,
                                         n_draws=2 if quick else 3, n_global_draws=5 if quick else 10)]
+    # dynamics → density: both examples trained from the drift alone (≈ 25 s), with their numbers
+    from .density.figures import density_demo
+
+    _rule("Dynamics → density (no data: trained on the Fokker–Planck residual)")
+    results = density_demo(out_dir)
+    paths += [results["hopf_ring"]["png"], results["swirl_bistable"]["png"]]
     return paths
 
 

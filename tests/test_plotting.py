@@ -45,7 +45,7 @@ def test_demo_figures_on_small_data(tmp_path):
         demo.figure_lorenz_local_global(tmp_path, n_dense=500_000, n_draws=2, temperatures=(10, 49),
                                         sizes=(300, 600), n_global_draws=2, n_features=128),
     ]
-    assert sorted(pathlib.Path(p).name for p in paths) == sorted(demo.FIGURES)
+    assert sorted(pathlib.Path(p).name for p in paths) == sorted(demo.PAPER_FIGURES)
     for p in paths:
         _assert_figure(p)
 
