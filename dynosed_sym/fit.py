@@ -10,7 +10,8 @@ from .assembly import assemble_array, draw_features, median_lengthscale
 from .compiled import compile_model
 from . import validate
 from .data import DEFAULT_BLOCKS
-from .errors import DataError, NotAffineError
+from .errors import DataError
+from .nonaffine import starting_point
 from .report import analyse, solve_tikhonov
 
 __all__ = ["FitResult", "fit_global"]
@@ -347,23 +348,7 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     n_starts = validate.integer(n_starts, "n_starts", minimum=1)
     cm = compile_model(model, out_dir)
     gradient = solver == "gradient" or (solver is None and not cm.is_affine)
-    if not cm.is_affine:  # read from the generated module: no re-derivation on the warm path
-        if not gradient:
-            model.derivation.require_affine()
-        if theta0 is None and model.nominal is None:
-            try:
-                model.derivation.require_affine()
-            except NotAffineError as exc:
-                raise NotAffineError(f"{exc}; the gradient route needs a starting point: pass "
-                                     "theta0= or give the model nominal= values",
-                                     param=exc.param, component=exc.component, term=exc.term) from None
-    if gradient:
-        if theta0 is not None:
-            start = model.theta_vector(theta0, "theta0")
-        elif model.nominal is not None:
-            start = np.array(model.nominal, dtype=float)
-        else:
-            start = np.zeros(model.n)
+    start = starting_point(model, cm, theta0, gradient)
     source = open_source(X, model, "X")
     try:
         use_dask = backend == "dask" or (backend is None and (source.kind == "dask" or client is not None))

@@ -37,7 +37,7 @@ def test_local_residual_kernel_matches_reference_and_finite_differences(gen_dir)
     rng = np.random.default_rng(4)
     M = 40
     P, S = rng.standard_normal((M, 2)), rng.standard_normal((M, 2))
-    J = rng.standard_normal((M, 2, 2))  # not symmetric: the kernel must use J[j, l] = ∂s_j/∂x_l as given
+    J = rng.standard_normal((M, 2, 2))  # random J: D is symmetric, so only J's symmetric part enters Tr(D ∇s)
     g = rng.standard_normal(M)
     th = np.array([1.3, 0.8, -0.4])
     prob = LocalProblem(cm, P, S[None], J[None], g)
