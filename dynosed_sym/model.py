@@ -245,6 +245,7 @@ class SDEModel:
             # a factor that divides by zero (a diagonal entry vanishing where its row does not)
             # cannot be printed into a kernel, so say so here rather than at code generation
             L = (2 * D).cholesky(hermitian=False)
+            self._noise_factor = L  # reused by spec._noise_matrix
             bad = [(i, j) for i, j in np.ndindex(L.shape) if L[i, j].has(sp.zoo, sp.nan, sp.oo)]
             if bad:
                 i, j = bad[0]

@@ -128,7 +128,8 @@ def _noise_matrix(model):
         return None, V * np.sqrt(np.clip(w, 0.0, None))
     if D.is_diagonal():
         return sp.diag(*[sp.sqrt(2 * D[i, i]) for i in range(model.d)]), None
-    return (2 * D).cholesky(hermitian=False), None
+    cached = getattr(model, "_noise_factor", None)  # computed (and checked) at declaration
+    return (cached if cached is not None else (2 * D).cholesky(hermitian=False)), None
 
 
 def build_spec(model) -> KernelSpec:

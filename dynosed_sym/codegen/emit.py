@@ -52,6 +52,15 @@ def _fmt_terms(terms):
     return "(\n    " + ",\n    ".join(rows) + ",\n)"
 
 
+def _probe_slots(slots_x, pieces, d):
+    """Array slots of the local-route kernels' inputs: x, score s, its Jacobian J and dlogp_dt."""
+    slots = dict(slots_x)
+    slots.update({sym: f"s[{j}]" for j, sym in enumerate(pieces.score)})
+    slots.update({sym: f"J[{q // d}, {q % d}]" for q, sym in enumerate(pieces.jacobian)})
+    slots[pieces.dlogp_dt] = "dlogp_dt"
+    return slots
+
+
 def render_module(spec: KernelSpec) -> str:
     """Full text of the generated module for ``spec`` (banner included)."""
     d, n = len(spec.state), len(spec.params)
@@ -103,10 +112,7 @@ def render_module(spec: KernelSpec) -> str:
     local_doc = ""
     if spec.local is not None:
         lp = spec.local
-        slots_local = dict(slots_x)
-        slots_local.update({sym: f"s[{j}]" for j, sym in enumerate(lp.score)})
-        slots_local.update({sym: f"J[{q // d}, {q % d}]" for q, sym in enumerate(lp.jacobian)})
-        slots_local[lp.dlogp_dt] = "dlogp_dt"
+        slots_local = _probe_slots(slots_x, lp, d)
         outputs = [(f"out_a[{k}]", ex) for k, ex in enumerate(lp.a)] + [("out_b[0]", lp.beta)]
         src, ops = _point_function(
             "local_row_point", "x, s, J, dlogp_dt, out_a, out_b",
@@ -120,10 +126,7 @@ def render_module(spec: KernelSpec) -> str:
 
     if spec.local_residual is not None:
         lr = spec.local_residual
-        slots_res = dict(slots_x)
-        slots_res.update({sym: f"s[{j}]" for j, sym in enumerate(lr.score)})
-        slots_res.update({sym: f"J[{q // d}, {q % d}]" for q, sym in enumerate(lr.jacobian)})
-        slots_res[lr.dlogp_dt] = "dlogp_dt"
+        slots_res = _probe_slots(slots_x, lr, d)
         outputs = [("out_r[0]", lr.residual)] + [(f"out_dr[{k}]", ex) for k, ex in enumerate(lr.gradient)]
         src, ops = _point_function(
             "local_residual_point", "x, s, J, dlogp_dt, theta, out_r, out_dr",
