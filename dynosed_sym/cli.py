@@ -10,6 +10,7 @@
     dynosed fit models/lorenz.py lorenz.csv                             # global route, a table
     dynosed fit models/lorenz.py lorenz.csv --route local --probes 10 --temperature 49
     dynosed fit models/lorenz.py lorenz.csv --json > fit.json           # machine-readable
+    dynosed fit my_model.py x.csv --theta0 k=1.5 --starts 4             # a model not affine in θ
     dynosed bench --quick --only simulator                              # benchmarks
 
 Every command takes ``--help``.  Data files: ``.npy`` (columns in the model's state order), ``.csv``
@@ -29,7 +30,7 @@ import time
 import click
 import numpy as np
 
-from .errors import DynosedError
+from .errors import DynosedError, NotAffineError
 
 __all__ = ["main"]
 
@@ -66,18 +67,10 @@ def _echo_json(obj):
 
 
 def _finite(obj):
-    """NaN/inf → None, numpy → Python, recursively (strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _finite(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
+    """NaN/inf → None, numpy → Python, recursively (strict JSON): the helpers of FitResult.to_json."""
+    from .fit import _finite_or_none, _plain
+
+    return _finite_or_none(_plain(obj))
 
 
 # --------------------------------------------------------------------------- arguments
@@ -227,7 +220,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 @click.option("--route", type=click.Choice(["global", "local"]), default="global", show_default=True)
 @click.option("-N", "--n-samples", type=click.IntRange(min=16), default=20_000, show_default=True,
               help="Simulated samples for the design-time study.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--rel-error", type=click.FloatRange(min=0, min_open=True), default=0.1, show_default=True,
               help="Target relative error per parameter (half-width of the interval).")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
@@ -311,7 +304,7 @@ def _check_dict(chk):
               help="Steps between recorded states.")
 @click.option("--chains", "n_chains", type=click.IntRange(min=1), default=None,
               help="Independent chains [default: min(n, 2048)].")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar over chains [default: on a terminal].")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
@@ -353,8 +346,9 @@ def simulate(model_file, n_samples, out, theta_items, dt, burn_in, thin, n_chain
                    "at probe points with estimated scores.")
 @click.option("--lam", type=click.FloatRange(min=0), default=1e-6, show_default=True,
               help="Tikhonov regularisation λ.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seeds the random features (global) or the probe choice (local).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seeds the random features (global) or the probe choice (local), and the perturbed "
+                   "--starts.")
 @click.option("--n-blocks", type=click.IntRange(min=0), default=32, show_default=True,
               help="Data blocks behind the noise estimates (standard errors, rank, consistency).")
 @click.option("--features", "n_features", type=click.IntRange(min=1), default=2048, show_default=True,
@@ -372,13 +366,20 @@ def simulate(model_file, n_samples, out, theta_items, dt, burn_in, thin, n_chain
               help="[local] Precision T of the Gaussian score kernel.")
 @click.option("--score", type=click.Choice(["kernel", "local_gaussian", "score_matching"]), default="kernel",
               show_default=True, help="[local] Score estimator.")
+@click.option("--theta0", "theta0_items", multiple=True, metavar="NAME=VALUE",
+              help="Starting value of the gradient solver (repeatable; unspecified ones take the model's "
+                   "nominal value). Needed for a model not affine in its parameters without nominal values.")
+@click.option("--solver", type=click.Choice(["auto", "linear", "gradient"]), default="auto", show_default=True,
+              help="auto: one linear solve for a model affine in its parameters, else the gradient solver.")
+@click.option("--starts", "n_starts", type=click.IntRange(min=1), default=1, show_default=True,
+              help="[gradient solver] Starts: theta0 plus seeded perturbations; the lowest loss wins.")
 @click.option("--show-nominal", is_flag=True, help="Show the model's nominal values beside the estimates.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of a table.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
               help="Also write the per-parameter results to a .json or .csv file.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
 def fit(model_file, data_file, route, lam, seed, n_blocks, n_features, bandwidth, n_probes, probe_method,
-        radius, temperature, score, show_nominal, as_json, out, progress):
+        radius, temperature, score, theta0_items, solver, n_starts, show_nominal, as_json, out, progress):
     """Fit the parameters of MODEL to the unordered samples in DATA (.npy, .csv or .parquet).
 
     .csv/.parquet columns are matched to the state variables by name (order and extra columns do not
@@ -397,28 +398,46 @@ def fit(model_file, data_file, route, lam, seed, n_blocks, n_features, bandwidth
         except ValueError:
             raise click.BadParameter(f"expected 'median' or a number, got {bandwidth!r}",
                                      param_hint="--bandwidth") from None
-    if show_nominal and _load_model(model_file).nominal is None:
-        raise click.UsageError(f"{model_file} gives no nominal values to show (--show-nominal)")
+    if route == "local" and score == "score_matching" and radius is None:
+        raise click.UsageError("--score score_matching needs --radius (the balls around the probes)")
+    if route == "local" and probe_method == "dense" and radius is None:
+        raise click.UsageError("--probe-method dense needs --radius (the densest points within it)")
     model = _load_model(model_file)
+    if show_nominal and model.nominal is None:
+        raise click.UsageError(f"{model_file} gives no nominal values to show (--show-nominal)")
+    theta0 = None
+    if theta0_items:
+        theta0 = _full_theta(model, theta0_items, "--theta0", "pass --theta0 NAME=VALUE for each parameter")
+    solver_args = {"theta0": theta0, "solver": None if solver == "auto" else solver, "n_starts": n_starts}
     t0 = time.perf_counter()
-    if route == "global":
-        X = _load_data(data_file, model, in_memory=False)
-        result = fit_global(model, X, n_features=n_features, bandwidth=bandwidth, lam=lam, seed=seed,
-                            n_blocks=n_blocks, progress=progress)
-    else:
-        from .data import as_samples
-        from .probes import Balls, choose_probes
+    try:
+        if route == "global":
+            from .compiled import compile_model
 
-        if score == "score_matching" and radius is None:
-            raise click.UsageError("--score score_matching needs --radius (the balls around the probes)")
-        X = as_samples(_load_data(data_file, model, in_memory=True), model, "DATA")
-        centres = choose_probes(X, n_probes, method=probe_method, radius=radius, seed=seed)
-        probes = centres
-        if radius is not None:
-            probes = Balls(centres, radius)
-            X = probes.restrict(X)
-        result = fit_local(model, X, probes, temperature=temperature, score=score, lam=lam,
-                           n_blocks=n_blocks, progress=progress)
+            # the gradient solver needs the samples in memory; the linear one streams a .npy file
+            gradient = solver == "gradient" or (solver == "auto" and not compile_model(model).is_affine)
+            X = _load_data(data_file, model, in_memory=gradient)
+            result = fit_global(model, X, n_features=n_features, bandwidth=bandwidth, lam=lam, seed=seed,
+                                n_blocks=n_blocks, progress=progress, **solver_args)
+        else:
+            from .data import as_samples
+            from .probes import Balls, choose_probes
+
+            X = as_samples(_load_data(data_file, model, in_memory=True), model, "DATA")
+            centres = choose_probes(X, n_probes, method=probe_method, radius=radius, seed=seed)
+            probes = centres
+            if radius is not None:
+                probes = Balls(centres, radius)
+                X = probes.restrict(X)
+            result = fit_local(model, X, probes, temperature=temperature, score=score, lam=lam,
+                               n_blocks=n_blocks, progress=progress, seed=seed, **solver_args)
+    except NotAffineError as exc:
+        # the library asks for ``theta0=``: name the option a terminal user can pass instead
+        if theta0 is not None or "theta0=" not in str(exc):
+            raise
+        what = " ".join(str(exc).split("; the gradient route needs")[0].split())
+        raise click.UsageError(f"{what}; the gradient solver needs a starting point: pass --theta0 "
+                               f"NAME=VALUE for each parameter ({', '.join(model.param_names)})") from None
     elapsed = time.perf_counter() - t0
     truth = model.nominal if show_nominal else None
     if out is not None:

@@ -117,13 +117,21 @@ def _ok(res):
     return res.stdout
 
 
-def _one_line_error(res, *words):
-    """Non-zero exit, no traceback, exactly one non-empty line on stderr naming ``words``."""
+def _one_line_error(res, *words, status=None):
+    """Non-zero exit (``status`` if given), no traceback, one ``Error`` line naming ``words``.
+
+    An error in the model, the data or a computation (exit 1) is exactly one line on standard
+    error; a usage error (exit 2) is click's usage, a hint and that line.
+    """
     assert res.returncode != 0
+    if status is not None:
+        assert res.returncode == status, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert "Traceback" not in res.stderr
     err = [ln for ln in lines if ln.startswith("Error")]
     assert len(err) == 1, res.stderr
+    if res.returncode == 1:
+        assert lines == err, res.stderr
     for w in words:
         assert w in err[0], err[0]
     return err[0]
@@ -204,5 +212,102 @@ def test_cli_bad_arguments_one_line_errors(project_root, tmp_path):
     ]
     for args, words, status in cases:
         res = _dynosed(project_root, *args)
-        _one_line_error(res, *words)
-        assert res.returncode == status, (args, res.stderr)
+        _one_line_error(res, *words, status=status)
+
+
+# --------------------------------------------------------------------------- fit options, in process
+_NONAFFINE = """import sympy as sp
+import dynosed_sym as ds
+x, k = sp.symbols("x k", real=True)
+model = ds.SDEModel([x], [k], [-(k**2) * x], diffusion=1, name="cli_nonaffine")
+"""
+
+
+def test_fit_theta0_solver_starts_nonaffine_without_nominal(runner, tmp_path, monkeypatch):
+    """A model not affine in θ without nominal values: the error names --theta0 (not the library's
+    ``theta0=``); --theta0 (both routes), --solver and --starts reach the fit."""
+    import json
+
+    import numpy as np
+
+    import dynosed_sym.fit as fit_module
+
+    seen = []
+    real_fit = fit_module.fit_global
+    monkeypatch.setattr(fit_module, "fit_global", lambda *a, **kw: seen.append(kw) or real_fit(*a, **kw))
+    (tmp_path / "models").mkdir()
+    (tmp_path / "generated").mkdir()  # the generated module goes beside models/, not to ~/.cache
+    model_file = tmp_path / "models" / "nl.py"
+    model_file.write_text(_NONAFFINE)
+    data = tmp_path / "x.npy"  # stationary law of dx = -k² x dt + √2 dW with k = 2: N(0, 1/4)
+    np.save(data, np.random.default_rng(0).normal(scale=0.5, size=(2000, 1)))
+    args = ["fit", str(model_file), str(data), "--features", "64"]
+
+    res = runner.invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert "--theta0 NAME=VALUE" in res.output and "theta0=" not in res.output and "k" in res.output
+    res = runner.invoke(main, args + ["--theta0", "k=1.5", "--solver", "linear"])  # not affine: exit 1
+    assert res.exit_code == 1 and "not affine" in res.output, res.output
+    res = runner.invoke(main, args + ["--theta0", "nope=1"])
+    assert res.exit_code == 2 and "nope" in res.output and "--theta0" in res.output
+
+    res = runner.invoke(main, args + ["--theta0", "k=1.5", "--starts", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.output)
+    assert abs(rec["parameters"][0]["estimate"] - 2.0) < 0.2
+    assert rec["settings"]["solver"] == "gradient"
+    assert seen[-1]["theta0"] == {"k": 1.5} and seen[-1]["n_starts"] == 2 and seen[-1]["solver"] is None
+    res = runner.invoke(main, args + ["--theta0", "k=1.5", "--starts", "0"])
+    assert res.exit_code == 2 and "--starts" in res.output
+
+    res = runner.invoke(main, ["fit", str(model_file), str(data), "--route", "local", "--probes", "4",
+                               "--temperature", "4", "--theta0", "k=1.5"])
+    assert res.exit_code == 0, res.output
+    assert "local route" in res.output and "k " in res.output
+
+
+def test_fit_usage_errors_exit_2(runner, project_root, tmp_path):
+    csv = tmp_path / "ou.csv"
+    csv.write_text("x,y\n" + "".join(f"{i % 7 * 0.1},{i % 5 * 0.2}\n" for i in range(50)))
+    ou = _model(project_root, "ou2d")
+    res = runner.invoke(main, ["fit", ou, str(csv), "--route", "local", "--probe-method", "dense"])
+    assert res.exit_code == 2 and "--radius" in res.output, res.output
+    res = runner.invoke(main, ["fit", ou, str(csv), "--seed", "-1"])
+    assert res.exit_code == 2 and "--seed" in res.output, res.output
+    res = runner.invoke(main, ["simulate", ou, "-n", "10", "--out", str(tmp_path / "x.npy"), "--seed", "-3"])
+    assert res.exit_code == 2 and "--seed" in res.output, res.output
+    res = runner.invoke(main, ["check", ou, "--seed", "-1"])
+    assert res.exit_code == 2 and "--seed" in res.output, res.output
+
+
+def test_fit_show_nominal_loads_the_model_once(runner, project_root, tmp_path, monkeypatch):
+    import numpy as np
+
+    import dynosed_sym.model as model_module
+
+    calls = []
+    real = model_module.load_model
+    monkeypatch.setattr(model_module, "load_model", lambda path: calls.append(path) or real(path))
+    data = tmp_path / "ou.npy"
+    np.save(data, np.random.default_rng(1).normal(size=(1000, 2)))
+    res = runner.invoke(main, ["fit", _model(project_root, "ou2d"), str(data), "--features", "64",
+                               "--show-nominal"])
+    assert res.exit_code == 0, res.output
+    assert "truth" in res.output
+    assert len(calls) == 1, calls
+
+
+def test_json_helper_is_the_fit_results_one():
+    """cli._finite is FitResult.to_json's conversion (fit._plain + fit._finite_or_none)."""
+    import json
+    import pathlib
+
+    import numpy as np
+
+    from dynosed_sym import cli
+    from dynosed_sym.fit import _finite_or_none, _plain
+
+    obj = {"a": np.float64("nan"), 1: (np.int64(2), np.array([np.inf, 1.0])), "p": pathlib.Path("f.csv")}
+    assert cli._finite(obj) == _finite_or_none(_plain(obj)) == {"a": None, "1": [2, [None, 1.0]],
+                                                                 "p": "f.csv"}
+    json.dumps(cli._finite(obj), allow_nan=False)
