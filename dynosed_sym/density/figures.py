@@ -1,6 +1,8 @@
 """Figures of the dynamics → density demonstration (matplotlib, imported only when drawing).
 
-``pip install 'dynosed_sym[plot]'`` provides matplotlib.
+``pip install 'dynosed_sym[plot]'`` provides matplotlib.  Figures are built without ``pyplot``
+(a :class:`matplotlib.figure.Figure` on an Agg canvas), so drawing never changes the caller's
+matplotlib backend (e.g. a notebook's inline one).
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from .compare import grid_points, tv_to_exact, tv_to_samples
 __all__ = ["plot_density_comparison", "density_demo"]
 
 
-def _pyplot():
+def _new_figure(figsize):
+    """A Figure on its own Agg canvas (no pyplot: the global backend is left alone)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError as exc:
         raise DynosedError("drawing needs matplotlib: pip install 'dynosed_sym[plot]'") from exc
-    return plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def plot_density_comparison(density, *, log_density=None, samples=None, extent=(-4, 4, -4, 4),
@@ -55,10 +58,10 @@ def plot_density_comparison(density, *, log_density=None, samples=None, extent=(
         raise DynosedError(f"plot_density_comparison draws 2-D densities, got d={density.d}")
     if (log_density is None) == (samples is None):
         raise DynosedError("give exactly one reference: log_density= (exact) or samples= (histogram)")
-    plt = _pyplot()
+    fig = _new_figure((13.5, 4.2))
     xs, ys, P, area = grid_points(extent, grid)
     q = density.prob(P).reshape(grid, grid).T
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.2))
+    axes = fig.subplots(1, 3)
     levels = np.linspace(0.0, q.max(), 14)[1:]
     axes[0].contourf(xs, ys, q, levels=levels, cmap="viridis", extend="max")
     axes[0].set_title("learned from dynamics (no data)")
@@ -115,16 +118,15 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
     from .examples import hopf_log_density, hopf_oscillator, swirl_bistable
     from .train import density_from_dynamics
 
-    plt = _pyplot()
+    _new_figure((1, 1))  # fail early (before training) without matplotlib
     results = {}
     model, theta = hopf_oscillator()
     dens = density_from_dynamics(model, theta, seed=seed, progress=progress)
     extent = (-4.5, 4.5, -4.5, 4.5)
     tv, integral = tv_to_exact(dens, hopf_log_density, extent, n=300)
     png = os.path.join(out_dir, "density_hopf_ring.png")
-    fig = plot_density_comparison(dens, log_density=hopf_log_density, extent=extent, path=png,
-                                  title=f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}")
-    plt.close(fig)
+    plot_density_comparison(dens, log_density=hopf_log_density, extent=extent, path=png,
+                            title=f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}")
     results["hopf_ring"] = dict(png=png, tv=tv, integral=integral, train_seconds=dens.train_seconds)
 
     model, theta = swirl_bistable()
@@ -138,9 +140,8 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
     H2, _, _ = np.histogram2d(X[1::2, 0], X[1::2, 1], bins=40, range=[extent[:2], extent[2:]])
     noise = 0.5 * float(np.abs(H1 / X[::2].shape[0] - H2 / X[1::2].shape[0]).sum())
     png = os.path.join(out_dir, "density_swirl_bistable.png")
-    fig = plot_density_comparison(dens, samples=X, extent=extent, path=png,
-                                  title=f"non-gradient bistable drift: TV to simulation = {tv:.3f}")
-    plt.close(fig)
+    plot_density_comparison(dens, samples=X, extent=extent, path=png,
+                            title=f"non-gradient bistable drift: TV to simulation = {tv:.3f}")
     results["swirl_bistable"] = dict(png=png, tv=tv, tv_sampling_noise=noise,
                                      train_seconds=dens.train_seconds, simulate_seconds=sim_seconds)
     if verbose:

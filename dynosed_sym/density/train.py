@@ -41,7 +41,8 @@ __all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss", "Training
 
 
 class TrainingDivergedError(DynosedError, RuntimeError):
-    """The residual loss became non-finite during training (names the step)."""
+    """Training diverged (names the step): the residual loss, a parameter or the collocation
+    points drawn from the current density became non-finite."""
 
 
 def residual_loss(spec, params, X, terms):
@@ -78,7 +79,9 @@ def residual_loss(spec, params, X, terms):
 
 
 def _as_points(P, d, state_names, name="P"):
-    """Evaluation points as a float (M, d) array; a DataFrame is read by its state columns."""
+    """Evaluation points as a float (M, d) array; a DataFrame is read by its state columns.
+
+    A 1-D array is one point of d values, except for d = 1, where it is M points (a column)."""
     if hasattr(P, "columns"):
         missing = [s for s in state_names if s not in P.columns]
         if missing:
@@ -88,13 +91,46 @@ def _as_points(P, d, state_names, name="P"):
         arr = np.asarray(P, dtype=float)
     except (TypeError, ValueError) as exc:
         raise DataError(f"{name}: cannot convert to a float array ({exc})") from None
-    if arr.ndim == 1 and arr.shape[0] == d:
-        arr = arr[None, :]
+    if arr.ndim == 1:
+        # one point of d values; in one dimension a 1-D array is M points (a column)
+        arr = arr[:, None] if d == 1 else (arr[None, :] if arr.shape[0] == d else arr)
     if arr.ndim != 2 or arr.shape[1] != d:
         raise DataError(f"{name}: expected shape (M, {d}), got {arr.shape}")
     if not np.isfinite(arr).all():
         raise DataError(f"{name}: contains NaN or inf (row {int(np.flatnonzero(~np.isfinite(arr).all(1))[0])})")
     return np.ascontiguousarray(arr)
+
+
+def _as_center(center, d):
+    """init_center as d finite floats (a length-d sequence, or a (1, d) array)."""
+    try:
+        arr = np.asarray(center, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"init_center: cannot convert to a float array ({exc})") from None
+    if arr.size != d or arr.ndim > 2 or (arr.ndim == 2 and arr.shape[0] != 1):
+        raise DataError(f"init_center: expected {d} value{'s' if d != 1 else ''}, got shape {arr.shape}")
+    arr = arr.reshape(d)
+    if not np.isfinite(arr).all():
+        raise DataError(f"init_center: contains NaN or inf ({arr.tolist()})")
+    return arr
+
+
+def _diverged(step, what):
+    return TrainingDivergedError(
+        f"density_from_dynamics: training diverged at step {step} ({what}); "
+        "lower learning_rate or change init_scale/init_center")
+
+
+def _collocation_points(spec, params, n, rng, step):
+    """Fresh exact draws from the current density; TrainingDivergedError when they overflow."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = fm.inverse_flow(spec, params, fm.sample_latent(spec, params, n, rng))
+    except np.linalg.LinAlgError:
+        raise _diverged(step, "the mixture covariance became singular") from None
+    if not np.isfinite(X).all():
+        raise _diverged(step, "the inverted flow overflowed: collocation points are not finite")
+    return X
 
 
 class LearnedDensity:
@@ -224,7 +260,8 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     DataError
         For bad settings (names the argument) or a drift that is not finite at a collocation point.
     TrainingDivergedError
-        When the loss becomes non-finite (lower ``learning_rate``).
+        When the loss, a parameter or the drawn collocation points become non-finite (names the
+        step; lower ``learning_rate``).
     """
     if not isinstance(model, SDEModel):
         raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
@@ -248,10 +285,7 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     if init_center is None:
         center = np.zeros(model.d)
     else:
-        center = _as_points(init_center, model.d, model.state_names, "init_center")
-        if center.shape[0] != 1:
-            raise DataError(f"init_center: expected {model.d} values, got shape {center.shape}")
-        center = center[0]
+        center = _as_center(init_center, model.d)
     settings = dict(n_components=n_components, n_layers=n_layers, n_hidden=n_hidden, n_steps=n_steps,
                     n_points=n_points, learning_rate=learning_rate,
                     final_learning_rate=final_learning_rate, average_from=average_from,
@@ -277,15 +311,13 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     try:
         for step in range(n_steps):
             # fresh exact draws from the current density: the measure of J
-            X = fm.inverse_flow(spec, params, fm.sample_latent(spec, params, n_points, colloc_rng))
+            X = _collocation_points(spec, params, n_points, colloc_rng, step)
             terms = terms_of(X)
             nodes = {k: tp.var(v) for k, v in params.items()}
             loss, _ = residual_loss(spec, nodes, X, terms)
             value = float(loss.value)
             if not np.isfinite(value):
-                raise TrainingDivergedError(
-                    f"density_from_dynamics: the residual loss is not finite at step {step}; "
-                    "lower learning_rate or change init_scale/init_center")
+                raise _diverged(step, "the residual loss is not finite")
             history[step] = value
             grads = tp.backward(loss, [nodes[k] for k in names])
             # cosine decay of the step size from learning_rate to final_learning_rate
@@ -297,6 +329,8 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
                 mhat = m1[k] / (1 - beta1 ** (step + 1))
                 vhat = m2[k] / (1 - beta2 ** (step + 1))
                 params[k] = params[k] - lr * mhat / (np.sqrt(vhat) + eps)
+                if not np.isfinite(params[k]).all():
+                    raise _diverged(step, f"the update made parameter {k!r} non-finite")
             if step == first_averaged:
                 averaged = {k: v.copy() for k, v in params.items()}
             elif step > first_averaged:
