@@ -23,7 +23,7 @@ from .local import fit_local, local_system
 from .probes import Balls, choose_probes, restrict_to_balls
 from .scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from . import distributed
-from .density import LearnedDensity, density_from_dynamics
+from .density import LearnedDensity, TrainingDivergedError, density_from_dynamics
 from .spec import GENERATOR_VERSION, RELEASE
 
 __version__ = RELEASE
@@ -38,5 +38,5 @@ __all__ = [
     "fit_local", "local_system", "Balls", "choose_probes", "restrict_to_balls",
     "KernelScore", "ScoreMatching", "ScoreEstimate", "estimate_scores",
     "from_anndata",
-    "density_from_dynamics", "LearnedDensity",
+    "density_from_dynamics", "LearnedDensity", "TrainingDivergedError",
 ]
