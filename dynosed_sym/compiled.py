@@ -62,16 +62,32 @@ def _valid_file(path, expected_hash):
             and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body)
 
 
-def _numba_cache_files(path):
-    """Numba's on-disk cache files (index ``.nbi``, data ``.nbc``) of a generated module."""
-    cache = os.path.join(os.path.dirname(path), "__pycache__")
-    stem = os.path.splitext(os.path.basename(path))[0] + "."
-    try:
-        names = os.listdir(cache)
-    except OSError:
-        return []
-    return [os.path.join(cache, n) for n in names
-            if n.startswith(stem) and n.endswith((".nbi", ".nbc"))]
+def _numba_cache_files(module):
+    """Numba's on-disk cache files (index ``.nbi``, data ``.nbc``) of a loaded generated module.
+
+    Found through each kernel's own cache locator, as Numba finds them: ``__pycache__`` beside
+    the module, or the per-user / ``NUMBA_CACHE_DIR`` folder Numba uses when that one cannot
+    be written.  Only kernels defined in the module are looked at.
+    """
+    files = []
+    for obj in vars(module).values():
+        try:
+            cache_file = obj._cache._cache_file
+            folder, index = cache_file._cache_path, cache_file._index_path
+        except AttributeError:
+            continue
+        if getattr(getattr(obj, "py_func", None), "__module__", None) != module.__name__:
+            continue
+        index_name = os.path.basename(index)
+        base = index_name[: -len(".nbi")] + "."
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        files += [os.path.join(folder, n) for n in sorted(names)
+                  if n == index_name or (n.startswith(base) and n.endswith(".nbc")
+                                         and n[len(base):-len(".nbc")].isdigit())]
+    return files
 
 
 def _numba_cache_intact(files) -> bool:
@@ -79,20 +95,30 @@ def _numba_cache_intact(files) -> bool:
 
     Numba writes them atomically, but a full disk or a copy gone wrong can leave a broken
     one, and Numba then fails inside the first kernel call with an UnpicklingError.  An
-    index is unpickled completely (small, plain data); a data file is only checked to be a
-    complete pickle frame (unpickling it would rebuild the machine code).
+    index starts with the Numba version that wrote it; one of this version is unpickled
+    completely (small, plain data), one of another version is skipped (Numba ignores it and
+    rewrites it; its format may not load here).  A data file is only checked to be a complete
+    pickle frame, by its first and last byte (unpickling it would rebuild the machine code;
+    reading it would cost a disk read of the whole cache on every warm start).
     """
     import pickle
+
+    import numba
 
     for f in files:
         try:
             with open(f, "rb") as fh:
                 if f.endswith(".nbi"):
-                    pickle.load(fh)
+                    if pickle.load(fh) != numba.__version__:
+                        continue
                     pickle.loads(fh.read())
                 else:
-                    data = fh.read()
-                    if len(data) < 3 or data[:1] != b"\x80" or data[-1:] != b".":
+                    first = fh.read(1)
+                    size = fh.seek(0, os.SEEK_END)
+                    if size < 3 or first != b"\x80":
+                        return False
+                    fh.seek(size - 1)
+                    if fh.read(1) != b".":
                         return False
         except FileNotFoundError:
             continue  # removed meanwhile by another process: Numba recompiles
@@ -101,17 +127,26 @@ def _numba_cache_intact(files) -> bool:
     return True
 
 
-def _repair_numba_cache(path):
-    """Delete a damaged Numba cache of the module at ``path`` (with a warning): it is rebuilt."""
-    files = _numba_cache_files(path)
+def _repair_numba_cache(module):
+    """Delete a damaged Numba cache of a loaded generated module (with a warning): it is rebuilt.
+
+    Runs after the import and before any kernel call (the kernels compile lazily, so nothing
+    has been read from the cache yet).  A file that cannot be deleted is named in a second
+    warning: the first call of its kernel will then fail inside Numba.
+    """
+    files = _numba_cache_files(module)
     if files and not _numba_cache_intact(files):
-        warnings.warn(f"Numba's cache of {os.path.basename(path)} is damaged; deleting it (the kernels "
-                      "are compiled again)", stacklevel=3)
+        warnings.warn(f"Numba's cache of {os.path.basename(module.__file__)} is damaged; deleting it "
+                      "(the kernels are compiled again)", stacklevel=3)
         for f in files:
             try:
                 os.unlink(f)
-            except OSError:
+            except FileNotFoundError:
                 pass
+            except OSError as exc:
+                warnings.warn(f"cannot delete the damaged Numba cache file {f} ({exc}); delete it "
+                              "by hand, or Numba fails on the first call of this kernel",
+                              stacklevel=3)
 
 
 def _import_path(path, module_name):
@@ -226,8 +261,8 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
                 raise
             warnings.warn(f"{exc}; using the user cache {fallback!r} instead", stacklevel=2)
             path = _ensure_file(model, h, fallback, force)
-        _repair_numba_cache(path)
         module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
+        _repair_numba_cache(module)
         from .progress import note_first_compile  # one stderr line when Numba's disk cache is cold
         note_first_compile(module, model.name)
         cm = CompiledModel(model, module, path)

@@ -48,7 +48,7 @@ import numpy as np
 from .errors import DataError
 
 __all__ = ["as_samples", "from_anndata", "check_finite", "iter_blocks", "block_edges", "open_source", "DataSource",
-           "NoiseBlocks", "assemble_stream", "validate_rows",
+           "NoiseBlocks", "assemble_stream", "rows_differ", "validate_rows",
            "DEFAULT_BLOCKS", "MIN_BLOCK_ROWS", "CHUNK_ROWS", "BANDWIDTH_ROWS"]
 
 DEFAULT_BLOCKS = 32       # data blocks for sampling-noise estimates
@@ -648,6 +648,8 @@ class NoiseBlocks:
         self.size = MIN_BLOCK_ROWS
         self.row = int(start)
         self.sums = {}
+        self.first_row = None   # the first row seen, until a different one is (see accumulate)
+        self.spread = False     # whether two rows seen differ
 
     def split(self, X):
         """Yield ``(block, rows)`` pieces of X, whose rows follow those already seen.
@@ -725,12 +727,21 @@ class NoiseBlocks:
 
 
 def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None):
-    """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``."""
+    """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``.
+
+    Each chunk is checked first (errors name global rows): the feature arguments, and a
+    state-dependent D(x) at every row.  ``blocks.spread`` records whether two rows differ.
+    """
     from .assembly import block_sums
-    from .validate import feature_arguments
+    from .validate import diffusion_psd, feature_arguments
 
     for chunk in chunks:
         feature_arguments(chunk, feats, offset=blocks.row)  # names global rows
+        diffusion_psd(cm.model, chunk, "X", offset=blocks.row)
+        if not blocks.spread and chunk.shape[0]:
+            if blocks.first_row is None:
+                blocks.first_row = chunk[0].copy()
+            blocks.spread = bool((chunk != blocks.first_row).any())
         for k, piece in blocks.split(chunk):
             P_s, P_c = block_sums(cm, piece, feats)
             blocks.add(k, P_s, P_c, piece.shape[0])
@@ -748,7 +759,20 @@ def assemble_stream(cm, source: DataSource, feats, n_blocks=DEFAULT_BLOCKS, chun
     A : (m, n), b : (m,), A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,)
         As :func:`dynosed_sym.assembly.assemble_global`.
     """
+    from .validate import same_point
+
     blocks = NoiseBlocks(source.n_rows, n_blocks)
     accumulate(cm, feats, blocks, source.chunks(chunk_rows), bar)
+    if not blocks.spread and blocks.row >= 2:
+        same_point(blocks.row, blocks.first_row, source.name)
     return blocks.finish(cm, feats)
+
+
+def rows_differ(source: DataSource, point, chunk_rows=CHUNK_ROWS) -> bool:
+    """Whether a re-readable source (file, Zarr/HDF5, dask array) has a row other than ``point``.
+
+    Reads the source in this process until such a row is found (for a stream whose first
+    rows are all one point, before it is fitted elsewhere).
+    """
+    return any(bool((chunk != point).any()) for chunk in source.chunks(chunk_rows))
 

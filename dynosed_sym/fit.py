@@ -329,7 +329,7 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
     -------
     FitResult
     """
-    from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, block_edges, open_source
+    from .data import BANDWIDTH_ROWS, CHUNK_ROWS, assemble_stream, block_edges, open_source, rows_differ
     from .progress import progress_bar, progress_enabled
 
     n_features = validate.integer(n_features, "n_features", minimum=1)
@@ -358,9 +358,19 @@ def fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0,
         head = source.head(BANDWIDTH_ROWS)
         if head.shape[0] < 2:
             raise DataError(f"X: {head.shape[0]} sample(s); at least 2 are needed")
-        # reliability checks (a streamed input: on its first rows; the feature range per chunk)
-        validate.distinct_samples(source.array if source.kind == "array" else head)
-        validate.diffusion_psd(model, head, "X")
+        # reliability checks: X in memory as a whole; a streamed X on its first rows here, then
+        # chunk by chunk as it is read (data.accumulate: feature range, D(x), spread)
+        if source.kind == "array":
+            validate.distinct_samples(source.array)
+            validate.diffusion_psd(model, source.array, "X")
+        else:
+            validate.diffusion_psd(model, head, "X")
+            more = head.shape[0] >= BANDWIDTH_ROWS and source.n_rows != head.shape[0]
+            if not more or isinstance(bandwidth, str):  # (the median bandwidth comes from the head)
+                validate.distinct_samples(head, first=more)
+            elif use_dask and not (head != head[:1]).any():  # the workers do not tell: look here
+                if not rows_differ(source, head[0], int(chunk_rows)):
+                    validate.same_point(source.n_rows, head[0])
         if isinstance(bandwidth, str):
             if bandwidth != "median":
                 raise DataError(f"bandwidth must be 'median' or a positive number, got {bandwidth!r}")

@@ -16,8 +16,8 @@ import numpy as np
 from .errors import DataError
 
 __all__ = ["integer", "number", "seed", "per_row", "feature_arguments", "distinct_samples",
-           "diffusion_values", "diffusion_psd", "system_scale", "MAX_FEATURE_TURNS",
-           "MAX_SYSTEM_ENTRY"]
+           "same_point", "diffusion_values", "diffusion_psd", "system_scale", "PSD_ROWS",
+           "MAX_FEATURE_TURNS", "MAX_SYSTEM_ENTRY"]
 
 
 def integer(value, name, minimum=None):
@@ -107,15 +107,24 @@ def feature_arguments(X, feats, name="X", offset=0):
             "variables (and the model with them) or pass a larger bandwidth=")
 
 
-def distinct_samples(X, name="X"):
+def distinct_samples(X, name="X", first=False):
     """Raise DataError when all rows of X (N ≥ 2, d) are the same point.
 
     A stationary law with noise is never a single point; such data (often a constant fill
-    value or a broadcasting mistake) would give a confident, meaningless fit.
+    value or a broadcasting mistake) would give a confident, meaningless fit.  ``first``:
+    X holds only the first rows of a longer input, and the message says so.
     """
     if X.shape[0] >= 2 and not (X != X[:1]).any():
-        raise DataError(f"{name}: all {X.shape[0]} samples are the same point "
-                        f"{np.array2string(X[0], precision=4)}; a stationary law with noise has spread")
+        same_point(X.shape[0], X[0], name, first)
+
+
+def same_point(n, point, name="X", first=False):
+    """The DataError of :func:`distinct_samples` for ``n`` rows all equal to ``point``."""
+    which = f"the first {n} samples" if first else f"all {n} samples"
+    hint = ("; the median bandwidth is taken from these rows: pass bandwidth= or shuffle the rows"
+            if first else "; a stationary law with noise has spread")
+    raise DataError(f"{name}: {which} are the same point {np.array2string(np.asarray(point), precision=4)}"
+                    + hint)
 
 
 _D_FUNCS: dict = {}
@@ -141,31 +150,43 @@ def diffusion_values(model, X) -> np.ndarray:
     return out
 
 
-def diffusion_psd(model, X, name="X", what="sample"):
+def diffusion_psd(model, X, name="X", what="sample", offset=0):
     """Raise ModelError when a state-dependent D(x) is not finite, symmetric PSD at a row of X.
 
     A constant D is checked when the model is declared and ``D = ½GGᵀ`` is PSD by
-    construction; a state-dependent D can only be checked where it is used — at the samples
-    (global route, simulation) or at the probes (local route).
+    construction; a state-dependent D can only be checked where it is used — at every sample
+    (global route, in memory or chunk by chunk as a stream is read), at the probes (local
+    route) or at the start states (simulation).  Rows are counted from ``offset`` (the global
+    index of X's first row); X is evaluated in windows of ``PSD_ROWS`` rows.
     """
+    if model.diffusion_is_constant or model.G is not None:
+        return
+    for lo in range(0, X.shape[0], PSD_ROWS):
+        _diffusion_psd_rows(model, X[lo:lo + PSD_ROWS], name, what, offset + lo)
+
+
+#: Rows of X whose D(x) (rows × d × d) is evaluated at once by :func:`diffusion_psd`.
+PSD_ROWS = 65536
+
+
+def _diffusion_psd_rows(model, X, name, what, offset):
     from .errors import ModelError
 
-    if model.diffusion_is_constant or model.G is not None or X.shape[0] == 0:
-        return
     Dx = diffusion_values(model, X)
     finite = np.isfinite(Dx).all(axis=(1, 2))
     if not finite.all():
         r = int(np.flatnonzero(~finite)[0])
-        raise ModelError(f"diffusion D(x) of model {model.name!r} is not finite at {what} {r} of {name} "
-                         f"(x = {np.array2string(X[r], precision=4)})")
+        raise ModelError(f"diffusion D(x) of model {model.name!r} is not finite at {what} {r + offset} of "
+                         f"{name} (x = {np.array2string(X[r], precision=4)})")
     eig = np.linalg.eigvalsh(Dx)
     tol = 1e-12 * np.maximum(1.0, np.abs(eig).max(axis=1))
     bad = eig[:, 0] < -tol
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise ModelError(f"diffusion D(x) of model {model.name!r} is not positive semi-definite at "
-                         f"{what} {r} of {name} (x = {np.array2string(X[r], precision=4)}, smallest "
-                         f"eigenvalue {eig[r, 0]:.3g}); D must be a covariance wherever the state goes")
+                         f"{what} {r + offset} of {name} (x = {np.array2string(X[r], precision=4)}, "
+                         f"smallest eigenvalue {eig[r, 0]:.3g}); D must be a covariance wherever the "
+                         "state goes")
 
 
 #: Largest |entry| of an assembled system A θ ≈ b that the solve and the noise analysis (which

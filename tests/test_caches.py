@@ -117,11 +117,34 @@ def test_generator_version_change_never_reuses_old_files(tmp_path, monkeypatch):
     assert open(old.path, encoding="utf-8").read() == old_text  # the old file is left alone
 
 
-def test_generator_fingerprint_follows_its_sources():
-    """GENERATOR_VERSION hashes every generator source (comments excluded)."""
+def test_generator_fingerprint_follows_its_sources(tmp_path, monkeypatch):
+    """GENERATOR_VERSION hashes every generator source, comments excluded: fingerprinting
+    temporary copies, a changed token changes the hash, a changed comment or blank line does
+    not."""
     assert set(spec_mod._GENERATOR_SOURCES) >= {"spec.py", "symbolic.py", "codegen/printer.py",
                                                 "codegen/templates.py", "codegen/emit.py"}
-    assert spec_mod.GENERATOR_VERSION.endswith("+" + spec_mod._generator_fingerprint())
+    here = os.path.dirname(os.path.abspath(spec_mod.__file__))
+    for rel in spec_mod._GENERATOR_SOURCES:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(open(os.path.join(here, rel), "rb").read())
+    monkeypatch.setattr(spec_mod, "__file__", str(tmp_path / "spec.py"))  # fingerprint the copies
+    original = spec_mod._generator_fingerprint()
+    assert spec_mod.GENERATOR_VERSION.endswith("+" + original)
+    for rel in spec_mod._GENERATOR_SOURCES:  # every source counts
+        source = tmp_path / rel
+        text = source.read_text(encoding="utf-8")
+
+        def fingerprint_of(new_text):
+            source.write_bytes(new_text.encode("utf-8"))
+            return spec_mod._generator_fingerprint()
+
+        assert fingerprint_of("# a new comment\n\n" + text + "\n# and another\n\n") == original, rel
+        assert fingerprint_of(text + "\n_UNUSED = 1\n") != original, rel
+        assert fingerprint_of(text) == original, rel
+    templates = tmp_path / "codegen" / "templates.py"
+    text = templates.read_text(encoding="utf-8")
+    templates.write_text(text.replace("fastmath=False", "fastmath=True", 1), encoding="utf-8")
+    assert spec_mod._generator_fingerprint() != original  # a changed token inside a template
 
 
 # --------------------------------------------------------------------------- read-only folders
@@ -223,11 +246,131 @@ def test_damaged_numba_cache_is_rebuilt(tmp_path, project_root, damage):
         [-0.7 * X[:, 0] + X[:, 1], -X[:, 0] - 0.7 * X[:, 1] ** 3]), rtol=1e-15)
 
 
-def test_intact_numba_cache_is_kept(compiled, models):
-    """The check reads, never deletes, an intact cache (the project's generated/ kernels)."""
-    from dynosed_sym.compiled import _numba_cache_files, _numba_cache_intact
+@pytest.fixture(scope="module")
+def warm_module(tmp_path_factory):
+    """A small model emitted into a temporary folder and one kernel called: Numba's cache of
+    its generated module (``__pycache__/*.nbi``, ``*.nbc``) exists."""
+    out = tmp_path_factory.mktemp("nbwarm")
+    m = small_model("nbcache_warm")
+    cm = ds.compile_model(m, str(out))
+    cm.drift(np.zeros((2, 2)), [1.0])
+    return m, cm, out
 
-    # call a kernel first: on a fresh clone (or after a generator change) nothing is cached yet
-    compiled["lorenz"].drift(np.zeros((2, 3)), models["lorenz"].nominal)
-    files = _numba_cache_files(compiled["lorenz"].path)
-    assert files and _numba_cache_intact(files)
+
+def _stats(files):
+    return {f: (os.stat(f).st_ino, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files}
+
+
+def test_intact_numba_cache_is_kept(warm_module, project_root):
+    """The check reads, never deletes or rewrites, an intact cache: neither the repair on the
+    loaded module nor compile_model in a new process (which repairs before the first call)."""
+    m, cm, out = warm_module
+    files = compiled_mod._numba_cache_files(cm.module)
+    assert {os.path.dirname(f) for f in files} == {str(out / "__pycache__")}
+    assert any(f.endswith(".nbi") for f in files) and any(f.endswith(".nbc") for f in files)
+    before = _stats(files)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled_mod._repair_numba_cache(cm.module)
+    assert _stats(files) == before
+    subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", _COMPILE, str(out), m.name], check=True,
+                   cwd=str(project_root), timeout=300)
+    assert _stats(compiled_mod._numba_cache_files(cm.module)) == before  # warm: loaded, not rewritten
+
+
+def test_numba_cache_check_reads_two_bytes_of_a_data_file(warm_module, monkeypatch):
+    """A data file is checked by its first and last byte (seek), not read whole: a warm start
+    must not cost a disk read of the whole cache."""
+    _, cm, _ = warm_module
+    data = [f for f in compiled_mod._numba_cache_files(cm.module) if f.endswith(".nbc")]
+    read = []
+
+    class Counting:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def read(self, *args):
+            out = self.fh.read(*args)
+            read.append(len(out))
+            return out
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    monkeypatch.setattr(compiled_mod, "open", lambda *a, **k: Counting(open(*a, **k)), raising=False)
+    assert data and compiled_mod._numba_cache_intact(data)
+    assert len(read) == 2 * len(data) and sum(read) == 2 * len(data)
+    assert 2 < min(os.path.getsize(f) for f in data)
+
+
+def test_numba_index_of_another_version_is_not_damage(warm_module, tmp_path):
+    """Numba skips an index written by another Numba version (its rest may not unpickle here)
+    and rewrites it; the check must not call it damaged and delete the cache."""
+    import pickle
+
+    import numba
+
+    _, cm, _ = warm_module
+    index = next(f for f in compiled_mod._numba_cache_files(cm.module) if f.endswith(".nbi"))
+    other = tmp_path / os.path.basename(index)
+    for version, intact in [("0.1.0-another-numba", True), (numba.__version__, False)]:
+        with open(other, "wb") as fh:
+            pickle.dump(version, fh, protocol=-1)
+            fh.write(b"\x80\x05\x95 not a pickle this Numba can read")
+        assert compiled_mod._numba_cache_intact([str(other)]) is intact
+    assert compiled_mod._numba_cache_intact([index])
+
+
+def test_damaged_cache_in_numba_user_folder_is_found(warm_module, tmp_path, monkeypatch):
+    """When Numba keeps the cache outside ``__pycache__`` (its per-user folder for a read-only
+    module folder, or NUMBA_CACHE_DIR), the damaged files there are found, through each
+    kernel's cache locator, and deleted; a file that cannot be deleted is named in a warning."""
+    from numba.core import caching, config
+
+    m, cm, out = warm_module
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "numba_user"))
+    elsewhere = tmp_path / "gen"
+    path = elsewhere / os.path.basename(cm.path)
+    cache = tmp_path / "numba_user" / caching.UserProvidedCacheLocator.get_suitable_cache_subpath(str(path))
+
+    def plant():  # the warm cache, as Numba would have written it there, one file truncated
+        cache.mkdir(parents=True, exist_ok=True)
+        planted = []
+        for f in compiled_mod._numba_cache_files(cm.module):
+            target = cache / os.path.basename(f)
+            target.write_bytes(open(f, "rb").read())
+            planted.append(target)
+        planted[0].write_bytes(planted[0].read_bytes()[:40])
+        return planted
+
+    path.parent.mkdir()
+    path.write_text(open(cm.path, encoding="utf-8").read(), encoding="utf-8")
+    planted = plant()
+    with pytest.warns(UserWarning, match="Numba's cache .* is damaged"):
+        cm2 = ds.compile_model(m, str(elsewhere))
+    assert not (elsewhere / "__pycache__").exists()
+    assert not any(f.exists() for f in planted)
+
+    planted = plant()
+    real_unlink = os.unlink
+
+    def refuse(f, *args, **kwargs):
+        if str(f).startswith(str(cache)):
+            raise PermissionError(13, "Permission denied", str(f))
+        return real_unlink(f, *args, **kwargs)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(os, "unlink", refuse)
+        with pytest.warns(UserWarning) as record:
+            compiled_mod._repair_numba_cache(cm2.module)
+    messages = [str(w.message) for w in record]
+    assert any("is damaged" in msg for msg in messages)
+    assert any("cannot delete the damaged Numba cache file" in msg and str(planted[0]) in msg
+               for msg in messages)
+    assert all(f.exists() for f in planted)

@@ -10,13 +10,14 @@ examples) and the Hypothesis tests of tests/test_local.py (local rows — 153 ex
 * affine drifts with a full state-dependent G(x): global A, b and local rows vs the reference;
 * the entry points ``fit_global`` / ``fit_local`` on random arrays with NaN, inf, huge and tiny
   values, constant columns, wrong shapes and random argument values: every call returns a
-  finite fit or raises a DynosedError — nothing else;
+  finite fit or raises a DynosedError — nothing else (also for a compiled non-affine model,
+  by the global and the local gradient routes, with hostile starting points);
 * random model declarations with undeclared symbols, time, unsupported and undefined
   functions, parameters in D: SDEModel returns a model whose derivation and emitted module
   work, or raises ModelError.
 
-Examples per CI run (``dynosed`` profile): 150 + 100 + 150 + 100 + 80 = 580 here, 1467 with
-the two files above.
+Examples per CI run (``dynosed`` profile): 150 + 100 + 150 + 100 + 80 + 80 = 660 here, 1547
+with the two files above.
 """
 
 from __future__ import annotations
@@ -82,15 +83,19 @@ def nonaffine_models(draw):
     return ds.SDEModel(list(xs), list(ps), comps, name="fuzz_na", **kw)
 
 
-@st.composite
-def affine_models_state_noise(draw):
-    d = draw(st.integers(1, 3))
-    n = draw(st.integers(1, 3))
+def _affine_drift(draw, d, n, coefs=COEFS):
+    """State, parameters and an affine drift −x + Σ_k c_k θ_k φ_k(x) (each θ_k in one component)."""
     xs, ps = STATE[:d], PARAMS[:n]
     comps = [-xs[j] for j in range(d)]
     for k in range(n):
         j = draw(st.integers(0, d - 1))
-        comps[j] += draw(st.sampled_from(COEFS)) * ps[k] * draw(basis_functions(d))
+        comps[j] += draw(st.sampled_from(coefs)) * ps[k] * draw(basis_functions(d))
+    return xs, ps, comps
+
+
+@st.composite
+def affine_models_state_noise(draw):
+    xs, ps, comps = _affine_drift(draw, draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     return ds.SDEModel(list(xs), list(ps), comps, noise=draw(noise_matrices(xs)), name="fuzz_gx")
 
 
@@ -296,10 +301,7 @@ def _bad_atoms(xs):
 def declarations(draw):
     d = draw(st.integers(1, 2))
     n = draw(st.integers(0, 2))
-    xs, ps = STATE[:d], PARAMS[:n]
-    comps = [-xs[j] for j in range(d)]
-    for k in range(n):
-        comps[draw(st.integers(0, d - 1))] += ps[k] * draw(basis_functions(d))
+    xs, ps, comps = _affine_drift(draw, d, n, coefs=[1])
     if draw(st.sampled_from([False, False, True])):
         comps[draw(st.integers(0, d - 1))] += draw(st.sampled_from(_bad_atoms(xs)))
     diff = draw(st.sampled_from(["ok", "ok", "state", "state", "param", "bad_atom", "neg", "matrix"]))
@@ -352,4 +354,48 @@ def test_compiled_nonaffine_gradient_fit_never_crashes(compiled, models, data):
         event(type(exc).__name__)
         return
     event("fit")
+    _assert_finite_fit(fit)
+
+
+@pytest.fixture(scope="module")
+def nonaffine_compiled(fuzz_dir):
+    """A small non-affine model (θ inside exp, a square and sin), emitted once; its gradient
+    kernels compile on the first example and are shared by the rest."""
+    x, y = STATE[:2]
+    a, b = PARAMS[:2]
+    model = ds.SDEModel([x, y], [a, b], [-sp.exp(a) * x + y, -x - b**2 * y + sp.sin(b * x) / 4],
+                        diffusion=sp.Rational(1, 2), nominal=[0.0, 1.0], name="fuzz_na_fit")
+    cm = ds.compile_model(model, fuzz_dir)
+    assert not cm.is_affine
+    return model, fuzz_dir
+
+
+@settings(max_examples=80)
+@given(st.data())
+def test_compiled_truly_nonaffine_fits_never_crash(nonaffine_compiled, data):
+    """A non-affine model (no linear route at all) on hostile data and starting points, by the
+    global and the local gradient routes: finite or a DynosedError."""
+    model, out = nonaffine_compiled
+    X = data.draw(hostile_arrays(model.d))
+    theta0 = data.draw(st.sampled_from([[1.0], [40.0, 0.0], [1e300, 1.0], [np.nan, 0.0]]
+                                       + [[0.5, -1.0]] * 3 + [None] * 4))
+    n_starts = data.draw(st.sampled_from([1, 1, 2]))
+    route = data.draw(st.sampled_from(["global", "local"]))
+    try:
+        if route == "global":
+            fit = ds.fit_global(model, X, n_features=32, theta0=theta0, n_starts=n_starts,
+                                projection=data.draw(st.booleans()), out_dir=out)
+        else:
+            M = data.draw(st.integers(1, 4))
+            if np.ndim(X) == 2 and X.shape[0] >= M and data.draw(st.booleans()):
+                P = X[:M].copy()  # probes on the data (hostile when the data are)
+            else:
+                P = data.draw(hnp.arrays(np.float64, (M, model.d), elements=st.floats(-1.5, 1.5)))
+            kw = data.draw(st.sampled_from([{"temperature": 1.0}] * 3 + [
+                {"temperature": 1e300}, {"score": "score_matching", "radius": 2.0}]))
+            fit = ds.fit_local(model, X, P, theta0=theta0, n_starts=n_starts, out_dir=out, **kw)
+    except ds.DynosedError as exc:
+        event(f"{route}: {type(exc).__name__}")
+        return
+    event(f"{route}: fit")
     _assert_finite_fit(fit)

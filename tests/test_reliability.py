@@ -118,6 +118,27 @@ def test_all_samples_identical(lorenz, entry, kw):
         fits(model, same, **kw)[entry]()
 
 
+def test_identical_first_rows_of_a_stream(lorenz, monkeypatch):
+    """A stream whose first (bandwidth) rows are one point is judged on all its rows: with a
+    given bandwidth it is fitted; with the median bandwidth (taken from those rows) the error
+    says "the first N samples"; a stream that is one point throughout is rejected."""
+    from dynosed_sym import data as data_mod
+
+    model, X = lorenz
+    monkeypatch.setattr(data_mod, "BANDWIDTH_ROWS", 50)
+    same = np.tile(X[0], (100, 1))
+    fit = ds.fit_global(model, iter([same, X[:500]]), n_features=64, bandwidth=5.0, chunk_rows=64)
+    assert fit.n_samples == 600 and np.isfinite(fit.theta).all()
+    with pytest.raises(ds.DataError, match="the first 50 samples are the same point .*bandwidth="):
+        ds.fit_global(model, iter([same, X[:500]]), n_features=64, chunk_rows=64)
+    with pytest.raises(ds.DataError, match="all 200 samples are the same point"):
+        ds.fit_global(model, iter([same, same]), n_features=64, bandwidth=5.0, chunk_rows=64)
+    dask_array = pytest.importorskip("dask.array")  # on workers: the rest is looked at here first
+    with pytest.raises(ds.DataError, match="all 200 samples are the same point"):
+        ds.fit_global(model, dask_array.from_array(np.vstack([same, same]), chunks=64), n_features=64,
+                      bandwidth=5.0, backend="dask")
+
+
 def test_identical_samples_are_fine_for_a_callable_score(models):
     """A callable score need not read X: identical rows are not an error there."""
     model = models["ou2d_m12"]
@@ -204,6 +225,29 @@ def test_state_dependent_diffusion_checked_at_the_samples(tmp_path):
     X[37, 0] = -0.25
     with pytest.raises(ds.ModelError, match=r"not positive semi-definite at sample 37 of X .*-0\.25"):
         ds.fit_global(m, X, n_features=32, out_dir=str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def indefinite(tmp_path_factory):
+    """The D = diag(x, 1/2) model, emitted once (its kernels are never called below)."""
+    m = _indefinite_model("rel_indef_rows")
+    out = str(tmp_path_factory.mktemp("rel_indef_rows"))
+    ds.compile_model(m, out)
+    return m, out
+
+
+def test_state_dependent_diffusion_checked_at_every_row(indefinite, tmp_path):
+    """D(x) is checked at every sample, not only the first 65,536 (bandwidth) rows: in memory,
+    and in a stream chunk by chunk (naming the global row) before the chunk enters A, b."""
+    m, out = indefinite
+    X = np.random.default_rng(0).uniform(0.5, 2.0, (70000, 2))
+    X[69000, 0] = -0.25
+    with pytest.raises(ds.ModelError, match=r"not positive semi-definite at sample 69000 of X"):
+        ds.fit_global(m, X, n_features=8, out_dir=out)
+    path = str(tmp_path / "X.npy")
+    np.save(path, X)
+    with pytest.raises(ds.ModelError, match=r"not positive semi-definite at sample 69000 of X"):
+        ds.fit_global(m, path, n_features=8, out_dir=out, chunk_rows=70000)  # (one chunk: no fill runs)
 
 
 def test_state_dependent_diffusion_checked_at_the_probes(tmp_path):
