@@ -40,7 +40,8 @@ def _generator_fingerprint() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     for rel in _GENERATOR_SOURCES:
         with open(os.path.join(here, rel), "rb") as fh:
-            for tok in tokenize.tokenize(io.BytesIO(fh.read()).readline):
+            # CRLF → LF first: multi-line strings (templates) would otherwise keep the \r
+            for tok in tokenize.tokenize(io.BytesIO(fh.read().replace(b"\r\n", b"\n")).readline):
                 if tok.type not in skip:
                     h.update(f"{tok.type}:{tok.string}\n".encode())
     return h.hexdigest()[:8]

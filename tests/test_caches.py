@@ -119,8 +119,8 @@ def test_generator_version_change_never_reuses_old_files(tmp_path, monkeypatch):
 
 def test_generator_fingerprint_follows_its_sources(tmp_path, monkeypatch):
     """GENERATOR_VERSION hashes every generator source, comments excluded: fingerprinting
-    temporary copies, a changed token changes the hash, a changed comment or blank line does
-    not."""
+    temporary copies, a changed token changes the hash, a changed comment, blank line or line
+    ending does not."""
     assert set(spec_mod._GENERATOR_SOURCES) >= {"spec.py", "symbolic.py", "codegen/printer.py",
                                                 "codegen/templates.py", "codegen/emit.py"}
     here = os.path.dirname(os.path.abspath(spec_mod.__file__))
@@ -140,6 +140,7 @@ def test_generator_fingerprint_follows_its_sources(tmp_path, monkeypatch):
 
         assert fingerprint_of("# a new comment\n\n" + text + "\n# and another\n\n") == original, rel
         assert fingerprint_of(text + "\n_UNUSED = 1\n") != original, rel
+        assert fingerprint_of(text.replace("\n", "\r\n")) == original, rel  # a CRLF checkout
         assert fingerprint_of(text) == original, rel
     templates = tmp_path / "codegen" / "templates.py"
     text = templates.read_text(encoding="utf-8")

@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2ba7a31b, template kernels_v1.
-# model: grn_bcell    spec hash: ed5382b298f7e6b6519e1ff4adeb21d32ded83725262fee05a0818963a35d127
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
+# model: grn_bcell    spec hash: 1ba5f5f1ad9212d1306a41d1cd0da5ef6d4baf2228005e2dc39df3140037f65c
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 2030011b72a75592162e2f16b109306ae1c24d2a88ca43edbaff564a75171cc6
+# content-sha256: 01bb236ef86b7fd2bac03ea0466bfe3ddfad3e12bf4d5eb8bb8b526d4be69f65
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'ed5382b298f7e6b6519e1ff4adeb21d32ded83725262fee05a0818963a35d127'
-GENERATOR_VERSION = '0.1.0+2ba7a31b'
+SPEC_HASH = '1ba5f5f1ad9212d1306a41d1cd0da5ef6d4baf2228005e2dc39df3140037f65c'
+GENERATOR_VERSION = '0.1.0+dfee3df4'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = ('W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]', 'W[1,2]', 'W[1,3]', 'W[1,4]', 'W[1,5]', 'W[1,6]', 'W[2,0]', 'W[2,1]', 'W[2,2]', 'W[2,3]', 'W[2,4]', 'W[2,5]', 'W[2,6]')
 IS_AFFINE = True

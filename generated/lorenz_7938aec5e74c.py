@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2ba7a31b, template kernels_v1.
-# model: lorenz    spec hash: 209157bff79433a2849b8d894a6f20b369450cf571ea318fc01abcd125d36d79
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
+# model: lorenz    spec hash: 7938aec5e74cf20f3029664ce7b652659c60f403240314f49c39022bbdde9207
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f4576db571b72500724dc234b63721541c1baacbb34d9eaa688dedca49143397
+# content-sha256: 3b8e64b8e0da77bfe752da7027d7246c974c9978c65b9c4379390399c0827c03
 # ============================================================================
 """Numba kernels for the SDE model ``lorenz``.
 
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 
 NAME = 'lorenz'
-SPEC_HASH = '209157bff79433a2849b8d894a6f20b369450cf571ea318fc01abcd125d36d79'
-GENERATOR_VERSION = '0.1.0+2ba7a31b'
+SPEC_HASH = '7938aec5e74cf20f3029664ce7b652659c60f403240314f49c39022bbdde9207'
+GENERATOR_VERSION = '0.1.0+dfee3df4'
 STATE = ('x', 'y', 'z')
 PARAMS = ('sigma', 'rho', 'beta')
 IS_AFFINE = True

@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2ba7a31b, template kernels_v1.
-# model: ou2d    spec hash: cd85319dd4bc641a63ef020a2cc10b7adf1153ba28b9dd7e3ffd445b74d1076d
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
+# model: ou2d    spec hash: 154faf364f69954f65fed43dba1a30a9e4da921e3b28d0a6d7b000e52807a52c
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 2c86a1a14eade4ef1d13bc1c45d2c97a41c5f0792f18ab13df9976f6bf563bbe
+# content-sha256: 416c6ae14b71a728693f503a8c64f42d9032ed86c706fbbcfe2e26212a4a32c8
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 
 NAME = 'ou2d'
-SPEC_HASH = 'cd85319dd4bc641a63ef020a2cc10b7adf1153ba28b9dd7e3ffd445b74d1076d'
-GENERATOR_VERSION = '0.1.0+2ba7a31b'
+SPEC_HASH = '154faf364f69954f65fed43dba1a30a9e4da921e3b28d0a6d7b000e52807a52c'
+GENERATOR_VERSION = '0.1.0+dfee3df4'
 STATE = ('x', 'y')
 PARAMS = ('M11', 'M12', 'M21', 'M22')
 IS_AFFINE = True
