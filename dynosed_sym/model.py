@@ -450,6 +450,9 @@ def load_model(path) -> SDEModel:
         raise ModelError(f"model file {path!r} does not exist")
     mod_name = "dynosed_user_model_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
     spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None:  # importlib only loads files with a Python suffix
+        raise ModelError(f"model file {path!r} is not a Python file (a .py file that builds an "
+                         "SDEModel named 'model')")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)

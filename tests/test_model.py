@@ -459,3 +459,10 @@ def test_state_dependent_D_without_cholesky_factor_is_named():
     # a factorable state-dependent D is still accepted
     ds.SDEModel([x0, x1], [p0], [p0 * x0, -x1],
                 diffusion=sp.Matrix([[1 + x0**2, x0 / 2], [x0 / 2, 1]]))
+
+
+def test_load_model_names_a_file_that_is_not_python(tmp_path):
+    path = tmp_path / "model.txt"
+    path.write_text("model = None\n")
+    with pytest.raises(ds.ModelError, match="not a Python file"):
+        ds.load_model(path)
