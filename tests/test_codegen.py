@@ -63,8 +63,20 @@ def test_model_names_unique(models):
 def test_stale_files_helper(tmp_path):
     for f in ("lorenz_0123456789ab.py", "lorenz_ba9876543210.py", "lorenz_x.py", "lorenz2_0123456789ab.py"):
         (tmp_path / f).write_text("")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    for f in ("lorenz_ba9876543210.cpython-311.pyc", "lorenz_ba9876543210.drift-12.py311.nbi",
+              "lorenz_ba9876543210.drift-12.py311.1.nbc", "lorenz_0123456789ab.drift-12.py311.nbi",
+              "lorenz2_0123456789ab.drift-3.py311.nbi", "lorenz_00000000000f.drift-9.py311.nbi"):
+        (cache / f).write_text("")
     got = stale_files(str(tmp_path), "lorenz", "lorenz_0123456789ab.py")
-    assert [os.path.basename(p) for p in got] == ["lorenz_ba9876543210.py"]
+    # the stale module, then its caches and those of a module removed earlier (the kept
+    # module's and other models' caches stay)
+    assert [os.path.relpath(p, tmp_path) for p in got] == [
+        "lorenz_ba9876543210.py", os.path.join("__pycache__", "lorenz_00000000000f.drift-9.py311.nbi"),
+        os.path.join("__pycache__", "lorenz_ba9876543210.cpython-311.pyc"),
+        os.path.join("__pycache__", "lorenz_ba9876543210.drift-12.py311.1.nbc"),
+        os.path.join("__pycache__", "lorenz_ba9876543210.drift-12.py311.nbi")]
 
 
 def test_codegen_cli_prune(tmp_path, project_root):

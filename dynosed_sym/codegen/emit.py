@@ -251,10 +251,18 @@ def _main(argv=None):
 
 
 def stale_files(out_dir, name, keep):
-    """Generated files of model ``name`` in ``out_dir`` other than ``keep`` (older spec hashes)."""
+    """Generated files of model ``name`` in ``out_dir`` other than ``keep`` (older spec hashes),
+    then the Python and Numba caches in ``out_dir/__pycache__`` of every such older module
+    (``<module>.*``), which nothing would load again."""
     import re
 
     pattern = re.compile(re.escape(name) + r"_[0-9a-f]{12}\.py")
-    return sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
-                  if pattern.fullmatch(f) and f != keep)
+    stale = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
+                   if pattern.fullmatch(f) and f != keep)
+    cache = os.path.join(out_dir, "__pycache__")
+    if os.path.isdir(cache):  # also caches left by modules removed earlier
+        module = re.compile(re.escape(name) + r"_[0-9a-f]{12}(?=\.)")
+        stale += sorted(os.path.join(cache, f) for f in os.listdir(cache)
+                        if (m := module.match(f)) and m.group(0) + ".py" != keep)
+    return stale
 

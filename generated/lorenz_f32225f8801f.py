@@ -1,31 +1,31 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
-# model: limit_cycle    spec hash: 03c73e7f2c28e41d7e3e5f1165bdf0d743ca12d974710525d9a6fb8cbdf76941
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b7fcb1ef, template kernels_v1.
+# model: lorenz    spec hash: f32225f8801f99ef9f59dc82dc2b4da1e766cd231ddee02450d2761ffc58a8ea
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: deda316d661a89cc7d7ba37634253e06d02686ace8d1f751334a7d3cbb38ab12
+# content-sha256: e862d645d9ccd68f228f1a7607cd5e335c88766bac975ae8572e8d098928c51c
 # ============================================================================
-"""Numba kernels for the SDE model ``limit_cycle``.
+"""Numba kernels for the SDE model ``lorenz``.
 
-State (d = 2): x, y
-Parameters (n = 3): a, c, omega
+State (d = 3): x, y, z
+Parameters (n = 3): sigma, rho, beta
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 4, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 5, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 2), theta (3,), out (N, 2)
-    drift_jacobian(X, theta, out)            X (N, 2), theta (3,), out (N, 2, 3) = df/dtheta
-    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 4), out_cos (N, 1)
-    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score
+    drift(X, theta, out)                     X (N, 3), theta (3,), out (N, 3)
+    drift_jacobian(X, theta, out)            X (N, 3), theta (3,), out (N, 3, 3) = df/dtheta
+    stein_features(X, out_sin, out_cos)      X (N, 3), out_sin (N, 5), out_cos (N, 1)
+    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 3) probes, S (M, 3) scores, J (M, 3, 3) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
                                              A (M, 3), b (M,)
     local_residual(X, S, J, dlogp_dt, theta, R, dR)
-                                             X (M, 2) probes, S (M, 2), J (M, 2, 2), dlogp_dt (M,),
+                                             X (M, 3) probes, S (M, 3), J (M, 3, 3), dlogp_dt (M,),
                                              theta (3,), R (M,) residual, dR (M, 3) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
-                                             x0 (C, 2), G (2, 2), keys (C,) uint64,
-                                             out (n_keep, C, 2), status (C,) int64
+                                             x0 (C, 3), G (3, 3), keys (C,) uint64,
+                                             out (n_keep, C, 3), status (C,) int64
 
-Operation counts after joint CSE: drift 14, drift_jacobian 8, stein_features 5, local_rows 28, local_residual 52.
+Operation counts after joint CSE: drift 10, drift_jacobian 2, stein_features 5, local_rows 37, local_residual 46.
 """
 
 import math
@@ -33,15 +33,15 @@ import math
 import numba
 import numpy as np
 
-NAME = 'limit_cycle'
-SPEC_HASH = '03c73e7f2c28e41d7e3e5f1165bdf0d743ca12d974710525d9a6fb8cbdf76941'
-GENERATOR_VERSION = '0.1.0+dfee3df4'
-STATE = ('x', 'y')
-PARAMS = ('a', 'c', 'omega')
+NAME = 'lorenz'
+SPEC_HASH = 'f32225f8801f99ef9f59dc82dc2b4da1e766cd231ddee02450d2761ffc58a8ea'
+GENERATOR_VERSION = '0.1.0+b7fcb1ef'
+STATE = ('x', 'y', 'z')
+PARAMS = ('sigma', 'rho', 'beta')
 IS_AFFINE = True
 # parameters entering the drift affinely with parameter-free columns (variable projection)
 SEPARABLE = (0, 1, 2)
-NOISE_DIM = 2
+NOISE_DIM = 3
 STATE_DEPENDENT_NOISE = False
 
 # Contraction tables of the global Stein fill (see dynosed_sym.symbolic.SteinPieces):
@@ -51,90 +51,89 @@ STATE_DEPENDENT_NOISE = False
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
     (0, 0, 0, 1.0),
-    (1, 0, 1, -1.0),
-    (2, 0, 2, -1.0),
-    (2, 1, 0, 1.0),
-    (3, 1, 1, -1.0),
-    (0, 1, 2, 1.0),
+    (1, 1, 1, 1.0),
+    (2, 2, 2, -1.0),
 )
-B_SIN_TERMS = ()
+B_SIN_TERMS = (
+    (3, 1, 1.0),
+    (4, 2, 1.0),
+)
 B_COS_TERMS = (
-    (0, 0, 0, 0.1),
-    (0, 1, 1, 0.1),
+    (0, 0, 0, 0.3),
+    (0, 1, 1, 0.3),
+    (0, 2, 2, 0.3),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (2,), theta (3,), out (2,)."""
-    t0 = theta[1]*(x[0]**2 + x[1]**2)
-    out[0] = theta[0]*x[0] - theta[2]*x[1] - t0*x[0]
-    out[1] = theta[0]*x[1] + theta[2]*x[0] - t0*x[1]
+    """Drift f(x; theta) at one point: x (3,), theta (3,), out (3,)."""
+    t0 = -x[1]
+    out[0] = theta[0]*(-t0 - x[0])
+    out[1] = t0 + x[0]*(theta[1] - x[2])
+    out[2] = -theta[2]*x[2] + x[0]*x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 2), theta (3,), out (N, 2)."""
+    """Drift at N points: X (N, 3), theta (3,), out (N, 3)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_jacobian_point(x, theta, out):
-    """Jacobian df/dtheta at one point: x (2,), theta (3,), out (2, 3), out[j, k] = df_j/dtheta_k."""
-    t0 = x[0]**2 + x[1]**2
-    out[0, 0] = x[0]
-    out[0, 1] = -t0*x[0]
-    out[0, 2] = -x[1]
-    out[1, 0] = x[1]
-    out[1, 1] = -t0*x[1]
-    out[1, 2] = x[0]
+    """Jacobian df/dtheta at one point: x (3,), theta (3,), out (3, 3), out[j, k] = df_j/dtheta_k."""
+    out[0, 0] = -x[0] + x[1]
+    out[0, 1] = 0
+    out[0, 2] = 0
+    out[1, 0] = 0
+    out[1, 1] = x[0]
+    out[1, 2] = 0
+    out[2, 0] = 0
+    out[2, 1] = 0
+    out[2, 2] = -x[2]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift_jacobian(X, theta, out):
-    """df/dtheta at N points: X (N, 2), theta (3,), out (N, 2, 3)."""
+    """df/dtheta at N points: X (N, 3), theta (3,), out (N, 3, 3)."""
     for i in numba.prange(X.shape[0]):
         drift_jacobian_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (2,), out_sin (4,), out_cos (1,)."""
-    t0 = x[0]**2 + x[1]**2
-    out_sin[0] = x[0]
-    out_sin[1] = t0*x[0]
-    out_sin[2] = x[1]
-    out_sin[3] = t0*x[1]
+    """x-dependent factors of the Stein features at one point: x (3,), out_sin (5,), out_cos (1,)."""
+    out_sin[0] = -x[0] + x[1]
+    out_sin[1] = x[0]
+    out_sin[2] = x[2]
+    out_sin[3] = -x[0]*x[2] - x[1]
+    out_sin[4] = x[0]*x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 2), out_sin (N, 4), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 3), out_sin (N, 5), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
-    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (3,) = a(x), out_b (1,) = beta(x)."""
-    t0 = s[0]*x[0]
-    t1 = s[1]*x[1]
-    t2 = x[0]**2
-    t3 = x[1]**2
-    t4 = t2 + t3
-    out_a[0] = t0 + t1 + 2
-    out_a[1] = -t0*t4 - t1*t4 - 4*t2 - 4*t3
-    out_a[2] = -s[0]*x[1] + s[1]*x[0]
-    out_b[0] = -dlogp_dt + (0.1)*J[0, 0] + (0.1)*J[1, 1] + (0.1)*s[0]**2 + (0.1)*s[1]**2
+    """Local-route row at one probe: x (3,), score s (3,), Jacobian J (3, 3) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (3,) = a(x), out_b (1,) = beta(x)."""
+    out_a[0] = s[0]*(-x[0] + x[1]) - 1
+    out_a[1] = s[1]*x[0]
+    out_a[2] = -s[2]*x[2] - 1
+    out_b[0] = -dlogp_dt + (0.3)*J[0, 0] + (0.3)*J[1, 1] + (0.3)*J[2, 2] + (0.3)*s[0]**2 + (0.3)*s[1]**2 - s[1]*(-x[0]*x[2] - x[1]) + (0.3)*s[2]**2 - s[2]*x[0]*x[1] + 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def local_rows(X, S, J, dlogp_dt, A, b):
     """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
 
-    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    X (M, 3) probes, S (M, 3) scores, J (M, 3, 3) score Jacobians (J[i, j, l] = ds_j/dx_l),
     dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 3), b (M,).
     """
     for i in numba.prange(X.shape[0]):
@@ -143,25 +142,20 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
-    """Local residual and its theta-gradient at one probe: x (2,), score s (2,), Jacobian J (2, 2), dlogp_dt scalar, theta (3,); out_r (1,) = R, out_dr (3,) = dR/dtheta."""
-    t0 = x[0]**2
-    t1 = 2*theta[1]
-    t2 = x[1]**2
-    t3 = t0 + t2
-    t4 = theta[1]*t3
-    t5 = s[0]*x[0]
-    t6 = s[1]*x[1]
-    out_r[0] = dlogp_dt - 0.1*J[0, 0] - 0.1*J[1, 1] - 0.1*s[0]**2 + s[0]*(theta[0]*x[0] - theta[2]*x[1] - t4*x[0]) - 0.1*s[1]**2 + s[1]*(theta[0]*x[1] + theta[2]*x[0] - t4*x[1]) + 2*theta[0] - t0*t1 - t1*t2 - 2*t4
-    out_dr[0] = t5 + t6 + 2
-    out_dr[1] = -4*t0 - 4*t2 - t3*t5 - t3*t6
-    out_dr[2] = -s[0]*x[1] + s[1]*x[0]
+    """Local residual and its theta-gradient at one probe: x (3,), score s (3,), Jacobian J (3, 3), dlogp_dt scalar, theta (3,); out_r (1,) = R, out_dr (3,) = dR/dtheta."""
+    t0 = -x[1]
+    t1 = -t0 - x[0]
+    out_r[0] = dlogp_dt - 0.3*J[0, 0] - 0.3*J[1, 1] - 0.3*J[2, 2] - 0.3*s[0]**2 + s[0]*theta[0]*t1 - 0.3*s[1]**2 + s[1]*(t0 + x[0]*(theta[1] - x[2])) - 0.3*s[2]**2 + s[2]*(-theta[2]*x[2] + x[0]*x[1]) - theta[2] - theta[0] - 1
+    out_dr[0] = s[0]*t1 - 1
+    out_dr[1] = s[1]*x[0]
+    out_dr[2] = -s[2]*x[2] - 1
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def local_residual(X, S, J, dlogp_dt, theta, R, dR):
     """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
 
-    X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
+    X (M, 3) probes, S (M, 3) scores, J (M, 3, 3) score Jacobians (J[i, j, l] = ds_j/dx_l),
     dlogp_dt (M,), theta (3,), R (M,), dR (M, 3) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
     """
     for i in range(X.shape[0]):
@@ -179,9 +173,10 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        t0 = theta[1]*(x[0*LANES + l]**2 + x[1*LANES + l]**2)
-        out[0*LANES + l] = theta[0]*x[0*LANES + l] - theta[2]*x[1*LANES + l] - t0*x[0*LANES + l]
-        out[1*LANES + l] = theta[0]*x[1*LANES + l] + theta[2]*x[0*LANES + l] - t0*x[1*LANES + l]
+        t0 = -x[1*LANES + l]
+        out[0*LANES + l] = theta[0]*(-t0 - x[0*LANES + l])
+        out[1*LANES + l] = t0 + x[0*LANES + l]*(theta[1] - x[2*LANES + l])
+        out[2*LANES + l] = -theta[2]*x[2*LANES + l] + x[0*LANES + l]*x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,

@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
-# model: grn_bcell    spec hash: 1ba5f5f1ad9212d1306a41d1cd0da5ef6d4baf2228005e2dc39df3140037f65c
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b7fcb1ef, template kernels_v1.
+# model: grn_bcell    spec hash: 55a03f01a2d61f8712ea58ae988f48b0a8a3bdf7d63054aff94e8ef0471c1d68
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 01bb236ef86b7fd2bac03ea0466bfe3ddfad3e12bf4d5eb8bb8b526d4be69f65
+# content-sha256: f4163ca044b1fc142457243278b35dfd95d91b717703c8d71deb5e9ae02a5c2c
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 
 NAME = 'grn_bcell'
-SPEC_HASH = '1ba5f5f1ad9212d1306a41d1cd0da5ef6d4baf2228005e2dc39df3140037f65c'
-GENERATOR_VERSION = '0.1.0+dfee3df4'
+SPEC_HASH = '55a03f01a2d61f8712ea58ae988f48b0a8a3bdf7d63054aff94e8ef0471c1d68'
+GENERATOR_VERSION = '0.1.0+b7fcb1ef'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = ('W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]', 'W[1,2]', 'W[1,3]', 'W[1,4]', 'W[1,5]', 'W[1,6]', 'W[2,0]', 'W[2,1]', 'W[2,2]', 'W[2,3]', 'W[2,4]', 'W[2,5]', 'W[2,6]')
 IS_AFFINE = True

@@ -1,8 +1,8 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
-# model: ou2d    spec hash: 154faf364f69954f65fed43dba1a30a9e4da921e3b28d0a6d7b000e52807a52c
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b7fcb1ef, template kernels_v1.
+# model: ou2d    spec hash: 991930034e04fa42d0f5e09edc3c4029e0734dbf23a0781958d9e1352e400fb7
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 416c6ae14b71a728693f503a8c64f42d9032ed86c706fbbcfe2e26212a4a32c8
+# content-sha256: ee8006f6548c17f4e58bcd4d42bc055727383493952d1e99b06c509244382430
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 
 NAME = 'ou2d'
-SPEC_HASH = '154faf364f69954f65fed43dba1a30a9e4da921e3b28d0a6d7b000e52807a52c'
-GENERATOR_VERSION = '0.1.0+dfee3df4'
+SPEC_HASH = '991930034e04fa42d0f5e09edc3c4029e0734dbf23a0781958d9e1352e400fb7'
+GENERATOR_VERSION = '0.1.0+b7fcb1ef'
 STATE = ('x', 'y')
 PARAMS = ('M11', 'M12', 'M21', 'M22')
 IS_AFFINE = True

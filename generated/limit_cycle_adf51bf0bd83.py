@@ -1,31 +1,31 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+dfee3df4, template kernels_v1.
-# model: ou2d_m12    spec hash: 3c9cbd1bda1999cc26035655126b8b7222dd2a290ebab32beb04029ecb9a83d0
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b7fcb1ef, template kernels_v1.
+# model: limit_cycle    spec hash: adf51bf0bd83bbad2e816488142a8365420435a05339f98f886f7c2c4d5e60ba
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 5a39a693677e806febc6818a547958ad1857e17b8f79a8231b1f3869a1341a91
+# content-sha256: 5b55517479b203dda3480407cefa96e671209a12b89668b58ecd74fbe30f87b2
 # ============================================================================
-"""Numba kernels for the SDE model ``ou2d_m12``.
+"""Numba kernels for the SDE model ``limit_cycle``.
 
 State (d = 2): x, y
-Parameters (n = 1): M12
+Parameters (n = 3): a, c, omega
 Affine in the parameters: True
 
-Kernels and argument shapes (N samples, C chains, K_sin = 3, K_cos = 1):
+Kernels and argument shapes (N samples, C chains, K_sin = 4, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 2), theta (1,), out (N, 2)
-    drift_jacobian(X, theta, out)            X (N, 2), theta (1,), out (N, 2, 1) = df/dtheta
-    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 3), out_cos (N, 1)
+    drift(X, theta, out)                     X (N, 2), theta (3,), out (N, 2)
+    drift_jacobian(X, theta, out)            X (N, 2), theta (3,), out (N, 2, 3) = df/dtheta
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 4), out_cos (N, 1)
     local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
-                                             A (M, 1), b (M,)
+                                             A (M, 3), b (M,)
     local_residual(X, S, J, dlogp_dt, theta, R, dR)
                                              X (M, 2) probes, S (M, 2), J (M, 2, 2), dlogp_dt (M,),
-                                             theta (1,), R (M,) residual, dR (M, 1) = dR/dtheta
+                                             theta (3,), R (M,) residual, dR (M, 3) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
                                              x0 (C, 2), G (2, 2), keys (C,) uint64,
                                              out (n_keep, C, 2), status (C,) int64
 
-Operation counts after joint CSE: drift 5, drift_jacobian 0, stein_features 3, local_rows 15, local_residual 17.
+Operation counts after joint CSE: drift 14, drift_jacobian 8, stein_features 5, local_rows 28, local_residual 52.
 """
 
 import math
@@ -33,14 +33,14 @@ import math
 import numba
 import numpy as np
 
-NAME = 'ou2d_m12'
-SPEC_HASH = '3c9cbd1bda1999cc26035655126b8b7222dd2a290ebab32beb04029ecb9a83d0'
-GENERATOR_VERSION = '0.1.0+dfee3df4'
+NAME = 'limit_cycle'
+SPEC_HASH = 'adf51bf0bd83bbad2e816488142a8365420435a05339f98f886f7c2c4d5e60ba'
+GENERATOR_VERSION = '0.1.0+b7fcb1ef'
 STATE = ('x', 'y')
-PARAMS = ('M12',)
+PARAMS = ('a', 'c', 'omega')
 IS_AFFINE = True
 # parameters entering the drift affinely with parameter-free columns (variable projection)
-SEPARABLE = (0,)
+SEPARABLE = (0, 1, 2)
 NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
 
@@ -51,66 +51,83 @@ STATE_DEPENDENT_NOISE = False
 #                                                                    for (e, j, l, coef) in B_COS_TERMS
 A_TERMS = (
     (0, 0, 0, 1.0),
+    (1, 0, 1, -1.0),
+    (2, 0, 2, -1.0),
+    (2, 1, 0, 1.0),
+    (3, 1, 1, -1.0),
+    (0, 1, 2, 1.0),
 )
-B_SIN_TERMS = (
-    (1, 0, -1.0),
-    (2, 1, 1.0),
-)
+B_SIN_TERMS = ()
 B_COS_TERMS = (
-    (0, 0, 0, 1.0),
-    (0, 1, 1, 1.0),
+    (0, 0, 0, 0.1),
+    (0, 1, 1, 0.1),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (2,), theta (1,), out (2,)."""
-    out[0] = theta[0]*x[1] - x[0]
-    out[1] = -0.5*x[0] - x[1]
+    """Drift f(x; theta) at one point: x (2,), theta (3,), out (2,)."""
+    t0 = theta[1]*(x[0]**2 + x[1]**2)
+    out[0] = theta[0]*x[0] - theta[2]*x[1] - t0*x[0]
+    out[1] = theta[0]*x[1] + theta[2]*x[0] - t0*x[1]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 2), theta (1,), out (N, 2)."""
+    """Drift at N points: X (N, 2), theta (3,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def drift_jacobian_point(x, theta, out):
-    """Jacobian df/dtheta at one point: x (2,), theta (1,), out (2, 1), out[j, k] = df_j/dtheta_k."""
-    out[0, 0] = x[1]
-    out[1, 0] = 0
+    """Jacobian df/dtheta at one point: x (2,), theta (3,), out (2, 3), out[j, k] = df_j/dtheta_k."""
+    t0 = x[0]**2 + x[1]**2
+    out[0, 0] = x[0]
+    out[0, 1] = -t0*x[0]
+    out[0, 2] = -x[1]
+    out[1, 0] = x[1]
+    out[1, 1] = -t0*x[1]
+    out[1, 2] = x[0]
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def drift_jacobian(X, theta, out):
-    """df/dtheta at N points: X (N, 2), theta (1,), out (N, 2, 1)."""
+    """df/dtheta at N points: X (N, 2), theta (3,), out (N, 2, 3)."""
     for i in numba.prange(X.shape[0]):
         drift_jacobian_point(X[i], theta, out[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (2,), out_sin (3,), out_cos (1,)."""
-    out_sin[0] = x[1]
-    out_sin[1] = x[0]
-    out_sin[2] = -0.5*x[0] - x[1]
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (4,), out_cos (1,)."""
+    t0 = x[0]**2 + x[1]**2
+    out_sin[0] = x[0]
+    out_sin[1] = t0*x[0]
+    out_sin[2] = x[1]
+    out_sin[3] = t0*x[1]
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 2), out_sin (N, 3), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 4), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
-    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (1,) = a(x), out_b (1,) = beta(x)."""
-    out_a[0] = s[0]*x[1]
-    out_b[0] = -dlogp_dt + J[0, 0] + J[1, 1] + s[0]**2 + s[0]*x[0] + s[1]**2 - s[1]*(-0.5*x[0] - x[1]) + 2
+    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] = ds_j/dx_l, dlogp_dt scalar; out_a (3,) = a(x), out_b (1,) = beta(x)."""
+    t0 = s[0]*x[0]
+    t1 = s[1]*x[1]
+    t2 = x[0]**2
+    t3 = x[1]**2
+    t4 = t2 + t3
+    out_a[0] = t0 + t1 + 2
+    out_a[1] = -t0*t4 - t1*t4 - 4*t2 - 4*t3
+    out_a[2] = -s[0]*x[1] + s[1]*x[0]
+    out_b[0] = -dlogp_dt + (0.1)*J[0, 0] + (0.1)*J[1, 1] + (0.1)*s[0]**2 + (0.1)*s[1]**2
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
@@ -118,7 +135,7 @@ def local_rows(X, S, J, dlogp_dt, A, b):
     """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
 
     X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
-    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 1), b (M,).
+    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, 3), b (M,).
     """
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
@@ -126,9 +143,18 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True, inline="never")
 def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
-    """Local residual and its theta-gradient at one probe: x (2,), score s (2,), Jacobian J (2, 2), dlogp_dt scalar, theta (1,); out_r (1,) = R, out_dr (1,) = dR/dtheta."""
-    out_r[0] = dlogp_dt - J[0, 0] - J[1, 1] - s[0]**2 + s[0]*(theta[0]*x[1] - x[0]) - s[1]**2 + s[1]*(-0.5*x[0] - x[1]) - 2
-    out_dr[0] = s[0]*x[1]
+    """Local residual and its theta-gradient at one probe: x (2,), score s (2,), Jacobian J (2, 2), dlogp_dt scalar, theta (3,); out_r (1,) = R, out_dr (3,) = dR/dtheta."""
+    t0 = x[0]**2
+    t1 = 2*theta[1]
+    t2 = x[1]**2
+    t3 = t0 + t2
+    t4 = theta[1]*t3
+    t5 = s[0]*x[0]
+    t6 = s[1]*x[1]
+    out_r[0] = dlogp_dt - 0.1*J[0, 0] - 0.1*J[1, 1] - 0.1*s[0]**2 + s[0]*(theta[0]*x[0] - theta[2]*x[1] - t4*x[0]) - 0.1*s[1]**2 + s[1]*(theta[0]*x[1] + theta[2]*x[0] - t4*x[1]) + 2*theta[0] - t0*t1 - t1*t2 - 2*t4
+    out_dr[0] = t5 + t6 + 2
+    out_dr[1] = -4*t0 - 4*t2 - t3*t5 - t3*t6
+    out_dr[2] = -s[0]*x[1] + s[1]*x[0]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True)
@@ -136,7 +162,7 @@ def local_residual(X, S, J, dlogp_dt, theta, R, dR):
     """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
 
     X (M, 2) probes, S (M, 2) scores, J (M, 2, 2) score Jacobians (J[i, j, l] = ds_j/dx_l),
-    dlogp_dt (M,), theta (1,), R (M,), dR (M, 1) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
+    dlogp_dt (M,), theta (3,), R (M,), dR (M, 3) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
     """
     for i in range(X.shape[0]):
         local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
@@ -153,8 +179,9 @@ LANES = 64
 def drift_lanes(x, theta, out, nl):
     """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        out[0*LANES + l] = theta[0]*x[1*LANES + l] - x[0*LANES + l]
-        out[1*LANES + l] = -0.5*x[0*LANES + l] - x[1*LANES + l]
+        t0 = theta[1]*(x[0*LANES + l]**2 + x[1*LANES + l]**2)
+        out[0*LANES + l] = theta[0]*x[0*LANES + l] - theta[2]*x[1*LANES + l] - t0*x[0*LANES + l]
+        out[1*LANES + l] = theta[0]*x[1*LANES + l] + theta[2]*x[0*LANES + l] - t0*x[1*LANES + l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
