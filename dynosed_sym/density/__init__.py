@@ -1,12 +1,15 @@
 """Dynamics → density: a normalised stationary density learned from known dynamics, no data.
 
-:func:`density_from_dynamics` trains a latent Gaussian mixture warped by a near-identity
-affine-coupling flow (:mod:`.flow_mixture`) on the stationary Fokker–Planck residual
-(:mod:`.train`); :mod:`.figures` draws the learned-vs-reference comparison (matplotlib, optional).
+:func:`density_from_dynamics` trains a latent Gaussian mixture warped by a radial tail map and a
+near-identity affine-coupling flow (:mod:`.flow_mixture`) on the stationary Fokker–Planck residual
+(:mod:`.train`), starting from a short simulation (:mod:`.init`), and checks the result
+(:mod:`.diagnostics`); :mod:`.figures` draws the learned-vs-reference comparison (matplotlib,
+optional).
 """
 
+from .diagnostics import ConvergenceWarning, DensityDiagnostic
 from .flow_mixture import FlowMixtureSpec
 from .train import LearnedDensity, TrainingDivergedError, density_from_dynamics, residual_loss
 
 __all__ = ["density_from_dynamics", "LearnedDensity", "FlowMixtureSpec", "TrainingDivergedError",
-           "residual_loss"]
+           "ConvergenceWarning", "DensityDiagnostic", "residual_loss"]

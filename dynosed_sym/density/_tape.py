@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Node", "var", "value_of", "backward", "einsum", "exp", "tanh", "lse", "total"]
+__all__ = ["Node", "var", "value_of", "backward", "einsum", "exp", "log", "tanh", "lse", "total"]
 
 
 class Node:
@@ -108,6 +108,12 @@ def reciprocal(a):
 def exp(a):
     e = np.exp(value_of(a))
     return _node(e, (a, lambda g: g * e))
+
+
+def log(a):
+    """Natural logarithm (of positive values)."""
+    va = value_of(a)
+    return _node(np.log(va), (a, lambda g: g / va))
 
 
 def tanh(a):

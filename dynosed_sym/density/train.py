@@ -1,6 +1,6 @@
 """Dynamics → density: train the flow-mixture density on the stationary Fokker–Planck residual.
 
-No data are used.  The objective is the residual's mean square under the model's own density,
+The objective is the residual's mean square under the model's own density,
 
     J(ψ) = ∫ q_ψ(x) R_ψ(x)² dx,
 
@@ -19,13 +19,38 @@ drifts to wherever its own samples happen to give a small residual (on the test 
 leaves the stationary law entirely).  b is the usual baseline: E_q[∇log q] = 0, so subtracting
 it lowers the variance; taking it from the same batch biases the estimate by O(1/N) only.
 
-There is deliberately no "broadening" (extra points from a widened copy of q with the measure
-held fixed): in every run we tried it, those fixed-measure points again let the density escape.
+What makes this converge on the textbook family (issue 14; numbers in ``docs/density.md``):
+
+* **Tails.**  Cubic drifts have stationary laws with quartic tails, exp(−c r⁴).  A Gaussian
+  mixture behind couplings that are affine far out has Gaussian tails — heavier — and there R
+  grows like |f|·|δs| ~ r⁴ while q still has mass, so the tails dominated J and its minimiser over
+  the old model class sat at total variation 0.1–0.2 from the law (an EM fit to exact samples,
+  TV 0.04, had a *higher* J than the bad trained density).  The radial tail map of
+  :mod:`.flow_mixture` (γ trained) gives q quartic tails; lighter-than-needed tails cost nothing
+  in J (q puts no mass where R is large).
+* **Start where the mass is** (:mod:`.init`): a short run of the compiled simulator (≈ 1 s) gives
+  the region, the whitening of the tail map, γ, and an EM mixture to start from.
+* **Slow modes are invisible to the residual.**  Moving mass between wells separated by a
+  barrier ΔV changes R by ~ the spectral gap (∝ e^{−ΔV/D}); J changes by its square (≈ 10⁻⁶ for
+  ΔV = 3D), far below the Monte-Carlo noise, so Adam's noise random-walks the share between wells
+  (seen: 50 % → 47 % at ΔV = 1.25D, 50 % → 52.5 % at ΔV = 3D, 45 % from a blob start).  A weak
+  anchor keeps the mixture weights w near those fitted to the simulation ŵ:
+  J + a·S₀·Σ_k (w_k − ŵ_k)²/ŵ_k, with S₀ the mean square of the residual's terms at the start (so
+  a is scale-free, default 10⁻²).  Along directions J sees, its curvature dwarfs the anchor's and
+  the residual decides; along the slow ones the anchor holds the simulated share.
+* **Stopping rule and best iterate.**  Every 50 steps the exponential average of the iterates is
+  scored by the residual ratio ρ (:mod:`.diagnostics`) on 4096 fixed draws (common random
+  numbers); the best one is kept.  Training stops when ρ ≤ ``tol`` at two scorings in a row, or
+  when ρ has not improved by a factor 1 − ``rtol`` for ``window`` steps at the final step size (a
+  plateau at a larger step size cuts it fourfold).  Then both checks of :mod:`.diagnostics` run; a
+  failing run is restarted with twice the components (``restarts``), the better run is returned,
+  and a :class:`ConvergenceWarning` names what failed.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -35,9 +60,13 @@ from ..model import SDEModel
 from ..progress import progress_bar, progress_enabled
 from . import _tape as tp
 from . import flow_mixture as fm
+from .diagnostics import (RESIDUAL_RATIO_THRESHOLD, SIM_NOISE_FACTOR, SIM_TV_THRESHOLD, ConvergenceWarning,
+                          DensityDiagnostic, residual_parts, residual_ratio, sim_tv)
 from .dynamics import DynamicsTerms
+from .init import simulation_start, starting_mixture
 
-__all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss", "TrainingDivergedError"]
+__all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss", "TrainingDivergedError",
+           "ConvergenceWarning"]
 
 
 class TrainingDivergedError(DynosedError, RuntimeError):
@@ -142,17 +171,21 @@ class LearnedDensity:
     theta : numpy.ndarray (n,)
     spec : FlowMixtureSpec
     params : dict of name → numpy.ndarray
-        Trained centroids, log-weights, precision Cholesky factor and coupling weights.
-    loss_history : numpy.ndarray (n_steps,)
+        Trained centroids, log-weights, precision Cholesky factor, tail strength and coupling
+        weights.
+    loss_history : numpy.ndarray (steps,)
         Estimate of the objective ∫ q R² (mean R² over the step's collocation points) at each
-        step, before that step's update.
+        step of the returned run, before that step's update.
     train_seconds : float
-        Wall-clock time of the training loop (including the kernels' first compile).
+        Wall-clock time of the whole call (starting simulation, all runs, checks; including the
+        kernels' first compile).
     settings : dict
         The training arguments.
+    diagnostic : DensityDiagnostic or None
+        Convergence verdict and checks (None for a density built by hand).
     """
 
-    def __init__(self, model, theta, spec, params, loss_history, train_seconds, settings):
+    def __init__(self, model, theta, spec, params, loss_history, train_seconds, settings, diagnostic=None):
         self.model = model
         self.theta = theta
         self.spec = spec
@@ -160,10 +193,16 @@ class LearnedDensity:
         self.loss_history = np.asarray(loss_history, dtype=float)
         self.train_seconds = float(train_seconds)
         self.settings = dict(settings)
+        self.diagnostic = diagnostic
 
     @property
     def d(self):
         return self.spec.d
+
+    @property
+    def converged(self):
+        """True when training converged and passed its checks (``diagnostic``); None when unknown."""
+        return None if self.diagnostic is None else bool(self.diagnostic.converged)
 
     def _points(self, P):
         return _as_points(P, self.d, self.model.state_names)
@@ -194,6 +233,12 @@ class LearnedDensity:
         terms = DynamicsTerms(self.model, self.theta, self.settings.get("out_dir"))(X)
         return np.asarray(residual_loss(self.spec, self.params, X, terms)[1])
 
+    def residual_ratio(self, n=8192, seed=0) -> float:
+        """ρ = E_q[R²] / E_q[Σ terms²] by ``n`` fresh draws (the residual check of ``diagnostic``)."""
+        X = self.sample(n, seed=seed)
+        terms_of = DynamicsTerms(self.model, self.theta, self.settings.get("out_dir"))
+        return residual_ratio(self.spec, self.params, terms_of, X)[0]
+
     def sample(self, n, seed=0) -> np.ndarray:
         """Exact draws from the learned density (latent mixture, inverted flow) → (n, d)."""
         n = validate.integer(n, "n", minimum=1)
@@ -203,16 +248,152 @@ class LearnedDensity:
 
     def __repr__(self):
         final = self.loss_history[-1] if self.loss_history.size else float("nan")
+        check = "" if self.diagnostic is None else f"{self.diagnostic.short()}, "
         return (f"LearnedDensity(model={self.model.name!r}, d={self.d}, "
                 f"components={self.spec.n_components}, flow_layers={self.spec.n_layers}, "
-                f"steps={self.loss_history.size}, final_loss={final:.4g}, "
+                f"steps={self.loss_history.size}, final_loss={final:.4g}, {check}"
                 f"train_seconds={self.train_seconds:.1f})")
 
 
+_CHECK_EVERY = 50      # steps between scorings of the averaged iterate
+_N_EVAL = 4096         # fixed (common-random-number) points of that scoring
+_WARMUP = 50           # steps of linear learning-rate warm-up
+_EMA = 0.98            # decay of the exponential average of the iterates
+_LR_DROP = 4.0         # step-size factor at a plateau
+_N_CHECK = 8192        # fresh points of the final residual check
+_TRACE_HOOK = None     # experiments: called as hook(step, averaged_params, rho) at every scoring
+
+
+def _eval_points(spec, params, u, eps):
+    """Draws from q for fixed uniforms u (component choice) and normals eps (common random numbers)."""
+    lw = params["log_weights"]
+    w = np.exp(lw - lw.max())
+    cdf = np.cumsum(w / w.sum())
+    k = np.minimum(np.searchsorted(cdf, u), spec.n_components - 1)
+    q = params["precision_chol"]
+    L = q * spec.strict_lower + np.exp(q) * spec.eye
+    xi = params["centroids"][k] + np.linalg.solve(L.T, eps.T).T
+    return fm.inverse_flow(spec, params, xi)
+
+
+def _train_run(spec, params, terms_of, *, n_steps, n_points, learning_rate, final_learning_rate,
+               anchor_weights, anchor, tol, rtol, window, rng, eval_rng, bar):
+    """One Adam run with the plateau schedule → (best params, history, stop reason, steps, trace).
+
+    The model's drift kernel runs on one Numba thread here: a step evaluates it at a few hundred
+    points, where thread start-up (and, on a busy machine, threads fighting for cores) costs more
+    than it saves.  Results do not depend on the thread count.
+    """
+    import numba
+
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return _train_loop(spec, params, terms_of, n_steps=n_steps, n_points=n_points,
+                           learning_rate=learning_rate, final_learning_rate=final_learning_rate,
+                           anchor_weights=anchor_weights, anchor=anchor, tol=tol, rtol=rtol, window=window,
+                           rng=rng, eval_rng=eval_rng, bar=bar)
+    finally:
+        numba.set_num_threads(threads)
+
+
+def _train_loop(spec, params, terms_of, *, n_steps, n_points, learning_rate, final_learning_rate,
+                anchor_weights, anchor, tol, rtol, window, rng, eval_rng, bar):
+    names = list(params)
+    params = {k: v.copy() for k, v in params.items()}
+    m1 = {k: np.zeros_like(v) for k, v in params.items()}
+    m2 = {k: np.zeros_like(v) for k, v in params.items()}
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    u_eval = eval_rng.random(_N_EVAL)
+    e_eval = eval_rng.standard_normal((_N_EVAL, spec.d))
+    history = []
+    averaged = {k: v.copy() for k, v in params.items()}
+    lr_level = learning_rate
+    best = (np.inf, averaged, 0)
+    ref, ref_step = np.inf, 0
+    stop = "n_steps"
+    scale = None
+    trace = []
+    for step in range(n_steps):
+        X = _collocation_points(spec, params, n_points, rng, step)
+        terms = terms_of(X)
+        nodes = {k: tp.var(v) for k, v in params.items()}
+        loss, R = residual_loss(spec, nodes, X, terms)
+        value = float(loss.value)
+        if not np.isfinite(value):
+            raise _diverged(step, "the residual loss is not finite")
+        history.append(value)
+        if anchor_weights is not None and anchor > 0:
+            if scale is None:  # S₀: mean square of the residual's terms at the start (fixed)
+                scale = float(np.mean(residual_parts(spec, params, X, terms)[1]))
+            lw = nodes["log_weights"]
+            dw = tp.exp(lw - tp.lse(lw, axis=0)) - anchor_weights
+            loss = loss + (anchor * scale) * tp.total(dw * dw * (1.0 / anchor_weights))
+        grads = tp.backward(loss, [nodes[k] for k in names])
+        lr = lr_level * min(1.0, (step + 1) / _WARMUP)
+        for k, g in zip(names, grads):
+            m1[k] = beta1 * m1[k] + (1 - beta1) * g
+            m2[k] = beta2 * m2[k] + (1 - beta2) * g * g
+            mhat = m1[k] / (1 - beta1 ** (step + 1))
+            vhat = m2[k] / (1 - beta2 ** (step + 1))
+            params[k] = params[k] - lr * mhat / (np.sqrt(vhat) + eps)
+            if not np.isfinite(params[k]).all():
+                raise _diverged(step, f"the update made parameter {k!r} non-finite")
+        averaged = {k: _EMA * averaged[k] + (1 - _EMA) * params[k] for k in names}
+        bar.update(1)
+        if (step + 1) % _CHECK_EVERY == 0:
+            with np.errstate(over="ignore", invalid="ignore"):
+                Xe = _eval_points(spec, averaged, u_eval, e_eval)
+                rho = residual_ratio(spec, averaged, terms_of, Xe)[0] if np.isfinite(Xe).all() else np.inf
+            if not np.isfinite(rho):
+                rho = np.inf
+            trace.append((step + 1, rho, lr_level))
+            if _TRACE_HOOK is not None:
+                _TRACE_HOOK(step + 1, averaged, rho)
+            if rho < best[0]:
+                best = (rho, {k: v.copy() for k, v in averaged.items()}, step + 1)
+            if rho <= tol and len(trace) > 1 and trace[-2][1] <= tol:  # twice in a row
+                stop = "tol"
+                break
+            if rho < (1.0 - rtol) * ref:
+                ref, ref_step = rho, step + 1
+            elif step + 1 - ref_step >= window:
+                if lr_level <= final_learning_rate * (1 + 1e-12):
+                    stop = "plateau"
+                    break
+                lr_level = max(final_learning_rate, lr_level / _LR_DROP)
+                ref, ref_step = min(ref, rho), step + 1
+            bar.set_postfix_str(f"rho={rho:.3g} lr={lr_level:.2g}")
+    if best[0] == np.inf:  # fewer steps than one scoring: the last average
+        best = (np.inf, averaged, len(history))
+    return best[1], np.array(history), stop, len(history), trace
+
+
+def _verdict(rho, stv, snoise):
+    """(residual check passes, simulation check passes, the simulation check's limit)."""
+    limit = max(SIM_TV_THRESHOLD, SIM_NOISE_FACTOR * snoise)
+    return bool(rho <= RESIDUAL_RATIO_THRESHOLD), bool(stv <= limit), limit
+
+
+def _validate_init(init, model, n_components):
+    d = model.d
+    if isinstance(init, str):
+        if init not in ("simulation", "blob"):
+            raise DataError(f"init must be 'simulation', 'blob' or an (N, {d}) array of samples, got {init!r}")
+        return init, None
+    X = _as_points(init, d, model.state_names, name="init")
+    if X.shape[0] < max(4 * n_components, 20):
+        raise DataError(f"init: need at least {max(4 * n_components, 20)} samples for "
+                        f"{n_components} components, got {X.shape[0]}")
+    return "samples", X
+
+
 def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_hidden=8,
-                          n_steps=1500, n_points=512, learning_rate=0.02, final_learning_rate=5e-4,
-                          average_from=0.5, init_center=None, init_scale=1.0, seed=0,
-                          progress=None, out_dir=None) -> LearnedDensity:
+                          n_steps=3000, n_points=512, learning_rate=0.02, final_learning_rate=1.25e-3,
+                          init="simulation", tail=True, anchor=1e-2, tol=1e-4, rtol=0.3, window=200,
+                          restarts=1,
+                          init_center=None, init_scale=1.0, n_chains=20000, seed=0, progress=None,
+                          out_dir=None, warn=True) -> LearnedDensity:
     """Learn the stationary density of a known SDE from its drift and diffusion alone (no data).
 
     Parameters
@@ -221,47 +402,72 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     theta : array (n,) or dict, optional
         Parameter values (dict keyed by symbol or name); default ``model.nominal``.
     n_components : int
-        Latent mixture components K.
+        Latent mixture components K (a restart doubles them).
     n_layers, n_hidden : int
         Affine-coupling layers of the near-identity flow and hidden tanh units per coupling
-        (``n_layers=0``: the plain mixture).
+        (``n_layers=0``: no couplings; d = 1 never has any).
     n_steps : int
-        Adam steps.
+        Most Adam steps per run (the cap); training stops earlier when converged.
     n_points : int
         Collocation points per step (fresh draws each step).
     learning_rate, final_learning_rate : float
-        Adam step size, decayed on a cosine schedule from the first to the second.
-    average_from : float in [0, 1]
-        The returned parameters are an exponential moving average (decay 0.99) of the iterates
-        from this fraction of the steps on (1: the last iterate), which removes most of the
-        step-to-step noise of the stochastic gradient.
+        Adam step size at the start (after a 50-step warm-up) and at the end; it drops fourfold
+        at each plateau of the residual ratio.
+    init : {"simulation", "blob"} or array (N, d)
+        Starting density: fitted to a short run of the compiled simulator (default), to given
+        samples, or the broad blob of ``init_center``/``init_scale`` (no simulation; then there
+        is no weight anchor and no simulation check).
+    tail : bool
+        Radial tail map (quartic tails possible; γ trained).  False: Gaussian-mixture tails.
+    anchor : float
+        Scale-free strength of the pull of the mixture weights towards those fitted to the
+        simulation (keeps the share of mass between metastable states, which the residual
+        cannot see); 0 switches it off.
+    tol, rtol, window : float, float, int
+        Stopping rule on the residual ratio ρ of the averaged iterate (scored every 50 steps):
+        training stops when ρ ≤ ``tol``, or when ρ has not improved by a factor ``1 − rtol`` for
+        ``window`` steps at the final step size (a plateau at a larger one drops the step size).
+    restarts : int
+        Runs after the first when training stalled (the stopping rule fired) with a failing check,
+        each with twice the components; the better run is returned.
     init_center : array (d,), optional
-        Centre of the initial centroids (default: the origin).
+        Centre of the simulation's start states or of the blob (default: the origin).
     init_scale : float
-        Spread of the initial centroids; the initial covariance is (init_scale / 2)² I.  The
-        learned density must be reachable from this starting blob: give the scale of the region
-        where the stationary mass lies.
+        Spread of those start states / of the blob.
+    n_chains : int
+        Chains of the starting simulation: the share of mass between wells that the chains do not
+        cross during the run is known to about ±0.5/√n_chains.
     seed : int
-        Seeds initialisation and collocation draws; same seed ⇒ bitwise the same loss history.
+        Seeds simulation, initialisation and collocation draws; same seed ⇒ bitwise the same result.
     progress : bool, optional
         Progress bar (tqdm, when installed); default: only when standard error is a terminal.
     out_dir : str, optional
         Folder of the model's generated kernels (see :func:`dynosed_sym.compile_model`).
+    warn : bool
+        Issue a :class:`ConvergenceWarning` when the result is not converged.
 
     Returns
     -------
     LearnedDensity
-        ``.log_prob(P)``, ``.score(P)``, ``.sample(n, seed=)``, ``.loss_history``.
+        ``.log_prob(P)``, ``.score(P)``, ``.sample(n, seed=)``, ``.loss_history``,
+        ``.converged`` and ``.diagnostic`` (see :class:`DensityDiagnostic`).
 
     Raises
     ------
     ModelError
         For a bad ``theta`` (names the parameter).
     DataError
-        For bad settings (names the argument) or a drift that is not finite at a collocation point.
+        For bad settings (names the argument), a drift that is not finite at a collocation
+        point, or a starting simulation that diverges.
     TrainingDivergedError
         When the loss, a parameter or the drawn collocation points become non-finite (names the
         step; lower ``learning_rate``).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the stopping rule did not fire within ``n_steps`` or a check failed (the message
+        says which and what to try); ``.converged`` is then False.
     """
     if not isinstance(model, SDEModel):
         raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
@@ -277,68 +483,112 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     n_points = validate.integer(n_points, "n_points", minimum=2)
     learning_rate = validate.number(learning_rate, "learning_rate", positive=True)
     final_learning_rate = validate.number(final_learning_rate, "final_learning_rate", positive=True)
-    average_from = validate.number(average_from, "average_from", nonnegative=True)
-    if average_from > 1:
-        raise DataError(f"average_from must be in [0, 1], got {average_from}")
+    if final_learning_rate > learning_rate:
+        raise DataError(f"final_learning_rate ({final_learning_rate}) must not exceed learning_rate ({learning_rate})")
+    anchor = validate.number(anchor, "anchor", nonnegative=True)
+    tol = validate.number(tol, "tol", nonnegative=True)
+    rtol = validate.number(rtol, "rtol", positive=True)
+    if rtol >= 1:
+        raise DataError(f"rtol must be in (0, 1), got {rtol}")
+    window = validate.integer(window, "window", minimum=_CHECK_EVERY)
+    restarts = validate.integer(restarts, "restarts", minimum=0)
+    if not isinstance(tail, (bool, np.bool_)):
+        raise DataError(f"tail must be True or False, got {tail!r}")
     init_scale = validate.number(init_scale, "init_scale", positive=True)
+    n_chains = validate.integer(n_chains, "n_chains", minimum=100)
     seed = validate.seed(seed)
-    if init_center is None:
-        center = np.zeros(model.d)
-    else:
-        center = _as_center(init_center, model.d)
+    center = np.zeros(model.d) if init_center is None else _as_center(init_center, model.d)
+    init_kind, init_samples = _validate_init(init, model, n_components)
     settings = dict(n_components=n_components, n_layers=n_layers, n_hidden=n_hidden, n_steps=n_steps,
                     n_points=n_points, learning_rate=learning_rate,
-                    final_learning_rate=final_learning_rate, average_from=average_from,
-                    init_center=center.tolist(), init_scale=init_scale,
-                    seed=seed, out_dir=out_dir)
-
-    terms_of = DynamicsTerms(model, theta, out_dir)
-    spec = fm.FlowMixtureSpec(model.d, n_components, n_layers, n_hidden)
-    root = np.random.SeedSequence(seed)
-    init_rng, colloc_rng = (np.random.default_rng(s) for s in root.spawn(2))
-    params = fm.init_params(spec, center, init_scale, init_rng)
-    names = list(params)
-    m1 = {k: np.zeros_like(v) for k, v in params.items()}
-    m2 = {k: np.zeros_like(v) for k, v in params.items()}
-    beta1, beta2, eps = 0.9, 0.999, 1e-8
-    history = np.empty(n_steps)
-    first_averaged = min(int(average_from * n_steps), n_steps - 1)
-    averaged = None
+                    final_learning_rate=final_learning_rate, init=init_kind, tail=bool(tail),
+                    anchor=anchor, tol=tol, rtol=rtol, window=window, restarts=restarts,
+                    init_center=center.tolist(), init_scale=init_scale, n_chains=n_chains, seed=seed,
+                    out_dir=out_dir)
 
     t0 = time.perf_counter()
-    bar = progress_bar(progress_enabled(progress, streamed=True), total=n_steps,
-                       desc=f"density {model.name}", unit="steps")
-    try:
-        for step in range(n_steps):
-            # fresh exact draws from the current density: the measure of J
-            X = _collocation_points(spec, params, n_points, colloc_rng, step)
-            terms = terms_of(X)
-            nodes = {k: tp.var(v) for k, v in params.items()}
-            loss, _ = residual_loss(spec, nodes, X, terms)
-            value = float(loss.value)
-            if not np.isfinite(value):
-                raise _diverged(step, "the residual loss is not finite")
-            history[step] = value
-            grads = tp.backward(loss, [nodes[k] for k in names])
-            # cosine decay of the step size from learning_rate to final_learning_rate
-            frac = step / max(n_steps - 1, 1)
-            lr = final_learning_rate + 0.5 * (learning_rate - final_learning_rate) * (1 + np.cos(np.pi * frac))
-            for k, g in zip(names, grads):
-                m1[k] = beta1 * m1[k] + (1 - beta1) * g
-                m2[k] = beta2 * m2[k] + (1 - beta2) * g * g
-                mhat = m1[k] / (1 - beta1 ** (step + 1))
-                vhat = m2[k] / (1 - beta2 ** (step + 1))
-                params[k] = params[k] - lr * mhat / (np.sqrt(vhat) + eps)
-                if not np.isfinite(params[k]).all():
-                    raise _diverged(step, f"the update made parameter {k!r} non-finite")
-            if step == first_averaged:
-                averaged = {k: v.copy() for k, v in params.items()}
-            elif step > first_averaged:
-                averaged = {k: 0.99 * averaged[k] + 0.01 * params[k] for k in names}
-            bar.update(1)
-            if step % 50 == 0:
-                bar.set_postfix_str(f"loss={value:.4g}")
-    finally:
-        bar.close()
+    terms_of = DynamicsTerms(model, theta, out_dir)
+    root = np.random.SeedSequence(seed)
+    run_seeds = root.spawn(restarts + 1)
+    sim_seed = int(root.spawn(1)[0].generate_state(1)[0])
+
+    start = None
+    if init_samples is None:  # the simulation is the start ("simulation") or only the check ("blob")
+        start = simulation_start(model, theta, center=center, scale=init_scale, seed=sim_seed,
+                                 out_dir=out_dir, n_chains=n_chains)
+    reference = init_samples if init_samples is not None else start.samples
+    ref_chains = start.n_chains if start is not None else 2  # user samples: two halves by rows
+
+    runs, results = [], []
+    K = n_components
+    for r in range(restarts + 1):
+        init_rng, colloc_rng, eval_rng, diag_rng = (np.random.default_rng(s) for s in run_seeds[r].spawn(4))
+        spec_args = dict(n_components=K, n_layers=n_layers, n_hidden=n_hidden)
+        spec, params, info = starting_mixture(reference, spec_args, init_rng, tail=bool(tail), terms_of=terms_of)
+        check_spec, check_params = spec, {k: v.copy() for k, v in params.items()}
+        anchor_w = np.exp(params["log_weights"])
+        anchor_w = anchor_w / anchor_w.sum()
+        if init_kind == "blob":  # the fitted mixture only defines the check's cells
+            anchor_w = None
+            if tail:
+                spec = fm.FlowMixtureSpec(model.d, K, n_layers, n_hidden, tail=True, center=center,
+                                          whiten=np.eye(model.d) / init_scale)
+                params = fm.init_params(spec, np.zeros(model.d), 1.0, init_rng)
+            else:
+                spec = fm.FlowMixtureSpec(model.d, K, n_layers, n_hidden)
+                params = fm.init_params(spec, center, init_scale, init_rng)
+        bar = progress_bar(progress_enabled(progress, streamed=True), total=n_steps,
+                           desc=f"density {model.name}" + (f" (restart {r}, K={K})" if r else ""), unit="steps")
+        try:
+            best, history, stop, steps, trace = _train_run(
+                spec, params, terms_of, n_steps=n_steps, n_points=n_points, learning_rate=learning_rate,
+                final_learning_rate=final_learning_rate, anchor_weights=anchor_w, anchor=anchor, tol=tol, rtol=rtol,
+                window=window, rng=colloc_rng, eval_rng=eval_rng, bar=bar)
+        finally:
+            bar.close()
+        # the checks on the returned iterate: fresh points, then the simulation
+        Xc = _collocation_points(spec, best, _N_CHECK, diag_rng, steps)
+        rho = residual_ratio(spec, best, terms_of, Xc)[0]
+        stv, snoise = sim_tv(spec, best, check_spec, check_params, reference, ref_chains, diag_rng)
+        runs.append(dict(components=K, steps=steps, stop_reason=stop, residual_ratio=rho, sim_tv=stv,
+                         trace=trace))
+        results.append((spec, best, history, stop, steps, rho, stv, snoise))
+        ok_res, ok_sim, _ = _verdict(rho, stv, snoise)
+        if stop == "n_steps" or (ok_res and ok_sim):
+            break  # converged, or not finished (reported as such; restarting would not finish it)
+        K *= 2  # stalled with a failing check: grow the mixture and start again
+
+    def rank(res):
+        ok_res_, ok_sim_, _ = _verdict(*res[5:])
+        return (-(ok_res_ + ok_sim_), -(res[3] != "n_steps"), res[5])
+
+    chosen = min(range(len(results)), key=lambda i: rank(results[i]))
+    spec, best, history, stop, steps, rho, stv, snoise = results[chosen]
+    ok_res, ok_sim, limit = _verdict(rho, stv, snoise)
+    reasons = []
+    if stop == "n_steps":
+        reasons.append(f"the stopping rule did not fire within n_steps={n_steps} (the residual ratio was "
+                       f"still improving): raise n_steps")
+    if not ok_res:
+        reasons.append(f"residual ratio {rho:.3g} > {RESIDUAL_RATIO_THRESHOLD:g}: the learned density does "
+                       "not satisfy the stationary Fokker–Planck equation to the size of its terms; try more "
+                       "n_steps, n_components, n_layers/n_hidden, or init='simulation' if you used a blob")
+    if not ok_sim:
+        reasons.append(f"the mass in the starting mixture's cells differs from the simulation by TV "
+                       f"{stv:.3f} (> {limit:.3f}): compare with a longer simulation (ds.simulate), "
+                       "raise n_steps/n_components")
+    if start is not None and not start.equilibrated:
+        reasons.append("the starting simulation's mass was still drifting when its budget ran out "
+                       "(a high barrier?): the share of mass between wells may be off; pass samples of a "
+                       "longer simulation as init=")
+    diagnostic = DensityDiagnostic(
+        converged=not reasons, stop_reason=stop, steps=steps, total_steps=int(sum(r_["steps"] for r_ in runs)),
+        residual_ratio=float(rho), residual_threshold=RESIDUAL_RATIO_THRESHOLD, sim_tv=stv,
+        sim_noise=snoise, sim_threshold=SIM_TV_THRESHOLD,
+        simulation=None if start is None else start.summary(), runs=runs, reasons=reasons)
     seconds = time.perf_counter() - t0
-    return LearnedDensity(model, theta, spec, averaged, history, seconds, settings)
+    dens = LearnedDensity(model, theta, spec, best, history, seconds, settings, diagnostic)
+    if reasons and warn:
+        warnings.warn(ConvergenceWarning(
+            f"density_from_dynamics({model.name!r}) did not converge: " + "; ".join(reasons)), stacklevel=2)
+    return dens
