@@ -292,9 +292,11 @@ def test_limit_cycle_density_matches_exact_law(hopf, out_dir):
     tv = 0.5 * np.abs(q - p).sum() * h * h
     integral = q.sum() * h * h
     print(f"limit cycle: TV = {tv:.4f}, integral = {integral:.6f}, training {dens.train_seconds:.1f} s")
-    assert tv < 0.05
+    assert tv < 0.03  # issue 14: 0.010-0.016 over seeds 0-3 (the 1500-step blob start gave 0.018-0.023)
     assert abs(integral - 1.0) < 1e-3
-    assert dens.loss_history[-50:].mean() < 0.05 * dens.loss_history[:10].mean()
+    # (before issue 14 training started from a blob and the loss fell 20-fold; it now starts from a
+    # mixture fitted to a short simulation, so the verdict of the convergence checks is asserted)
+    assert dens.converged and dens.diagnostic.residual_ok and dens.diagnostic.sim_ok
 
 
 @pytest.mark.slow
@@ -316,7 +318,7 @@ def test_non_gradient_density_matches_long_simulation(swirl, out_dir):
     Q = (dens.prob(np.column_stack([XX.ravel(), YY.ravel()])) * w * w).reshape(40, sub, 40, sub).sum((1, 3))
     tv = 0.5 * (np.abs(Q - H).sum() + abs(H.sum() - Q.sum()))
     print(f"non-gradient model: TV to simulation histogram = {tv:.4f}, training {dens.train_seconds:.1f} s")
-    assert tv < 0.04  # measured 0.013-0.015 (seeds 0-5); 800 steps gave up to 0.096
+    assert tv < 0.04  # measured 0.013-0.015 (seeds 0-5) before issue 14, 0.011-0.015 after (sweep, 2e6 samples)
     # a non-gradient law carries a probability current J = q (f − D s) that is not zero
     P = dens.sample(2000, seed=3)
     current = dens.prob(P)[:, None] * (ds.compile_model(model, out_dir).drift(P, theta) - 0.4 * dens.score(P))

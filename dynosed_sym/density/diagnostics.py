@@ -29,10 +29,10 @@ __all__ = ["ConvergenceWarning", "DensityDiagnostic", "residual_ratio", "sim_tv"
            "RESIDUAL_RATIO_THRESHOLD", "SIM_TV_THRESHOLD"]
 
 #: ρ above this flags the run (calibration in docs/density.md).
-RESIDUAL_RATIO_THRESHOLD = 1e-2
+RESIDUAL_RATIO_THRESHOLD = 2e-2
 #: Soft-cell total variation against the simulation above this (and above twice its noise level)
 #: flags the run.
-SIM_TV_THRESHOLD = 0.03
+SIM_TV_THRESHOLD = 0.04
 #: Multiple of the noise level below which the soft-cell TV is not significant.
 SIM_NOISE_FACTOR = 2.0
 

@@ -19,9 +19,9 @@ per second on two cores):
    consecutive records) while an imbalance of more than 0.01 could still be relaxing undetected
    (bounded by 4 s.e. / (e^{Δ/τ} − 1), Δ the time between the two halves of the records), the run
    continues with S doubled (everything before becoming burn-in), within a budget of 2·10⁹
-   chain-steps.  Wells that the
-   chains do not cross within the run keep the share of chains they started with, known to
-   ±0.5/√20 000 ≈ 0.0035 when the start is placed evenly (the default start around the origin).
+   chain-steps.  Wells that the chains do not cross within the run keep the share of chains they
+   started with, known to ±0.5/√20 000 ≈ 0.0035 — right only if the start is placed evenly; such a
+   run is reported as not settled.
 3. **A mixture where the samples are** (:func:`starting_mixture`).  The samples set the centre and
    (Cholesky) whitening of the tail maps of :mod:`.flow_mixture`; which tail map starts switched on
    comes from the drift's growth (:func:`tail_exponents`); an EM fit with one shared covariance,
@@ -39,8 +39,8 @@ from ..compiled import compile_model
 from ..errors import DataError
 from . import flow_mixture as fm
 
-__all__ = ["SimulationStart", "simulation_start", "fit_tied_mixture", "starting_mixture", "tail_exponent",
-           "starting_gamma", "soft_bins"]
+__all__ = ["SimulationStart", "simulation_start", "fit_tied_mixture", "starting_mixture", "tail_exponents",
+           "tail_exponent", "starting_gamma", "soft_bins"]
 
 #: Smallest γ used for "0" (γ is trained through log γ).
 GAMMA_FLOOR = 1e-3
@@ -61,7 +61,7 @@ class SimulationStart:
 
     Attributes
     ----------
-    samples : numpy.ndarray (n_chains · 16, d)
+    samples : numpy.ndarray (n_chains · 4, d)
         Recorded states, ordered by chain then time.
     n_chains : int
     dt : float
@@ -129,11 +129,6 @@ def _kmeans(X, k, rng, iters=30):
             if sel.any():
                 C[j] = X[sel].mean(0)
     return C
-
-
-def _cell_mass(X, C):
-    lab = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
-    return np.bincount(lab, minlength=C.shape[0]) / X.shape[0]
 
 
 def _drift_check(records, rng):
@@ -345,11 +340,12 @@ def starting_gamma(exponent):
 def starting_mixture(samples, spec_args, rng, tail=True, terms_of=None, n_fit=6000):
     """Spec and parameters of the starting density fitted to ``samples``.
 
-    The tail map's centre and whitening come from the samples' mean and covariance, its strength
-    γ from the drift's growth (:func:`tail_exponent`; a likelihood of the samples cannot tell
-    tails apart); the latent mixture is an EM fit to (a subsample of) the samples mapped to
-    latent coordinates; the weights are the mean responsibilities over all samples; the flow
-    starts as the identity.
+    The tail maps' centre and whitening come from the samples' mean and covariance, their starting
+    strengths from the drift's growth (:func:`tail_exponents`: quartic along every whitened axis →
+    the radial map at γ = 0.3, only along some → those axes' maps; a likelihood of the samples
+    could not tell tails apart in our runs); the latent mixture is an EM fit to (a subsample of)
+    the samples mapped to latent coordinates; the weights are the mean responsibilities over all
+    samples; the couplings start as the identity.
 
     Parameters
     ----------
@@ -359,14 +355,14 @@ def starting_mixture(samples, spec_args, rng, tail=True, terms_of=None, n_fit=60
     rng : numpy.random.Generator
     tail : bool
     terms_of : DynamicsTerms, optional
-        For the tail exponent (without it γ starts at 0.3).
+        For the tail exponents (without it the radial map starts at γ = 0.3).
 
     Returns
     -------
     spec : FlowMixtureSpec
     params : dict
     info : dict
-        ``gamma`` and ``tail_exponent``.
+        ``tail_exponents`` (per axis), ``gamma`` (radial) and ``gamma_axes``.
     """
     X = np.asarray(samples, dtype=float)
     N, d = X.shape

@@ -18,6 +18,10 @@ own estimates:
 
 Cases marked "dev" were used while developing the method (issue 14); "held-out" ones were only run
 through this sweep afterwards.  Output: one row per (case, seed) and a summary per case.
+
+``--legacy`` runs the given cases with the model class and start of before issue 14 (no tail map,
+a blob at the origin, no weight anchor, no restart, 1500 steps) — the runs the issue reported as
+bad — to show what the convergence checks say about them.
 """
 
 from __future__ import annotations
@@ -231,6 +235,9 @@ def _row(r):
             f"{r['wall']:6.1f} {r['cpu']:6.1f}")
 
 
+#: Settings that reproduce the model class and start of before issue 14 (``--legacy``).
+LEGACY = dict(tail=False, init="blob", anchor=0.0, restarts=0, n_steps=1500, tol=0.0)
+
 HEADER = (f"{'case':<18} {'kind':<8} {'seed':>4} {'':>3} {'dist':>7}{'':<8} {'conv':<6} {'stop':<8} "
           f"{'steps':>5} {'rn':>2} {'rho':>9} {'simTV':>6} {'wall s':>6} {'cpu s':>6}")
 
@@ -241,6 +248,8 @@ def main(argv=None):
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3])
     parser.add_argument("--kind", choices=["dev", "held-out"], default=None)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--legacy", action="store_true",
+                        help="pre-issue-14 settings: tail=False, init='blob', anchor=0, restarts=0, n_steps=1500")
     args = parser.parse_args(argv)
     if args.list:
         for c in CASES.values():
@@ -253,7 +262,9 @@ def main(argv=None):
     import os
     import platform
 
-    print(f"# dynosed_sym density sweep: default settings, seeds {args.seeds}; "
+    kwargs = LEGACY if args.legacy else {}
+    print(f"# dynosed_sym density sweep: {'pre-issue-14 settings ' + str(LEGACY) if args.legacy else 'default settings'}, "
+          f"seeds {args.seeds}; "
           f"{platform.machine()}, {os.cpu_count()} cores, load average at start "
           f"{os.getloadavg()[0]:.1f}")
     print("# dist: TV (d ≤ 2; grid quadrature against the exact law, or a 2·10⁶-sample histogram ± its "
@@ -269,7 +280,7 @@ def main(argv=None):
             model, theta = case.build()
             reference = _sim_reference(model, theta, 777)
         for seed in args.seeds:
-            r = run_case(case, seed, reference)
+            r = run_case(case, seed, reference, **kwargs)
             r.pop("density")
             rows.append(r)
             print(_row(r), flush=True)

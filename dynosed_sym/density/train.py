@@ -42,7 +42,8 @@ What makes this converge on the textbook family (issue 14; numbers in ``docs/den
   scored by the residual ratio ρ (:mod:`.diagnostics`) on 4096 fixed draws (common random
   numbers); the best one is kept.  Training stops when ρ ≤ ``tol`` at two scorings in a row, or
   when ρ has not improved by a factor 1 − ``rtol`` for ``window`` steps at the final step size (a
-  plateau at a larger step size cuts it fourfold).  Then both checks of :mod:`.diagnostics` run; a
+  plateau at a larger step size — or a scoring 3 times above the best — returns to the best
+  average and cuts the step size fourfold).  Then both checks of :mod:`.diagnostics` run; a
   failing run is restarted with twice the components (``restarts``), the better run is returned,
   and a :class:`ConvergenceWarning` names what failed.
 """
@@ -74,7 +75,7 @@ class TrainingDivergedError(DynosedError, RuntimeError):
     points drawn from the current density became non-finite."""
 
 
-def residual_loss(spec, params, X, terms):
+def residual_loss(spec, params, X, terms, extra_weight=None):
     """Surrogate whose value estimates J = ∫ q R² and whose gradient is the estimate of ∇J.
 
     Parameters
@@ -85,6 +86,10 @@ def residual_loss(spec, params, X, terms):
         Collocation points: draws from the current density q.
     terms : tuple (c (N, d), e (N,), D (N, d, d))
         From :class:`DynamicsTerms`.
+    extra_weight : numpy.ndarray (N,), optional
+        Added to the score-function weights: the gradient then also holds mean_i g_i ∇log q(x_i),
+        the estimate of ∇E_q[g] for a g with mean zero over the points (the cell anchor of
+        :func:`density_from_dynamics`).  The value is unchanged.
 
     Returns
     -------
@@ -103,6 +108,8 @@ def residual_loss(spec, params, X, terms):
     R2 = R * R
     R2v = np.asarray(tp.value_of(R2))
     weight = R2v - R2v.mean()
+    if extra_weight is not None:
+        weight = weight + extra_weight
     measure_term = tp.total((logq - tp.value_of(logq)) * weight)
     return (tp.total(R2) + measure_term) * (1.0 / N), np.asarray(tp.value_of(R))
 
@@ -255,11 +262,38 @@ class LearnedDensity:
                 f"train_seconds={self.train_seconds:.1f})")
 
 
+class _CellAnchor:
+    """Pulls q's mass in the soft cells of the starting mixture towards the simulation's.
+
+    Penalty a·S₀·Σ_k (m_k − m̂_k)²/m̂_k, m_k = E_q[φ_k] with φ_k the responsibilities of the starting
+    mixture's components (fixed functions of x) and m̂_k their mean over the simulated samples.  Its
+    gradient is E_q[g ∇log q] with g = Σ_k c_k (φ_k − m_k), c_k = 2aS₀(m_k − m̂_k)/m̂_k, estimated on
+    each step's collocation points; m_k in c_k is an exponential average over steps (less noise).
+    """
+
+    def __init__(self, spec, params, reference, strength):
+        from .init import soft_bins
+
+        self._bins = soft_bins
+        self.spec, self.params = spec, {k: v.copy() for k, v in params.items()}
+        self.target = np.maximum(soft_bins(spec, self.params, reference).mean(0), 1e-6)
+        self.strength = strength
+        self.mass = None
+
+    def point_weights(self, X, scale):
+        phi = self._bins(self.spec, self.params, X)
+        m = phi.mean(0)
+        self.mass = m if self.mass is None else 0.9 * self.mass + 0.1 * m
+        c = 2.0 * self.strength * scale * (self.mass - self.target) / self.target
+        return (phi - m) @ c
+
+
 _CHECK_EVERY = 50      # steps between scorings of the averaged iterate
 _N_EVAL = 4096         # fixed (common-random-number) points of that scoring
 _WARMUP = 50           # steps of linear learning-rate warm-up
 _EMA = 0.98            # decay of the exponential average of the iterates
 _LR_DROP = 4.0         # step-size factor at a plateau
+_SPIKE = 3.0           # a scoring this many times above the best counts as a plateau at once
 _N_CHECK = 8192        # fresh points of the final residual check
 _TRACE_HOOK = None     # experiments: called as hook(step, averaged_params, rho) at every scoring
 
@@ -277,7 +311,7 @@ def _eval_points(spec, params, u, eps):
 
 
 def _train_run(spec, params, terms_of, *, n_steps, n_points, learning_rate, final_learning_rate,
-               anchor_weights, anchor, tol, rtol, window, rng, eval_rng, bar):
+               anchor, tol, rtol, window, rng, eval_rng, bar):
     """One Adam run with the plateau schedule → (best params, history, stop reason, steps, trace).
 
     The model's drift kernel runs on one Numba thread here: a step evaluates it at a few hundred
@@ -291,14 +325,14 @@ def _train_run(spec, params, terms_of, *, n_steps, n_points, learning_rate, fina
     try:
         return _train_loop(spec, params, terms_of, n_steps=n_steps, n_points=n_points,
                            learning_rate=learning_rate, final_learning_rate=final_learning_rate,
-                           anchor_weights=anchor_weights, anchor=anchor, tol=tol, rtol=rtol, window=window,
+                           anchor=anchor, tol=tol, rtol=rtol, window=window,
                            rng=rng, eval_rng=eval_rng, bar=bar)
     finally:
         numba.set_num_threads(threads)
 
 
 def _train_loop(spec, params, terms_of, *, n_steps, n_points, learning_rate, final_learning_rate,
-                anchor_weights, anchor, tol, rtol, window, rng, eval_rng, bar):
+                anchor, tol, rtol, window, rng, eval_rng, bar):
     names = list(params)
     params = {k: v.copy() for k, v in params.items()}
     m1 = {k: np.zeros_like(v) for k, v in params.items()}
@@ -317,18 +351,17 @@ def _train_loop(spec, params, terms_of, *, n_steps, n_points, learning_rate, fin
     for step in range(n_steps):
         X = _collocation_points(spec, params, n_points, rng, step)
         terms = terms_of(X)
+        extra = None
+        if anchor is not None:
+            if scale is None:  # S₀: mean square of the residual's terms at the start (fixed)
+                scale = float(np.mean(residual_parts(spec, params, X, terms)[1]))
+            extra = anchor.point_weights(X, scale)
         nodes = {k: tp.var(v) for k, v in params.items()}
-        loss, R = residual_loss(spec, nodes, X, terms)
+        loss, R = residual_loss(spec, nodes, X, terms, extra)
         value = float(loss.value)
         if not np.isfinite(value):
             raise _diverged(step, "the residual loss is not finite")
         history.append(value)
-        if anchor_weights is not None and anchor > 0:
-            if scale is None:  # S₀: mean square of the residual's terms at the start (fixed)
-                scale = float(np.mean(residual_parts(spec, params, X, terms)[1]))
-            lw = nodes["log_weights"]
-            dw = tp.exp(lw - tp.lse(lw, axis=0)) - anchor_weights
-            loss = loss + (anchor * scale) * tp.total(dw * dw * (1.0 / anchor_weights))
         grads = tp.backward(loss, [nodes[k] for k in names])
         lr = lr_level * min(1.0, (step + 1) / _WARMUP)
         for k, g in zip(names, grads):
@@ -357,12 +390,15 @@ def _train_loop(spec, params, terms_of, *, n_steps, n_points, learning_rate, fin
                 break
             if rho < (1.0 - rtol) * ref:
                 ref, ref_step = rho, step + 1
-            elif step + 1 - ref_step >= window:
+            elif step + 1 - ref_step >= window or rho > _SPIKE * best[0]:
+                # a plateau (or a jump away from the best): back to the best average, smaller steps
                 if lr_level <= final_learning_rate * (1 + 1e-12):
                     stop = "plateau"
                     break
                 lr_level = max(final_learning_rate, lr_level / _LR_DROP)
-                ref, ref_step = min(ref, rho), step + 1
+                params = {k: v.copy() for k, v in best[1].items()}
+                averaged = {k: v.copy() for k, v in best[1].items()}
+                ref, ref_step = best[0], step + 1
             bar.set_postfix_str(f"rho={rho:.3g} lr={lr_level:.2g}")
     if best[0] == np.inf:  # fewer steps than one scoring: the last average
         best = (np.inf, averaged, len(history))
@@ -526,10 +562,9 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
         spec_args = dict(n_components=K, n_layers=n_layers, n_hidden=n_hidden)
         spec, params, info = starting_mixture(reference, spec_args, init_rng, tail=bool(tail), terms_of=terms_of)
         check_spec, check_params = spec, {k: v.copy() for k, v in params.items()}
-        anchor_w = np.exp(params["log_weights"])
-        anchor_w = anchor_w / anchor_w.sum()
+        cells = _CellAnchor(spec, params, reference, anchor) if anchor > 0 else None
         if init_kind == "blob":  # the fitted mixture only defines the check's cells
-            anchor_w = None
+            cells = None
             if tail:
                 spec = fm.FlowMixtureSpec(model.d, K, n_layers, n_hidden, tail=True, center=center,
                                           whiten=np.eye(model.d) / init_scale)
@@ -542,7 +577,7 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
         try:
             best, history, stop, steps, trace = _train_run(
                 spec, params, terms_of, n_steps=n_steps, n_points=n_points, learning_rate=learning_rate,
-                final_learning_rate=final_learning_rate, anchor_weights=anchor_w, anchor=anchor, tol=tol, rtol=rtol,
+                final_learning_rate=final_learning_rate, anchor=cells, tol=tol, rtol=rtol,
                 window=window, rng=colloc_rng, eval_rng=eval_rng, bar=bar)
         finally:
             bar.close()
