@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m dynosed_sym.demo
+	$(PY) -m dynosed_sym.apps.demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -22,7 +22,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
-	$(PY) -m dynosed_sym.bench
+	$(PY) -m dynosed_sym.apps.bench
 
 golden: $(STAMP)  ## regenerate generated/ for every model in models/
 	$(PY) -m dynosed_sym.codegen --prune --out generated models/*.py

@@ -17,11 +17,12 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym import compiled as compiled_mod
-from dynosed_sym import spec as spec_mod
-from dynosed_sym.codegen import emit as emit_mod
-from dynosed_sym.codegen.emit import content_hash_of, module_filename, render_module, split_banner
-from dynosed_sym.spec import build_spec, spec_hash
+from dynosed_sym.codegen import loading as compiled_mod
+from dynosed_sym.codegen import spec as spec_mod
+from dynosed_sym.codegen import render as emit_mod
+from dynosed_sym.codegen.files import content_hash_of, module_filename, split_banner
+from dynosed_sym.codegen.render import render_module
+from dynosed_sym.codegen.spec import build_spec, spec_hash
 
 x, y = sp.symbols("x y", real=True)
 k = sp.Symbol("k", real=True)
@@ -121,13 +122,14 @@ def test_generator_fingerprint_follows_its_sources(tmp_path, monkeypatch):
     """GENERATOR_VERSION hashes every generator source, comments excluded: fingerprinting
     temporary copies, a changed token changes the hash, a changed comment, blank line or line
     ending does not."""
-    assert set(spec_mod._GENERATOR_SOURCES) >= {"spec.py", "symbolic.py", "codegen/printer.py",
-                                                "codegen/templates.py", "codegen/emit.py"}
-    here = os.path.dirname(os.path.abspath(spec_mod.__file__))
+    assert set(spec_mod._GENERATOR_SOURCES) >= {"codegen/spec.py", "model/derivation.py",
+                                                "codegen/printer.py", "codegen/templates.py",
+                                                "codegen/render.py"}
+    here = os.path.dirname(os.path.dirname(os.path.abspath(spec_mod.__file__)))  # the package
     for rel in spec_mod._GENERATOR_SOURCES:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(open(os.path.join(here, rel), "rb").read())
-    monkeypatch.setattr(spec_mod, "__file__", str(tmp_path / "spec.py"))  # fingerprint the copies
+    monkeypatch.setattr(spec_mod, "__file__", str(tmp_path / "codegen" / "spec.py"))  # the copies
     original = spec_mod._generator_fingerprint()
     assert spec_mod.GENERATOR_VERSION.endswith("+" + original)
     for rel in spec_mod._GENERATOR_SOURCES:  # every source counts
@@ -186,7 +188,7 @@ def test_read_only_default_folder_falls_back_to_the_user_cache(tmp_path, monkeyp
     monkeypatch.setattr(compiled_mod, "user_cache_dir", lambda: str(user))
     _refuse_writes_under(monkeypatch, project / "generated")
     m = ds.load_model(project / "models" / "fb.py")
-    assert ds.default_output_dir(m) == str(project / "generated")
+    assert ds.codegen.default_output_dir(m) == str(project / "generated")
     with pytest.warns(UserWarning, match=r"generated.*using the user cache .*user_cache"):
         cm = ds.compile_model(m)
     assert os.path.dirname(cm.path) == str(user)

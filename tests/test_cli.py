@@ -12,7 +12,7 @@ from importlib import metadata
 import pytest
 from click.testing import CliRunner
 
-from dynosed_sym.cli import main
+from dynosed_sym.apps.cli import main
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_compile(runner, project_root):
 
 def test_console_script_entry_point():
     eps = metadata.entry_points(group="console_scripts")
-    assert any(ep.name == "dynosed" and ep.value == "dynosed_sym.cli:main" for ep in eps)
+    assert any(ep.name == "dynosed" and ep.value == "dynosed_sym.apps.cli:main" for ep in eps)
 
 
 @pytest.mark.slow
@@ -90,7 +90,7 @@ def test_console_script_entry_point():
 def test_dynosed_check_command_end_to_end(project_root, name):
     """The installed command, as a user types it (timing printed, not asserted: DESIGN §5)."""
     exe = shutil.which("dynosed", path=os.path.dirname(sys.executable)) or shutil.which("dynosed")
-    cmd = [exe] if exe else [sys.executable, "-m", "dynosed_sym.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "dynosed_sym.apps.cli"]
     t0 = time.perf_counter()
     res = subprocess.run(cmd + ["check", f"models/{name}.py"], cwd=project_root, capture_output=True,
                          text=True, timeout=600)
@@ -105,7 +105,7 @@ def test_dynosed_check_command_end_to_end(project_root, name):
 def _dynosed(project_root, *args, cwd=None):
     """Run ``dynosed ARGS`` in a fresh process → CompletedProcess (text)."""
     exe = shutil.which("dynosed", path=os.path.dirname(sys.executable))
-    cmd = [exe] if exe else [sys.executable, "-m", "dynosed_sym.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "dynosed_sym.apps.cli"]
     env = dict(os.environ, DYNOSED_QUIET="1")
     return subprocess.run(cmd + [str(a) for a in args], cwd=cwd or project_root, capture_output=True,
                           text=True, timeout=600, env=env)
@@ -230,7 +230,7 @@ def test_fit_theta0_solver_starts_nonaffine_without_nominal(runner, tmp_path, mo
 
     import numpy as np
 
-    import dynosed_sym.fit as fit_module
+    import dynosed_sym.routes as fit_module
 
     seen = []
     real_fit = fit_module.fit_global
@@ -304,8 +304,9 @@ def test_json_helper_is_the_fit_results_one():
 
     import numpy as np
 
-    from dynosed_sym import cli
-    from dynosed_sym.fit import _finite_or_none, _plain
+    from dynosed_sym.apps import cli
+    from dynosed_sym.routes.result import finite_or_none as _finite_or_none
+    from dynosed_sym.routes.result import plain as _plain
 
     obj = {"a": np.float64("nan"), 1: (np.int64(2), np.array([np.inf, 1.0])), "p": pathlib.Path("f.csv")}
     assert cli._finite(obj) == _finite_or_none(_plain(obj)) == {"a": None, "1": [2, [None, 1.0]],

@@ -15,10 +15,11 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym.codegen.emit import (CONTENT_MARK, content_hash_of, module_filename, render_module,
-                                      split_banner, stale_files, write_if_changed)
-from dynosed_sym.compiled import CompiledModel, default_output_dir
-from dynosed_sym.spec import GENERATOR_VERSION, build_spec, spec_hash
+from dynosed_sym.codegen.files import (CONTENT_MARK, content_hash_of, module_filename, split_banner,
+                                       stale_files, write_if_changed)
+from dynosed_sym.codegen.render import render_module
+from dynosed_sym.codegen import CompiledModel, default_output_dir
+from dynosed_sym.codegen.spec import GENERATOR_VERSION, build_spec, spec_hash
 
 from conftest import GENERATED_DIR, GENERATED_SNAPSHOT, MODEL_FILES, ROOT
 
@@ -111,8 +112,8 @@ def test_render_twice_identical(model):
 _SUBPROCESS = r"""
 import glob, hashlib, sys
 import dynosed_sym as ds
-from dynosed_sym.spec import build_spec
-from dynosed_sym.codegen.emit import render_module
+from dynosed_sym.codegen.spec import build_spec
+from dynosed_sym.codegen.render import render_module
 for p in sys.argv[1:]:
     m = ds.load_model(p)
     print(m.name, hashlib.sha256(render_module(build_spec(m)).encode()).hexdigest())
@@ -180,7 +181,7 @@ def test_generated_module_constants(cmodel, model):
     mod = cmodel.module
     assert mod.NAME == model.name
     assert mod.SPEC_HASH == spec_hash(model)
-    assert mod.GENERATOR_VERSION == ds.GENERATOR_VERSION
+    assert mod.GENERATOR_VERSION == ds.codegen.GENERATOR_VERSION
     assert tuple(mod.STATE) == tuple(model.state_names)
     assert tuple(mod.PARAMS) == tuple(model.param_names)
     assert mod.IS_AFFINE is True

@@ -22,7 +22,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from conftest import assert_same_system  # noqa: E402
-from dynosed_sym import distributed as dd  # noqa: E402
+from dynosed_sym.backends import dask as dd  # noqa: E402
 
 M = 256
 
@@ -130,11 +130,11 @@ def test_simulation_spread_over_workers_is_identical(models, client, name, group
     model = models[name]
     kw = dict(dt=0.01, burn_in=200, thin=3, n_chains=300, seed=11)
     ref = ds.simulate(model, model.nominal, 2999, **kw)
-    got = dd.simulate(model, model.nominal, 2999, n_groups=groups, **kw)
+    got = ds.simulate(model, model.nominal, 2999, n_groups=groups, backend="dask", **kw)
     assert got.shape == ref.shape
     np.testing.assert_array_equal(got, ref)
     x0 = np.random.default_rng(0).standard_normal((300, model.d)) * 0.1
-    np.testing.assert_array_equal(dd.simulate(model, model.nominal, 600, x0=x0, **kw),
+    np.testing.assert_array_equal(ds.simulate(model, model.nominal, 600, x0=x0, backend="dask", **kw),
                                   ds.simulate(model, model.nominal, 600, x0=x0, **kw))
 
 

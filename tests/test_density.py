@@ -17,7 +17,8 @@ from dynosed_sym.density import _tape as tp
 from dynosed_sym.density import flow_mixture as fm
 from dynosed_sym.density.dynamics import DynamicsTerms
 from dynosed_sym.density.examples import hopf_log_density, hopf_oscillator, swirl_bistable
-from dynosed_sym.density.train import LearnedDensity, TrainingDivergedError, residual_loss
+from dynosed_sym.density.train import LearnedDensity, residual_loss
+from dynosed_sym.errors import TrainingDivergedError
 
 
 @pytest.fixture(scope="module")

@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import draw_features
-from dynosed_sym.data import block_edges
-from dynosed_sym.nonaffine import GlobalProblem
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.data.blocks import block_edges
+from dynosed_sym.solve.gradient import GlobalProblem
 from dynosed_sym.reference import local_rows_reference
 
 from test_hypothesis_models import (COEFS, PARAMS, STATE, PyFuncModel, _check_against_reference,
@@ -333,8 +333,8 @@ def test_declarations_are_accepted_or_named(fuzz_dir, decl):
     event("accepted")
     der = model.derivation  # an accepted model derives and prints without error
     assert der.is_affine
-    from dynosed_sym.codegen.emit import render_module
-    from dynosed_sym.spec import build_spec
+    from dynosed_sym.codegen.render import render_module
+    from dynosed_sym.codegen.spec import build_spec
 
     assert "def drift_point" in render_module(build_spec(model))
 

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import assemble_global, draw_features
-from dynosed_sym.compiled import CompiledModel
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.assembly.stein import assemble_global
+from dynosed_sym.codegen import CompiledModel
 from dynosed_sym.reference import drift_reference, lambdified, stein_system_reference
 
 STATE = sp.symbols("x0:3", real=True)
@@ -204,8 +205,8 @@ def test_compiled_kernels_match_reference(hyp_dir, case):
 @settings(max_examples=30)
 @given(sde_models())
 def test_render_deterministic(model):
-    from dynosed_sym.codegen.emit import render_module
-    from dynosed_sym.spec import build_spec
+    from dynosed_sym.codegen.render import render_module
+    from dynosed_sym.codegen.spec import build_spec
 
     # a fresh model object from the same declaration: nothing cached is shared
     noise = {"noise": model.G} if model.G is not None else {"diffusion": model.D}

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dynosed_sym as ds
-from dynosed_sym import identifiability as ident
 from dynosed_sym.identifiability import check_identifiability, function_null_space, structural_check
 
 x, y, z = sp.symbols("x y z", real=True)
@@ -26,8 +25,10 @@ def _no_simulation(monkeypatch):
     import sys
 
     monkeypatch.setattr(ds, "simulate", boom)
-    monkeypatch.setattr(sys.modules["dynosed_sym.simulate"], "simulate", boom)
-    monkeypatch.setattr(sys.modules["dynosed_sym.assembly"], "assemble_global", boom)
+    monkeypatch.setattr(sys.modules["dynosed_sym.simulation.simulate"], "simulate", boom)
+    monkeypatch.setattr(sys.modules["dynosed_sym.identifiability.design"], "_simulate", boom)
+    monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_global", boom)
+    monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_source", boom)
 
 
 # ================================================================================ structural: zoo
@@ -273,15 +274,8 @@ def test_check_requires_nominal_to_simulate():
         check_identifiability(model, route="nope", simulate=False)
 
 
-def test_local_route_needs_the_local_module(models, monkeypatch):
-    monkeypatch.setattr(ident, "_local_available", lambda: False)
-    with pytest.raises(ds.DynosedError, match="dynosed_sym.local"):
-        check_identifiability(models["ou2d_m12"], route="local", probes=np.zeros((3, 2)))
-
-
 def test_local_route_design(models):
-    pytest.importorskip("dynosed_sym.local")
-    from dynosed_sym.probes import Balls
+    from dynosed_sym.routes.probes import Balls
 
     model = models["ou2d_m12"]
     P = np.array([[0.0, 0.0], [1.5, 0.0], [0.0, 1.5], [-1.5, 0.0], [0.0, -1.5]])

@@ -8,8 +8,9 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import assemble_global, draw_features, median_lengthscale
-from dynosed_sym.data import iter_blocks
+from dynosed_sym.assembly.features import draw_features, median_lengthscale
+from dynosed_sym.assembly.stein import assemble_global
+from dynosed_sym.data.sources import iter_blocks
 from dynosed_sym.reference import drift_reference, stein_system_reference
 
 RTOL = 1e-10

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import dynosed_sym as ds
-from dynosed_sym.local import local_rows
+from dynosed_sym.assembly.local import local_rows
 from dynosed_sym.reference import local_residual_reference, local_rows_reference
 
 from test_hypothesis_models import assert_rel_close, sde_models

@@ -9,7 +9,8 @@ import pytest
 import scipy.linalg
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import assemble_array, draw_features
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.assembly.stein import assemble_array
 from dynosed_sym.reference import stein_system_reference
 
 M_TRUE = np.array([[-1.0, 0.5], [-0.5, -1.0]])

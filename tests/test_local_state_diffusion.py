@@ -13,7 +13,8 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import assemble_array, draw_features
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.assembly.stein import assemble_array
 from dynosed_sym.reference import local_rows_reference, stein_system_reference
 
 TRUTH = np.array([1.0, -0.5])
@@ -51,7 +52,7 @@ def test_local_rows_and_global_fill_match_reference(sd_model):
     rng = np.random.default_rng(0)
     P = rng.standard_normal((9, 2))
     S, J = rng.standard_normal((9, 2)), rng.standard_normal((9, 2, 2))
-    from dynosed_sym.local import local_rows
+    from dynosed_sym.assembly.local import local_rows
 
     A, b = local_rows(cm, P, S, J)
     A_ref, b_ref = local_rows_reference(model, P, S, J)

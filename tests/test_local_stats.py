@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dynosed_sym as ds
-from dynosed_sym import demo
+from dynosed_sym.apps import demo
 
 RING = np.vstack([[0.0, 0.0], 1.6 * np.column_stack([np.cos(np.arange(6) * np.pi / 3 + 0.3),
                                                      np.sin(np.arange(6) * np.pi / 3 + 0.3)])])

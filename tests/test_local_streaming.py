@@ -21,8 +21,10 @@ import pytest
 
 import dynosed_sym as ds
 from conftest import assert_memory_flat, traced_peak
-from dynosed_sym.data import MIN_BLOCK_ROWS, NoiseBlocks
-from dynosed_sym.scores import KernelScore, ScoreMatching, is_streamed
+from dynosed_sym.data.blocks import NoiseBlocks
+from dynosed_sym.options import MIN_BLOCK_ROWS
+from dynosed_sym.data.sources import is_streamed
+from dynosed_sym.routes.scores import KernelScore, ScoreMatching
 
 PROBES = np.array([[0.0, 0.0], [0.8, -0.4], [-0.6, 0.7], [0.3, 1.0]])
 RADIUS = 0.9
@@ -269,7 +271,7 @@ def test_callable_score_needs_memory(model, X, files):
     with pytest.raises(ds.DataError, match="needs X in memory"):
         ds.fit_local(model, files["npy"], PROBES, score=exact)
     with pytest.raises(ds.DataError, match="needs X in memory"):
-        ds.scores.CallableScore(exact).estimate(chunked(X, 100), PROBES)
+        ds.routes.scores.CallableScore(exact).estimate(chunked(X, 100), PROBES)
 
 
 def test_bad_streams(model, X, tmp_path):

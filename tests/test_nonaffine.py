@@ -7,9 +7,9 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import draw_features, median_lengthscale
-from dynosed_sym.data import block_edges
-from dynosed_sym.nonaffine import GlobalProblem, separable_params
+from dynosed_sym.assembly.features import draw_features, median_lengthscale
+from dynosed_sym.data.blocks import block_edges
+from dynosed_sym.solve.gradient import GlobalProblem, separable_params
 
 x, y = sp.symbols("x y", real=True)
 a, k, b, rho = sp.symbols("a k b rho", real=True)

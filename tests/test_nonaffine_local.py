@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import dynosed_sym as ds
 from dynosed_sym.errors import DataError
-from dynosed_sym.local import local_rows
-from dynosed_sym.nonaffine import LocalProblem, separable_params
+from dynosed_sym.assembly.local import local_rows
+from dynosed_sym.solve.gradient import LocalProblem, separable_params
 from dynosed_sym.reference import local_residual_reference
 from test_hypothesis_models import PARAMS, assert_rel_close, sde_models
 from test_nonaffine import sample_1d

@@ -1,6 +1,6 @@
 """Pictures: the demo's figure functions on small data, the plotting primitives, and the README.
 
-The figures committed under docs/images/ come from ``python -m dynosed_sym.demo --figures-only
+The figures committed under docs/images/ come from ``python -m dynosed_sym.apps.demo --figures-only
 --figures docs/images``; here the same functions run on small data sets (the full demo would take
 minutes), and the README must embed every committed image.
 """
@@ -18,7 +18,7 @@ import dynosed_sym as ds
 
 pytest.importorskip("matplotlib")
 
-from dynosed_sym import demo, plotting  # noqa: E402
+from dynosed_sym.apps import demo, plotting  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "images"

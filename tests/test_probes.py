@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dynosed_sym as ds
-from dynosed_sym.probes import (Balls, as_probes, choose_probes, dense_centres, kmeans_centres,
+from dynosed_sym.routes.probes import (Balls, as_probes, choose_probes, dense_centres, kmeans_centres,
                                 random_centres, restrict_to_balls)
 
 CENTRES = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])

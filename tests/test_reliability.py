@@ -20,7 +20,8 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym import validate
+from dynosed_sym.assembly.features import MAX_FEATURE_TURNS, feature_arguments
+from dynosed_sym.data.checks import diffusion_psd
 
 x, y, t = sp.symbols("x y t", real=True)
 a, b = sp.symbols("a b", real=True)
@@ -122,10 +123,10 @@ def test_identical_first_rows_of_a_stream(lorenz, monkeypatch):
     """A stream whose first (bandwidth) rows are one point is judged on all its rows: with a
     given bandwidth it is fitted; with the median bandwidth (taken from those rows) the error
     says "the first N samples"; a stream that is one point throughout is rejected."""
-    from dynosed_sym import data as data_mod
+    from dynosed_sym.routes import global_route
 
     model, X = lorenz
-    monkeypatch.setattr(data_mod, "BANDWIDTH_ROWS", 50)
+    monkeypatch.setattr(global_route, "BANDWIDTH_ROWS", 50)
     same = np.tile(X[0], (100, 1))
     fit = ds.fit_global(model, iter([same, X[:500]]), n_features=64, bandwidth=5.0, chunk_rows=64)
     assert fit.n_samples == 600 and np.isfinite(fit.theta).all()
@@ -181,16 +182,16 @@ def test_sin_cos_precision_loss_is_detected(lorenz):
 
 def test_feature_bound_accepts_ordinary_data(lorenz):
     """The precision bound does not trip on ordinary data (far below its limit)."""
-    from dynosed_sym.assembly import draw_features
+    from dynosed_sym.assembly.features import draw_features
 
     _, X = lorenz
     feats = draw_features(3, 2048, 1.0, seed=0)
-    validate.feature_arguments(X * 1e3, feats)  # ‖x‖/ℓ ≈ 5·10⁴, still < 10⁶
+    feature_arguments(X * 1e3, feats)  # ‖x‖/ℓ ≈ 5·10⁴, still < 10⁶
     w = np.sqrt((feats.omega**2).sum(axis=1)).max()
-    edge = validate.MAX_FEATURE_TURNS * 2 * np.pi / w
-    validate.feature_arguments(np.array([[0.99 * edge - 2 * np.pi / w, 0, 0]]), feats)
+    edge = MAX_FEATURE_TURNS * 2 * np.pi / w
+    feature_arguments(np.array([[0.99 * edge - 2 * np.pi / w, 0, 0]]), feats)
     with pytest.raises(ds.DataError):
-        validate.feature_arguments(np.array([[1.01 * edge, 0, 0]]), feats)
+        feature_arguments(np.array([[1.01 * edge, 0, 0]]), feats)
 
 
 @pytest.mark.parametrize("T", [0.0, -1.0, np.nan, np.inf, "hot"])
@@ -268,12 +269,12 @@ def test_state_dependent_diffusion_checked_at_the_start_states(tmp_path):
 def test_full_state_dependent_diffusion_indefinite(statediff):
     """Off-diagonal terms: D = [[1, x], [x, 1]] is indefinite for |x| > 1 (eigenvalue 1 − |x|)."""
     m = ds.SDEModel([x, y], [a], [-a * x, -y], diffusion=sp.Matrix([[1, x], [x, 1]]), name="rel_full")
-    validate.diffusion_psd(m, np.array([[0.5, 0.0], [-0.9, 3.0]]))
+    diffusion_psd(m, np.array([[0.5, 0.0], [-0.9, 3.0]]))
     with pytest.raises(ds.ModelError, match=r"sample 1 .*smallest eigenvalue -1"):
-        validate.diffusion_psd(m, np.array([[0.5, 0.0], [2.0, 3.0]]))
+        diffusion_psd(m, np.array([[0.5, 0.0], [2.0, 3.0]]))
     with pytest.raises(ds.ModelError, match="not finite"):
         m2 = ds.SDEModel([x], [a], [-a * x], diffusion=1 / x, name="rel_pole")
-        validate.diffusion_psd(m2, np.array([[1.0], [0.0]]))
+        diffusion_psd(m2, np.array([[1.0], [0.0]]))
 
 
 def test_psd_diffusion_passes(statediff):

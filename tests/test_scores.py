@@ -8,7 +8,7 @@ import pytest
 
 import dynosed_sym as ds
 from dynosed_sym.reference import kernel_score_reference
-from dynosed_sym.scores import (CallableScore, KernelScore, ScoreMatching, estimate_scores,
+from dynosed_sym.routes.scores import (CallableScore, KernelScore, ScoreMatching, estimate_scores,
                                 kernel_score, monomial_exponents, score_matching)
 
 SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])

@@ -7,7 +7,7 @@ steps, divergence reported as a DataError, the RK4 step and the noise increment
 against NumPy, the in-kernel normals (moments, tails, independence), and the
 stationary law of a 2-D Ornstein-Uhlenbeck process and of a model with
 state-dependent noise (Euler-Maruyama path).  No timings: the benchmark
-(``python -m dynosed_sym.bench --only simulator``) measures speed.
+(``python -m dynosed_sym.apps.bench --only simulator``) measures speed.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sympy as sp
 import dynosed_sym as ds
 from dynosed_sym.errors import DataError
 from dynosed_sym.reference import lambdified
-from dynosed_sym.simulate import chain_keys, initial_states
+from dynosed_sym.simulation.simulate import chain_keys, initial_states
 
 
 @pytest.fixture

@@ -19,7 +19,9 @@ import pytest
 
 import dynosed_sym as ds
 from conftest import assert_same_system, assert_memory_flat, traced_peak
-from dynosed_sym.data import MIN_BLOCK_ROWS, NoiseBlocks, open_source
+from dynosed_sym.data.blocks import NoiseBlocks
+from dynosed_sym.data.sources import open_source
+from dynosed_sym.options import MIN_BLOCK_ROWS
 from dynosed_sym.progress import progress_enabled
 
 M = 256  # features: enough for a well-posed Lorenz fit, cheap to assemble

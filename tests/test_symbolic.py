@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym.symbolic import SteinPieces, derive, split_coefficient
+from dynosed_sym.model.derivation import SteinPieces, derive, split_coefficient
 
 x, y, z = sp.symbols("x y z", real=True)
 k, j, th1, th2 = sp.symbols("k j theta1 theta2", real=True)

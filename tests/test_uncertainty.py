@@ -8,8 +8,9 @@ import sympy as sp
 from scipy import stats
 
 import dynosed_sym as ds
-from dynosed_sym import uncertainty as unc
-from dynosed_sym.report import solve_tikhonov
+from dynosed_sym.solve import misspecification as mis
+from dynosed_sym.solve import uncertainty as unc
+from dynosed_sym.solve.linear import solve_tikhonov
 
 x, y = sp.symbols("x y", real=True)
 M11, M12, M22 = sp.symbols("M11 M12 M22", real=True)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import assemble_global, draw_features
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.assembly.stein import assemble_global
 from dynosed_sym.reference import stein_vstat
 
 

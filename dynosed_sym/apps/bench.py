@@ -67,7 +67,7 @@ import numpy as np
 __all__ = ["main", "synthetic_network", "sincos_only", "projection_model", "SECTIONS"]
 
 SECTIONS = ("fill", "scaling", "compile", "simulator", "large", "projection")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(ROOT, "models")
 
 # Targets of the performance issue; printed beside the measurements, never asserted.
@@ -118,7 +118,7 @@ def _target(ok):
 
 
 def _load(name):
-    from .model import load_model
+    from ..model import load_model
 
     return load_model(os.path.join(MODELS, f"{name}.py"))
 
@@ -153,7 +153,8 @@ def machine_info():
 
 
 # --------------------------------------------------------------------------- the sin/cos-only kernel
-from .assembly import _fold, _sin_turns  # noqa: E402  (inlined polynomial helpers of the fill)
+from ..kernels.trig import fold as _fold
+from ..kernels.trig import sin_turns as _sin_turns  # noqa: E402  (inlined polynomial helpers of the fill)
 
 LIMIT_BLOCK = 128
 
@@ -213,7 +214,7 @@ def _limit_layout(feats):
 def _grn_samples(quick):
     """GRN samples by the paper's protocol: 2048 chains, dt = 0.01, burn-in 30,000 steps,
     thinning 10, N = 50,000 (quick: burn-in 3,000)."""
-    from .simulate import simulate
+    from ..simulation.simulate import simulate
 
     model = _load("grn_bcell")
     burn = 3000 if quick else 30000
@@ -224,7 +225,7 @@ def _grn_samples(quick):
 
 @lru_cache(maxsize=None)
 def _lorenz_samples(quick):
-    from .simulate import simulate
+    from ..simulation.simulate import simulate
 
     model = _load("lorenz")
     t0 = time.perf_counter()
@@ -233,14 +234,14 @@ def _lorenz_samples(quick):
 
 
 def _features(model, X, m, seed=0):
-    from .assembly import draw_features, median_lengthscale
+    from ..assembly.features import draw_features, median_lengthscale
 
     return draw_features(model.d, m, median_lengthscale(X, seed=seed), seed=seed)
 
 
 def _fill_call(cm, X, feats, phi):
     """The fill kernel alone on precomputed per-sample factors (as in assembly.block_sums)."""
-    from .assembly import accumulate_stein
+    from ..kernels.stein_fill import accumulate_stein
 
     phi_s, phi_c = phi
     P_s, P_c = feats.zeros(phi_s.shape[1])[None], feats.zeros(phi_c.shape[1])[None]
@@ -257,9 +258,9 @@ def _reference_subsample(model, m, N, budget_bytes=4e8):
 
 # --------------------------------------------------------------------------- sections
 def bench_fill_case(name, X, m, repeats, ref_repeats, results, protocol):
-    from .assembly import assemble_global, block_sums, contract
-    from .compiled import compile_model
-    from .reference import stein_system_reference
+    from ..assembly.stein import assemble_global, block_sums, contract
+    from ..codegen.loading import compile_model
+    from ..reference import stein_system_reference
 
     model = _load(name)
     cm = compile_model(model)
@@ -336,8 +337,8 @@ def section_fill(quick, repeats):
 
 
 def section_scaling(quick, repeats):
-    from .assembly import assemble_global, block_sums
-    from .compiled import compile_model
+    from ..assembly.stein import assemble_global, block_sums
+    from ..codegen.loading import compile_model
 
     print("\n== scaling (GRN, fill = generated stein_features + accumulate_stein + contraction) ==")
     model = _load("grn_bcell")
@@ -479,9 +480,9 @@ def section_compile(quick, repeats):
 
 
 def _sim_case(name, steps_short, repeats, ref_repeats, results, full_protocol=None):
-    from .compiled import compile_model
-    from .reference import simulate_reference
-    from .simulate import chain_keys, initial_states, simulate
+    from ..codegen.loading import compile_model
+    from ..reference import simulate_reference
+    from ..simulation.simulate import chain_keys, initial_states, simulate
 
     model = _load(name)
     compile_model(model)
@@ -541,7 +542,7 @@ def synthetic_network(d=50, per=20, seed=0):
     """
     import sympy as sp
 
-    from .model import SDEModel
+    from ..model import SDEModel
 
     rng = np.random.default_rng(seed)
     x = sp.symbols(f"x0:{d}", real=True)
@@ -578,10 +579,10 @@ def synthetic_network(d=50, per=20, seed=0):
 
 
 def section_large(quick, repeats):
-    from .assembly import block_sums, contract
-    from .compiled import compile_model
-    from .reference import drift_reference, simulate_reference, stein_system_reference
-    from .simulate import simulate
+    from ..assembly.stein import block_sums, contract
+    from ..codegen.loading import compile_model
+    from ..reference import drift_reference, simulate_reference, stein_system_reference
+    from ..simulation.simulate import simulate
 
     print("\n== large synthetic network: d = 50, n = 1000 ==")
     r = {}
@@ -658,7 +659,7 @@ def projection_model():
     """
     import sympy as sp
 
-    from .model import SDEModel
+    from ..model import SDEModel
 
     x, y, z = sp.symbols("x y z", real=True)
     a, k, c1, c2, c3, r1, r2 = sp.symbols("a k c1 c2 c3 rho1 rho2", real=True)
@@ -682,12 +683,12 @@ def projection_model():
 
 
 def section_projection(quick, repeats):
-    from .assembly import draw_features, median_lengthscale
-    from .compiled import compile_model
-    from .data import block_edges
-    from .nonaffine import GlobalProblem, LocalProblem, fit_gradient, separable_params
-    from .probes import choose_probes
-    from .scores import make_estimator
+    from ..assembly.features import draw_features, median_lengthscale
+    from ..codegen.loading import compile_model
+    from ..data.blocks import block_edges
+    from ..solve.gradient import GlobalProblem, LocalProblem, fit_gradient, separable_params
+    from ..routes.probes import choose_probes
+    from ..routes.scores import make_estimator
 
     print("\n== projection: variable projection vs full search (gradient route, non-affine model) ==")
     model, truth, sample = projection_model()

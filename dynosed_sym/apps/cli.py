@@ -30,7 +30,7 @@ import time
 import click
 import numpy as np
 
-from .errors import DynosedError, NotAffineError
+from ..errors import DynosedError, NotAffineError
 
 __all__ = ["main"]
 
@@ -68,14 +68,15 @@ def _echo_json(obj):
 
 def _finite(obj):
     """NaN/inf → None, numpy → Python, recursively (strict JSON): the helpers of FitResult.to_json."""
-    from .fit import _finite_or_none, _plain
+    from ..routes.result import finite_or_none as _finite_or_none
+    from ..routes.result import plain as _plain
 
     return _finite_or_none(_plain(obj))
 
 
 # --------------------------------------------------------------------------- arguments
 def _load_model(model_file):
-    from .model import load_model
+    from ..model import load_model
 
     if not str(model_file).endswith(".py"):
         raise click.BadParameter(f"{model_file!r}: expected a Python model file (.py) that defines "
@@ -198,7 +199,7 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
 def compile_cmd(model_file, out_dir, equations, as_json):
     """Derive, print and load the Numba kernels of MODEL (cached: a no-op when unchanged)."""
-    from .compiled import compile_model
+    from ..codegen.loading import compile_model
 
     t0 = time.perf_counter()
     model = _load_model(model_file)
@@ -239,7 +240,7 @@ def check(model_file, nominal_items, route, n_samples, seed, rel_error, level, n
           thin, n_chains, structural_only, as_json):
     """Identifiability of MODEL before any data: which parameters snapshots can pin down,
     which combinations they cannot, and how many samples each parameter needs."""
-    from .identifiability import check_identifiability, structural_check
+    from ..identifiability import check_identifiability, structural_check
 
     t0 = time.perf_counter()
     model = _load_model(model_file)
@@ -314,7 +315,7 @@ def simulate(model_file, n_samples, out, theta_items, dt, burn_in, thin, n_chain
     The parameters default to the model's nominal values; --theta overrides single ones.
     Rows are ordered chain by chain (contiguous rows hold whole chains).
     """
-    from .simulate import simulate as run
+    from ..simulation import simulate as run
 
     suffix = _suffix(out, "--out")
     model = _load_model(model_file)
@@ -387,8 +388,7 @@ def fit(model_file, data_file, route, lam, seed, n_blocks, n_features, bandwidth
     error, confidence interval, freeness and whether each parameter is identifiable, then the rank,
     the unresolved combinations and the consistency of the model with the data.
     """
-    from .fit import fit_global
-    from .local import fit_local
+    from ..routes import fit_global, fit_local
 
     if out is not None and not str(out).lower().endswith((".json", ".csv")):
         raise click.BadParameter(f"{out!r}: expected a .json or .csv file", param_hint="--out")
@@ -412,7 +412,7 @@ def fit(model_file, data_file, route, lam, seed, n_blocks, n_features, bandwidth
     t0 = time.perf_counter()
     try:
         if route == "global":
-            from .compiled import compile_model
+            from ..codegen.loading import compile_model
 
             # the gradient solver needs the samples in memory; the linear one streams a .npy file
             gradient = solver == "gradient" or (solver == "auto" and not compile_model(model).is_affine)

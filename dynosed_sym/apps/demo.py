@@ -31,7 +31,7 @@ import scipy.linalg
 
 import dynosed_sym as ds
 
-MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "models")
 
 
 def _load(name):
@@ -603,7 +603,7 @@ def make_figures(out_dir="demo_output", quick=False):
              figure_lorenz_local_global(out_dir, n_dense=4_000_000 if quick else 20_000_000,
                                         n_draws=2 if quick else 3, n_global_draws=5 if quick else 10)]
     # dynamics → density: both examples trained from the drift alone (≈ 25 s), with their numbers
-    from .density.figures import density_demo
+    from ..density.figures import density_demo
 
     _rule("Dynamics → density (no data: trained on the Fokker–Planck residual)")
     results = density_demo(out_dir)

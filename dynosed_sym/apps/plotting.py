@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from .errors import DynosedError
+from ..errors import DynosedError
 
 __all__ = ["plot_freeness", "plot_parameter_matrices", "plot_estimates", "plot_steady_state",
            "plot_singular_values", "save_figure", "require_matplotlib"]
@@ -273,7 +273,7 @@ def plot_singular_values(fit, ax=None, label=None, title=None, threshold=None, c
     ----------
     fit : FitResult, IdentifiabilityReport or IdentifiabilityCheck
     """
-    from .report import RANK_THRESHOLD
+    from ..solve.report import RANK_THRESHOLD
 
     rep = getattr(fit, "report", None) or fit
     threshold = RANK_THRESHOLD if threshold is None else threshold

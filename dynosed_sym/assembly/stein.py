@@ -1,212 +1,48 @@
-"""Stage 6 — assembly of the global linear system A θ = b.
+"""The global route's linear system A θ ≈ b, assembled per noise block.
 
-The hot loop is one model-independent kernel, :func:`accumulate_stein`, compiled
-once for all models: for every (sample, feature) pair it evaluates
-``sin``/``cos`` of ``ω_rᵀx_i + c_r`` with an inlined range-reduced polynomial and
-immediately contracts them with the per-sample Stein-feature factors produced by
-the model's generated ``stein_features`` kernel.  The small contraction with
-ω (tables ``A_TERMS`` ... of the generated module) then gives A and b.
-
-Parallelism is over blocks of features: every thread owns whole rows of the
-partial sums and walks the samples in order, so there is no shared write and
-the result is bitwise identical for any number of threads.
+For every (sample, feature) pair the fill (:func:`dynosed_sym.kernels.stein_fill.accumulate_stein`,
+one model-independent kernel) evaluates ``sin``/``cos`` of ``ω_rᵀx_i + c_r`` and contracts them
+with the per-sample Stein-feature factors of the model's generated ``stein_features`` kernel, into
+partial sums per noise block.  The small contraction with ω (tables ``A_TERMS`` … of the generated
+module) then gives A and b, with DESIGN §2's scaling (see the design notes, docs/design.md).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
-import numba
 import numpy as np
 
-from .errors import DataError
+from ..codegen.loading import check_finite_output
+from ..data.blocks import NoiseBlocks, block_edges
+from ..errors import DataError
+from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
+from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
+from .features import RandomFeatures, feature_arguments
 
-__all__ = ["RandomFeatures", "draw_features", "median_lengthscale", "accumulate_stein",
-           "contract", "contract_blocks", "block_sums", "assemble_global", "assemble_array"]
-
-FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
-TWO_PI = 2.0 * math.pi
-
-
-@numba.njit(parallel=False, fastmath=True, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _sin_turns(v):
-    """sin(2πv) for v in [-1/4, 1/4]: Taylor series to v^19 (error < 3e-16)."""
-    v2 = v * v
-    # coefficients (-1)^k (2π)^(2k+1) / (2k+1)!, k = 9 ... 0
-    p = -0.012031585942120619
-    p = p * v2 + 0.10422916220813978
-    p = p * v2 - 0.7181223017785001
-    p = p * v2 + 3.8199525848482803
-    p = p * v2 - 15.094642576822984
-    p = p * v2 + 42.058693944897634
-    p = p * v2 - 76.70585975306136
-    p = p * v2 + 81.60524927607504
-    p = p * v2 - 41.341702240399755
-    p = p * v2 + 6.283185307179586
-    return p * v
+__all__ = ["BlockSystem", "assemble_source", "assemble_array", "assemble_global", "accumulate",
+           "block_sums", "contract", "contract_blocks"]
 
 
-@numba.njit(parallel=False, fastmath=True, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _fold(u):
-    """Map u (turns, in [-1/2, 1/2]) to v in [-1/4, 1/4] with sin(2πv) = sin(2πu)."""
-    v = min(u, 0.5 - u)
-    return max(v, -0.5 - v)
-
-
-@numba.njit(parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True)
-def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
-    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c.
-
-    Arrays are block-major so that every inner loop runs over ``q in range(FB)``
-    with a provably non-negative, contiguous index (a computed offset such as
-    ``r0 + q`` makes LLVM emit gathers instead of vector loads).  All data blocks
-    are summed in one launch (one parallel region instead of one per block); each
-    block's sums start from its own rows, so the arithmetic is that of one call
-    per block.
-
-    Parameters
-    ----------
-    X : (N, d) samples
-    phi_s, phi_c : (N, K_sin), (N, K_cos) per-sample factors (generated ``stein_features``)
-    edges : (G + 1,) int64 row boundaries of the G data blocks
-    Wt : (B, d, FB) frequencies in turns (ω/2π), feature r = blk·FB + q
-    ct : (B, FB) phases in turns (c/2π)
-    P_s, P_c : (G, B, K_sin, FB), (G, B, K_cos, FB) running sums, updated in place
-    """
-    d = X.shape[1]
-    Ks = phi_s.shape[1]
-    Kc = phi_c.shape[1]
-    nblk, _, FB = Wt.shape
-    n_groups = edges.shape[0] - 1
-    TI = 4  # samples contracted per load/store of the partial sums (unrolled below)
-    for blk in numba.prange(nblk):
-        Wb = Wt[blk]
-        cb = ct[blk]
-        t = np.empty(FB)
-        sn = np.empty((TI, FB))
-        cs = np.empty((TI, FB))
-        for g in range(n_groups):
-            Ps = P_s[g, blk]
-            Pc = P_c[g, blk]
-            hi = edges[g + 1]
-            for i0 in range(edges[g], hi, TI):
-                ni = min(TI, hi - i0)
-                for a in range(ni):
-                    xa = X[i0 + a]
-                    for q in range(FB):
-                        t[q] = cb[q]
-                    for j in range(d):
-                        xj = xa[j]
-                        wj = Wb[j]
-                        for q in range(FB):
-                            t[q] += wj[q] * xj
-                    sa = sn[a]
-                    ca = cs[a]
-                    for q in range(FB):
-                        u = t[q] - np.floor(t[q] + 0.5)
-                        sa[q] = _sin_turns(_fold(u))
-                        w = u + 0.25
-                        w = w - np.floor(w + 0.5)
-                        ca[q] = _sin_turns(_fold(w))
-                if ni == TI:
-                    s0, s1, s2, s3 = sn[0], sn[1], sn[2], sn[3]
-                    c0, c1, c2, c3 = cs[0], cs[1], cs[2], cs[3]
-                    for e in range(Ks):
-                        p0 = phi_s[i0, e]
-                        p1 = phi_s[i0 + 1, e]
-                        p2 = phi_s[i0 + 2, e]
-                        p3 = phi_s[i0 + 3, e]
-                        Pe = Ps[e]
-                        for q in range(FB):
-                            Pe[q] += (s0[q] * p0 + s1[q] * p1) + (s2[q] * p2 + s3[q] * p3)
-                    for e in range(Kc):
-                        p0 = phi_c[i0, e]
-                        p1 = phi_c[i0 + 1, e]
-                        p2 = phi_c[i0 + 2, e]
-                        p3 = phi_c[i0 + 3, e]
-                        Pe = Pc[e]
-                        for q in range(FB):
-                            Pe[q] += (c0[q] * p0 + c1[q] * p1) + (c2[q] * p2 + c3[q] * p3)
-                else:
-                    for a in range(ni):
-                        sa = sn[a]
-                        ca = cs[a]
-                        for e in range(Ks):
-                            pe = phi_s[i0 + a, e]
-                            Pe = Ps[e]
-                            for q in range(FB):
-                                Pe[q] += sa[q] * pe
-                        for e in range(Kc):
-                            pe = phi_c[i0 + a, e]
-                            Pe = Pc[e]
-                            for q in range(FB):
-                                Pe[q] += ca[q] * pe
-
-
-class RandomFeatures:
-    """Random Fourier features ``z_r(x) = √(2/m) cos(ω_rᵀx + c_r)``.
+class BlockSystem(NamedTuple):
+    """A linear system of means over samples and its per-block means (what the solve reads).
 
     Attributes
     ----------
-    omega : (m, d) frequencies, ω_r ~ N(0, ℓ⁻² I)
-    phase : (m,) phases, c_r ~ U[0, 2π)
-    lengthscale : float
+    A : (m, n), b : (m,)
+        Means over all samples.
+    A_blocks : (B, m, n), b_blocks : (B, m)
+        Means over each noise block.
+    counts : (B,)
+        Samples per block.
     """
 
-    def __init__(self, omega, phase, lengthscale):
-        self.omega = np.ascontiguousarray(omega, dtype=float)
-        self.phase = np.ascontiguousarray(phase, dtype=float)
-        self.lengthscale = float(lengthscale)
-        m, d = self.omega.shape
-        self.n_blocks = -(-m // FEATURE_BLOCK)
-        mpad = self.n_blocks * FEATURE_BLOCK
-        # turns (ω/2π, c/2π) so that range reduction is t - floor(t + 1/2); zero-padded features;
-        # block-major layout (block, ·, FEATURE_BLOCK) for the fill kernel
-        Wt = np.zeros((d, mpad))
-        Wt[:, :m] = self.omega.T / TWO_PI
-        self.Wt = np.ascontiguousarray(Wt.reshape(d, self.n_blocks, FEATURE_BLOCK).transpose(1, 0, 2))
-        ct = np.zeros(mpad)
-        ct[:m] = self.phase / TWO_PI
-        self.ct = ct.reshape(self.n_blocks, FEATURE_BLOCK)
-
-    def zeros(self, k):
-        """Block-major running sums for k per-sample factors: (n_blocks, k, FEATURE_BLOCK)."""
-        return np.zeros((self.n_blocks, k, FEATURE_BLOCK))
-
-    def unblock(self, P):
-        """(n_blocks, k, FEATURE_BLOCK) sums → (k, m) in feature order."""
-        k = P.shape[1]
-        return P.transpose(1, 0, 2).reshape(k, self.n_blocks * FEATURE_BLOCK)[:, : self.m]
-
-    @property
-    def m(self):
-        return self.omega.shape[0]
-
-
-def median_lengthscale(X, seed=0, max_points=1000):
-    """Median pairwise Euclidean distance of a seeded subsample of at most ``max_points`` rows."""
-    from scipy.spatial.distance import pdist
-
-    rng = np.random.default_rng(seed)
-    if X.shape[0] > max_points:
-        X = X[np.sort(rng.choice(X.shape[0], max_points, replace=False))]
-    dist = pdist(X)
-    ell = float(np.median(dist)) if dist.size else 0.0
-    if not ell > 0.0:
-        raise DataError("X: the median pairwise distance is zero (are all samples identical?); "
-                        "pass bandwidth= explicitly")
-    return ell
-
-
-def draw_features(d, m, lengthscale, seed=0) -> RandomFeatures:
-    """Seeded frequencies ω ~ N(0, ℓ⁻² I) and phases c ~ U[0, 2π)."""
-    rng = np.random.default_rng(seed)
-    omega = rng.standard_normal((m, d)) / lengthscale
-    phase = rng.uniform(0.0, TWO_PI, m)
-    return RandomFeatures(omega, phase, lengthscale)
+    A: np.ndarray
+    b: np.ndarray
+    A_blocks: np.ndarray
+    b_blocks: np.ndarray
+    counts: np.ndarray
 
 
 def contract(cm, feats: RandomFeatures, P_s, P_c, count):
@@ -247,8 +83,6 @@ def block_sums(cm, X, feats: RandomFeatures, edges=None, dlogp_dt=None):
     arrays are (n_blocks, K, FEATURE_BLOCK).  ``dlogp_dt`` (N_b,), optional: ∂ₜlog p at each
     sample, appended as one more per-sample cos factor (see :func:`contract`).
     """
-    from .compiled import check_finite_output
-
     phi_s, phi_c = cm.stein_features(X)
     check_finite_output(phi_s, "a Stein feature (drift term)", X)
     check_finite_output(phi_c, "a Stein feature (diffusion term)", X)
@@ -272,15 +106,15 @@ def contract_blocks(cm, feats: RandomFeatures, sums):
 
     Returns
     -------
-    A : (m, n), b : (m,)
-        Means over all samples (block sums added in block order, then contracted).
-    A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,)
-        Per-block means, from which the sampling noise of A and b is estimated.
+    BlockSystem
+        ``A`` (m, n), ``b`` (m,): means over all samples (block sums added in block order, then
+        contracted); ``A_blocks`` (B, m, n), ``b_blocks`` (B, m), ``counts`` (B,): per-block
+        means, from which the sampling noise of A and b is estimated.
     """
     if not sums:
         raise DataError("X: no samples")
     with np.errstate(over="ignore", invalid="ignore"):  # non-finite results are checked below
-        return _contract_blocks(cm, feats, sums)
+        return BlockSystem(*_contract_blocks(cm, feats, sums))
 
 
 def _contract_blocks(cm, feats, sums):
@@ -315,7 +149,7 @@ def assemble_global(cm, blocks, feats: RandomFeatures):
 
     Returns
     -------
-    A, b, A_blocks, b_blocks, counts
+    BlockSystem
         See :func:`contract_blocks`.
     """
     return contract_blocks(cm, feats, [(*block_sums(cm, Xb, feats), Xb.shape[0]) for Xb in blocks])
@@ -331,3 +165,42 @@ def assemble_array(cm, X, edges, feats: RandomFeatures, dlogp_dt=None):
     P_s, P_c = block_sums(cm, X, feats, edges, dlogp_dt)
     counts = np.diff(np.asarray(edges, dtype=np.int64))
     return contract_blocks(cm, feats, [(P_s[g], P_c[g], counts[g]) for g in range(counts.size)])
+
+
+def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0):
+    """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``.
+
+    Each chunk's feature arguments are checked first (errors name global rows, counted from
+    ``start``); the data-level checks (finite rows, D(x), spread) are the source's
+    (:meth:`dynosed_sym.data.sources.DataSource.checked_chunks`).
+    """
+    row = int(start)
+    for chunk in chunks:
+        feature_arguments(chunk, feats, offset=row)
+        for k, piece in blocks.split(chunk):
+            P_s, P_c = block_sums(cm, piece, feats)
+            blocks.add(k, P_s, P_c, piece.shape[0])
+        row += chunk.shape[0]
+        if bar is not None:
+            bar.update(chunk.shape[0])
+    return blocks
+
+
+def assemble_source(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS, bar=None,
+                    dlogp_dt=None) -> "BlockSystem":
+    """Assemble A, b from a :class:`~dynosed_sym.data.sources.DataSource` in this process.
+
+    Data in memory: one kernel launch over all noise blocks (:func:`assemble_array`).  A stream:
+    chunk by chunk with memory independent of N, into :class:`~dynosed_sym.data.NoiseBlocks`.
+    ``dlogp_dt`` (N,), data in memory only: ∂ₜlog p at each sample.
+    """
+    if source.kind == "array":
+        edges = block_edges(source.n_rows, n_blocks)
+        feature_arguments(source.array, feats)
+        system = assemble_array(cm, source.array, edges, feats, dlogp_dt)
+        if bar is not None:
+            bar.update(source.n_rows)
+        return system
+    blocks = NoiseBlocks(source.n_rows, n_blocks)
+    accumulate(cm, feats, blocks, source.checked_chunks(chunk_rows), bar)
+    return contract_blocks(cm, feats, blocks.finish())

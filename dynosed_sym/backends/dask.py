@@ -17,7 +17,7 @@ workers can read) runs here:
    compiled machine code from its on-disk cache where it exists;
 2. every task reads one chunk of rows (a dask chunk, or a window of a ``.npy``/Zarr/HDF5
    file opened on the worker by path), validates it and returns the partial sums
-   ``(P_s, P_c, count)`` per noise block (:class:`dynosed_sym.data.NoiseBlocks`);
+   ``(P_s, P_c, count)`` per noise block (:class:`dynosed_sym.data.blocks.NoiseBlocks`);
 3. the client adds the partial sums in row order, whatever order the tasks finish in, and
    contracts and solves as in-process.  The result is therefore deterministic, independent
    of the number of workers and of scheduling, and equals the in-process result to rounding
@@ -27,10 +27,10 @@ The bandwidth uses the same seeded subsample of the first rows as in-process.
 
 Simulation
 ----------
-:func:`simulate` splits the chains into groups; a group runs the generated integrator on a
-worker with the per-chain keys and start states the in-process simulation would give those
-chains (:func:`dynosed_sym.simulate.chain_keys`, :func:`~dynosed_sym.simulate.initial_states`),
-so the samples are identical to ``ds.simulate`` with the same seed.
+:func:`run_chains_dask` splits the chains into groups; a group runs the generated integrator on a
+worker with the per-chain keys and start states the in-process simulation gives those chains
+(:func:`dynosed_sym.simulation.plan_simulation` prepares them), so ``ds.simulate(...,
+backend="dask")`` returns the samples of ``ds.simulate`` with the same seed, bit for bit.
 
 Client
 ------
@@ -47,16 +47,20 @@ import uuid
 
 import numpy as np
 
-from .data import (CHUNK_ROWS, DEFAULT_BLOCKS, ArraySource, DaskSource, IterSource,
-                   NoiseBlocks, SliceSource, _windows, accumulate, validate_rows)
-from .errors import DataError, DynosedError
+from ..assembly.stein import accumulate, contract_blocks
+from ..codegen.files import user_cache_dir, write_if_changed
+from ..codegen.loading import compile_model
+from ..data.arrays import validate_rows
+from ..data.blocks import NoiseBlocks
+from ..data.checks import diffusion_psd
+from ..data.sources import ArraySource, DaskSource, IterSource, SliceSource, windows
+from ..errors import DaskUnavailableError, DataError
+from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
+from ..progress import progress_bar
 
-__all__ = ["DaskUnavailableError", "require_dask", "get_client", "KernelPayload", "assemble_dask",
-           "simulate", "run_chains"]
+__all__ = ["require_dask", "get_client", "KernelPayload", "assemble_dask", "run_chains_dask"]
 
-
-class DaskUnavailableError(DynosedError, ImportError):
-    """The Dask backend was requested but dask / distributed is not installed."""
+_WORKER_MODELS: dict = {}
 
 
 def require_dask():
@@ -89,12 +93,10 @@ def get_client(client=None):
 # threaded scheduler) must not enter Numba's parallel region concurrently — not every Numba
 # threading layer allows that, and the kernels use all cores anyway.
 _KERNEL_LOCK = threading.Lock()
-_WORKER_MODELS: dict = {}
 
 
 def _worker_cache_dir():
-    env = os.environ.get("DYNOSED_GENERATED_DIR")
-    return env or os.path.join(os.path.expanduser("~"), ".cache", "dynosed_sym", "generated")
+    return os.environ.get("DYNOSED_GENERATED_DIR") or user_cache_dir()
 
 
 class KernelPayload:
@@ -124,7 +126,6 @@ class KernelPayload:
         cm = _WORKER_MODELS.get(self.digest)
         if cm is not None:
             return cm
-        from .compiled import compile_model
 
         directory = os.path.dirname(self.path)
         try:
@@ -133,8 +134,6 @@ class KernelPayload:
         except OSError:
             same = False
         if not same:
-            from .codegen.emit import write_if_changed
-
             directory = _worker_cache_dir()
             write_if_changed(os.path.join(directory, os.path.basename(self.path)), self.text)
         cm = compile_model(self.model, directory)
@@ -144,10 +143,6 @@ class KernelPayload:
     def __repr__(self):
         return f"KernelPayload({self.model.name!r}, {self.path!r})"
 
-
-# ----------------------------------------------------------------------------------------------
-# running tasks, results consumed in a fixed order
-# ----------------------------------------------------------------------------------------------
 
 def _run_ordered(tasks, weights, client, bar, consume):
     """Compute ``tasks`` (Delayed) and call ``consume(i, result)`` for i = 0, 1, … in order.
@@ -189,10 +184,6 @@ def _run_ordered(tasks, weights, client, bar, consume):
             bar.update(weights[s + j])
 
 
-# ----------------------------------------------------------------------------------------------
-# global fill
-# ----------------------------------------------------------------------------------------------
-
 def _fill_task(payload, feats, data, reader, lo, hi, n_rows, n_blocks, chunk_rows, d, name):
     """On a worker: rows [lo, hi) → per-noise-block partial sums ``{k: [P_s, P_c, count]}``."""
     raw = reader(lo, hi) if reader is not None else data
@@ -200,9 +191,10 @@ def _fill_task(payload, feats, data, reader, lo, hi, n_rows, n_blocks, chunk_row
     if X.shape[0] != hi - lo:
         raise DataError(f"{name}: chunk at row {lo} has {X.shape[0]} rows, expected {hi - lo}")
     cm = payload.load()
+    diffusion_psd(cm.model, X, name, offset=lo)
     blocks = NoiseBlocks(n_rows, n_blocks, start=lo)
     with _KERNEL_LOCK:
-        accumulate(cm, feats, blocks, (X[a:b] for a, b in _windows(X.shape[0], chunk_rows)))
+        accumulate(cm, feats, blocks, (X[a:b] for a, b in windows(X.shape[0], chunk_rows)), start=lo)
     return blocks.sums
 
 
@@ -215,17 +207,17 @@ def _parts(source, chunk_rows, client, token):
         edges = np.concatenate([[0], np.cumsum(arr.chunks[0])]).astype(np.int64)
         return [(c, None, int(lo), int(hi)) for c, lo, hi in zip(chunks, edges[:-1], edges[1:])]
     if isinstance(source, ArraySource):
-        windows = list(_windows(source.n_rows, chunk_rows))
-        pieces = [source.array[lo:hi] for lo, hi in windows]
+        spans = list(windows(source.n_rows, chunk_rows))
+        pieces = [source.array[lo:hi] for lo, hi in spans]
         if client is not None:
             pieces = client.scatter(pieces)
-        return [(p, None, lo, hi) for p, (lo, hi) in zip(pieces, windows)]
+        return [(p, None, lo, hi) for p, (lo, hi) in zip(pieces, spans)]
     if isinstance(source, SliceSource):
         if source.reader is None:
             raise DataError(f"{source.name}: this {source.kind} is a view that Dask workers cannot "
                             "reopen; pass the file path or the whole array")
         reader = dask.delayed(source.reader, name=f"dynosed-reader-{token}")
-        return [(None, reader, lo, hi) for lo, hi in _windows(source.n_rows, source.window_rows(chunk_rows))]
+        return [(None, reader, lo, hi) for lo, hi in windows(source.n_rows, source.window_rows(chunk_rows))]
     if isinstance(source, IterSource):
         raise DataError(f"{source.name}: an iterator of chunks lives only in this process and cannot be "
                         "distributed; pass a dask array, a file path (.npy, .zarr, .h5) or use "
@@ -241,7 +233,7 @@ def assemble_dask(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_R
     ----------
     cm : CompiledModel
     source : DataSource
-        From :func:`dynosed_sym.data.open_source`: a dask array, an in-memory array (scattered
+        From :func:`dynosed_sym.data.sources.open_source`: a dask array, an in-memory array (scattered
         to the workers), or a ``.npy``/Zarr/HDF5 file the workers can open by path.
     feats : RandomFeatures
     n_blocks, chunk_rows : int
@@ -252,11 +244,9 @@ def assemble_dask(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_R
 
     Returns
     -------
-    A : (m, n), b : (m,), A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,)
-        As :func:`dynosed_sym.assembly.assemble_global`.
+    BlockSystem
+        As :func:`dynosed_sym.assembly.stein.assemble_source`.
     """
-    from .progress import progress_bar
-
     dask = require_dask()
     client = get_client(client)
     bar = bar if bar is not None else progress_bar(False)
@@ -271,82 +261,47 @@ def assemble_dask(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_R
     blocks = NoiseBlocks(n, n_blocks)
     _run_ordered(tasks, [hi - lo for _, _, lo, hi in parts], client, bar,
                  lambda i, partial: blocks.absorb(partial))
-    return blocks.finish(cm, feats)
-
-
-# ----------------------------------------------------------------------------------------------
-# simulation
-# ----------------------------------------------------------------------------------------------
-
-def run_chains(cm, x0, theta, G, dt, burn_in, thin, n_keep, keys):
-    """Run the generated integrator on chains with start states ``x0`` (C, d) and stream ``keys`` (C,).
-
-    Returns
-    -------
-    out : (n_keep, C, d) recorded states
-    status : (C,) int64, 0 or the first step at which a chain was not finite
-    """
-    x0 = np.ascontiguousarray(x0, dtype=float)
-    out = np.empty((int(n_keep), x0.shape[0], x0.shape[1]))
-    status = np.zeros(x0.shape[0], dtype=np.int64)
-    cm.module.simulate_chains(x0, np.ascontiguousarray(theta, dtype=float),
-                              np.ascontiguousarray(G, dtype=float), float(dt), int(burn_in), int(thin),
-                              int(n_keep), np.ascontiguousarray(keys, dtype=np.uint64), out, status)
-    return out, status
+    return contract_blocks(cm, feats, blocks.finish())
 
 
 def _simulate_task(payload, x0, theta, G, dt, burn_in, thin, n_keep, keys):
     cm = payload.load()
     with _KERNEL_LOCK:
-        return run_chains(cm, x0, theta, G, dt, burn_in, thin, n_keep, keys)
+        return cm.run_chains(x0, theta, G, dt, burn_in, thin, n_keep, keys)
 
 
-def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=None, seed=0, x0=None,
-             out_dir=None, *, n_groups=None, client=None, progress=None) -> np.ndarray:
-    """:func:`dynosed_sym.simulate` with the chains spread over Dask workers.
+def run_chains_dask(cm, x0, theta, G, dt, burn_in, thin, n_keep, keys, *, n_groups=None, client=None,
+                    bar=None):
+    """Run the generated integrator of ``cm`` on chains spread over Dask workers.
 
-    Same arguments and the same result (bit for bit) as the in-process simulation with the
-    same seed; in addition:
-
-    Parameters
-    ----------
-    n_groups : int, optional
-        Tasks the chains are split into (default: twice the number of workers, at most the
-        number of chains).
-    client : distributed.Client, optional
-        Default: the current default client; without one, Dask's local scheduler.
-    progress : bool or None
-        Progress bar over chains (None: only when standard error is a terminal).
+    The chains (rows of ``x0`` (C, d) and ``keys`` (C,)) are split into ``n_groups`` tasks
+    (default: twice the number of workers, at most C); results are those of
+    :meth:`~dynosed_sym.codegen.loading.CompiledModel.run_chains` on all chains, bit for bit.
 
     Returns
     -------
-    X : (n_samples, d) array, rows ordered by chain, then recording time.
+    out : (n_keep, C, d), status : (C,) int64
     """
-    from .progress import progress_bar, progress_enabled
-    from .simulate import plan_simulation
-
     dask = require_dask()
-    plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir)
-    n_chains, X0, keys = plan.n_chains, plan.x0, plan.keys
+    n_chains = x0.shape[0]
     client = get_client(client)
+    bar = bar if bar is not None else progress_bar(False)
     if n_groups is None:
         workers = len(client.scheduler_info().get("workers", {})) if client is not None else 1
         n_groups = 2 * max(1, workers)
     n_groups = max(1, min(int(n_groups), n_chains))
     edges = np.linspace(0, n_chains, n_groups + 1).round().astype(np.int64)
     token = uuid.uuid4().hex[:16]
-    payload = dask.delayed(KernelPayload(plan.cm), name=f"dynosed-kernels-{token}")
-    tasks = [dask.delayed(_simulate_task)(payload, X0[lo:hi], plan.theta, plan.G, plan.dt, plan.burn_in,
-                                          plan.thin, plan.n_keep, keys[lo:hi],
-                                          dask_key_name=f"dynosed-sim-{token}-{g}")
+    payload = dask.delayed(KernelPayload(cm), name=f"dynosed-kernels-{token}")
+    tasks = [dask.delayed(_simulate_task)(payload, x0[lo:hi], theta, G, dt, burn_in, thin, n_keep,
+                                          keys[lo:hi], dask_key_name=f"dynosed-sim-{token}-{g}")
              for g, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
-    out, status = plan.empty_output()
+    out = np.empty((int(n_keep), n_chains, x0.shape[1]))
+    status = np.zeros(n_chains, dtype=np.int64)
 
     def consume(g, result):
         lo, hi = edges[g], edges[g + 1]
         out[:, lo:hi], status[lo:hi] = result
 
-    with progress_bar(progress_enabled(progress, True), total=n_chains,
-                      desc=f"simulate {model.name}", unit="chains") as bar:
-        _run_ordered(tasks, np.diff(edges).tolist(), client, bar, consume)
-    return plan.samples(out, status)
+    _run_ordered(tasks, np.diff(edges).tolist(), client, bar, consume)
+    return out, status

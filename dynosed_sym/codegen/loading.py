@@ -1,4 +1,4 @@
-"""Stage 5 — loaded kernels: emit (if needed), import by path, wrap with checks.
+"""Loaded kernels: emit (if needed), import by path, wrap with checks.
 
 ``compile_model`` is cheap for an unchanged model: the spec hash is computed
 from the declaration, the generated file is found by that hash and verified by
@@ -16,37 +16,17 @@ import warnings
 
 import numpy as np
 
-from .codegen.emit import module_filename, render_module, split_banner, write_if_changed, content_hash_of
-from .errors import CodegenError, DataError
+from ..errors import CodegenError, DataError
+from ..progress import note_first_compile
+from .files import (content_hash_of, default_output_dir, module_filename, split_banner,
+                    user_cache_dir, write_if_changed)
+from .render import render_module
 from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
 
-__all__ = ["CompiledModel", "compile_model", "default_output_dir", "user_cache_dir"]
+__all__ = ["CompiledModel", "compile_model", "check_finite_output"]
 
 _LOADED: dict = {}
 _LOCK = threading.Lock()
-
-
-def user_cache_dir() -> str:
-    """The per-user folder of generated modules, ``~/.cache/dynosed_sym/generated``."""
-    return os.path.join(os.path.expanduser("~"), ".cache", "dynosed_sym", "generated")
-
-
-def default_output_dir(model) -> str:
-    """Where a model's generated module goes when no folder is given.
-
-    In order: the ``DYNOSED_GENERATED_DIR`` environment variable; the
-    ``generated/`` folder beside the ``models/`` folder a model file was loaded
-    from (the project layout); else ``~/.cache/dynosed_sym/generated``.
-    """
-    env = os.environ.get("DYNOSED_GENERATED_DIR")
-    if env:
-        return env
-    src = getattr(model, "source_path", None)
-    if src:
-        candidate = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(src))), "generated")
-        if os.path.isdir(candidate):
-            return candidate
-    return user_cache_dir()
 
 
 def _valid_file(path, expected_hash):
@@ -220,6 +200,22 @@ class CompiledModel:
         self.module.stein_features(X, out_sin, out_cos)
         return out_sin, out_cos
 
+    def run_chains(self, x0, theta, G, dt, burn_in, thin, n_keep, keys):
+        """Run the generated integrator on chains with start states ``x0`` (C, d) and stream ``keys`` (C,).
+
+        Returns
+        -------
+        out : (n_keep, C, d) recorded states
+        status : (C,) int64, 0 or the first step at which a chain was not finite
+        """
+        x0 = np.ascontiguousarray(x0, dtype=float)
+        out = np.empty((int(n_keep), x0.shape[0], x0.shape[1]))
+        status = np.zeros(x0.shape[0], dtype=np.int64)
+        self.module.simulate_chains(x0, np.ascontiguousarray(theta, dtype=float),
+                                  np.ascontiguousarray(G, dtype=float), float(dt), int(burn_in), int(thin),
+                                  int(n_keep), np.ascontiguousarray(keys, dtype=np.uint64), out, status)
+        return out, status
+
     def __repr__(self):
         return f"CompiledModel({self.model.name!r}, path={self.path!r})"
 
@@ -263,8 +259,7 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
             path = _ensure_file(model, h, fallback, force)
         module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
         _repair_numba_cache(module)
-        from .progress import note_first_compile  # one stderr line when Numba's disk cache is cold
-        note_first_compile(module, model.name)
+        note_first_compile(module, model.name)  # one stderr line when Numba's disk cache is cold
         cm = CompiledModel(model, module, path)
         _LOADED[key] = cm
         return cm

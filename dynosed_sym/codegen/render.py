@@ -1,28 +1,17 @@
-"""Stage 4 — printed source: render a :class:`KernelSpec` into a Python module.
+"""Printed source: render a :class:`~dynosed_sym.codegen.spec.KernelSpec` into the text of a
+Python module of Numba kernels (the "how to print"; :mod:`.files` writes and names it).
 
-Output is deterministic (same model ⇒ byte-identical text), written atomically
-and only when its content changes, so Numba's cache (keyed on the file's
-modification time) stays valid for unchanged models.
+Output is deterministic: same model ⇒ byte-identical text.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-
-from ..spec import GENERATOR_VERSION, KernelSpec
 from . import templates as T
+from .files import content_hash_of
 from .printer import SlotPrinter, cse_block
+from .spec import GENERATOR_VERSION, KernelSpec
 
-__all__ = ["render_module", "module_filename", "write_if_changed", "content_hash_of", "split_banner"]
-
-CONTENT_MARK = "# content-sha256: "
-
-
-def module_filename(name: str, spec_hash: str) -> str:
-    """File name of a model's generated module: ``{name}_{hash[:12]}.py``."""
-    return f"{name}_{spec_hash[:12]}.py"
+__all__ = ["render_module"]
 
 
 def _point_function(fname, args, doc, outputs, slots):
@@ -175,94 +164,3 @@ def render_module(spec: KernelSpec) -> str:
     banner = T.BANNER.format(version=GENERATOR_VERSION, template=T.TEMPLATE_NAME, name=spec.name,
                              hash=spec.hash, content_hash=content_hash_of(body))
     return banner + body
-
-
-def content_hash_of(body: str) -> str:
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
-def split_banner(text: str):
-    """Return ``(recorded_content_hash, body)``, or ``(None, text)`` if no banner is found."""
-    end = text.find("# ====", text.find(CONTENT_MARK))
-    start = text.find(CONTENT_MARK)
-    if start < 0 or end < 0:
-        return None, text
-    recorded = text[start + len(CONTENT_MARK):text.find("\n", start)].strip()
-    body = text[text.find("\n", end) + 1:]
-    return recorded, body
-
-
-def write_if_changed(path: str, text: str) -> bool:
-    """Atomically write ``text`` to ``path`` unless it already holds exactly that.
-
-    Returns True when the file was (re)written.
-    """
-    try:
-        with open(path, encoding="utf-8") as fh:
-            if fh.read() == text:
-                return False
-    except (FileNotFoundError, UnicodeDecodeError):
-        pass
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    # not *.py, so a concurrent directory scan never picks up a half-written module
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".tmp", dir=directory)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from other users/workers
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)  # atomic on POSIX: readers see the old or the new file, never a torn one
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
-
-
-def _main(argv=None):
-    import argparse
-
-    from ..compiled import default_output_dir
-    from ..model import load_model
-    from ..spec import build_spec
-
-    ap = argparse.ArgumentParser(prog="python -m dynosed_sym.codegen",
-                                 description="Print the generated kernel module of model files.")
-    ap.add_argument("models", nargs="+", help="model files (each defines `model`)")
-    ap.add_argument("--out", default=None, help="output folder (default: see README)")
-    ap.add_argument("--prune", action="store_true",
-                    help="delete older generated files of the same model names in the output folder")
-    args = ap.parse_args(argv)
-    for path in args.models:
-        model = load_model(path)
-        spec = build_spec(model)
-        out_dir = args.out or default_output_dir(model)
-        target = os.path.join(out_dir, module_filename(model.name, spec.hash))
-        changed = write_if_changed(target, render_module(spec))
-        print(f"{'wrote' if changed else 'unchanged'} {target}")
-        if args.prune:
-            for stale in stale_files(out_dir, model.name, os.path.basename(target)):
-                os.unlink(stale)
-                print(f"removed {stale}")
-
-
-def stale_files(out_dir, name, keep):
-    """Generated files of model ``name`` in ``out_dir`` other than ``keep`` (older spec hashes),
-    then the Python and Numba caches in ``out_dir/__pycache__`` of every such older module
-    (``<module>.*``), which nothing would load again."""
-    import re
-
-    pattern = re.compile(re.escape(name) + r"_[0-9a-f]{12}\.py")
-    stale = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
-                   if pattern.fullmatch(f) and f != keep)
-    cache = os.path.join(out_dir, "__pycache__")
-    if os.path.isdir(cache):  # also caches left by modules removed earlier
-        module = re.compile(re.escape(name) + r"_[0-9a-f]{12}(?=\.)")
-        stale += sorted(os.path.join(cache, f) for f in os.listdir(cache)
-                        if (m := module.match(f)) and m.group(0) + ".py" != keep)
-    return stale
-

@@ -1,4 +1,4 @@
-"""Stage 3 — kernel spec: what to print for one model, and the hash that names it.
+"""Kernel spec: what to print for one model (the "what"), and the hash that names it.
 
 The spec hash is computed from the *declaration* alone (state, parameters,
 drift, diffusion/noise, name) and the generator version, so an unchanged model
@@ -16,13 +16,23 @@ import sympy as sp
 
 __all__ = ["GENERATOR_VERSION", "KernelSpec", "spec_hash", "build_spec"]
 
-RELEASE = "0.1.0"
+def _release() -> str:
+    """The installed package version (``pyproject.toml`` is the one place it is written)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("dynosed_sym")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+RELEASE = _release()
 
 # Every source file whose text can change the printed kernels.  Their fingerprint is part of
 # GENERATOR_VERSION, hence of every spec hash and generated file name: a changed generator can
 # never silently reuse a file (or a Numba cache) printed by an older one.
-_GENERATOR_SOURCES = ("spec.py", "symbolic.py", "codegen/printer.py", "codegen/templates.py",
-                      "codegen/emit.py")
+_GENERATOR_SOURCES = ("codegen/spec.py", "model/derivation.py", "codegen/printer.py",
+                      "codegen/templates.py", "codegen/render.py")
 
 
 def _generator_fingerprint() -> str:
@@ -37,7 +47,7 @@ def _generator_fingerprint() -> str:
 
     skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING, tokenize.ENDMARKER)
     h = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package folder
     for rel in _GENERATOR_SOURCES:
         with open(os.path.join(here, rel), "rb") as fh:
             # CRLF → LF first: multi-line strings (templates) would otherwise keep the \r

@@ -1,4 +1,6 @@
-"""Input data: arrays, DataFrames, files and streams, and the noise blocks they are cut into.
+"""Sources: every kind of input, opened for reading in row order as validated chunks.
+
+Input data: arrays, DataFrames, files and streams, and the noise blocks they are cut into.
 
 Inputs
 ------
@@ -16,27 +18,11 @@ AnnData (single-cell data; ``pip install 'dynosed_sym[anndata]'``)
     An ``anndata.AnnData`` whose ``var_names`` include the state names is read from ``.X``;
     :func:`from_anndata` chooses other variables (``var_names=``) or a layer (``layer=``).
 
-Noise blocks
-------------
-A and b are means over samples; their sampling noise is estimated from per-block means
-(:mod:`dynosed_sym.report`).  :class:`NoiseBlocks` decides which rows form a block and holds
-the partial sums of the fill per block, independently of how the rows arrive:
-
-- when the number of rows N is known (arrays, files, dask arrays) the blocks are those of an
-  in-memory array, :func:`block_edges` — so a ``.npy`` file gives the same blocks, and the
-  same report, as the array loaded into memory;
-- for a stream of unknown length the blocks all have the same size, starting at
-  ``MIN_BLOCK_ROWS`` rows; when ``2 · n_blocks`` blocks are full, adjacent pairs are merged
-  and the block size doubles.  The partition therefore depends only on N (never on the
-  chunking of the stream): a stream yielding one huge chunk is still cut into
-  ``n_blocks … 2·n_blocks`` blocks, a single small chunk into blocks of a few rows, and
-  the memory held for the blocks stays bounded.
-
 Bandwidth rows
 --------------
 The median-heuristic bandwidth of :func:`dynosed_sym.fit_global` is computed from the first
-``BANDWIDTH_ROWS`` rows of every kind of input, so that streamed, distributed and in-memory
-fits of the same data use the same length scale.
+``BANDWIDTH_ROWS`` (:mod:`dynosed_sym.options`) rows of every kind of input, so that streamed,
+distributed and in-memory fits of the same data use the same length scale.
 """
 
 from __future__ import annotations
@@ -45,172 +31,22 @@ import os
 
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
+from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
+from .arrays import as_samples, from_anndata, is_anndata, is_frame, validate_rows
+from .blocks import block_edges
+from .checks import Spread, diffusion_psd
 
-__all__ = ["as_samples", "from_anndata", "check_finite", "iter_blocks", "block_edges", "open_source", "DataSource",
-           "NoiseBlocks", "assemble_stream", "rows_differ", "validate_rows",
-           "DEFAULT_BLOCKS", "MIN_BLOCK_ROWS", "CHUNK_ROWS", "BANDWIDTH_ROWS"]
-
-DEFAULT_BLOCKS = 32       # data blocks for sampling-noise estimates
-MIN_BLOCK_ROWS = 4        # smallest noise block
-CHUNK_ROWS = 65536        # rows per kernel call when streaming (bounds the memory of one call)
-BANDWIDTH_ROWS = 65536    # the median bandwidth is taken from (a subsample of) the first rows
+__all__ = ["open_source", "is_streamed", "iter_blocks", "rows_differ", "windows", "DataSource",
+           "ArraySource", "SliceSource", "IterSource", "DaskSource", "Columns"]
 
 
-# ----------------------------------------------------------------------------------------------
-# validation of in-memory samples and of streamed rows
-# ----------------------------------------------------------------------------------------------
-
-def _from_frame(X, model, name):
-    cols = [str(c) for c in X.columns]
-    missing = [s for s in model.state_names if s not in cols]
-    if missing:
-        raise DataError(f"{name}: DataFrame has no column {missing[0]!r} for state variable "
-                        f"{missing[0]!r} (columns: {', '.join(cols)})")
-    return X[model.state_names].to_numpy(dtype=float)
-
-
-def _is_frame(X):
-    return hasattr(X, "columns") and hasattr(X, "to_numpy")
-
-
-def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
-    """Validate in-memory samples → C-contiguous float64 (N, d).
-
-    Accepts a NumPy array (N, d) in ``model.state`` column order or a pandas
-    DataFrame whose columns include the state names (order and extra columns
-    do not matter), or an AnnData whose ``var_names`` include them (:func:`from_anndata`).
-    """
-    if _is_anndata(X):
-        return from_anndata(X, model, name=name, min_samples=min_samples)
-    if _is_frame(X):
-        arr = _from_frame(X, model, name)
-    else:
-        try:
-            arr = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise DataError(f"{name}: cannot convert to a float array ({exc})") from exc
-    if arr.ndim == 1 and model.d == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2:
-        raise DataError(f"{name}: expected a 2-D array (N, {model.d}), got {arr.ndim} dimension(s)")
-    if arr.shape[1] != model.d:
-        raise DataError(f"{name}: has {arr.shape[1]} columns but model {model.name!r} has "
-                        f"{model.d} state variables ({', '.join(model.state_names)})")
-    check_finite(arr, name)
-    if arr.shape[0] < min_samples:
-        raise DataError(f"{name}: {arr.shape[0]} sample(s); at least {min_samples} are needed")
-    return np.ascontiguousarray(arr)
-
-
-def _is_anndata(X):
-    return type(X).__name__ == "AnnData" and (type(X).__module__ or "").startswith("anndata")
-
-
-def from_anndata(adata, model, var_names=None, layer=None, name="X", min_samples=2) -> np.ndarray:
-    """The model's state columns of an AnnData object → validated float64 (N, d).
-
-    Parameters
-    ----------
-    adata : anndata.AnnData
-        Cells × variables (genes, proteins ...).
-    model : SDEModel
-    var_names : None, sequence of str (length d) or dict
-        Which variables are the state: None → the variables named like the state variables;
-        a sequence → the variables in ``model.state`` order; a dict ``{state name: var name}``
-        (state variables not in it keep their own name).
-    layer : str, optional
-        Read ``adata.layers[layer]`` instead of ``adata.X``.
-
-    Returns
-    -------
-    (N, d) array in ``model.state`` order.  Dense or sparse storage; only the chosen
-    columns are densified.
-    """
-    if not _is_anndata(adata):
-        raise DataError(f"{name}: expected an anndata.AnnData, got {type(adata).__name__}")
-    states = model.state_names
-    if var_names is None:
-        chosen = list(states)
-    elif isinstance(var_names, dict):
-        unknown = [k for k in var_names if str(k) not in states]
-        if unknown:
-            raise DataError(f"{name}: var_names key {str(unknown[0])!r} is not a state variable of "
-                            f"{model.name!r} ({', '.join(states)})")
-        chosen = [str(var_names.get(s, var_names.get(sym, s))) for s, sym in zip(states, model.state)]
-    else:
-        chosen = [str(v) for v in var_names]
-        if len(chosen) != model.d:
-            raise DataError(f"{name}: var_names has {len(chosen)} entries, model {model.name!r} has "
-                            f"{model.d} state variables ({', '.join(states)})")
-    available = [str(v) for v in adata.var_names]
-    index = {v: i for i, v in enumerate(available)}
-    for s, v in zip(states, chosen):
-        if v not in index:
-            shown = ", ".join(available[:10]) + (" ..." if len(available) > 10 else "")
-            raise DataError(f"{name}: AnnData has no variable {v!r} for state variable {s!r} "
-                            f"(var_names: {shown}); pass var_names= to choose the state columns")
-    if layer is None:
-        mat = adata.X
-    else:
-        if layer not in adata.layers:
-            raise DataError(f"{name}: AnnData has no layer {layer!r} (layers: "
-                            f"{', '.join(adata.layers.keys()) or 'none'})")
-        mat = adata.layers[layer]
-    if mat is None:
-        raise DataError(f"{name}: AnnData.X is empty; pass layer=")
-    cols = mat[:, [index[v] for v in chosen]]
-    if hasattr(cols, "toarray"):  # scipy.sparse
-        cols = cols.toarray()
-    return as_samples(np.asarray(cols, dtype=float), model, name, min_samples=min_samples)
-
-
-def check_finite(arr, name, offset=0):
-    """Raise DataError naming the rows (counted from ``offset``) that hold NaN or inf."""
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        rows = np.flatnonzero(bad.any(axis=1))
-        shown = ", ".join(str(int(r) + offset) for r in rows[:5]) + (" ..." if rows.size > 5 else "")
-        raise DataError(f"{name}: {rows.size} row(s) contain NaN or inf (rows {shown})")
-
-
-def validate_rows(raw, d, name="X", offset=0) -> np.ndarray:
-    """Rows ``offset …`` of a streamed input → C-contiguous float64 (n, d), checked finite.
-
-    Used for reads from files, Zarr/HDF5 arrays and dask chunks (also on Dask workers),
-    where the columns are already in ``model.state`` order.
-    """
-    try:
-        arr = np.asarray(raw, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: rows from {offset} cannot be converted to floats ({exc})") from exc
-    if arr.ndim == 1 and d == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2 or arr.shape[1] != d:
-        raise DataError(f"{name}: rows from {offset} have shape {arr.shape}, expected (n, {d})")
-    check_finite(arr, name, offset=offset)
-    return np.ascontiguousarray(arr)
-
-
-def block_edges(n, n_blocks=DEFAULT_BLOCKS) -> np.ndarray:
-    """Row edges (B + 1,) of the noise blocks of N = ``n`` samples whose number is known.
-
-    ``B = max(1, min(n_blocks, n // MIN_BLOCK_ROWS))`` contiguous blocks of (almost) equal size.
-    """
-    nb = max(1, min(int(n_blocks), int(n) // MIN_BLOCK_ROWS))
-    return np.linspace(0, int(n), nb + 1).round().astype(np.int64)
-
-
-def _windows(n, rows, start=0):
+def windows(n, rows, start=0):
     """(lo, hi) windows of at most ``rows`` rows covering [start, n)."""
     rows = max(1, int(rows))
     for lo in range(start, n, rows):
         yield lo, min(n, lo + rows)
 
-
-# ----------------------------------------------------------------------------------------------
-# sources
-# ----------------------------------------------------------------------------------------------
 
 class DataSource:
     """One input opened for reading in row order.
@@ -233,6 +69,7 @@ class DataSource:
     n_rows = None
 
     def __init__(self, model, name):
+        self.model = model
         self.d = model.d
         self.name = name
 
@@ -243,6 +80,19 @@ class DataSource:
     def chunks(self, chunk_rows=CHUNK_ROWS):
         """Yield validated (n_c, d) arrays of at most ``chunk_rows`` rows, in row order."""
         raise NotImplementedError
+
+    def checked_chunks(self, chunk_rows=CHUNK_ROWS):
+        """The chunks of :meth:`chunks`, each also checked where the model is needed: a
+        state-dependent D(x) at every row (errors name global rows); after the last chunk, a
+        DataError when all rows were the same point."""
+        spread = Spread()
+        row = 0
+        for chunk in self.chunks(chunk_rows):
+            diffusion_psd(self.model, chunk, self.name, offset=row)
+            spread.see(chunk)
+            row += chunk.shape[0]
+            yield chunk
+        spread.check(self.name)
 
     def close(self):
         """Release files opened by :func:`open_source`."""
@@ -273,11 +123,11 @@ class ArraySource(DataSource):
         return self.array[:rows]
 
     def chunks(self, chunk_rows=CHUNK_ROWS):
-        for lo, hi in _windows(self.n_rows, chunk_rows):
+        for lo, hi in windows(self.n_rows, chunk_rows):
             yield self.array[lo:hi]
 
     def blocks(self, n_blocks=DEFAULT_BLOCKS):
-        """The noise blocks (views), as consumed by :func:`dynosed_sym.assembly.assemble_global`."""
+        """The noise blocks (views), as consumed by :func:`dynosed_sym.assembly.stein.assemble_global`."""
         edges = block_edges(self.n_rows, n_blocks)
         for lo, hi in zip(edges[:-1], edges[1:]):
             yield self.array[lo:hi]
@@ -385,9 +235,9 @@ class SliceSource(DataSource):
         return self.read(0, min(self.n_rows, int(rows)))
 
     def chunks(self, chunk_rows=CHUNK_ROWS):
-        for lo, hi in _windows(self.n_rows, self.window_rows(chunk_rows)):
+        for lo, hi in windows(self.n_rows, self.window_rows(chunk_rows)):
             block = self.read(lo, hi)
-            for a, b in _windows(hi - lo, chunk_rows):
+            for a, b in windows(hi - lo, chunk_rows):
                 yield block[a:b]
 
     def close(self):
@@ -407,7 +257,6 @@ class IterSource(DataSource):
 
     def __init__(self, iterable, model, name):
         super().__init__(model, name)
-        self.model = model
         self._iterable = iterable
         self._it = iter(iterable)
         self._buffer = []
@@ -421,7 +270,7 @@ class IterSource(DataSource):
             except StopIteration:
                 return None
             label = f"{self.name} (chunk starting at row {self._offset})"
-            if _is_frame(raw):
+            if is_frame(raw):
                 block = as_samples(raw, self.model, label, min_samples=0)
             else:
                 block = validate_rows(raw, self.d, label, offset=self._offset)
@@ -453,7 +302,7 @@ class IterSource(DataSource):
             chunk = self._buffer.pop(0) if self._buffer else self._next_chunk()
             if chunk is None:
                 return
-            for a, b in _windows(chunk.shape[0], chunk_rows):
+            for a, b in windows(chunk.shape[0], chunk_rows):
                 yield chunk[a:b]
 
     def close(self):
@@ -468,7 +317,7 @@ class IterSource(DataSource):
 class DaskSource(DataSource):
     """A ``dask.array`` (N, d) (dask DataFrames are converted by column name).
 
-    Normally fitted on Dask workers (:func:`dynosed_sym.distributed.assemble_dask`); with
+    Normally fitted on Dask workers (:func:`dynosed_sym.backends.dask.assemble_dask`); with
     ``backend="local"`` its chunks are computed one window at a time in this process.
     """
 
@@ -499,7 +348,7 @@ class DaskSource(DataSource):
         return validate_rows(self.array[: min(self.n_rows, int(rows))].compute(), self.d, self.name)
 
     def chunks(self, chunk_rows=CHUNK_ROWS):
-        for lo, hi in _windows(self.n_rows, chunk_rows):
+        for lo, hi in windows(self.n_rows, chunk_rows):
             yield validate_rows(self.array[lo:hi].compute(), self.d, self.name, offset=lo)
 
 
@@ -574,9 +423,9 @@ def open_source(X, model, name="X") -> DataSource:
     if isinstance(X, np.memmap):
         reader = MemmapReader(X) if X.base is not None and type(X.base).__name__ == "mmap" else None
         return SliceSource("memmap", X, model, name, reader=reader, location=getattr(X, "filename", None))
-    if isinstance(X, np.ndarray) or _is_frame(X):
+    if isinstance(X, np.ndarray) or is_frame(X):
         return ArraySource(as_samples(X, model, name), model, name)
-    if _is_anndata(X):
+    if is_anndata(X):
         return ArraySource(from_anndata(X, model, name=name), model, name)
     module = type(X).__module__ or ""
     if module.startswith("zarr") and hasattr(X, "shape"):
@@ -585,7 +434,7 @@ def open_source(X, model, name="X") -> DataSource:
         reader = H5Reader(X.file.filename, X.name, X)
         return SliceSource("hdf5", X, model, name, reader=reader, location=f"{X.file.filename}:{X.name}")
     if isinstance(X, (list, tuple)):
-        if X and all(_is_frame(c) or (isinstance(c, np.ndarray) and c.ndim == 2) for c in X):
+        if X and all(is_frame(c) or (isinstance(c, np.ndarray) and c.ndim == 2) for c in X):
             return IterSource(X, model, name)
         return ArraySource(as_samples(X, model, name), model, name)
     if hasattr(X, "__array__"):
@@ -615,159 +464,6 @@ def iter_blocks(X, model, name="X", n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_RO
         source.close()
 
 
-# ----------------------------------------------------------------------------------------------
-# noise blocks and streamed assembly
-# ----------------------------------------------------------------------------------------------
-
-class NoiseBlocks:
-    """Partial sums (P_s, P_c, count) of the Stein fill per noise block, in row order.
-
-    Parameters
-    ----------
-    n_rows : int or None
-        Total number of samples when known (blocks of :func:`block_edges`); None for a
-        stream (equal blocks with pairwise merging, see the module docstring).
-    n_blocks : int
-    start : int
-        Global index of the first row this accumulator sees (a chunk processed on a Dask
-        worker starts inside the data).
-
-    Notes
-    -----
-    The sums are opaque arrays from :func:`dynosed_sym.assembly.block_sums`; they are only
-    added and finally contracted, so their layout is the fill kernel's business.  For a
-    given partition the arithmetic is that of :func:`~dynosed_sym.assembly.assemble_global`
-    (block sums added in block order, then contracted), so a block read in one piece gives
-    bit-for-bit the in-memory result.
-    """
-
-    def __init__(self, n_rows=None, n_blocks=DEFAULT_BLOCKS, start=0):
-        self.n_blocks = max(1, int(n_blocks))
-        self.n_rows = None if n_rows is None else int(n_rows)
-        self.edges = None if n_rows is None else block_edges(n_rows, self.n_blocks)
-        self.size = MIN_BLOCK_ROWS
-        self.row = int(start)
-        self.sums = {}
-        self.first_row = None   # the first row seen, until a different one is (see accumulate)
-        self.spread = False     # whether two rows seen differ
-
-    def split(self, X):
-        """Yield ``(block, rows)`` pieces of X, whose rows follow those already seen.
-
-        Add each piece's sums (:meth:`add`) before asking for the next one: in stream
-        mode full blocks are merged pairwise when the next piece starts.
-        """
-        n, i = X.shape[0], 0
-        while i < n:
-            r = self.row
-            if self.edges is not None:
-                if r >= self.n_rows:
-                    raise DataError(f"X: more rows than the {self.n_rows} announced")
-                k = int(np.searchsorted(self.edges, r, side="right")) - 1
-                end = int(self.edges[k + 1])
-            else:
-                k = r // self.size
-                if k >= 2 * self.n_blocks:
-                    self._merge_pairs()
-                    k = r // self.size
-                end = (k + 1) * self.size
-            take = min(n - i, end - r)
-            yield k, X[i:i + take]
-            i += take
-            self.row += take
-
-    def add(self, k, P_s, P_c, count):
-        """Add the sums over ``count`` rows of block ``k`` (the arrays become owned)."""
-        entry = self.sums.get(k)
-        if entry is None:
-            self.sums[k] = [P_s, P_c, int(count)]
-        else:
-            entry[0] += P_s
-            entry[1] += P_c
-            entry[2] += int(count)
-
-    def absorb(self, partial):
-        """Add the per-block sums of a later stretch of rows (a dict from another accumulator)."""
-        for k in sorted(partial):
-            self.add(k, *partial[k])
-
-    def _merge_pairs(self):
-        merged = {}
-        for k in sorted(self.sums):
-            j = k // 2
-            if j in merged:
-                e, o = merged[j], self.sums[k]
-                e[0] += o[0]
-                e[1] += o[1]
-                e[2] += o[2]
-            else:
-                merged[j] = self.sums[k]
-        self.sums = merged
-        self.size *= 2
-
-    @property
-    def counts(self) -> np.ndarray:
-        """Samples per block so far, in block order."""
-        return np.array([self.sums[k][2] for k in sorted(self.sums)], dtype=np.int64)
-
-    def finish(self, cm, feats):
-        """Contract the sums → ``A, b, A_blocks, b_blocks, counts`` (as ``assemble_global``)."""
-        from .assembly import contract_blocks
-
-        if not self.sums:
-            raise DataError("X: no samples")
-        total = int(self.counts.sum())
-        if self.n_rows is not None and total != self.n_rows:
-            raise DataError(f"X: {total} rows were read but {self.n_rows} were announced")
-        keys = sorted(self.sums)
-        if self.edges is None and len(keys) > 1 and 2 * self.sums[keys[-1]][2] < self.size:
-            last = self.sums.pop(keys.pop())  # a short tail joins the previous block
-            self.add(keys[-1], *last)
-        return contract_blocks(cm, feats, [self.sums[k] for k in keys])
-
-
-def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None):
-    """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``.
-
-    Each chunk is checked first (errors name global rows): the feature arguments, and a
-    state-dependent D(x) at every row.  ``blocks.spread`` records whether two rows differ.
-    """
-    from .assembly import block_sums
-    from .validate import diffusion_psd, feature_arguments
-
-    for chunk in chunks:
-        feature_arguments(chunk, feats, offset=blocks.row)  # names global rows
-        diffusion_psd(cm.model, chunk, "X", offset=blocks.row)
-        if not blocks.spread and chunk.shape[0]:
-            if blocks.first_row is None:
-                blocks.first_row = chunk[0].copy()
-            blocks.spread = bool((chunk != blocks.first_row).any())
-        for k, piece in blocks.split(chunk):
-            P_s, P_c = block_sums(cm, piece, feats)
-            blocks.add(k, P_s, P_c, piece.shape[0])
-        if bar is not None:
-            bar.update(chunk.shape[0])
-    return blocks
-
-
-def assemble_stream(cm, source: DataSource, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS,
-                    bar=None):
-    """Assemble A, b from a streamed source in this process with memory independent of N.
-
-    Returns
-    -------
-    A : (m, n), b : (m,), A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,)
-        As :func:`dynosed_sym.assembly.assemble_global`.
-    """
-    from .validate import same_point
-
-    blocks = NoiseBlocks(source.n_rows, n_blocks)
-    accumulate(cm, feats, blocks, source.chunks(chunk_rows), bar)
-    if not blocks.spread and blocks.row >= 2:
-        same_point(blocks.row, blocks.first_row, source.name)
-    return blocks.finish(cm, feats)
-
-
 def rows_differ(source: DataSource, point, chunk_rows=CHUNK_ROWS) -> bool:
     """Whether a re-readable source (file, Zarr/HDF5, dask array) has a row other than ``point``.
 
@@ -776,3 +472,31 @@ def rows_differ(source: DataSource, point, chunk_rows=CHUNK_ROWS) -> bool:
     """
     return any(bool((chunk != point).any()) for chunk in source.chunks(chunk_rows))
 
+
+def is_streamed(X) -> bool:
+    """True for inputs read in chunks (:func:`open_source`): a
+    :class:`DataSource`, a file path, a ``numpy.memmap``, a Zarr or HDF5
+    array, a dask array or an iterator/iterable of chunks; False for arrays, DataFrames and
+    nested lists in memory."""
+    if isinstance(X, (DataSource, str, os.PathLike, np.memmap)):
+        return True
+    if isinstance(X, np.ndarray) or X is None:
+        return False
+    module = type(X).__module__ or ""
+    if module.startswith(("zarr", "h5py", "dask")):
+        return True
+    if isinstance(X, (list, tuple)):
+        return bool(X) and all(isinstance(c, np.ndarray) and c.ndim == 2 or hasattr(c, "columns")
+                               for c in X)
+    if hasattr(X, "__array__") or hasattr(X, "columns"):
+        return False
+    return hasattr(X, "__iter__") or hasattr(X, "__next__")
+
+
+class Columns:
+    """Stands in for a model when a source is opened without one (columns x0, x1, …)."""
+
+    def __init__(self, d):
+        self.d = int(d)
+        self.state_names = [f"x{i}" for i in range(self.d)]
+        self.name = "scores"

@@ -6,7 +6,8 @@ affine-coupling flow (:mod:`.flow_mixture`) on the stationary Fokker–Planck re
 """
 
 from .flow_mixture import FlowMixtureSpec
-from .train import LearnedDensity, TrainingDivergedError, density_from_dynamics, residual_loss
+from ..errors import TrainingDivergedError
+from .train import LearnedDensity, density_from_dynamics, residual_loss
 
 __all__ = ["density_from_dynamics", "LearnedDensity", "FlowMixtureSpec", "TrainingDivergedError",
            "residual_loss"]

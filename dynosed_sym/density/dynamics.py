@@ -20,7 +20,7 @@ import numpy as np
 import sympy as sp
 
 from ..codegen.printer import SlotPrinter, cse_block
-from ..compiled import check_finite_output, compile_model
+from ..codegen.loading import check_finite_output, compile_model
 
 __all__ = ["DynamicsTerms", "dynamics_terms"]
 
@@ -54,7 +54,7 @@ def _kernel_source(model):
 
 
 def _terms_kernel(model):
-    from ..spec import spec_hash
+    from ..codegen.spec import spec_hash
 
     key = spec_hash(model)
     if key not in _KERNELS:

@@ -114,7 +114,7 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
         Per example: ``png`` (path), ``tv`` and ``train_seconds``; the closed-form example also
         ``integral``, the simulated one ``tv_sampling_noise`` (half vs half of the simulation).
     """
-    from ..simulate import simulate
+    from ..simulation import simulate
     from .examples import hopf_log_density, hopf_oscillator, swirl_bistable
     from .train import density_from_dynamics
 

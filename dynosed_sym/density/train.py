@@ -29,20 +29,15 @@ import time
 
 import numpy as np
 
-from .. import validate
-from ..errors import DataError, DynosedError, ModelError
+from .. import arguments
+from ..errors import DataError, ModelError, TrainingDivergedError
 from ..model import SDEModel
 from ..progress import progress_bar, progress_enabled
 from . import _tape as tp
 from . import flow_mixture as fm
 from .dynamics import DynamicsTerms
 
-__all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss", "TrainingDivergedError"]
-
-
-class TrainingDivergedError(DynosedError, RuntimeError):
-    """Training diverged (names the step): the residual loss, a parameter or the collocation
-    points drawn from the current density became non-finite."""
+__all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss"]
 
 
 def residual_loss(spec, params, X, terms):
@@ -196,8 +191,8 @@ class LearnedDensity:
 
     def sample(self, n, seed=0) -> np.ndarray:
         """Exact draws from the learned density (latent mixture, inverted flow) → (n, d)."""
-        n = validate.integer(n, "n", minimum=1)
-        rng = np.random.default_rng(validate.seed(seed))
+        n = arguments.integer(n, "n", minimum=1)
+        rng = np.random.default_rng(arguments.seed(seed))
         xi = fm.sample_latent(self.spec, self.params, n, rng)
         return fm.inverse_flow(self.spec, self.params, xi)
 
@@ -270,18 +265,18 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
             raise ModelError(f"theta: model {model.name!r} has no nominal values; pass theta")
         theta = model.nominal
     theta = model.theta_vector(theta)
-    n_components = validate.integer(n_components, "n_components", minimum=1)
-    n_layers = validate.integer(n_layers, "n_layers", minimum=0)
-    n_hidden = validate.integer(n_hidden, "n_hidden", minimum=1)
-    n_steps = validate.integer(n_steps, "n_steps", minimum=1)
-    n_points = validate.integer(n_points, "n_points", minimum=2)
-    learning_rate = validate.number(learning_rate, "learning_rate", positive=True)
-    final_learning_rate = validate.number(final_learning_rate, "final_learning_rate", positive=True)
-    average_from = validate.number(average_from, "average_from", nonnegative=True)
+    n_components = arguments.integer(n_components, "n_components", minimum=1)
+    n_layers = arguments.integer(n_layers, "n_layers", minimum=0)
+    n_hidden = arguments.integer(n_hidden, "n_hidden", minimum=1)
+    n_steps = arguments.integer(n_steps, "n_steps", minimum=1)
+    n_points = arguments.integer(n_points, "n_points", minimum=2)
+    learning_rate = arguments.number(learning_rate, "learning_rate", positive=True)
+    final_learning_rate = arguments.number(final_learning_rate, "final_learning_rate", positive=True)
+    average_from = arguments.number(average_from, "average_from", nonnegative=True)
     if average_from > 1:
         raise DataError(f"average_from must be in [0, 1], got {average_from}")
-    init_scale = validate.number(init_scale, "init_scale", positive=True)
-    seed = validate.seed(seed)
+    init_scale = arguments.number(init_scale, "init_scale", positive=True)
+    seed = arguments.seed(seed)
     if init_center is None:
         center = np.zeros(model.d)
     else:

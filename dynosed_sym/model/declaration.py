@@ -1,9 +1,9 @@
-"""Stage 1 — model declaration: :class:`SDEModel` and :func:`load_model`.
+"""Model declaration: :class:`SDEModel` and :func:`load_model`.
 
 A model is the SDE ``dx = f_θ(x) dt + G(x) dW`` with ``D(x) = ½ G Gᵀ`` known and
 θ unknown.  This module only validates and normalises what the user wrote; all
 derived quantities (affine split, divergences, Stein features) live in
-:mod:`dynosed_sym.symbolic`.
+:mod:`dynosed_sym.model.derivation`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-from .errors import ModelError
+from ..errors import ModelError
 
 __all__ = ["SDEModel", "load_model", "SUPPORTED_FUNCTIONS"]
 
@@ -141,7 +141,7 @@ class SDEModel:
     f(x; θ), and a snapshot that is not stationary is described by ∂ₜlog p (``dlogp_dt=`` of
     the fits), not by f(x, t).  A symbol named ``t``, ``time`` or ``tau`` is therefore reported
     as time dependence.  A constant D is checked positive semi-definite here; a state-dependent
-    D where it is used (at samples, probes and start states, :func:`dynosed_sym.validate.diffusion_psd`).
+    D where it is used (at samples, probes and start states, :func:`dynosed_sym.data.checks.diffusion_psd`).
 
     Attributes
     ----------
@@ -356,8 +356,8 @@ class SDEModel:
     # -------------------------------------------------------- derived symbolics
     @cached_property
     def derivation(self):
-        """The symbolic derivation (:class:`dynosed_sym.symbolic.Derivation`)."""
-        from .symbolic import derive
+        """The symbolic derivation (:class:`dynosed_sym.model.derivation.Derivation`)."""
+        from .derivation import derive
 
         return derive(self)
 

@@ -1,4 +1,4 @@
-"""Stage 2 — symbolic derivation.
+"""Symbolic derivation: everything the kernels compute, derived exactly from the declaration.
 
 Everything the numerical routes need is derived here, exactly, from the
 declared drift and diffusion:
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .errors import ModelError, NotAffineError
+from ..errors import ModelError, NotAffineError
 
 __all__ = ["Derivation", "SteinPieces", "LocalPieces", "LocalResidualPieces", "derive", "split_coefficient", "almost_everywhere"]
 

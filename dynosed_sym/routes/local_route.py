@@ -1,4 +1,5 @@
-"""The local route: Fokker–Planck residuals at probe points with estimated scores (DESIGN §2).
+"""The local route: Fokker–Planck residuals at probe points with estimated scores (DESIGN §2,
+docs/design.md).
 
 At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)ᵀθ − β(x_i)`` with
 
@@ -10,7 +11,7 @@ At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)�
 
 A drift that is not affine in θ is fitted by the gradient route: the same loss is minimised by
 trust-region least squares with R and ∂R/∂θ from the generated ``local_residual`` kernel
-(:class:`dynosed_sym.nonaffine.LocalProblem`), and the report below is taken on the
+(:class:`dynosed_sym.solve.gradient.LocalProblem`), and the report below is taken on the
 linearisation ``A = ∂r/∂θ(θ̂)``, ``b = Aθ̂ − r(θ̂)`` (r = R/√M) for the full-data scores and for
 every delete-one-block replicate.
 
@@ -20,10 +21,10 @@ reference paper and λ has the same meaning whatever the number of probes.
 Noise.  The scores are estimated from data, so A and b are noisy.  Their sampling noise is
 estimated by the delete-one-block jackknife over B contiguous blocks of rows of X (rows of
 :func:`dynosed_sym.simulate` output are chain by chain, so blocks hold whole chains, and
-:func:`dynosed_sym.probes.restrict_to_balls` keeps the row order).  Both built-in estimators are
+:func:`dynosed_sym.routes.probes.restrict_to_balls` keeps the row order).  Both built-in estimators are
 smooth functions of per-block sums, so the B delete-one-block estimates cost no extra pass over the
 data.  From the replicate systems ``A_(b)`` the jackknife pseudo-values ``B·A − (B−1)·A_(b)`` are
-formed and handed to :func:`dynosed_sym.report.analyse` as equally weighted "blocks": their standard
+formed and handed to :func:`dynosed_sym.solve.report.analyse` as equally weighted "blocks": their standard
 error is exactly the jackknife standard error.  The report's rank and consistency verdicts are
 therefore judged against the sampling noise of the score estimates.  They do not see the
 estimator's *bias* (kernel smoothing, a local basis too poor for the density): a biased estimate with
@@ -37,17 +38,23 @@ import warnings
 
 import numpy as np
 
-from . import validate
-from .compiled import compile_model
-from .data import DEFAULT_BLOCKS, as_samples
-from .errors import DataError
-from .fit import FitResult
-from .nonaffine import LocalProblem, fit_gradient, starting_point
+from .. import arguments
+from ..assembly.local import local_rows
+from ..codegen.loading import compile_model
+from ..data.arrays import as_samples
+from ..data.checks import diffusion_psd, distinct_samples, per_row
+from ..data.sources import ArraySource, is_streamed, open_source
+from ..errors import DataError
+from ..options import DEFAULT_BLOCKS, Execution, execution_doc
+from ..progress import progress_bar, progress_enabled
+from ..solve.gradient import LocalProblem, fit_gradient, starting_point
+from ..solve.linear import solve_tikhonov, system_scale
+from ..solve.report import analyse
 from .probes import as_probes
-from .report import analyse, solve_tikhonov
-from .scores import ScoreEstimate, check_scores, is_streamed, make_estimator
+from .result import FitResult
+from .scores import ScoreEstimate, check_scores, make_estimator
 
-__all__ = ["local_rows", "local_system", "fit_local"]
+__all__ = ["fit_local", "local_system"]
 
 #: Kernel widths 1/√T that must fit inside a ball for the kernel estimators (warning otherwise).
 KERNEL_WIDTHS = 3.0
@@ -57,27 +64,7 @@ def _dlogp_at(dlogp_dt, P):
     """∂ₜlog p at the probes (M,); zero (a stationary snapshot) when not given."""
     if dlogp_dt is None:
         return np.zeros(P.shape[0])
-    return validate.per_row(dlogp_dt, P, "dlogp_dt", "probe")
-
-
-def local_rows(cm, P, S, J, dlogp_dt=None):
-    """Raw rows (unscaled) of the local route: A (M, n) with A[i] = a(x_i) and b (M,) = β(x_i).
-
-    Parameters
-    ----------
-    cm : CompiledModel (affine)
-    P : (M, d) probes, S : (M, d) scores, J : (M, d, d) Jacobians (``J[i, j, l] = ∂s_j/∂x_l``)
-    dlogp_dt : (M,) array, optional
-        ∂ₜlog p at the probes (non-stationary snapshot); zero when omitted.
-    """
-    P = np.ascontiguousarray(P, dtype=float)
-    M = P.shape[0]
-    A = np.empty((M, cm.model.n))
-    b = np.empty(M)
-    g = np.zeros(M) if dlogp_dt is None else np.ascontiguousarray(dlogp_dt, dtype=float)
-    cm.module.local_rows(P, np.ascontiguousarray(S, dtype=float), np.ascontiguousarray(J, dtype=float),
-                         g, A, b)
-    return A, b
+    return per_row(dlogp_dt, P, "dlogp_dt", "probe")
 
 
 def local_system(model, probes, S, J, dlogp_dt=None, out_dir=None):
@@ -108,10 +95,11 @@ def _is_score_arrays(score):
     return isinstance(score, (tuple, list)) and len(score) == 2 and not callable(score[0])
 
 
-def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, radius=None,
-              degree=2, dlogp_dt=None, n_blocks=DEFAULT_BLOCKS, out_dir=None, progress=None,
-              chunk_rows=None, theta0=None, solver=None, projection=True, n_starts=1,
-              seed=0) -> FitResult:
+@execution_doc("n_blocks", "chunk_rows", "progress", "out_dir")
+def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, radius=None,
+              degree=2, dlogp_dt=None, theta0=None, solver=None, projection=True, n_starts=1,
+              seed=0, n_blocks=DEFAULT_BLOCKS, chunk_rows=None, progress=None,
+              out_dir=None) -> FitResult:
     """Fit a model by the local route: residuals at probes with estimated scores.
 
     Parameters
@@ -120,17 +108,17 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         Affine in its parameters: one linear (Tikhonov) solve.  Not affine: the same loss
         ``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` is minimised by trust-region least squares with the
         compiled θ-gradient of the residual (generated ``local_residual`` kernel,
-        :class:`dynosed_sym.nonaffine.LocalProblem`), starting from ``theta0`` or
+        :class:`dynosed_sym.solve.gradient.LocalProblem`), starting from ``theta0`` or
         ``model.nominal`` (NotAffineError when neither is given).
     X : samples, or None
-        Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.probes.restrict_to_balls`):
+        Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.routes.probes.restrict_to_balls`):
         an (N, d) array or DataFrame in memory, or — as for :func:`dynosed_sym.fit_global` — a
         ``.npy`` path (memory-mapped), a ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset,
         an iterable/iterator of chunks or a dask array, read once in chunks with memory independent
-        of N by the built-in estimators (see :mod:`dynosed_sym.data`).  Noise blocks: those of the
+        of N by the built-in estimators (see :mod:`dynosed_sym.data.sources`).  Noise blocks: those of the
         array in memory when N is known; for an iterator, equal blocks as in ``fit_global``.  Not
         needed when ``score`` is given as arrays.
-    probes : (M, d) array, DataFrame, :class:`~dynosed_sym.probes.Balls` or int
+    probes : (M, d) array, DataFrame, :class:`~dynosed_sym.routes.probes.Balls` or int
         Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
         k: the k-means centres of X (X in memory only: a stream is read once).
     temperature : float
@@ -140,7 +128,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         How scores and Jacobians at the probes are obtained: the kernel estimator of DESIGN §2,
         its deconvolved local-Gaussian variant (no smoothing bias), local score matching (needs
         ``radius``), arrays S (M, d) and J (M, d, d) with ``J[i, j, l] = ∂s_j/∂x_l`` (exact or
-        external scores), or any ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.scores`.
+        external scores), or any ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
     lam : float
         Tikhonov regularisation λ ≥ 0.
     radius : float or (M,) array, optional
@@ -149,16 +137,6 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         Monomial degree of the local log-density in score matching (2: quadratic).
     dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
         ∂ₜlog p at the probes for a non-stationary snapshot (DESIGN §2); zero when omitted.
-    n_blocks : int
-        Contiguous data blocks of the jackknife noise estimate (0 or 1: none).
-    out_dir : str, optional
-        Folder of generated kernel modules.
-    progress : bool or None
-        Progress bar (tqdm) over rows; None shows one for streamed input when standard error is
-        a terminal.
-    chunk_rows : int, optional
-        Rows per read and kernel call for streamed input (default 65,536); small chunks of an
-        iterator are gathered up to this size.
     theta0 : array or dict, optional
         Starting point of the gradient route (default: ``model.nominal``; zeros for an affine
         model fitted with ``solver="gradient"``).
@@ -172,30 +150,27 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
     seed : int
         Seeds the perturbed starts of the gradient route (the scores do not use randomness).
+    <execution options>
+        (For the local route ``n_blocks`` counts the blocks of its delete-one-block jackknife; 0
+        or 1: no noise estimate.)
 
     Returns
     -------
     FitResult
         ``route == "local"``; ``A`` (M, n) and ``b`` (M,) scaled by 1/√M; ``info`` holds the
         estimator settings and the smallest effective number of data points behind a probe;
-        ``scores`` attribute: the :class:`~dynosed_sym.scores.ScoreEstimate` used.
+        ``scores`` attribute: the :class:`~dynosed_sym.routes.scores.ScoreEstimate` used.
     """
-    lam = validate.number(lam, "lam", nonnegative=True)
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 0:
-        raise DataError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
-    if solver not in (None, "linear", "gradient"):
-        raise DataError(f"solver must be None, 'linear' or 'gradient', got {solver!r}")
-    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
-    seed = validate.seed(seed)
-    cm = compile_model(model, out_dir)
+    lam = arguments.number(lam, "lam", nonnegative=True)
+    ex = Execution.resolve(n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress,
+                           out_dir=out_dir, min_blocks=0)
+    n_blocks, chunk_rows = ex.n_blocks, ex.chunk_rows
+    arguments.choice(solver, "solver", (None, "linear", "gradient"))
+    n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
+    seed = arguments.seed(seed)
+    cm = compile_model(model, ex.out_dir)
     gradient = solver == "gradient" or (solver is None and not cm.is_affine)
     start = starting_point(model, cm, theta0, gradient)
-    from .data import CHUNK_ROWS, ArraySource, open_source
-    from .progress import progress_bar, progress_enabled
-
-    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
-        raise DataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     arrays = _is_score_arrays(score)
     Xa = source = None
     if X is not None:
@@ -213,7 +188,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
                             f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
                             "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample")
         P, ball_radius = as_probes(probes, model, Xa)
-        validate.diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
+        diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
         M = P.shape[0]
         g = _dlogp_at(dlogp_dt, P)
         info = {"probes": M}
@@ -230,7 +205,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
                 radius = ball_radius
             estimator = make_estimator(score, temperature, radius, degree)
             if Xa is not None and estimator.method in ("kernel", "local_gaussian", "score_matching"):
-                validate.distinct_samples(Xa)  # (a callable may not even read X)
+                distinct_samples(Xa)  # (a callable may not even read X)
             if source is not None and not getattr(estimator, "streams", False):
                 raise DataError(f"score={score!r} needs X in memory (an array or DataFrame); X is "
                                 f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
@@ -244,7 +219,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
             if source is None:
                 est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
             else:
-                show = progress_enabled(progress, streamed=True)
+                show = progress_enabled(ex.progress, streamed=True)
                 with progress_bar(show, total=source.n_rows, desc=f"fit_local {model.name}") as bar:
                     est = estimator.estimate(source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows),
                                              bar=bar)
@@ -276,7 +251,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         theta, ginfo = fit_gradient(prob, lam, start, projection=projection, n_starts=n_starts, seed=seed)
         A_all, b_all = prob.linearisation(theta)
         A, b = A_all[0], b_all[0]
-        validate.system_scale(A, b, "local")
+        system_scale(A, b, "local")
         info["solver"] = "gradient"
         info["nfev"] = ginfo["nfev"]
         if ginfo["projected"]:
@@ -288,7 +263,7 @@ def fit_local(model, X, probes, temperature=49.0, score="kernel", lam=1e-6, *, r
         A_all = A_all.reshape(B + 1, M, model.n) * scale
         b_all = b_all.reshape(B + 1, M) * scale
         A, b = A_all[0], b_all[0]
-        validate.system_scale(A, b, "local")
+        system_scale(A, b, "local")
         theta = solve_tikhonov(A, b, lam)
     A_blocks = b_blocks = counts = None
     notes = []

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
+from ..kernels.balls import ball_labels
+from ..options import CHUNK_ROWS
 
 __all__ = ["Balls", "choose_probes", "kmeans_centres", "dense_centres", "random_centres",
            "restrict_to_balls", "as_probes"]
-
-CHUNK_ROWS = 65536
-
 
 def _as_data(X, name="X"):
     try:
@@ -44,25 +42,6 @@ def _as_data(X, name="X"):
     if not np.isfinite(X).all():
         raise DataError(f"{name}: contains NaN or inf")
     return np.ascontiguousarray(X)
-
-
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True)
-def _ball_labels(X, C, r2, out):
-    """out[i] = first ball j with ‖X[i] − C[j]‖² < r2[j], else −1.  X (N, d), C (k, d), r2 (k,)."""
-    N, d = X.shape
-    k = C.shape[0]
-    for i in numba.prange(N):
-        lab = -1
-        for j in range(k):
-            s = 0.0
-            for a in range(d):
-                t = X[i, a] - C[j, a]
-                s += t * t
-            if s < r2[j]:
-                lab = j
-                break
-        out[i] = lab
 
 
 def _check_k(k, N):
@@ -226,7 +205,7 @@ class Balls:
         if X.shape[1] != self.centres.shape[1]:
             raise DataError(f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions")
         lab = np.empty(X.shape[0], dtype=np.int64)
-        _ball_labels(X, self.centres, self.radii ** 2, lab)
+        ball_labels(X, self.centres, self.radii ** 2, lab)
         return lab
 
     def counts(self, X) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Steady-state snapshots by simulation with the generated, compiled integrator.
+"""Simulation: steady-state snapshots from the generated, compiled integrator.
 
 Scheme (reference paper, supplement): RK4 for the drift plus an Euler–Maruyama
 noise increment ``√dt · G η`` when the noise is constant; plain Euler–Maruyama
@@ -22,11 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validate
-from .compiled import compile_model
-from .errors import DataError
+from .. import arguments
+from ..codegen.loading import compile_model
+from ..data.checks import diffusion_psd
+from ..errors import DataError
+from ..options import Execution, execution_doc
+from ..progress import progress_bar, progress_enabled
 
-__all__ = ["simulate", "chain_keys", "initial_states"]
+__all__ = ["simulate", "chain_keys", "initial_states", "plan_simulation", "SimulationPlan"]
 
 SIM_BATCH_CHAINS = 256  # chains per kernel call when a progress bar is shown (4 lane blocks of 64)
 
@@ -54,8 +57,10 @@ def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
     raise DataError(f"x0: expected shape ({model.d},) or ({n_chains}, {model.d}), got {x0.shape}")
 
 
-def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=None, seed=0,
-             x0=None, out_dir=None, *, backend=None, client=None, progress=None) -> np.ndarray:
+@execution_doc("progress", "out_dir", "backend", "client")
+def simulate(model, theta, n_samples, *, dt=0.01, burn_in=5000, thin=10, n_chains=None, seed=0,
+             x0=None, progress=None, out_dir=None, backend=None, client=None,
+             n_groups=None) -> np.ndarray:
     """Draw approximately stationary samples by running independent chains.
 
     Parameters
@@ -77,15 +82,9 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
     seed : int
     x0 : array (d,) or (n_chains, d), optional
         Start states (default: standard normal draws seeded by ``seed``).
-    out_dir : str, optional
-        Folder of the generated kernel module (see :func:`compile_model`).
-    backend : {None, "local", "dask"}
-        "dask" (or passing ``client``) spreads the chains over Dask workers with
-        :func:`dynosed_sym.distributed.simulate`; the result is bitwise the same.
-    client : distributed.Client, optional
-    progress : bool or None
-        Progress bar over chains (tqdm, on standard error); None shows it when standard error
-        is a terminal.  With a bar the chains run in batches (same samples, bitwise).
+    <execution options>
+    n_groups : int, optional
+        Dask backend: tasks the chains are split into (default: twice the number of workers).
 
     Returns
     -------
@@ -102,22 +101,24 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
 
     Notes
     -----
-    Same ``seed`` ⇒ bitwise identical ``X`` whatever the number of Numba
-    threads; chain c's records are the same whatever ``n_chains`` (≥ c + 1) is.
+    Same ``seed`` ⇒ bitwise identical ``X`` whatever the number of Numba threads, whether the
+    chains run in batches (with a progress bar) or on Dask workers; chain c's records are the
+    same whatever ``n_chains`` (≥ c + 1) is.
     Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
     """
-    if backend not in (None, "local", "dask"):
-        raise DataError(f"backend must be None, 'local' or 'dask', got {backend!r}")
-    if backend == "dask" or (client is not None and backend is None):
-        from .distributed import simulate as simulate_distributed
+    ex = Execution.resolve(progress=progress, out_dir=out_dir, backend=backend, client=client)
+    plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir)
+    if ex.dask_requested:
+        from ..backends.dask import run_chains_dask
 
-        return simulate_distributed(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0,
-                                    out_dir, client=client)
-    plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir)
+        with progress_bar(progress_enabled(ex.progress, True), total=plan.n_chains,
+                          desc=f"simulate {model.name}", unit="chains") as bar:
+            out, status = run_chains_dask(plan.cm, plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in,
+                                          plan.thin, plan.n_keep, plan.keys, n_groups=n_groups,
+                                          client=ex.client, bar=bar)
+        return plan.samples(out, status)
     out, status = plan.empty_output()
-    from .progress import progress_bar, progress_enabled
-
-    if progress_enabled(progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
+    if progress_enabled(ex.progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
         # a chain's output depends only on its key and start, so batches of chains give the
         # same samples as one call; the bar advances per batch
         with progress_bar(True, total=plan.n_chains, desc=f"simulate {model.name}", unit="chains") as bar:
@@ -138,8 +139,8 @@ def simulate(model, theta, n_samples, dt=0.01, burn_in=5000, thin=10, n_chains=N
 class SimulationPlan:
     """Validated arguments, start states and per-chain keys of one simulation.
 
-    Shared by :func:`simulate` and :func:`dynosed_sym.distributed.simulate`, which splits
-    the chains (rows of ``x0`` and ``keys``) over workers.
+    The Dask backend (:func:`dynosed_sym.backends.dask.run_chains_dask`) splits the chains (rows
+    of ``x0`` and ``keys``) over workers.
     """
 
     model: object
@@ -175,14 +176,14 @@ class SimulationPlan:
 def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir):
     """Validate the arguments of :func:`simulate` and prepare the kernel's inputs."""
     theta = model.theta_vector(theta)
-    n_samples = validate.integer(n_samples, "n_samples", minimum=1)
-    dt = validate.number(dt, "dt", positive=True)
-    burn_in = validate.integer(burn_in, "burn_in", minimum=0)
-    thin = validate.integer(thin, "thin", minimum=1)
-    n_chains = min(n_samples, 2048) if n_chains is None else validate.integer(n_chains, "n_chains", minimum=1)
-    seed = validate.seed(seed)
+    n_samples = arguments.integer(n_samples, "n_samples", minimum=1)
+    dt = arguments.number(dt, "dt", positive=True)
+    burn_in = arguments.integer(burn_in, "burn_in", minimum=0)
+    thin = arguments.integer(thin, "thin", minimum=1)
+    n_chains = min(n_samples, 2048) if n_chains is None else arguments.integer(n_chains, "n_chains", minimum=1)
+    seed = arguments.seed(seed)
     x0 = np.ascontiguousarray(initial_states(model, n_chains, seed, x0))
-    validate.diffusion_psd(model, x0, "x0", "start state")
+    diffusion_psd(model, x0, "x0", "start state")
     cm = compile_model(model, out_dir)
     G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
     return SimulationPlan(

@@ -1,4 +1,5 @@
-"""Gradient route of the global loss for models that are not affine in θ (DESIGN §2, "Solving").
+"""Gradient route: the global and local losses for drifts that are not affine in θ (DESIGN §2,
+"Solving"; docs/design.md).
 
 The mean Stein feature of the global route is, for any drift,
 
@@ -7,7 +8,7 @@ The mean Stein feature of the global route is, for any drift,
 and its Jacobian ``J[r, k] = −√(2/m)/N Σ_i sin(ω_rᵀx_i + c_r) ω_rᵀ ∂f/∂θ_k(x_i; θ)``.  Both come
 from compiled code only: the generated ``drift`` and ``drift_jacobian`` kernels (the symbolic
 ∂f/∂θ, printed with one joint CSE) give per-sample factors ``f_j`` and ``∂f_j/∂θ_k``, the
-model-independent fill kernel :func:`~dynosed_sym.assembly.accumulate_stein` contracts them with
+model-independent fill kernel :func:`~dynosed_sym.kernels.stein_fill.accumulate_stein` contracts them with
 the sines of the features (per noise block, one launch), and the small contraction with ω is
 NumPy.  The diffusion part does not depend on θ and is summed once (the generated
 ``stein_features`` cos factors and the ``B_COS_TERMS`` table).  Cost per evaluation: linear in N
@@ -30,7 +31,7 @@ At the optimum θ̂ the fit is reported like an affine one on the local linearis
 Local route (:class:`LocalProblem`).  The same search minimises the local loss
 ``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (DESIGN §2) with ``r = R/√M``.  The generated ``local_residual``
 kernel (printed from the symbolic ``R = sᵀf + ∇·f − β₀`` and ``∂R/∂θ_k = sᵀ∂f/∂θ_k + ∇·∂f/∂θ_k``,
-see :mod:`dynosed_sym.symbolic`) gives R and ∂R/∂θ at the probes for given scores; the scores
+see :mod:`dynosed_sym.model.derivation`) gives R and ∂R/∂θ at the probes for given scores; the scores
 are estimated once (they do not depend on θ).  R is affine in a separable θ_a with the θ-free
 column ``sᵀU_a + ∇·U_a``, so variable projection applies unchanged.  At the optimum the
 linearisation is taken for the full-data scores and for every delete-one-block replicate, which
@@ -43,8 +44,9 @@ import math
 
 import numpy as np
 
-from .assembly import FEATURE_BLOCK, accumulate_stein
-from .errors import DataError
+from ..codegen.loading import check_finite_output
+from ..errors import DataError, NotAffineError
+from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
 
 __all__ = ["GlobalProblem", "LocalProblem", "separable_params", "fit_gradient", "starting_point"]
 
@@ -65,8 +67,6 @@ def starting_point(model, cm, theta0, gradient):
     and asking for ``theta0=``); so does a non-affine model with ``gradient`` False.
     Returns None when ``gradient`` is False.
     """
-    from .errors import NotAffineError
-
     if not cm.is_affine:  # read from the generated module: no re-derivation on the warm path
         if not gradient:
             model.derivation.require_affine()
@@ -153,8 +153,6 @@ class GlobalProblem:
     """
 
     def __init__(self, cm, X, feats, edges):
-        from .compiled import check_finite_output
-
         self.cm, self.model, self.feats = cm, cm.model, feats
         self.X = np.ascontiguousarray(X, dtype=float)
         self.edges = np.asarray(edges, dtype=np.int64)
@@ -187,8 +185,6 @@ class GlobalProblem:
 
         Sums are over rows (divide by the counts for means); ``cols`` selects Jacobian columns.
         """
-        from .compiled import check_finite_output
-
         model, feats = self.model, self.feats
         theta = np.ascontiguousarray(theta, dtype=float)
         d, n, N = model.d, model.n, self.N
@@ -221,7 +217,7 @@ class GlobalProblem:
         return r.sum(0) / self.N, J.sum(0) / self.N
 
     def linearisation(self, theta):
-        """A = J(θ), b = Jθ − r and their per-block means, for :func:`report.analyse`."""
+        """A = J(θ), b = Jθ − r and their per-block means, for :func:`.report.analyse`."""
         r_s, J_s = self.sums(theta)
         w = self.counts.astype(float)
         A_blocks = J_s / w[:, None, None]

@@ -1,4 +1,5 @@
-"""Stage 7 — solve and report: Tikhonov solve, rank against noise, freeness.
+"""The identifiability report of one linear system: rank against noise, unresolved combinations,
+freeness and consistency.
 
 Noise model.  A and b are means of per-sample terms, so their sampling noise is
 estimated from per-block means (``A_blocks``): the standard error of ``A v`` for
@@ -18,7 +19,7 @@ Freeness.  ``diag(H_λ⁻¹)`` with ``H_λ = AᵀA + λI``; normalised freeness 
 ``λ · diag(H_λ⁻¹)`` in (0, 1]: 1 means the data do not constrain the parameter
 at all (only the regulariser does).
 
-Uncertainty and misspecification (:mod:`dynosed_sym.uncertainty`).  From the same
+Uncertainty and misspecification (:mod:`.uncertainty`, :mod:`.misspecification`).  From the same
 per-block means: the sandwich covariance of θ̂, standard errors and Student-t
 confidence intervals with B − 1 degrees of freedom (infinite for ``free_params``),
 and a calibrated p-value for "some θ satisfies the Fokker–Planck constraints"
@@ -34,38 +35,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["IdentifiabilityReport", "analyse", "solve_tikhonov", "format_combination"]
+from ..errors import DynosedError
+from .combinations import format_combination
+from .uncertainty import analyse_uncertainty, block_bootstrap
+
+__all__ = ["IdentifiabilityReport", "analyse", "RANK_THRESHOLD", "CONSISTENCY_THRESHOLD",
+           "FREE_PROJECTION", "col_se"]
+
 
 RANK_THRESHOLD = 3.0
+
+
 CONSISTENCY_THRESHOLD = 3.0
+
+
 FREE_PROJECTION = 0.5
+
+
 KEEP_BLOCKS_BYTES = 256 * 2**20  # per-block means kept for the bootstrap up to this size
-
-
-def solve_tikhonov(A, b, lam):
-    """θ̂ = (AᵀA + λI)⁻¹ Aᵀb via an SVD (stable also when λ ≪ σ_min²)."""
-    Uu, s, Vt = np.linalg.svd(A, full_matrices=False)
-    denom = s * s + lam
-    # λ = 0 with an exactly singular direction: that component of θ̂ is set to 0 (minimum norm)
-    gain = np.divide(s, denom, out=np.zeros_like(s), where=denom > 0)
-    return Vt.T @ (gain * (Uu.T @ b))
-
-
-def format_combination(vec, names, tol=1e-3):
-    """``0.71·a − 0.71·b``: a null-space vector as a named combination (largest entry positive)."""
-    vec = np.asarray(vec, dtype=float)
-    vec = vec / np.abs(vec).max()
-    if vec[np.argmax(np.abs(vec))] < 0:
-        vec = -vec
-    vec = vec / np.linalg.norm(vec)
-    terms = []
-    for c, name in sorted(zip(vec, names), key=lambda t: -abs(t[0])):
-        if abs(c) < tol:
-            continue
-        sign = "−" if c < 0 else "+"
-        terms.append(f"{sign} {abs(c):.3g}·{name}")
-    text = " ".join(terms)
-    return text[2:] if text.startswith("+ ") else "−" + text[2:]
 
 
 @dataclass
@@ -146,13 +133,10 @@ class IdentifiabilityReport:
     _blocks: tuple | None = field(default=None, repr=False)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
-        """Block bootstrap of θ̂ from the kept per-block means (:func:`uncertainty.block_bootstrap`).
+        """Block bootstrap of θ̂ from the kept per-block means (:func:`~dynosed_sym.solve.uncertainty.block_bootstrap`).
 
         The result is stored in ``bootstrap_result`` (and shown by ``FitResult.summary()``).
         """
-        from .errors import DynosedError
-        from .uncertainty import block_bootstrap
-
         if self._blocks is None:
             raise DynosedError("no per-block means were kept for this report (no noise blocks, or "
                                f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap")
@@ -195,10 +179,10 @@ def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
     if A_blocks is not None and len(A_blocks) >= 2:
         counts = np.asarray(counts, dtype=float)
         AV_blocks = A_blocks @ V  # (B, m, n)
-        sing_noise = np.linalg.norm(_col_se(AV_blocks, A @ V, counts), axis=0)
+        sing_noise = np.linalg.norm(col_se(AV_blocks, A @ V, counts), axis=0)
         resolved &= s_full > rank_threshold * sing_noise
         r_blocks = (A_blocks @ theta - b_blocks)[..., None]
-        res_noise = float(np.linalg.norm(_col_se(r_blocks, res[:, None], counts)))
+        res_noise = float(np.linalg.norm(col_se(r_blocks, res[:, None], counts)))
         res_ratio = res_norm / res_noise if res_noise > 0 else np.inf
     else:
         notes.append("note: too few data blocks to estimate sampling noise; rank judged "
@@ -228,10 +212,7 @@ def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
 
 
 def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
-    """Sandwich SEs, intervals and the misspecification test (:mod:`dynosed_sym.uncertainty`)."""
-    from .errors import DynosedError
-    from .uncertainty import analyse_uncertainty
-
+    """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
     free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
     try:
         u = analyse_uncertainty(A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=free_mask,
@@ -246,7 +227,7 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
         rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
 
 
-def _col_se(blocks, mean, counts):
+def col_se(blocks, mean, counts):
     """Per-entry standard errors (m, k) of ``mean`` from per-block means (B, m, k)."""
     B = blocks.shape[0]
     w = counts / counts.sum()

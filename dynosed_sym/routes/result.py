@@ -1,0 +1,247 @@
+"""The result of a fit: :class:`FitResult` (estimate, system, report; summary, tables, JSON)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..errors import DynosedError
+from ..solve.uncertainty import confidence_intervals
+
+__all__ = ["FitResult", "plain", "finite_or_none"]
+
+
+class FitResult:
+    """Estimate, linear system and identifiability report of one fit.
+
+    Attributes
+    ----------
+    theta : (n,) array
+        Estimated parameters in ``model.params`` order.
+    params : dict
+        ``{name: estimate}``.
+    A : (m, n) array, b : (m,) array
+        The assembled system A θ ≈ b.
+    report : IdentifiabilityReport
+    route : str
+    n_samples : int
+    info : dict
+        Route settings (bandwidth, number of features, λ, seed ...).
+    """
+
+    def __init__(self, model, theta, A, b, report, route, n_samples, info):
+        self.model = model
+        self.theta = np.asarray(theta, dtype=float)
+        self.A, self.b = A, b
+        self.report = report
+        self.route = route
+        self.n_samples = int(n_samples)
+        self.info = dict(info)
+
+    @property
+    def params(self) -> dict:
+        return dict(zip(self.model.param_names, self.theta.tolist()))
+
+    @property
+    def std_errors(self):
+        """(n,) sandwich standard errors (inf for parameters that are not identified), or None."""
+        return self.report.std_errors
+
+    def conf_int(self, level=None, method="sandwich"):
+        """Confidence intervals (n, 2).
+
+        Parameters
+        ----------
+        level : float, optional
+            Coverage (default: the report's, 0.95).
+        method : {"sandwich", "bootstrap"}
+            Student-t intervals from the sandwich covariance, or block-bootstrap percentiles
+            (computed with 200 replicates if :meth:`bootstrap` was not called).
+        """
+        rep = self.report
+        level = rep.ci_level if level is None else float(level)
+        if method == "sandwich":
+            if rep.std_errors is None:
+                raise DynosedError("this fit has no noise blocks, hence no standard errors")
+            return confidence_intervals(self.theta, rep.std_errors, level, rep.n_blocks - 1)
+        if method == "bootstrap":
+            res = rep.bootstrap_result
+            if res is None or res.level != level:
+                res = rep.bootstrap(level=level)
+            return res.ci
+        raise DynosedError(f"method must be 'sandwich' or 'bootstrap', got {method!r}")
+
+    def bootstrap(self, n_boot=200, seed=0, level=None):
+        """Block bootstrap reusing the per-block partial sums (no new pass over the data).
+
+        Returns the :class:`~dynosed_sym.uncertainty.BootstrapResult`; ``summary()`` then shows
+        its standard errors and percentile intervals beside the sandwich ones.
+        """
+        return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
+
+    def summary(self, truth=None, bootstrap=None) -> str:
+        """A readable table: estimate, standard error, confidence interval, freeness,
+        identifiability, then rank, consistency and the misspecification test.
+
+        Parameters
+        ----------
+        truth : array or dict, optional
+            True values, shown beside the estimates when given.
+        bootstrap : bool, optional
+            Show block-bootstrap standard errors and intervals (computed if needed when True;
+            shown when already computed if None).
+        """
+        rep = self.report
+        names = self.model.param_names
+        tv = self.model.theta_vector(truth, "truth") if truth is not None else None
+        free = set(rep.free_params)
+        if bootstrap and rep.bootstrap_result is None and rep._blocks is not None:
+            rep.bootstrap()
+        boot = rep.bootstrap_result if bootstrap is not False else None
+        has_se = rep.std_errors is not None
+        pct = f"{100 * rep.ci_level:g}% CI"
+        w = max(9, max(len(nm) for nm in names))
+        head = f"{'parameter':<{w}}  {'estimate':>12}" + (f"  {'truth':>10}" if tv is not None else "")
+        if has_se:
+            head += f"  {'std.err':>9}  {pct:^23}"
+        if boot is not None:
+            head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
+        head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
+        lines = [f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
+                 + ", ".join(f"{k} = {v}" for k, v in self.info.items()), head, "-" * len(head)]
+
+        def interval(lo, hi):
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                return f"{'(−∞, ∞)':^23}"
+            return f"[{lo:>10.4g}, {hi:>10.4g}]"
+
+        for k, nm in enumerate(names):
+            row = f"{nm:<{w}}  {self.theta[k]:>12.5g}"
+            if tv is not None:
+                row += f"  {tv[k]:>10.4g}"
+            if has_se:
+                row += f"  {rep.std_errors[k]:>9.3g}  " + interval(*rep.ci[k])
+            if boot is not None:
+                row += f"  {boot.se[k]:>9.3g}  " + interval(*boot.ci[k])
+            row += f"  {rep.freeness[k]:>10.3g}  {rep.freeness_normalised[k]:>10.3g}  "
+            row += "no" if nm in free else "yes"
+            lines.append(row)
+        if has_se:
+            lines.append(f"std.err: sandwich covariance from {rep.n_blocks} data blocks; intervals "
+                         f"Student t with {rep.n_blocks - 1} d.o.f. (infinite when not identifiable)"
+                         + (f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile "
+                            "intervals" if boot is not None else ""))
+        lines.append("")
+        lines.append(str(rep))
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ results out
+    def _param_columns(self, truth=None):
+        """{column: (n,) values} of the per-parameter table (shared by to_dict and to_dataframe)."""
+        rep = self.report
+        n = self.model.n
+        free = set(rep.free_params)
+        cols = {"estimate": self.theta.copy()}
+        if truth is not None:
+            cols["truth"] = self.model.theta_vector(truth, "truth")
+        nan = np.full(n, np.nan)
+        ci = rep.ci if rep.ci is not None else np.column_stack([nan, nan])
+        cols["std_error"] = rep.std_errors.copy() if rep.std_errors is not None else nan.copy()
+        cols["ci_low"], cols["ci_high"] = ci[:, 0].copy(), ci[:, 1].copy()
+        cols["freeness"] = np.asarray(rep.freeness, dtype=float).copy()
+        cols["freeness_normalised"] = np.asarray(rep.freeness_normalised, dtype=float).copy()
+        cols["identifiable"] = np.array([nm not in free for nm in self.model.param_names])
+        return cols
+
+    def to_dataframe(self, truth=None):
+        """One row per parameter (index: parameter names).
+
+        Columns: ``estimate`` (``truth`` when given), ``std_error``, ``ci_low``, ``ci_high`` (at
+        ``report.ci_level``; NaN without noise blocks, ±inf when not identifiable), ``freeness``
+        diag(H_λ⁻¹), ``freeness_normalised`` λ·diag(H_λ⁻¹) and ``identifiable`` (bool).
+        Needs pandas.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise DynosedError("to_dataframe() needs pandas: pip install pandas") from None
+        df = pd.DataFrame(self._param_columns(truth), index=pd.Index(self.model.param_names, name="parameter"))
+        return df
+
+    def to_dict(self, truth=None) -> dict:
+        """Everything needed to report the fit, as plain Python types (JSON-ready except ±inf).
+
+        Keys: ``model``, ``route``, ``n_samples``, ``settings`` (the route's settings), ``parameters``
+        (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
+        (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value, ci_level,
+        singular_values, null_space, free_params, notes).
+        """
+        cols = self._param_columns(truth)
+        params = []
+        for k, nm in enumerate(self.model.param_names):
+            rec = {"name": nm}
+            for key, vals in cols.items():
+                rec[key] = bool(vals[k]) if key == "identifiable" else float(vals[k])
+            params.append(rec)
+        rep = self.report
+        return {
+            "model": self.model.name,
+            "route": self.route,
+            "n_samples": self.n_samples,
+            "settings": plain(self.info),
+            "parameters": params,
+            "report": {
+                "rank": int(rep.rank), "n_params": int(rep.n_params), "unique": bool(rep.unique),
+                "consistent": None if rep.consistent is None else bool(rep.consistent),
+                "residual_norm": float(rep.residual_norm),
+                "residual_ratio": None if rep.residual_ratio is None else float(rep.residual_ratio),
+                "p_value": None if rep.p_value is None else float(rep.p_value),
+                "ci_level": float(rep.ci_level), "lam": float(rep.lam),
+                "singular_values": [float(v) for v in rep.singular_values],
+                "null_space": list(rep.null_space), "free_params": list(rep.free_params),
+                "notes": list(rep.notes),
+            },
+        }
+
+    def to_json(self, path=None, truth=None, indent=2) -> str:
+        """:meth:`to_dict` as strict JSON (non-finite numbers become ``null``); written to ``path``
+        when given.  Returns the JSON text."""
+        import json
+
+        text = json.dumps(finite_or_none(self.to_dict(truth)), indent=indent, allow_nan=False)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        return text
+
+    def __repr__(self):
+        vals = ", ".join(f"{k}={v:.4g}" for k, v in itertools.islice(self.params.items(), 6))
+        more = ", ..." if self.model.n > 6 else ""
+        return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{self.model.n})"
+
+
+def plain(obj):
+    """Numpy scalars/arrays and tuples inside ``obj`` → plain Python (for JSON); others → str."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)
+
+
+def finite_or_none(obj):
+    """Replace NaN and ±inf floats by None, recursively (strict JSON has no such numbers)."""
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite_or_none(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
