@@ -12,8 +12,8 @@ flowing one way (a lower layer never imports a higher one; ``tests/test_layers.p
 ``assembly/``          chunks → per-block sums of the linear system A θ ≈ b
 ``backends/``          the fill and the simulator on Dask workers
 ``simulation/``        snapshots from the generated integrator
-``solve/``             θ̂ (linear or gradient) → identifiability report, uncertainty, misspecification
-``routes/``            :func:`fit_global`, :func:`fit_local` (probes, score estimators) → :class:`FitResult`
+``solve/``             θ̂ (linear or gradient) → report, uncertainty, misspecification
+``routes/``            :func:`fit_global`, :func:`fit_local` (probes, scores) → :class:`FitResult`
 ``identifiability/``   before data: the exact structural check and the simulated design check
 ``density/``           dynamics → density (:func:`density_from_dynamics`)
 ``apps/``              command line, demo, benchmarks, figures (not imported by the library)
@@ -29,10 +29,22 @@ from importlib import metadata as _metadata
 from .codegen import CompiledModel, compile_model
 from .data import from_anndata
 from .density import LearnedDensity, density_from_dynamics
-from .errors import (CodegenError, ConvergenceWarning, DaskUnavailableError, DataError, DynosedError,
-                     ModelError, NotAffineError, TrainingDivergedError)
-from .identifiability import (IdentifiabilityCheck, StructuralReport, check_identifiability,
-                              structural_check)
+from .errors import (
+    CodegenError,
+    ConvergenceWarning,
+    DaskUnavailableError,
+    DataError,
+    DynosedError,
+    ModelError,
+    NotAffineError,
+    TrainingDivergedError,
+)
+from .identifiability import (
+    IdentifiabilityCheck,
+    StructuralReport,
+    check_identifiability,
+    structural_check,
+)
 from .model import SDEModel, load_model
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
@@ -46,21 +58,42 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
 
 __all__ = [
     # declare
-    "SDEModel", "load_model",
+    "SDEModel",
+    "load_model",
     # compile
-    "compile_model", "CompiledModel",
+    "compile_model",
+    "CompiledModel",
     # simulate
     "simulate",
     # fit
-    "fit_global", "fit_local", "FitResult", "choose_probes", "Balls", "estimate_scores",
-    "KernelScore", "ScoreMatching", "ScoreEstimate", "from_anndata",
+    "fit_global",
+    "fit_local",
+    "FitResult",
+    "choose_probes",
+    "Balls",
+    "estimate_scores",
+    "KernelScore",
+    "ScoreMatching",
+    "ScoreEstimate",
+    "from_anndata",
     # diagnose
-    "check_identifiability", "structural_check", "IdentifiabilityCheck", "StructuralReport",
-    "IdentifiabilityReport", "BootstrapResult",
+    "check_identifiability",
+    "structural_check",
+    "IdentifiabilityCheck",
+    "StructuralReport",
+    "IdentifiabilityReport",
+    "BootstrapResult",
     # density
-    "density_from_dynamics", "LearnedDensity",
+    "density_from_dynamics",
+    "LearnedDensity",
     # errors and warnings
-    "DynosedError", "ModelError", "NotAffineError", "DataError", "CodegenError",
-    "TrainingDivergedError", "DaskUnavailableError", "ConvergenceWarning",
+    "DynosedError",
+    "ModelError",
+    "NotAffineError",
+    "DataError",
+    "CodegenError",
+    "TrainingDivergedError",
+    "DaskUnavailableError",
+    "ConvergenceWarning",
     "__version__",
 ]

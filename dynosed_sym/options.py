@@ -14,13 +14,21 @@ from dataclasses import dataclass
 
 from . import arguments
 
-__all__ = ["Execution", "EXECUTION_DOC", "execution_doc", "DEFAULT_BLOCKS", "MIN_BLOCK_ROWS",
-           "CHUNK_ROWS", "BANDWIDTH_ROWS", "BACKENDS"]
+__all__ = [
+    "Execution",
+    "EXECUTION_DOC",
+    "execution_doc",
+    "DEFAULT_BLOCKS",
+    "MIN_BLOCK_ROWS",
+    "CHUNK_ROWS",
+    "BANDWIDTH_ROWS",
+    "BACKENDS",
+]
 
-DEFAULT_BLOCKS = 32       # data blocks for sampling-noise estimates
-MIN_BLOCK_ROWS = 4        # smallest noise block
-CHUNK_ROWS = 65536        # rows per kernel call when streaming (bounds the memory of one call)
-BANDWIDTH_ROWS = 65536    # the median bandwidth is taken from (a subsample of) the first rows
+DEFAULT_BLOCKS = 32  # data blocks for sampling-noise estimates
+MIN_BLOCK_ROWS = 4  # smallest noise block
+CHUNK_ROWS = 65536  # rows per kernel call when streaming (bounds the memory of one call)
+BANDWIDTH_ROWS = 65536  # the median bandwidth is taken from (a subsample of) the first rows
 BACKENDS = (None, "local", "dask")
 
 #: The numpydoc "Parameters" entries of the execution options, shared by the entry points.
@@ -86,12 +94,22 @@ class Execution:
     client: object = None
 
     @classmethod
-    def resolve(cls, *, n_blocks=DEFAULT_BLOCKS, chunk_rows=None, progress=None, out_dir=None,
-                backend=None, client=None, min_blocks=1) -> "Execution":
+    def resolve(
+        cls,
+        *,
+        n_blocks=DEFAULT_BLOCKS,
+        chunk_rows=None,
+        progress=None,
+        out_dir=None,
+        backend=None,
+        client=None,
+        min_blocks=1,
+    ) -> Execution:
         """Validate the options (a DataError names the argument) → :class:`Execution`."""
         n_blocks = arguments.integer(n_blocks, "n_blocks", minimum=min_blocks)
-        chunk_rows = arguments.integer(CHUNK_ROWS if chunk_rows is None else chunk_rows,
-                                       "chunk_rows", minimum=1)
+        chunk_rows = arguments.integer(
+            CHUNK_ROWS if chunk_rows is None else chunk_rows, "chunk_rows", minimum=1
+        )
         arguments.choice(backend, "backend", BACKENDS)
         if progress is not None and not isinstance(progress, bool):
             raise arguments.DataError(f"progress must be True, False or None, got {progress!r}")

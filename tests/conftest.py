@@ -37,7 +37,9 @@ MODEL_FILES = sorted(p for p in MODELS_DIR.glob("*.py") if not p.name.startswith
 MODEL_STEMS = [p.stem for p in MODEL_FILES]
 
 #: {file name: text} of generated/*.py as checked out, read before any test runs.
-GENERATED_SNAPSHOT = {p.name: p.read_text(encoding="utf-8") for p in sorted(GENERATED_DIR.glob("*.py"))}
+GENERATED_SNAPSHOT = {
+    p.name: p.read_text(encoding="utf-8") for p in sorted(GENERATED_DIR.glob("*.py"))
+}
 
 # --------------------------------------------------------------------------- Hypothesis
 settings.register_profile(

@@ -30,22 +30,36 @@ import sympy as sp
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from strategies import (
+    COEFS,
+    PARAMS,
+    STATE,
+    PyFuncModel,
+    _check_against_reference,
+    _random_inputs,
+    _rows_py,
+    assert_rel_close,
+    basis_functions,
+)
 
 import dynosed_sym as ds
 from dynosed_sym.assembly.features import draw_features
 from dynosed_sym.data.blocks import block_edges
-from dynosed_sym.solve.gradient import GlobalProblem
 from dynosed_sym.reference import local_rows_reference
-
-from test_hypothesis_models import (COEFS, PARAMS, STATE, PyFuncModel, _check_against_reference,
-                                    assert_rel_close, basis_functions)
-from test_local import _random_inputs, _rows_py
+from dynosed_sym.solve.gradient import GlobalProblem
 
 
 # --------------------------------------------------------------------------- strategies
 def _nonaffine_terms(p, xi, xj):
-    return [p**2 * xi, sp.exp(p / 2) * xj, sp.sin(p * xi), sp.tanh(p * xi - xj),
-            p * xi / (1 + p**2), sp.exp(-(p * xi) ** 2), p**3 * sp.cos(xj)]
+    return [
+        p**2 * xi,
+        sp.exp(p / 2) * xj,
+        sp.sin(p * xi),
+        sp.tanh(p * xi - xj),
+        p * xi / (1 + p**2),
+        sp.exp(-((p * xi) ** 2)),
+        p**3 * sp.cos(xj),
+    ]
 
 
 @st.composite
@@ -56,8 +70,9 @@ def noise_matrices(draw, xs):
     for i in range(d):
         G[i, i] = draw(st.sampled_from([sp.Integer(1), sp.Rational(1, 2), 1 + xs[i] ** 2 / 4]))
         for j in range(i):
-            G[i, j] = draw(st.sampled_from([sp.Integer(0), sp.sin(xs[j]) / 2, xs[i] / 3,
-                                            sp.Rational(1, 3)]))
+            G[i, j] = draw(
+                st.sampled_from([sp.Integer(0), sp.sin(xs[j]) / 2, xs[i] / 3, sp.Rational(1, 3)])
+            )
     if not any(e.free_symbols for e in G):
         G[0, 0] = 1 + sp.cos(xs[0]) ** 2
     return G
@@ -71,15 +86,24 @@ def nonaffine_models(draw):
     comps = [sp.Integer(0)] * d
     for k in range(n):  # every parameter enters non-affinely once, plus affine extras
         j, i, jj = (draw(st.integers(0, d - 1)) for _ in range(3))
-        comps[j] += draw(st.sampled_from(COEFS)) * draw(st.sampled_from(_nonaffine_terms(ps[k], xs[i], xs[jj])))
+        comps[j] += draw(st.sampled_from(COEFS)) * draw(
+            st.sampled_from(_nonaffine_terms(ps[k], xs[i], xs[jj]))
+        )
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3]))):
         j = draw(st.integers(0, d - 1))
-        comps[j] += draw(st.sampled_from(COEFS)) * ps[draw(st.integers(0, n - 1))] * draw(basis_functions(d))
+        comps[j] += (
+            draw(st.sampled_from(COEFS))
+            * ps[draw(st.integers(0, n - 1))]
+            * draw(basis_functions(d))
+        )
     for j in range(d):
         comps[j] += -xs[j]
     kind = draw(st.sampled_from(["isotropic", "state_noise"]))
-    kw = ({"diffusion": draw(st.sampled_from([sp.Rational(1, 10), sp.Integer(1)]))} if kind == "isotropic"
-          else {"noise": draw(noise_matrices(xs))})
+    kw = (
+        {"diffusion": draw(st.sampled_from([sp.Rational(1, 10), sp.Integer(1)]))}
+        if kind == "isotropic"
+        else {"noise": draw(noise_matrices(xs))}
+    )
     return ds.SDEModel(list(xs), list(ps), comps, name="fuzz_na", **kw)
 
 
@@ -101,8 +125,13 @@ def affine_models_state_noise(draw):
 
 def _data(draw, d, max_rows=30):
     N = draw(st.integers(4, max_rows))
-    return draw(hnp.arrays(np.float64, (N, d), elements=st.floats(-2.5, 2.5, allow_nan=False,
-                                                                  allow_subnormal=False)))
+    return draw(
+        hnp.arrays(
+            np.float64,
+            (N, d),
+            elements=st.floats(-2.5, 2.5, allow_nan=False, allow_subnormal=False),
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -112,13 +141,16 @@ def fuzz_dir(tmp_path_factory):
 
 def _py_module(module):
     """The generated module with its batch kernels replaced by loops over ``.py_func``."""
-    ns = types.SimpleNamespace(**{k: getattr(module, k) for k in dir(module) if not k.startswith("__")})
+    ns = types.SimpleNamespace(
+        **{k: getattr(module, k) for k in dir(module) if not k.startswith("__")}
+    )
 
     def loop(point):
         def run(X, *args):
             *ins, out = args
             for i in range(X.shape[0]):
                 point.py_func(X[i], *ins, out[i])
+
         return run
 
     ns.drift = loop(module.drift_point)
@@ -127,6 +159,7 @@ def _py_module(module):
     def stein_features(X, out_sin, out_cos):
         for i in range(X.shape[0]):
             module.stein_features_point.py_func(X[i], out_sin[i], out_cos[i])
+
     ns.stein_features = stein_features
     return ns
 
@@ -145,8 +178,11 @@ def _lambdified(model):
         return out
 
     d, n = model.d, model.n
-    return (lambda X, th: vec(f, (d, 1), X, *th)[:, :, 0], lambda X, th: vec(jac, (d, n), X, *th),
-            lambda X: vec(D, (d, d), X))
+    return (
+        lambda X, th: vec(f, (d, 1), X, *th)[:, :, 0],
+        lambda X, th: vec(jac, (d, n), X, *th),
+        lambda X: vec(D, (d, d), X),
+    )
 
 
 # --------------------------------------------------------------------------- non-affine kernels
@@ -154,7 +190,9 @@ def _lambdified(model):
 @given(nonaffine_models(), st.data())
 def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
     X = _data(data.draw, model.d)
-    theta = data.draw(hnp.arrays(np.float64, (model.n,), elements=st.floats(-2.0, 2.0, allow_nan=False)))
+    theta = data.draw(
+        hnp.arrays(np.float64, (model.n,), elements=st.floats(-2.0, 2.0, allow_nan=False))
+    )
     loaded = ds.compile_model(model, fuzz_dir)  # emit + import; no Numba compilation
     mod = _py_module(loaded.module)
     f_ref, jac_ref, D_ref = _lambdified(model)
@@ -172,7 +210,9 @@ def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
             np.testing.assert_allclose(Gx @ Gx.T / 2, Dx[i], rtol=1e-12, atol=1e-13)
     # the gradient route's residual r(θ) and Jacobian, per data block, against NumPy sums
     m = data.draw(st.sampled_from([8, 37, 130]))
-    feats = draw_features(model.d, m, data.draw(st.floats(0.4, 3.0)), seed=data.draw(st.integers(0, 2**31)))
+    feats = draw_features(
+        model.d, m, data.draw(st.floats(0.4, 3.0)), seed=data.draw(st.integers(0, 2**31))
+    )
     cm = types.SimpleNamespace(model=model, module=mod)
     edges = block_edges(X.shape[0], 3)
     r, J = GlobalProblem(cm, X, feats, edges).sums(theta)
@@ -184,7 +224,9 @@ def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
     scale = np.sqrt(2.0 / m)
     for g in range(edges.size - 1):
         rows = slice(edges[g], edges[g + 1])
-        assert_rel_close(r[g], -scale * (S[rows] * wf[rows] + C[rows] * wDw[rows]).sum(axis=0), 1e-10, "r(θ)")
+        assert_rel_close(
+            r[g], -scale * (S[rows] * wf[rows] + C[rows] * wDw[rows]).sum(axis=0), 1e-10, "r(θ)"
+        )
         assert_rel_close(J[g], -scale * np.einsum("ir,irk->rk", S[rows], wJ[rows]), 1e-10, "∂r/∂θ")
 
 
@@ -196,8 +238,14 @@ def test_state_dependent_full_noise_matches_reference(fuzz_dir, model, data):
     theta = np.linspace(-1.0, 1.5, model.n)
     loaded = ds.compile_model(model, fuzz_dir)
     cm = PyFuncModel(model, loaded.module, loaded.path)
-    _check_against_reference(cm, X, theta, data.draw(st.sampled_from([16, 130])),
-                             data.draw(st.floats(0.4, 3.0)), data.draw(st.integers(0, 2**31)))
+    _check_against_reference(
+        cm,
+        X,
+        theta,
+        data.draw(st.sampled_from([16, 130])),
+        data.draw(st.floats(0.4, 3.0)),
+        data.draw(st.integers(0, 2**31)),
+    )
     S, J, g = _random_inputs(model, X, data.draw(st.integers(0, 2**31)))
     A, b = _rows_py(loaded.module, X, S, J, g, model.n)
     A_ref, b_ref = local_rows_reference(model, X, S, J, g)
@@ -215,8 +263,21 @@ def hostile_arrays(draw, d):
     rng = np.random.default_rng(draw(st.integers(0, 2**31)))
     X = rng.standard_normal((N, d))
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3]))):
-        what = draw(st.sampled_from(["nan", "inf", "huge", "tiny", "scale", "const_col", "offset",
-                                     "dup_rows", "subnormal"]))
+        what = draw(
+            st.sampled_from(
+                [
+                    "nan",
+                    "inf",
+                    "huge",
+                    "tiny",
+                    "scale",
+                    "const_col",
+                    "offset",
+                    "dup_rows",
+                    "subnormal",
+                ]
+            )
+        )
         if N == 0:
             break
         i, j = draw(st.integers(0, N - 1)), draw(st.integers(0, d - 1))
@@ -266,21 +327,34 @@ def test_entry_points_never_crash(compiled, models, data):
     lam = data.draw(st.sampled_from([1e-6] * 6 + [0.0, -1.0, np.inf, 1e300]))
     try:
         if route == "global":
-            fit = ds.fit_global(model, X, lam=lam,
-                                n_features=data.draw(st.sampled_from([64] * 6 + [1, 0, -3, 7])),
-                                bandwidth=data.draw(st.sampled_from(["median"] * 8 + [1.0, 0.0, -1.0,
-                                                                     1e-300, 1e300, np.nan])),
-                                seed=data.draw(st.integers(0, 5)))
+            fit = ds.fit_global(
+                model,
+                X,
+                lam=lam,
+                n_features=data.draw(st.sampled_from([64] * 6 + [1, 0, -3, 7])),
+                bandwidth=data.draw(
+                    st.sampled_from(["median"] * 8 + [1.0, 0.0, -1.0, 1e-300, 1e300, np.nan])
+                ),
+                seed=data.draw(st.integers(0, 5)),
+            )
         else:
             M = data.draw(st.integers(1, 6))
             if np.ndim(X) == 2 and X.shape[0] >= M and data.draw(st.booleans()):
                 P = X[:M].copy()  # probes on the data (hostile when the data are)
             else:
                 P = data.draw(hnp.arrays(np.float64, (M, model.d), elements=st.floats(-1.5, 1.5)))
-            kw = data.draw(st.sampled_from([{"temperature": 1.0}] * 4 + [
-                {"temperature": 0.0}, {"temperature": 1e300}, {"score": "local_gaussian", "temperature": 1.0},
-                {"score": "score_matching", "radius": 2.0}, {"score": "score_matching", "radius": 2.0,
-                                                             "degree": 3}]))
+            kw = data.draw(
+                st.sampled_from(
+                    [{"temperature": 1.0}] * 4
+                    + [
+                        {"temperature": 0.0},
+                        {"temperature": 1e300},
+                        {"score": "local_gaussian", "temperature": 1.0},
+                        {"score": "score_matching", "radius": 2.0},
+                        {"score": "score_matching", "radius": 2.0, "degree": 3},
+                    ]
+                )
+            )
             fit = ds.fit_local(model, X, P, lam=lam, **kw)
     except ds.DynosedError as exc:
         event(f"{route}: {type(exc).__name__}")
@@ -293,8 +367,18 @@ def test_entry_points_never_crash(compiled, models, data):
 def _bad_atoms(xs):
     t, z, k = sp.symbols("t z k", real=True)
     g = sp.Function("g")
-    return [t, z, g(xs[0]), sp.gamma(xs[0]), sp.Piecewise((xs[0], xs[0] > 0), (0, True)),
-            sp.Mod(xs[0], 2), sp.I * xs[0], sp.zoo, sp.Integral(xs[0], xs[0]), k]
+    return [
+        t,
+        z,
+        g(xs[0]),
+        sp.gamma(xs[0]),
+        sp.Piecewise((xs[0], xs[0] > 0), (0, True)),
+        sp.Mod(xs[0], 2),
+        sp.I * xs[0],
+        sp.zoo,
+        sp.Integral(xs[0], xs[0]),
+        k,
+    ]
 
 
 @st.composite
@@ -304,7 +388,9 @@ def declarations(draw):
     xs, ps, comps = _affine_drift(draw, d, n, coefs=[1])
     if draw(st.sampled_from([False, False, True])):
         comps[draw(st.integers(0, d - 1))] += draw(st.sampled_from(_bad_atoms(xs)))
-    diff = draw(st.sampled_from(["ok", "ok", "state", "state", "param", "bad_atom", "neg", "matrix"]))
+    diff = draw(
+        st.sampled_from(["ok", "ok", "state", "state", "param", "bad_atom", "neg", "matrix"])
+    )
     if diff == "ok":
         D = sp.Rational(1, 2)
     elif diff == "param":
@@ -363,8 +449,14 @@ def nonaffine_compiled(fuzz_dir):
     kernels compile on the first example and are shared by the rest."""
     x, y = STATE[:2]
     a, b = PARAMS[:2]
-    model = ds.SDEModel([x, y], [a, b], [-sp.exp(a) * x + y, -x - b**2 * y + sp.sin(b * x) / 4],
-                        diffusion=sp.Rational(1, 2), nominal=[0.0, 1.0], name="fuzz_na_fit")
+    model = ds.SDEModel(
+        [x, y],
+        [a, b],
+        [-sp.exp(a) * x + y, -x - b**2 * y + sp.sin(b * x) / 4],
+        diffusion=sp.Rational(1, 2),
+        nominal=[0.0, 1.0],
+        name="fuzz_na_fit",
+    )
     cm = ds.compile_model(model, fuzz_dir)
     assert not cm.is_affine
     return model, fuzz_dir
@@ -377,22 +469,36 @@ def test_compiled_truly_nonaffine_fits_never_crash(nonaffine_compiled, data):
     global and the local gradient routes: finite or a DynosedError."""
     model, out = nonaffine_compiled
     X = data.draw(hostile_arrays(model.d))
-    theta0 = data.draw(st.sampled_from([[1.0], [40.0, 0.0], [1e300, 1.0], [np.nan, 0.0]]
-                                       + [[0.5, -1.0]] * 3 + [None] * 4))
+    theta0 = data.draw(
+        st.sampled_from(
+            [[1.0], [40.0, 0.0], [1e300, 1.0], [np.nan, 0.0]] + [[0.5, -1.0]] * 3 + [None] * 4
+        )
+    )
     n_starts = data.draw(st.sampled_from([1, 1, 2]))
     route = data.draw(st.sampled_from(["global", "local"]))
     try:
         if route == "global":
-            fit = ds.fit_global(model, X, n_features=32, theta0=theta0, n_starts=n_starts,
-                                projection=data.draw(st.booleans()), out_dir=out)
+            fit = ds.fit_global(
+                model,
+                X,
+                n_features=32,
+                theta0=theta0,
+                n_starts=n_starts,
+                projection=data.draw(st.booleans()),
+                out_dir=out,
+            )
         else:
             M = data.draw(st.integers(1, 4))
             if np.ndim(X) == 2 and X.shape[0] >= M and data.draw(st.booleans()):
                 P = X[:M].copy()  # probes on the data (hostile when the data are)
             else:
                 P = data.draw(hnp.arrays(np.float64, (M, model.d), elements=st.floats(-1.5, 1.5)))
-            kw = data.draw(st.sampled_from([{"temperature": 1.0}] * 3 + [
-                {"temperature": 1e300}, {"score": "score_matching", "radius": 2.0}]))
+            kw = data.draw(
+                st.sampled_from(
+                    [{"temperature": 1.0}] * 3
+                    + [{"temperature": 1e300}, {"score": "score_matching", "radius": 2.0}]
+                )
+            )
             fit = ds.fit_local(model, X, P, theta0=theta0, n_starts=n_starts, out_dir=out, **kw)
     except ds.DynosedError as exc:
         event(f"{route}: {type(exc).__name__}")

@@ -66,14 +66,18 @@ def _imports(name, path):  # noqa: C901 (one walk over the syntax tree)
 
 MODULES = dict(_modules())
 NAMES = set(MODULES)
-GRAPH = {name: {m for m in _imports(name, path) if m in MODULES and m != name}
-         for name, path in MODULES.items()}
+GRAPH = {
+    name: {m for m in _imports(name, path) if m in MODULES and m != name}
+    for name, path in MODULES.items()
+}
 
 
 def _layer(module):
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
-    assert top in RANK, f"{module}: no layer is assigned to dynosed_sym.{top} (tests/test_layers.py)"
+    assert top in RANK, (
+        f"{module}: no layer is assigned to dynosed_sym.{top} (tests/test_layers.py)"
+    )
     return RANK[top]
 
 
@@ -98,7 +102,7 @@ def test_no_import_cycles():
         stack.append(node)
         for nxt in sorted(GRAPH[node]):
             if colour.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in colour:
                 visit(nxt)
         stack.pop()
@@ -109,8 +113,11 @@ def test_no_import_cycles():
             visit(node)
     # a package __init__ importing its own submodules, which import a sibling through the
     # package (``from . import x``), is the package's namespace, not a cycle of modules
-    real = [c for c in cycles if not any(m.count(".") < c[0].count(".") and c[0].startswith(m + ".")
-                                         for m in c)]
+    real = [
+        c
+        for c in cycles
+        if not any(m.count(".") < c[0].count(".") and c[0].startswith(m + ".") for m in c)
+    ]
     assert not real, "import cycles: " + "; ".join(" → ".join(c) for c in real)
 
 

@@ -1,4 +1,5 @@
-"""Pictures of fits and identifiability (matplotlib, an optional extra: ``pip install 'dynosed_sym[plot]'``).
+"""Pictures of fits and identifiability (matplotlib, an optional extra:
+``pip install 'dynosed_sym[plot]'``).
 
 Every function draws into ``ax`` when given (so panels combine into one figure) and otherwise
 creates its own :class:`matplotlib.figure.Figure`; it returns the figure.  Figures are built
@@ -22,8 +23,15 @@ import numpy as np
 
 from ..errors import DynosedError
 
-__all__ = ["plot_freeness", "plot_parameter_matrices", "plot_estimates", "plot_steady_state",
-           "plot_singular_values", "save_figure", "require_matplotlib"]
+__all__ = [
+    "plot_freeness",
+    "plot_parameter_matrices",
+    "plot_estimates",
+    "plot_steady_state",
+    "plot_singular_values",
+    "save_figure",
+    "require_matplotlib",
+]
 
 #: Colours of the truth and of the fit (matplotlib's default cycle's first two).
 TRUE_COLOUR, FIT_COLOUR = "#1f77b4", "#ff7f0e"
@@ -78,15 +86,30 @@ def _grid(ax, mat, row_labels, col_labels, cmap, norm, fmt, title):
         for (i, j), v in np.ndenumerate(mat):
             if np.isfinite(v):
                 frac = norm(v) if norm is not None else (v - lo) / (hi - lo if hi > lo else 1.0)
-                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7,
-                        color="white" if frac > 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    fmt.format(v),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if frac > 0.6 else "black",
+                )
     if title:
         ax.set_title(title, fontsize=10)
     return im
 
 
-def plot_freeness(fit, shape=None, normalised=True, row_labels=None, col_labels=None, ax=None,
-                  annotate=True, title=None):
+def plot_freeness(
+    fit,
+    shape=None,
+    normalised=True,
+    row_labels=None,
+    col_labels=None,
+    ax=None,
+    annotate=True,
+    title=None,
+):
     """Heatmap of the freeness of each parameter (large = weakly constrained by the data).
 
     Parameters
@@ -108,18 +131,37 @@ def plot_freeness(fit, shape=None, normalised=True, row_labels=None, col_labels=
         mat = vals.reshape(shape)
     fig, ax = _figure(ax, (1.2 + 0.75 * mat.shape[1], 0.9 + 0.55 * mat.shape[0]))
     finite = mat[np.isfinite(mat) & (mat > 0)]
-    lo = max(1e-4, finite.min()) if normalised and finite.size else (finite.min() if finite.size else 1e-12)
+    lo = (
+        max(1e-4, finite.min())
+        if normalised and finite.size
+        else (finite.min() if finite.size else 1e-12)
+    )
     hi = 1.0 if normalised else (finite.max() if finite.size else 1.0)
     norm = matplotlib.colors.LogNorm(vmin=min(lo, hi / 10), vmax=hi)
-    im = _grid(ax, np.clip(mat, norm.vmin, None), row_labels, col_labels, "Greys", norm,
-               "{:.2g}" if annotate else None,
-               title or ("normalised freeness λ·diag(H⁻¹)" if normalised else "freeness diag(H⁻¹)"))
+    im = _grid(
+        ax,
+        np.clip(mat, norm.vmin, None),
+        row_labels,
+        col_labels,
+        "Greys",
+        norm,
+        "{:.2g}" if annotate else None,
+        title or ("normalised freeness λ·diag(H⁻¹)" if normalised else "freeness diag(H⁻¹)"),
+    )
     fig.colorbar(im, ax=ax, shrink=0.9)
     return fig
 
 
-def plot_parameter_matrices(truth, estimate, shape, row_labels=None, col_labels=None, axes=None,
-                            annotate=True, titles=("true", "inferred")):
+def plot_parameter_matrices(
+    truth,
+    estimate,
+    shape,
+    row_labels=None,
+    col_labels=None,
+    axes=None,
+    annotate=True,
+    titles=("true", "inferred"),
+):
     """True and inferred parameter matrices side by side with one symmetric colour scale.
 
     Parameters
@@ -143,13 +185,25 @@ def plot_parameter_matrices(truth, estimate, shape, row_labels=None, col_labels=
     norm = mcolors.TwoSlopeNorm(vcenter=0.0, vmin=-vmax, vmax=vmax)
     im = None
     for ax, mat, title in zip(axes, (tru, est), titles):
-        im = _grid(ax, mat, row_labels, col_labels, "RdBu_r", norm, "{:.2g}" if annotate else None, title)
+        im = _grid(
+            ax, mat, row_labels, col_labels, "RdBu_r", norm, "{:.2g}" if annotate else None, title
+        )
     fig.colorbar(im, ax=list(axes), shrink=0.9)
     return fig
 
 
-def plot_estimates(x, estimates, truth=None, param_names=None, band="sd", xlabel="N", logx=True,
-                   axes=None, marker=None, title=None):
+def plot_estimates(
+    x,
+    estimates,
+    truth=None,
+    param_names=None,
+    band="sd",
+    xlabel="N",
+    logx=True,
+    axes=None,
+    marker=None,
+    title=None,
+):
     """Estimates against a setting (N, temperature T ...) with bands, one panel per parameter.
 
     Parameters
@@ -211,8 +265,17 @@ def plot_estimates(x, estimates, truth=None, param_names=None, band="sd", xlabel
     return fig
 
 
-def plot_steady_state(X_true, X_fit, dims=(0, 1), state_names=None, axes=None, max_points=5000, seed=0,
-                      titles=("true dynamics", "fitted dynamics"), size=2.0):
+def plot_steady_state(
+    X_true,
+    X_fit,
+    dims=(0, 1),
+    state_names=None,
+    axes=None,
+    max_points=5000,
+    seed=0,
+    titles=("true dynamics", "fitted dynamics"),
+    size=2.0,
+):
     """Steady-state clouds of the true and the fitted dynamics side by side, same axes limits.
 
     Parameters
@@ -233,7 +296,9 @@ def plot_steady_state(X_true, X_fit, dims=(0, 1), state_names=None, axes=None, m
     for X in (X_true, X_fit):
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or max(dims) >= X.shape[1]:
-            raise DynosedError(f"plot_steady_state: samples of shape {X.shape} have no column {max(dims)}")
+            raise DynosedError(
+                f"plot_steady_state: samples of shape {X.shape} have no column {max(dims)}"
+            )
         if X.shape[0] > max_points:
             X = X[rng.choice(X.shape[0], max_points, replace=False)]
         clouds.append(X[:, dims])
@@ -242,7 +307,10 @@ def plot_steady_state(X_true, X_fit, dims=(0, 1), state_names=None, axes=None, m
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=(7.5, 3.6), layout="constrained")
-        axes = [fig.add_subplot(1, 2, 1, projection=proj), fig.add_subplot(1, 2, 2, projection=proj)]
+        axes = [
+            fig.add_subplot(1, 2, 1, projection=proj),
+            fig.add_subplot(1, 2, 2, projection=proj),
+        ]
     fig = axes[0].figure
     both = np.concatenate(clouds)
     lo, hi = both.min(axis=0), both.max(axis=0)
@@ -285,13 +353,29 @@ def plot_singular_values(fit, ax=None, label=None, title=None, threshold=None, c
     shown = np.maximum(s, floor)
     resolved = np.arange(s.size) < rep.rank if noise is None else s > threshold * noise
     ax.plot(i, shown, color=color, lw=1, alpha=0.5, zorder=1)
-    ax.scatter(i[resolved], shown[resolved], color=color, zorder=3,
-               label=(label + ": resolved") if label else "resolved")
-    ax.scatter(i[~resolved], shown[~resolved], facecolors="none", edgecolors=color, zorder=3,
-               label=(label + ": unresolved") if label else "unresolved")
+    ax.scatter(
+        i[resolved],
+        shown[resolved],
+        color=color,
+        zorder=3,
+        label=(label + ": resolved") if label else "resolved",
+    )
+    ax.scatter(
+        i[~resolved],
+        shown[~resolved],
+        facecolors="none",
+        edgecolors=color,
+        zorder=3,
+        label=(label + ": unresolved") if label else "unresolved",
+    )
     if noise is not None:
-        ax.plot(i, threshold * noise, ls=":", color=color,
-                label=(f"{label}: " if label else "") + f"{threshold:g} × noise level")
+        ax.plot(
+            i,
+            threshold * noise,
+            ls=":",
+            color=color,
+            label=(f"{label}: " if label else "") + f"{threshold:g} × noise level",
+        )
     ax.set_yscale("log")
     from matplotlib.ticker import MaxNLocator
 

@@ -13,5 +13,11 @@ The solve and the report (:mod:`dynosed_sym.solve`) read only what this stage re
 from .features import RandomFeatures, draw_features, median_lengthscale
 from .stein import BlockSystem, assemble_array, assemble_source
 
-__all__ = ["RandomFeatures", "draw_features", "median_lengthscale", "BlockSystem", "assemble_array",
-           "assemble_source"]
+__all__ = [
+    "RandomFeatures",
+    "draw_features",
+    "median_lengthscale",
+    "BlockSystem",
+    "assemble_array",
+    "assemble_source",
+]

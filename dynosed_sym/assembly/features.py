@@ -11,8 +11,14 @@ import numpy as np
 from ..errors import DataError
 from ..kernels.stein_fill import FEATURE_BLOCK
 
-__all__ = ["RandomFeatures", "draw_features", "median_lengthscale", "feature_arguments",
-           "MAX_FEATURE_TURNS", "TWO_PI"]
+__all__ = [
+    "RandomFeatures",
+    "draw_features",
+    "median_lengthscale",
+    "feature_arguments",
+    "MAX_FEATURE_TURNS",
+    "TWO_PI",
+]
 
 TWO_PI = 2.0 * math.pi
 
@@ -38,7 +44,9 @@ class RandomFeatures:
         # block-major layout (block, ·, FEATURE_BLOCK) for the fill kernel
         Wt = np.zeros((d, mpad))
         Wt[:, :m] = self.omega.T / TWO_PI
-        self.Wt = np.ascontiguousarray(Wt.reshape(d, self.n_blocks, FEATURE_BLOCK).transpose(1, 0, 2))
+        self.Wt = np.ascontiguousarray(
+            Wt.reshape(d, self.n_blocks, FEATURE_BLOCK).transpose(1, 0, 2)
+        )
         ct = np.zeros(mpad)
         ct[:m] = self.phase / TWO_PI
         self.ct = ct.reshape(self.n_blocks, FEATURE_BLOCK)
@@ -67,8 +75,10 @@ def median_lengthscale(X, seed=0, max_points=1000):
     dist = pdist(X)
     ell = float(np.median(dist)) if dist.size else 0.0
     if not ell > 0.0:
-        raise DataError("X: the median pairwise distance is zero (are all samples identical?); "
-                        "pass bandwidth= explicitly")
+        raise DataError(
+            "X: the median pairwise distance is zero (are all samples identical?); "
+            "pass bandwidth= explicitly"
+        )
     return ell
 
 
@@ -83,7 +93,7 @@ def draw_features(d, m, lengthscale, seed=0) -> RandomFeatures:
 #: Largest |ωᵀx + c| / 2π (in turns) the fill accepts.  The range reduction t − ⌊t + ½⌋ keeps
 #: the absolute rounding of t, |t|·2⁻⁵², so at 2²⁰ turns sin/cos are still right to ≈ 1.5e-9;
 #: far beyond, they are noise (and at 2⁵² every feature is sin(c)), a wrong number, not a NaN.
-MAX_FEATURE_TURNS = 2.0 ** 20
+MAX_FEATURE_TURNS = 2.0**20
 
 
 def feature_arguments(X, feats, name="X", offset=0):
@@ -97,7 +107,7 @@ def feature_arguments(X, feats, name="X", offset=0):
         return
     limit = MAX_FEATURE_TURNS * 2.0 * math.pi - 2.0 * math.pi
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is itself the answer
-        w_max = float(np.sqrt((feats.omega ** 2).sum(axis=1)).max())
+        w_max = float(np.sqrt((feats.omega**2).sum(axis=1)).max())
         if math.sqrt(float(np.einsum("ij,ij->i", X, X).max())) * w_max <= limit:
             return  # the common case, in one pass
         scale = np.abs(X).max(axis=1)  # ‖x‖ without overflowing x² (rows of 1e200 are valid input)
@@ -108,7 +118,9 @@ def feature_arguments(X, feats, name="X", offset=0):
         rows = np.flatnonzero(bad)
         r = int(rows[0])
         raise DataError(
-            f"{name}: {rows.size} row(s) lie so far from the origin compared with the kernel length "
+            f"{name}: {rows.size} row(s) lie so far from the origin compared with the kernel "
+            "length "
             f"scale (bandwidth = {feats.lengthscale:.3g}) that sin/cos of the random features lose "
             f"all precision (row {r + offset}, ‖x‖ = {norms[r]:.3g}); shift/rescale the state "
-            "variables (and the model with them) or pass a larger bandwidth=")
+            "variables (and the model with them) or pass a larger bandwidth="
+        )

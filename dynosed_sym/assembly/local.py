@@ -24,6 +24,7 @@ def local_rows(cm, P, S, J, dlogp_dt=None):
     A = np.empty((M, cm.model.n))
     b = np.empty(M)
     g = np.zeros(M) if dlogp_dt is None else np.ascontiguousarray(dlogp_dt, dtype=float)
-    cm.module.local_rows(P, np.ascontiguousarray(S, dtype=float), np.ascontiguousarray(J, dtype=float),
-                         g, A, b)
+    cm.module.local_rows(
+        P, np.ascontiguousarray(S, dtype=float), np.ascontiguousarray(J, dtype=float), g, A, b
+    )
     return A, b

@@ -21,8 +21,16 @@ from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
 from .features import RandomFeatures, feature_arguments
 
-__all__ = ["BlockSystem", "assemble_source", "assemble_array", "assemble_global", "accumulate",
-           "block_sums", "contract", "contract_blocks"]
+__all__ = [
+    "BlockSystem",
+    "assemble_source",
+    "assemble_array",
+    "assemble_global",
+    "accumulate",
+    "block_sums",
+    "contract",
+    "contract_blocks",
+]
 
 
 class BlockSystem(NamedTuple):
@@ -132,9 +140,11 @@ def _contract_blocks(cm, feats, sums):
             P_c_tot += P_c
     A, b = contract(cm, feats, P_s_tot, P_c_tot, int(sum(counts)))
     if not (np.isfinite(A).all() and np.isfinite(b).all()):
-        raise DataError(f"the assembled system A θ = b is not finite: the kernel length scale "
-                        f"(bandwidth = {feats.lengthscale:.3g}) is far too small for the data, or the "
-                        "drift/diffusion overflow at these samples")
+        raise DataError(
+            f"the assembled system A θ = b is not finite: the kernel length scale "
+            f"(bandwidth = {feats.lengthscale:.3g}) is far too small for the data, or the "
+            "drift/diffusion overflow at these samples"
+        )
     return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
 
 
@@ -186,8 +196,9 @@ def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0):
     return blocks
 
 
-def assemble_source(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS, bar=None,
-                    dlogp_dt=None) -> "BlockSystem":
+def assemble_source(
+    cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS, bar=None, dlogp_dt=None
+) -> BlockSystem:
     """Assemble A, b from a :class:`~dynosed_sym.data.sources.DataSource` in this process.
 
     Data in memory: one kernel launch over all noise blocks (:func:`assemble_array`).  A stream:

@@ -71,7 +71,8 @@ def require_dask():
     except ImportError as exc:
         raise DaskUnavailableError(
             "the Dask backend needs the optional packages dask[array] and distributed: "
-            "pip install 'dynosed_sym[dask]'") from exc
+            "pip install 'dynosed_sym[dask]'"
+        ) from exc
     return dask
 
 
@@ -178,7 +179,7 @@ def _run_ordered(tasks, weights, client, bar, consume):
 
     step = 2 * (os.cpu_count() or 1)
     for s in range(0, len(tasks), step):
-        results = dask.compute(*tasks[s:s + step])
+        results = dask.compute(*tasks[s : s + step])
         for j, res in enumerate(results):
             consume(s + j, res)
             bar.update(weights[s + j])
@@ -194,7 +195,9 @@ def _fill_task(payload, feats, data, reader, lo, hi, n_rows, n_blocks, chunk_row
     diffusion_psd(cm.model, X, name, offset=lo)
     blocks = NoiseBlocks(n_rows, n_blocks, start=lo)
     with _KERNEL_LOCK:
-        accumulate(cm, feats, blocks, (X[a:b] for a, b in windows(X.shape[0], chunk_rows)), start=lo)
+        accumulate(
+            cm, feats, blocks, (X[a:b] for a, b in windows(X.shape[0], chunk_rows)), start=lo
+        )
     return blocks.sums
 
 
@@ -214,26 +217,34 @@ def _parts(source, chunk_rows, client, token):
         return [(p, None, lo, hi) for p, (lo, hi) in zip(pieces, spans)]
     if isinstance(source, SliceSource):
         if source.reader is None:
-            raise DataError(f"{source.name}: this {source.kind} is a view that Dask workers cannot "
-                            "reopen; pass the file path or the whole array")
+            raise DataError(
+                f"{source.name}: this {source.kind} is a view that Dask workers cannot "
+                "reopen; pass the file path or the whole array"
+            )
         reader = dask.delayed(source.reader, name=f"dynosed-reader-{token}")
-        return [(None, reader, lo, hi) for lo, hi in windows(source.n_rows, source.window_rows(chunk_rows))]
+        return [
+            (None, reader, lo, hi)
+            for lo, hi in windows(source.n_rows, source.window_rows(chunk_rows))
+        ]
     if isinstance(source, IterSource):
-        raise DataError(f"{source.name}: an iterator of chunks lives only in this process and cannot be "
-                        "distributed; pass a dask array, a file path (.npy, .zarr, .h5) or use "
-                        "backend='local'")
+        raise DataError(
+            f"{source.name}: an iterator of chunks lives only in this process and cannot be "
+            "distributed; pass a dask array, a file path (.npy, .zarr, .h5) or use "
+            "backend='local'"
+        )
     raise DataError(f"{source.name}: the Dask backend cannot read a {source.kind} input")
 
 
-def assemble_dask(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS, client=None,
-                  bar=None):
+def assemble_dask(
+    cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS, client=None, bar=None
+):
     """Assemble A, b on Dask workers (see the module docstring).
 
     Parameters
     ----------
     cm : CompiledModel
     source : DataSource
-        From :func:`dynosed_sym.data.sources.open_source`: a dask array, an in-memory array (scattered
+        From :func:`~dynosed_sym.data.sources.open_source`: a dask array, an array (scattered
         to the workers), or a ``.npy``/Zarr/HDF5 file the workers can open by path.
     feats : RandomFeatures
     n_blocks, chunk_rows : int
@@ -255,12 +266,31 @@ def assemble_dask(cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_R
     feats_d = dask.delayed(feats, name=f"dynosed-features-{token}")
     parts = _parts(source, chunk_rows, client, token)
     n = source.n_rows
-    tasks = [dask.delayed(_fill_task)(payload, feats_d, data, reader, lo, hi, n, n_blocks, int(chunk_rows),
-                                      source.d, source.name, dask_key_name=f"dynosed-fill-{token}-{i}")
-             for i, (data, reader, lo, hi) in enumerate(parts)]
+    tasks = [
+        dask.delayed(_fill_task)(
+            payload,
+            feats_d,
+            data,
+            reader,
+            lo,
+            hi,
+            n,
+            n_blocks,
+            int(chunk_rows),
+            source.d,
+            source.name,
+            dask_key_name=f"dynosed-fill-{token}-{i}",
+        )
+        for i, (data, reader, lo, hi) in enumerate(parts)
+    ]
     blocks = NoiseBlocks(n, n_blocks)
-    _run_ordered(tasks, [hi - lo for _, _, lo, hi in parts], client, bar,
-                 lambda i, partial: blocks.absorb(partial))
+    _run_ordered(
+        tasks,
+        [hi - lo for _, _, lo, hi in parts],
+        client,
+        bar,
+        lambda i, partial: blocks.absorb(partial),
+    )
     return contract_blocks(cm, feats, blocks.finish())
 
 
@@ -270,8 +300,9 @@ def _simulate_task(payload, x0, theta, G, dt, burn_in, thin, n_keep, keys):
         return cm.run_chains(x0, theta, G, dt, burn_in, thin, n_keep, keys)
 
 
-def run_chains_dask(cm, x0, theta, G, dt, burn_in, thin, n_keep, keys, *, n_groups=None, client=None,
-                    bar=None):
+def run_chains_dask(
+    cm, x0, theta, G, dt, burn_in, thin, n_keep, keys, *, n_groups=None, client=None, bar=None
+):
     """Run the generated integrator of ``cm`` on chains spread over Dask workers.
 
     The chains (rows of ``x0`` (C, d) and ``keys`` (C,)) are split into ``n_groups`` tasks
@@ -293,9 +324,21 @@ def run_chains_dask(cm, x0, theta, G, dt, burn_in, thin, n_keep, keys, *, n_grou
     edges = np.linspace(0, n_chains, n_groups + 1).round().astype(np.int64)
     token = uuid.uuid4().hex[:16]
     payload = dask.delayed(KernelPayload(cm), name=f"dynosed-kernels-{token}")
-    tasks = [dask.delayed(_simulate_task)(payload, x0[lo:hi], theta, G, dt, burn_in, thin, n_keep,
-                                          keys[lo:hi], dask_key_name=f"dynosed-sim-{token}-{g}")
-             for g, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
+    tasks = [
+        dask.delayed(_simulate_task)(
+            payload,
+            x0[lo:hi],
+            theta,
+            G,
+            dt,
+            burn_in,
+            thin,
+            n_keep,
+            keys[lo:hi],
+            dask_key_name=f"dynosed-sim-{token}-{g}",
+        )
+        for g, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
+    ]
     out = np.empty((int(n_keep), n_chains, x0.shape[1]))
     status = np.zeros(n_chains, dtype=np.int64)
 

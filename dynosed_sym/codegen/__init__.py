@@ -17,5 +17,16 @@ from .printer import SlotPrinter, cse_block
 from .render import render_module
 from .spec import GENERATOR_VERSION, KernelSpec, build_spec, spec_hash
 
-__all__ = ["compile_model", "CompiledModel", "default_output_dir", "user_cache_dir", "build_spec",
-           "KernelSpec", "spec_hash", "GENERATOR_VERSION", "render_module", "SlotPrinter", "cse_block"]
+__all__ = [
+    "compile_model",
+    "CompiledModel",
+    "default_output_dir",
+    "user_cache_dir",
+    "build_spec",
+    "KernelSpec",
+    "spec_hash",
+    "GENERATOR_VERSION",
+    "render_module",
+    "SlotPrinter",
+    "cse_block",
+]

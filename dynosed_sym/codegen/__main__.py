@@ -1,4 +1,4 @@
-"""``python -m dynosed_sym.codegen MODEL.py …``: print the generated kernel module of model files."""
+"""``python -m dynosed_sym.codegen MODEL.py …``: print the generated modules of model files."""
 
 from __future__ import annotations
 
@@ -12,12 +12,17 @@ from .spec import build_spec
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m dynosed_sym.codegen",
-                                 description="Print the generated kernel module of model files.")
+    ap = argparse.ArgumentParser(
+        prog="python -m dynosed_sym.codegen",
+        description="Print the generated kernel module of model files.",
+    )
     ap.add_argument("models", nargs="+", help="model files (each defines `model`)")
     ap.add_argument("--out", default=None, help="output folder (default: see README)")
-    ap.add_argument("--prune", action="store_true",
-                    help="delete older generated files of the same model names in the output folder")
+    ap.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete older generated files of the same model names in the output folder",
+    )
     args = ap.parse_args(argv)
     for path in args.models:
         model = load_model(path)

@@ -13,8 +13,16 @@ import os
 import re
 import tempfile
 
-__all__ = ["module_filename", "content_hash_of", "split_banner", "write_if_changed", "stale_files",
-           "default_output_dir", "user_cache_dir", "CONTENT_MARK"]
+__all__ = [
+    "module_filename",
+    "content_hash_of",
+    "split_banner",
+    "write_if_changed",
+    "stale_files",
+    "default_output_dir",
+    "user_cache_dir",
+    "CONTENT_MARK",
+]
 
 CONTENT_MARK = "# content-sha256: "
 
@@ -34,8 +42,8 @@ def split_banner(text: str):
     start = text.find(CONTENT_MARK)
     if start < 0 or end < 0:
         return None, text
-    recorded = text[start + len(CONTENT_MARK):text.find("\n", start)].strip()
-    body = text[text.find("\n", end) + 1:]
+    recorded = text[start + len(CONTENT_MARK) : text.find("\n", start)].strip()
+    body = text[text.find("\n", end) + 1 :]
     return recorded, body
 
 
@@ -62,7 +70,9 @@ def write_if_changed(path: str, text: str) -> bool:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)  # atomic on POSIX: readers see the old or the new file, never a torn one
+        os.replace(
+            tmp, path
+        )  # atomic on POSIX: readers see the old or the new file, never a torn one
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -75,13 +85,17 @@ def stale_files(out_dir, name, keep):
     then the Python and Numba caches in ``out_dir/__pycache__`` of every such older module
     (``<module>.*``), which nothing would load again."""
     pattern = re.compile(re.escape(name) + r"_[0-9a-f]{12}\.py")
-    stale = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir)
-                   if pattern.fullmatch(f) and f != keep)
+    stale = sorted(
+        os.path.join(out_dir, f) for f in os.listdir(out_dir) if pattern.fullmatch(f) and f != keep
+    )
     cache = os.path.join(out_dir, "__pycache__")
     if os.path.isdir(cache):  # also caches left by modules removed earlier
         module = re.compile(re.escape(name) + r"_[0-9a-f]{12}(?=\.)")
-        stale += sorted(os.path.join(cache, f) for f in os.listdir(cache)
-                        if (m := module.match(f)) and m.group(0) + ".py" != keep)
+        stale += sorted(
+            os.path.join(cache, f)
+            for f in os.listdir(cache)
+            if (m := module.match(f)) and m.group(0) + ".py" != keep
+        )
     return stale
 
 
@@ -102,7 +116,9 @@ def default_output_dir(model) -> str:
         return env
     src = getattr(model, "source_path", None)
     if src:
-        candidate = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(src))), "generated")
+        candidate = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(src))), "generated"
+        )
         if os.path.isdir(candidate):
             return candidate
     return user_cache_dir()

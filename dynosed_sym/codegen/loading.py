@@ -18,8 +18,14 @@ import numpy as np
 
 from ..errors import CodegenError, DataError
 from ..progress import note_first_compile
-from .files import (content_hash_of, default_output_dir, module_filename, split_banner,
-                    user_cache_dir, write_if_changed)
+from .files import (
+    content_hash_of,
+    default_output_dir,
+    module_filename,
+    split_banner,
+    user_cache_dir,
+    write_if_changed,
+)
 from .render import render_module
 from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
 
@@ -37,9 +43,12 @@ def _valid_file(path, expected_hash):
     except (OSError, UnicodeDecodeError):
         return False
     recorded, body = split_banner(text)
-    return (recorded is not None and recorded == content_hash_of(body)
-            and f"SPEC_HASH = {expected_hash!r}" in body
-            and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body)
+    return (
+        recorded is not None
+        and recorded == content_hash_of(body)
+        and f"SPEC_HASH = {expected_hash!r}" in body
+        and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body
+    )
 
 
 def _numba_cache_files(module):
@@ -64,9 +73,12 @@ def _numba_cache_files(module):
             names = os.listdir(folder)
         except OSError:
             continue
-        files += [os.path.join(folder, n) for n in sorted(names)
-                  if n == index_name or (n.startswith(base) and n.endswith(".nbc")
-                                         and n[len(base):-len(".nbc")].isdigit())]
+        files += [
+            os.path.join(folder, n)
+            for n in sorted(names)
+            if n == index_name
+            or (n.startswith(base) and n.endswith(".nbc") and n[len(base) : -len(".nbc")].isdigit())
+        ]
     return files
 
 
@@ -116,17 +128,22 @@ def _repair_numba_cache(module):
     """
     files = _numba_cache_files(module)
     if files and not _numba_cache_intact(files):
-        warnings.warn(f"Numba's cache of {os.path.basename(module.__file__)} is damaged; deleting it "
-                      "(the kernels are compiled again)", stacklevel=3)
+        warnings.warn(
+            f"Numba's cache of {os.path.basename(module.__file__)} is damaged; deleting it "
+            "(the kernels are compiled again)",
+            stacklevel=3,
+        )
         for f in files:
             try:
                 os.unlink(f)
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                warnings.warn(f"cannot delete the damaged Numba cache file {f} ({exc}); delete it "
-                              "by hand, or Numba fails on the first call of this kernel",
-                              stacklevel=3)
+                warnings.warn(
+                    f"cannot delete the damaged Numba cache file {f} ({exc}); delete it "
+                    "by hand, or Numba fails on the first call of this kernel",
+                    stacklevel=3,
+                )
 
 
 def _import_path(path, module_name):
@@ -165,9 +182,13 @@ class CompiledModel:
         if module.IS_AFFINE:
             self.a_terms = np.array([t[:3] for t in module.A_TERMS], dtype=np.int64).reshape(-1, 3)
             self.a_coef = np.array([t[3] for t in module.A_TERMS], dtype=float)
-            self.b_sin_terms = np.array([t[:2] for t in module.B_SIN_TERMS], dtype=np.int64).reshape(-1, 2)
+            self.b_sin_terms = np.array(
+                [t[:2] for t in module.B_SIN_TERMS], dtype=np.int64
+            ).reshape(-1, 2)
             self.b_sin_coef = np.array([t[2] for t in module.B_SIN_TERMS], dtype=float)
-            self.b_cos_terms = np.array([t[:3] for t in module.B_COS_TERMS], dtype=np.int64).reshape(-1, 3)
+            self.b_cos_terms = np.array(
+                [t[:3] for t in module.B_COS_TERMS], dtype=np.int64
+            ).reshape(-1, 3)
             self.b_cos_coef = np.array([t[3] for t in module.B_COS_TERMS], dtype=float)
             self.n_sin = int(self.a_terms[:, 0].max(initial=-1)) + 1
             self.n_sin = max(self.n_sin, int(self.b_sin_terms[:, 0].max(initial=-1)) + 1)
@@ -181,8 +202,10 @@ class CompiledModel:
         """X as C-contiguous float64 (N, d); shape errors name X (kernels skip bounds checks)."""
         X = np.ascontiguousarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.model.d:
-            raise DataError(f"X: expected shape (N, {self.model.d}) for model {self.model.name!r}, "
-                            f"got {X.shape}")
+            raise DataError(
+                f"X: expected shape (N, {self.model.d}) for model {self.model.name!r}, "
+                f"got {X.shape}"
+            )
         return X
 
     def drift(self, X, theta) -> np.ndarray:
@@ -201,7 +224,7 @@ class CompiledModel:
         return out_sin, out_cos
 
     def run_chains(self, x0, theta, G, dt, burn_in, thin, n_keep, keys):
-        """Run the generated integrator on chains with start states ``x0`` (C, d) and stream ``keys`` (C,).
+        """Run the generated integrator on chains: start states ``x0`` (C, d), stream ``keys`` (C,).
 
         Returns
         -------
@@ -211,9 +234,18 @@ class CompiledModel:
         x0 = np.ascontiguousarray(x0, dtype=float)
         out = np.empty((int(n_keep), x0.shape[0], x0.shape[1]))
         status = np.zeros(x0.shape[0], dtype=np.int64)
-        self.module.simulate_chains(x0, np.ascontiguousarray(theta, dtype=float),
-                                  np.ascontiguousarray(G, dtype=float), float(dt), int(burn_in), int(thin),
-                                  int(n_keep), np.ascontiguousarray(keys, dtype=np.uint64), out, status)
+        self.module.simulate_chains(
+            x0,
+            np.ascontiguousarray(theta, dtype=float),
+            np.ascontiguousarray(G, dtype=float),
+            float(dt),
+            int(burn_in),
+            int(thin),
+            int(n_keep),
+            np.ascontiguousarray(keys, dtype=np.uint64),
+            out,
+            status,
+        )
         return out, status
 
     def __repr__(self):
@@ -275,14 +307,17 @@ def _ensure_file(model, h, out_dir, force) -> str:
     path = os.path.join(out_dir, module_filename(model.name, h))
     if force or not _valid_file(path, h):
         if os.path.exists(path) and not force:
-            warnings.warn(f"generated file {path} was modified or truncated; regenerating it",
-                          stacklevel=3)
+            warnings.warn(
+                f"generated file {path} was modified or truncated; regenerating it", stacklevel=3
+            )
         text = render_module(build_spec(model))
         try:
             write_if_changed(path, text)
         except OSError as exc:
-            raise CodegenError(f"cannot write generated kernels to {out_dir!r} ({exc}); "
-                               "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder") from exc
+            raise CodegenError(
+                f"cannot write generated kernels to {out_dir!r} ({exc}); "
+                "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder"
+            ) from exc
     return path
 
 
@@ -291,6 +326,10 @@ def check_finite_output(arr, what, X=None):
     bad = ~np.isfinite(arr)
     if bad.any():
         row = int(np.argwhere(bad)[0][0])
-        where = f" at sample {row}" + (f" (x = {np.array2string(X[row], precision=4)})" if X is not None else "")
-        raise DataError(f"{what} is not finite{where}: the drift or diffusion overflowed or "
-                        "was evaluated outside its domain")
+        where = f" at sample {row}" + (
+            f" (x = {np.array2string(X[row], precision=4)})" if X is not None else ""
+        )
+        raise DataError(
+            f"{what} is not finite{where}: the drift or diffusion overflowed or "
+            "was evaluated outside its domain"
+        )

@@ -19,8 +19,14 @@ class SlotPrinter(PythonCodePrinter):
     """
 
     def __init__(self, slots):
-        super().__init__({"standard": "python3", "fully_qualified_modules": True,
-                          "inline": True, "allow_unknown_functions": False})
+        super().__init__(
+            {
+                "standard": "python3",
+                "fully_qualified_modules": True,
+                "inline": True,
+                "allow_unknown_functions": False,
+            }
+        )
         self._slots = dict(slots)
 
     def _print_Symbol(self, expr):

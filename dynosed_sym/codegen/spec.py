@@ -16,6 +16,7 @@ import sympy as sp
 
 __all__ = ["GENERATOR_VERSION", "KernelSpec", "spec_hash", "build_spec"]
 
+
 def _release() -> str:
     """The installed package version (``pyproject.toml`` is the one place it is written)."""
     from importlib import metadata
@@ -31,8 +32,13 @@ RELEASE = _release()
 # Every source file whose text can change the printed kernels.  Their fingerprint is part of
 # GENERATOR_VERSION, hence of every spec hash and generated file name: a changed generator can
 # never silently reuse a file (or a Numba cache) printed by an older one.
-_GENERATOR_SOURCES = ("codegen/spec.py", "model/derivation.py", "codegen/printer.py",
-                      "codegen/templates.py", "codegen/render.py")
+_GENERATOR_SOURCES = (
+    "codegen/spec.py",
+    "model/derivation.py",
+    "codegen/printer.py",
+    "codegen/templates.py",
+    "codegen/render.py",
+)
 
 
 def _generator_fingerprint() -> str:
@@ -75,6 +81,7 @@ def spec_hash(model) -> str:
         model.name,
         sp.srepr(sp.Tuple(*model.state)),
         sp.srepr(sp.Tuple(*model.params)),
+        sp.srepr(sp.Tuple(*getattr(model, "inputs", ()))),
         sp.srepr(model.drift),
         sp.srepr(model.D),
         sp.srepr(model.G) if model.G is not None else "None",

@@ -7,14 +7,14 @@ globals, so Numba's on-disk cache stays valid.
 
 TEMPLATE_NAME = "kernels_v1"
 
-BANNER = '''\
+BANNER = """\
 # ============================================================================
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym {version}, template {template}.
 # model: {name}    spec hash: {hash}
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
 # content-sha256: {content_hash}
 # ============================================================================
-'''
+"""
 
 HEADER = '''\
 """Numba kernels for the SDE model ``{name}``.
@@ -51,11 +51,11 @@ NOISE_DIM = {dn}
 STATE_DEPENDENT_NOISE = {state_noise}
 '''
 
-STEIN_DOC = '''\
+STEIN_DOC = """\
     stein_features(X, out_sin, out_cos)      X (N, {d}), out_sin (N, {n_sin}), out_cos (N, {n_cos})
-'''
+"""
 
-STEIN_TABLES = '''
+STEIN_TABLES = """
 # Contraction tables of the global Stein fill (see dynosed_sym.symbolic.SteinPieces):
 #   A[:, k] gets coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])  for (e, j, k, coef) in A_TERMS
 #   b       gets coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])  for (e, j, coef) in B_SIN_TERMS
@@ -64,18 +64,21 @@ STEIN_TABLES = '''
 A_TERMS = {a_terms}
 B_SIN_TERMS = {b_sin_terms}
 B_COS_TERMS = {b_cos_terms}
-'''
+"""
 
-LOCAL_DOC = '''\
+LOCAL_DOC = """\
     local_rows(X, S, J, dlogp_dt, A, b)      X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score
                                              Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
                                              A (M, {n}), b (M,)
-'''
+"""
 
-POINT_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
-              'boundscheck=False, nogil=True, inline="never"')
-BATCH_OPTS = ('parallel=True, fastmath=False, cache=True, error_model="numpy", '
-              'boundscheck=False, nogil=True')
+POINT_OPTS = (
+    'parallel=False, fastmath=False, cache=True, error_model="numpy", '
+    'boundscheck=False, nogil=True, inline="never"'
+)
+BATCH_OPTS = (
+    'parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True'
+)
 
 POINT_FUNCTION = '''
 
@@ -111,8 +114,9 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 # Local residual and its theta-gradient at given theta (gradient route of the local loss).
 # Serial: it runs once per trust-region step over M probes (about 100 ns each), where waking
 # threads costs more than the work and, on a busy machine, made the search 10-50x slower.
-SERIAL_BATCH_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
-                     'boundscheck=False, nogil=True')
+SERIAL_BATCH_OPTS = (
+    'parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True'
+)
 
 LOCAL_RESIDUAL_BATCH_FUNCTION = '''
 
@@ -127,11 +131,11 @@ def local_residual(X, S, J, dlogp_dt, theta, R, dR):
         local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
 '''
 
-LOCAL_RESIDUAL_DOC = '''\
+LOCAL_RESIDUAL_DOC = """\
     local_residual(X, S, J, dlogp_dt, theta, R, dR)
                                              X (M, {d}) probes, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,),
                                              theta ({n},), R (M,) residual, dR (M, {n}) = dR/dtheta
-'''
+"""
 
 # The simulator: RK4 for the drift plus an Euler-Maruyama noise increment (the
 # reference paper's scheme) when the noise is constant; plain Euler-Maruyama
@@ -351,7 +355,7 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
                 kept += 1
 '''
 
-RK4_STEP = '''\
+RK4_STEP = """\
             # RK4 for the drift; acc collects k1 + 2 k2 + 2 k3 + k4 in that order
             drift_lanes(xf, theta, k1f, width)
             for j in range(d):
@@ -380,9 +384,9 @@ RK4_STEP = '''\
                         for l in range(width):
                             acc[j, l] += g * eta[q, l]
                 for l in range(width):
-                    x[j, l] = x[j, l] + acc[j, l]'''
+                    x[j, l] = x[j, l] + acc[j, l]"""
 
-EM_STEP = '''\
+EM_STEP = """\
             # Euler-Maruyama with the state-dependent noise matrix G(x)
             drift_lanes(xf, theta, k1f, width)
             noise_lanes(xf, Gxf, width)
@@ -394,4 +398,4 @@ EM_STEP = '''\
                     for l in range(width):
                         acc[j, l] += sqdt * (Gx[j, q, l] * eta[q, l])
                 for l in range(width):
-                    x[j, l] = x[j, l] + acc[j, l]'''
+                    x[j, l] = x[j, l] + acc[j, l]"""

@@ -13,5 +13,12 @@ from .arrays import as_samples, from_anndata
 from .blocks import NoiseBlocks, block_edges
 from .sources import DataSource, is_streamed, open_source
 
-__all__ = ["as_samples", "from_anndata", "open_source", "is_streamed", "DataSource", "NoiseBlocks",
-           "block_edges"]
+__all__ = [
+    "as_samples",
+    "from_anndata",
+    "open_source",
+    "is_streamed",
+    "DataSource",
+    "NoiseBlocks",
+    "block_edges",
+]

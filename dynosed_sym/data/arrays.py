@@ -17,8 +17,10 @@ def _from_frame(X, model, name):
     cols = [str(c) for c in X.columns]
     missing = [s for s in model.state_names if s not in cols]
     if missing:
-        raise DataError(f"{name}: DataFrame has no column {missing[0]!r} for state variable "
-                        f"{missing[0]!r} (columns: {', '.join(cols)})")
+        raise DataError(
+            f"{name}: DataFrame has no column {missing[0]!r} for state variable "
+            f"{missing[0]!r} (columns: {', '.join(cols)})"
+        )
     return X[model.state_names].to_numpy(dtype=float)
 
 
@@ -47,8 +49,10 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     if arr.ndim != 2:
         raise DataError(f"{name}: expected a 2-D array (N, {model.d}), got {arr.ndim} dimension(s)")
     if arr.shape[1] != model.d:
-        raise DataError(f"{name}: has {arr.shape[1]} columns but model {model.name!r} has "
-                        f"{model.d} state variables ({', '.join(model.state_names)})")
+        raise DataError(
+            f"{name}: has {arr.shape[1]} columns but model {model.name!r} has "
+            f"{model.d} state variables ({', '.join(model.state_names)})"
+        )
     check_finite(arr, name)
     if arr.shape[0] < min_samples:
         raise DataError(f"{name}: {arr.shape[0]} sample(s); at least {min_samples} are needed")
@@ -87,27 +91,37 @@ def from_anndata(adata, model, var_names=None, layer=None, name="X", min_samples
     elif isinstance(var_names, dict):
         unknown = [k for k in var_names if str(k) not in states]
         if unknown:
-            raise DataError(f"{name}: var_names key {str(unknown[0])!r} is not a state variable of "
-                            f"{model.name!r} ({', '.join(states)})")
-        chosen = [str(var_names.get(s, var_names.get(sym, s))) for s, sym in zip(states, model.state)]
+            raise DataError(
+                f"{name}: var_names key {str(unknown[0])!r} is not a state variable of "
+                f"{model.name!r} ({', '.join(states)})"
+            )
+        chosen = [
+            str(var_names.get(s, var_names.get(sym, s))) for s, sym in zip(states, model.state)
+        ]
     else:
         chosen = [str(v) for v in var_names]
         if len(chosen) != model.d:
-            raise DataError(f"{name}: var_names has {len(chosen)} entries, model {model.name!r} has "
-                            f"{model.d} state variables ({', '.join(states)})")
+            raise DataError(
+                f"{name}: var_names has {len(chosen)} entries, model {model.name!r} has "
+                f"{model.d} state variables ({', '.join(states)})"
+            )
     available = [str(v) for v in adata.var_names]
     index = {v: i for i, v in enumerate(available)}
     for s, v in zip(states, chosen):
         if v not in index:
             shown = ", ".join(available[:10]) + (" ..." if len(available) > 10 else "")
-            raise DataError(f"{name}: AnnData has no variable {v!r} for state variable {s!r} "
-                            f"(var_names: {shown}); pass var_names= to choose the state columns")
+            raise DataError(
+                f"{name}: AnnData has no variable {v!r} for state variable {s!r} "
+                f"(var_names: {shown}); pass var_names= to choose the state columns"
+            )
     if layer is None:
         mat = adata.X
     else:
         if layer not in adata.layers:
-            raise DataError(f"{name}: AnnData has no layer {layer!r} (layers: "
-                            f"{', '.join(adata.layers.keys()) or 'none'})")
+            raise DataError(
+                f"{name}: AnnData has no layer {layer!r} (layers: "
+                f"{', '.join(adata.layers.keys()) or 'none'})"
+            )
         mat = adata.layers[layer]
     if mat is None:
         raise DataError(f"{name}: AnnData.X is empty; pass layer=")
@@ -122,7 +136,9 @@ def check_finite(arr, name, offset=0):
     bad = ~np.isfinite(arr)
     if bad.any():
         rows = np.flatnonzero(bad.any(axis=1))
-        shown = ", ".join(str(int(r) + offset) for r in rows[:5]) + (" ..." if rows.size > 5 else "")
+        shown = ", ".join(str(int(r) + offset) for r in rows[:5]) + (
+            " ..." if rows.size > 5 else ""
+        )
         raise DataError(f"{name}: {rows.size} row(s) contain NaN or inf (rows {shown})")
 
 
@@ -135,7 +151,9 @@ def validate_rows(raw, d, name="X", offset=0) -> np.ndarray:
     try:
         arr = np.asarray(raw, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: rows from {offset} cannot be converted to floats ({exc})") from exc
+        raise DataError(
+            f"{name}: rows from {offset} cannot be converted to floats ({exc})"
+        ) from exc
     if arr.ndim == 1 and d == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[1] != d:

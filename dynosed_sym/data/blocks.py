@@ -88,7 +88,7 @@ class NoiseBlocks:
                     k = r // self.size
                 end = (k + 1) * self.size
             take = min(n - i, end - r)
-            yield k, X[i:i + take]
+            yield k, X[i : i + take]
             i += take
             self.row += take
 

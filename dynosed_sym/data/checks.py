@@ -11,8 +11,15 @@ import numpy as np
 
 from ..errors import DataError, ModelError
 
-__all__ = ["per_row", "distinct_samples", "same_point", "diffusion_values", "diffusion_psd",
-           "Spread", "PSD_ROWS"]
+__all__ = [
+    "per_row",
+    "distinct_samples",
+    "same_point",
+    "diffusion_values",
+    "diffusion_psd",
+    "Spread",
+    "PSD_ROWS",
+]
 
 
 def per_row(values, points, name, what="sample"):
@@ -26,7 +33,9 @@ def per_row(values, points, name, what="sample"):
     if g.shape != (points.shape[0],):
         raise DataError(f"{name}: expected one value per {what} ({points.shape[0]}), got {g.size}")
     if not np.isfinite(g).all():
-        raise DataError(f"{name}: not finite at {what}(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}")
+        raise DataError(
+            f"{name}: not finite at {what}(s) {np.flatnonzero(~np.isfinite(g))[:5].tolist()}"
+        )
     return np.ascontiguousarray(g)
 
 
@@ -44,10 +53,15 @@ def distinct_samples(X, name="X", first=False):
 def same_point(n, point, name="X", first=False):
     """The DataError of :func:`distinct_samples` for ``n`` rows all equal to ``point``."""
     which = f"the first {n} samples" if first else f"all {n} samples"
-    hint = ("; the median bandwidth is taken from these rows: pass bandwidth= or shuffle the rows"
-            if first else "; a stationary law with noise has spread")
-    raise DataError(f"{name}: {which} are the same point {np.array2string(np.asarray(point), precision=4)}"
-                    + hint)
+    hint = (
+        "; the median bandwidth is taken from these rows: pass bandwidth= or shuffle the rows"
+        if first
+        else "; a stationary law with noise has spread"
+    )
+    raise DataError(
+        f"{name}: {which} are the same point {np.array2string(np.asarray(point), precision=4)}"
+        + hint
+    )
 
 
 _D_FUNCS: dict = {}
@@ -85,7 +99,7 @@ def diffusion_psd(model, X, name="X", what="sample", offset=0):
     if getattr(model, "D", None) is None or model.diffusion_is_constant or model.G is not None:
         return  # (a stand-in without a model: columns only)
     for lo in range(0, X.shape[0], PSD_ROWS):
-        _diffusion_psd_rows(model, X[lo:lo + PSD_ROWS], name, what, offset + lo)
+        _diffusion_psd_rows(model, X[lo : lo + PSD_ROWS], name, what, offset + lo)
 
 
 #: Rows of X whose D(x) (rows × d × d) is evaluated at once by :func:`diffusion_psd`.
@@ -97,18 +111,21 @@ def _diffusion_psd_rows(model, X, name, what, offset):
     finite = np.isfinite(Dx).all(axis=(1, 2))
     if not finite.all():
         r = int(np.flatnonzero(~finite)[0])
-        raise ModelError(f"diffusion D(x) of model {model.name!r} is not finite at {what} {r + offset} of "
-                         f"{name} (x = {np.array2string(X[r], precision=4)})")
+        raise ModelError(
+            f"diffusion D(x) of model {model.name!r} is not finite at {what} {r + offset} of "
+            f"{name} (x = {np.array2string(X[r], precision=4)})"
+        )
     eig = np.linalg.eigvalsh(Dx)
     tol = 1e-12 * np.maximum(1.0, np.abs(eig).max(axis=1))
     bad = eig[:, 0] < -tol
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
-        raise ModelError(f"diffusion D(x) of model {model.name!r} is not positive semi-definite at "
-                         f"{what} {r + offset} of {name} (x = {np.array2string(X[r], precision=4)}, "
-                         f"smallest eigenvalue {eig[r, 0]:.3g}); D must be a covariance wherever the "
-                         "state goes")
-
+        raise ModelError(
+            f"diffusion D(x) of model {model.name!r} is not positive semi-definite at "
+            f"{what} {r + offset} of {name} (x = {np.array2string(X[r], precision=4)}, "
+            f"smallest eigenvalue {eig[r, 0]:.3g}); D must be a covariance wherever the "
+            "state goes"
+        )
 
 
 class Spread:

@@ -37,8 +37,19 @@ from .arrays import as_samples, from_anndata, is_anndata, is_frame, validate_row
 from .blocks import block_edges
 from .checks import Spread, diffusion_psd
 
-__all__ = ["open_source", "is_streamed", "iter_blocks", "rows_differ", "windows", "DataSource",
-           "ArraySource", "SliceSource", "IterSource", "DaskSource", "Columns"]
+__all__ = [
+    "open_source",
+    "is_streamed",
+    "iter_blocks",
+    "rows_differ",
+    "windows",
+    "DataSource",
+    "ArraySource",
+    "SliceSource",
+    "IterSource",
+    "DaskSource",
+    "Columns",
+]
 
 
 def windows(n, rows, start=0):
@@ -127,7 +138,7 @@ class ArraySource(DataSource):
             yield self.array[lo:hi]
 
     def blocks(self, n_blocks=DEFAULT_BLOCKS):
-        """The noise blocks (views), as consumed by :func:`dynosed_sym.assembly.stein.assemble_global`."""
+        """The noise blocks (views), in the order the assembly reads them."""
         edges = block_edges(self.n_rows, n_blocks)
         for lo, hi in zip(edges[:-1], edges[1:]):
             yield self.array[lo:hi]
@@ -174,8 +185,14 @@ class MemmapReader(_RowReader):
         self.order = "F" if (mm.flags.f_contiguous and not mm.flags.c_contiguous) else "C"
 
     def _open(self):
-        return np.memmap(self.filename, dtype=self.dtype, mode="r", offset=self.offset,
-                         shape=self.shape, order=self.order)
+        return np.memmap(
+            self.filename,
+            dtype=self.dtype,
+            mode="r",
+            offset=self.offset,
+            shape=self.shape,
+            order=self.order,
+        )
 
 
 class ZarrReader(_RowReader):
@@ -215,8 +232,10 @@ class SliceSource(DataSource):
         if len(shape) == 1 and model.d == 1:
             shape = (shape[0], 1)
         if len(shape) != 2 or shape[1] != model.d:
-            raise DataError(f"{name}: {location or kind} holds an array of shape {tuple(obj.shape)}, "
-                            f"expected (N, {model.d}) with columns {', '.join(model.state_names)}")
+            raise DataError(
+                f"{name}: {location or kind} holds an array of shape {tuple(obj.shape)}, "
+                f"expected (N, {model.d}) with columns {', '.join(model.state_names)}"
+            )
         self.n_rows = int(shape[0])
         native = getattr(obj, "chunks", None)
         self.native_rows = int(native[0]) if isinstance(native, tuple) and native else None
@@ -329,14 +348,18 @@ class DaskSource(DataSource):
             cols = [str(c) for c in X.columns]
             missing = [s for s in model.state_names if s not in cols]
             if missing:
-                raise DataError(f"{name}: dask DataFrame has no column {missing[0]!r} for state "
-                                f"variable {missing[0]!r} (columns: {', '.join(cols)})")
+                raise DataError(
+                    f"{name}: dask DataFrame has no column {missing[0]!r} for state "
+                    f"variable {missing[0]!r} (columns: {', '.join(cols)})"
+                )
             X = X[model.state_names].to_dask_array(lengths=True)
         if X.ndim == 1 and model.d == 1:
             X = X[:, None]
         if X.ndim != 2 or X.shape[1] != model.d:
-            raise DataError(f"{name}: dask array of shape {X.shape}, expected (N, {model.d}) with "
-                            f"columns {', '.join(model.state_names)}")
+            raise DataError(
+                f"{name}: dask array of shape {X.shape}, expected (N, {model.d}) with "
+                f"columns {', '.join(model.state_names)}"
+            )
         if any(np.isnan(c) for c in X.chunks[0]):
             X = X.compute_chunk_sizes()
         if len(X.chunks[1]) > 1:
@@ -358,8 +381,10 @@ def _optional(module, extra):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise DataError(f"reading this input needs the optional package {module!r}: "
-                        f"pip install 'dynosed_sym[{extra}]'") from None
+        raise DataError(
+            f"reading this input needs the optional package {module!r}: "
+            f"pip install 'dynosed_sym[{extra}]'"
+        ) from None
 
 
 def _single_array(candidates, what, path, hint):
@@ -377,8 +402,9 @@ def _open_path(path, model, name):
             mm = np.load(path, mmap_mode="r")
         except (OSError, ValueError) as exc:
             raise DataError(f"{name}: cannot read {path!r} ({exc})") from exc
-        return SliceSource("npy", mm, model, name, reader=NpyReader(os.path.abspath(path), mm),
-                           location=path)
+        return SliceSource(
+            "npy", mm, model, name, reader=NpyReader(os.path.abspath(path), mm), location=path
+        )
     if low.endswith(".zarr"):
         zarr = _optional("zarr", "zarr")
         try:
@@ -386,8 +412,9 @@ def _open_path(path, model, name):
         except Exception as exc:
             raise DataError(f"{name}: cannot open Zarr store {path!r} ({exc})") from exc
         if not hasattr(node, "shape"):  # a group
-            key, node = _single_array(list(node.arrays()), "Zarr", path,
-                                      "pass the array itself: zarr.open(path)[name]")
+            key, node = _single_array(
+                list(node.arrays()), "Zarr", path, "pass the array itself: zarr.open(path)[name]"
+            )
         return SliceSource("zarr", node, model, name, reader=ZarrReader(node), location=path)
     if low.endswith((".h5", ".hdf5", ".he5")):
         h5py = _optional("h5py", "hdf5")
@@ -396,17 +423,30 @@ def _open_path(path, model, name):
         except OSError as exc:
             raise DataError(f"{name}: cannot open HDF5 file {path!r} ({exc})") from exc
         found = []
-        fh.visititems(lambda n, obj: found.append((n, obj)) if isinstance(obj, h5py.Dataset) else None)
+        fh.visititems(
+            lambda n, obj: found.append((n, obj)) if isinstance(obj, h5py.Dataset) else None
+        )
         try:
-            key, ds = _single_array(found, "HDF5", path, "pass the dataset itself: h5py.File(path)[name]")
+            key, ds = _single_array(
+                found, "HDF5", path, "pass the dataset itself: h5py.File(path)[name]"
+            )
         except DataError:
             fh.close()
             raise
-        return SliceSource("hdf5", ds, model, name, reader=H5Reader(os.path.abspath(path), ds.name, ds),
-                           closer=fh.close, location=path)
-    raise DataError(f"{name}: cannot stream {path!r}: expected a .npy file, a .zarr store or an "
-                    ".h5/.hdf5 file (load other formats yourself and pass an array or an iterator "
-                    "of chunks)")
+        return SliceSource(
+            "hdf5",
+            ds,
+            model,
+            name,
+            reader=H5Reader(os.path.abspath(path), ds.name, ds),
+            closer=fh.close,
+            location=path,
+        )
+    raise DataError(
+        f"{name}: cannot stream {path!r}: expected a .npy file, a .zarr store or an "
+        ".h5/.hdf5 file (load other formats yourself and pass an array or an iterator "
+        "of chunks)"
+    )
 
 
 def _is_dask(X):
@@ -422,7 +462,9 @@ def open_source(X, model, name="X") -> DataSource:
         return DaskSource(X, model, name)
     if isinstance(X, np.memmap):
         reader = MemmapReader(X) if X.base is not None and type(X.base).__name__ == "mmap" else None
-        return SliceSource("memmap", X, model, name, reader=reader, location=getattr(X, "filename", None))
+        return SliceSource(
+            "memmap", X, model, name, reader=reader, location=getattr(X, "filename", None)
+        )
     if isinstance(X, np.ndarray) or is_frame(X):
         return ArraySource(as_samples(X, model, name), model, name)
     if is_anndata(X):
@@ -432,7 +474,9 @@ def open_source(X, model, name="X") -> DataSource:
         return SliceSource("zarr", X, model, name, reader=ZarrReader(X), location=repr(X))
     if module.startswith("h5py") and hasattr(X, "shape"):
         reader = H5Reader(X.file.filename, X.name, X)
-        return SliceSource("hdf5", X, model, name, reader=reader, location=f"{X.file.filename}:{X.name}")
+        return SliceSource(
+            "hdf5", X, model, name, reader=reader, location=f"{X.file.filename}:{X.name}"
+        )
     if isinstance(X, (list, tuple)):
         if X and all(is_frame(c) or (isinstance(c, np.ndarray) and c.ndim == 2) for c in X):
             return IterSource(X, model, name)
@@ -442,8 +486,10 @@ def open_source(X, model, name="X") -> DataSource:
     try:
         iter(X)
     except TypeError:
-        raise DataError(f"{name}: expected an array, DataFrame, file path (.npy, .zarr, .h5), Zarr or "
-                        f"HDF5 array, dask array or iterable of chunks, got {type(X).__name__}") from None
+        raise DataError(
+            f"{name}: expected an array, DataFrame, file path (.npy, .zarr, .h5), Zarr or "
+            f"HDF5 array, dask array or iterable of chunks, got {type(X).__name__}"
+        ) from None
     return IterSource(X, model, name)
 
 
@@ -486,8 +532,9 @@ def is_streamed(X) -> bool:
     if module.startswith(("zarr", "h5py", "dask")):
         return True
     if isinstance(X, (list, tuple)):
-        return bool(X) and all(isinstance(c, np.ndarray) and c.ndim == 2 or hasattr(c, "columns")
-                               for c in X)
+        return bool(X) and all(
+            isinstance(c, np.ndarray) and c.ndim == 2 or hasattr(c, "columns") for c in X
+        )
     if hasattr(X, "__array__") or hasattr(X, "columns"):
         return False
     return hasattr(X, "__iter__") or hasattr(X, "__next__")

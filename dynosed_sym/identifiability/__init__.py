@@ -27,5 +27,11 @@ from .design import IdentifiabilityCheck, check_identifiability
 from .exact import NullSpace, function_null_space
 from .structural import StructuralReport, structural_check
 
-__all__ = ["check_identifiability", "IdentifiabilityCheck", "structural_check", "StructuralReport",
-           "function_null_space", "NullSpace"]
+__all__ = [
+    "check_identifiability",
+    "IdentifiabilityCheck",
+    "structural_check",
+    "StructuralReport",
+    "function_null_space",
+    "NullSpace",
+]

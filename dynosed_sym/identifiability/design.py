@@ -17,6 +17,7 @@ import numpy as np
 
 from ..data.arrays import as_samples
 from ..errors import DataError, DynosedError, ModelError
+from ..model.declaration import require_parameters
 from ..options import DEFAULT_BLOCKS, Execution, execution_doc
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
@@ -29,7 +30,7 @@ from .structural import StructuralReport, nominal_vector, structural_check
 __all__ = ["IdentifiabilityCheck", "check_identifiability", "follow_directions"]
 
 
-SHRINK_EXPONENT = -0.25   # log-log slope below which an unresolved direction is "unconstrained"
+SHRINK_EXPONENT = -0.25  # log-log slope below which an unresolved direction is "unconstrained"
 
 
 @dataclass
@@ -117,8 +118,10 @@ class IdentifiabilityCheck:
     def free_params(self):
         if self.report is None:
             return list(self.structural.free_params)
-        return sorted(set(self.report.free_params) | set(self.structural.free_params),
-                      key=self.param_names.index)
+        return sorted(
+            set(self.report.free_params) | set(self.structural.free_params),
+            key=self.param_names.index,
+        )
 
     @property
     def freeness(self):
@@ -133,11 +136,14 @@ class IdentifiabilityCheck:
         if self.std_errors is None:
             raise DynosedError("no design-time simulation was run (simulate=False)")
         N = np.asarray(N, dtype=float)
-        return self.std_errors * np.sqrt(self.n_samples / N)[..., None] if N.ndim else \
-            self.std_errors * math.sqrt(self.n_samples / float(N))
+        return (
+            self.std_errors * np.sqrt(self.n_samples / N)[..., None]
+            if N.ndim
+            else self.std_errors * math.sqrt(self.n_samples / float(N))
+        )
 
     def samples_for(self, rel_error=None, level=None):
-        """Samples needed per parameter for a ``level`` interval of half-width ``rel_error·|θ_k|``."""
+        """Samples per parameter for a ``level`` interval of half-width ``rel_error·|θ_k|``."""
         if self.std_errors is None:
             raise DynosedError("no design-time simulation was run (simulate=False)")
         rel_error = self.rel_error if rel_error is None else float(rel_error)
@@ -147,15 +153,18 @@ class IdentifiabilityCheck:
         q = t_quantile(level, np.inf)
         scale = np.abs(self.nominal)
         nz = scale[scale > 0]
-        typical = float(np.sqrt(np.mean(nz ** 2))) if nz.size else 1.0
+        typical = float(np.sqrt(np.mean(nz**2))) if nz.size else 1.0
         tol = rel_error * np.where(scale > 0, scale, typical)
         with np.errstate(divide="ignore", invalid="ignore"):
             need = self.n_samples * (q * self.std_errors / tol) ** 2
         return np.where(np.isfinite(self.std_errors), np.ceil(need), np.inf)
 
     def __str__(self):
-        lines = [f"identifiability of {self.model_name!r} ({self.route} route) at the nominal "
-                 "parameters", ""]
+        lines = [
+            f"identifiability of {self.model_name!r} ({self.route} route) at the nominal "
+            "parameters",
+            "",
+        ]
         lines.append(str(self.structural))
         rep = self.report
         if rep is None:
@@ -164,40 +173,64 @@ class IdentifiabilityCheck:
         lines.append("")
         names = self.param_names
         t_sim = self.timings.get("simulate", float("nan"))
-        lines.append(f"design-time check: {self.n_samples:,} simulated samples ({t_sim:.1f} s simulation, "
-                     f"{self.timings.get('assemble', float('nan')):.1f} s assembly): rank {rep.rank} of "
-                     f"{rep.n_params} ({'identifiable' if rep.unique else 'NOT identifiable'})")
+        lines.append(
+            f"design-time check: {self.n_samples:,} simulated samples ({t_sim:.1f} s simulation, "
+            f"{self.timings.get('assemble', float('nan')):.1f} s assembly): rank {rep.rank} of "
+            f"{rep.n_params} ({'identifiable' if rep.unique else 'NOT identifiable'})"
+        )
         for i in range(rep.null_vectors.shape[1]):
-            lines.append(f"  unresolved combination: {short_combination(rep.null_vectors[:, i], names)}")
-        lines.append("  singular directions followed over N = "
-                     + ", ".join(f"{int(n):,}" for n in self.levels) + ":")
+            lines.append(
+                f"  unresolved combination: {short_combination(rep.null_vectors[:, i], names)}"
+            )
+        lines.append(
+            "  singular directions followed over N = "
+            + ", ".join(f"{int(n):,}" for n in self.levels)
+            + ":"
+        )
         for i in range(rep.n_params):
             sv = self.direction_sv[-1, i]
             verdict = self.direction_verdict[i]
             extra = ""
             if verdict == "weak":
                 nr = self.direction_n_resolve[i]
-                extra = (f", resolved from N ≈ {nr:.2g}" if np.isfinite(nr) else
-                         ", needs more data (not yet above its noise)")
-            lines.append(f"    σ{i + 1} = {sv:9.3g}  noise {self.direction_noise[-1, i]:9.3g}  "
-                         f"N-exponent {self.direction_exponent[i]:+5.2f}  {verdict}{extra}")
+                extra = (
+                    f", resolved from N ≈ {nr:.2g}"
+                    if np.isfinite(nr)
+                    else ", needs more data (not yet above its noise)"
+                )
+            lines.append(
+                f"    σ{i + 1} = {sv:9.3g}  noise {self.direction_noise[-1, i]:9.3g}  "
+                f"N-exponent {self.direction_exponent[i]:+5.2f}  {verdict}{extra}"
+            )
         names = self.param_names
         w = max(9, max(len(nm) for nm in names))
         Ns = [10**3, 10**4, 10**5, 10**6]
         need = self.samples_for()
-        head = (f"{'parameter':<{w}}  {'nominal':>9}  " + "  ".join(f"{'se@' + _short(N):>9}" for N in Ns)
-                + f"  {'N for ±' + format(100 * self.rel_error, 'g') + '%':>12}  {'normalised':>10}  identifiable")
+        head = (
+            f"{'parameter':<{w}}  {'nominal':>9}  "
+            + "  ".join(f"{'se@' + _short(N):>9}" for N in Ns)
+            + f"  {'N for ±' + format(100 * self.rel_error, 'g') + '%':>12}  {'normalised':>10}  "
+            "identifiable"
+        )
         lines += ["", head, "-" * len(head)]
         free = set(self.free_params)
         se = self.se_at(np.array(Ns, dtype=float))
         for k, nm in enumerate(names):
-            row = f"{nm:<{w}}  {self.nominal[k]:>9.4g}  " + "  ".join(f"{se[j, k]:>9.3g}" for j in range(len(Ns)))
-            row += f"  {_short(need[k]) if np.isfinite(need[k]) else '∞':>12}  {rep.freeness_normalised[k]:>10.3g}  "
+            row = f"{nm:<{w}}  {self.nominal[k]:>9.4g}  " + "  ".join(
+                f"{se[j, k]:>9.3g}" for j in range(len(Ns))
+            )
+            row += (
+                f"  {_short(need[k]) if np.isfinite(need[k]) else '∞':>12}  "
+                f"{rep.freeness_normalised[k]:>10.3g}  "
+            )
             row += "no" if nm in free else "yes"
             lines.append(row)
-        lines.append(f"se@N: predicted standard error at N samples (sandwich, ∝ N^-½); N for ±x%: samples for a "
-                     f"{100 * self.level:g}% interval of half-width x% of |nominal| (extrapolated: "
-                     "below a few hundred samples the asymptotics are optimistic)")
+        lines.append(
+            "se@N: predicted standard error at N samples (sandwich, ∝ N^-½); N for ±x%: samples "
+            "for a "
+            f"{100 * self.level:g}% interval of half-width x% of |nominal| (extrapolated: "
+            "below a few hundred samples the asymptotics are optimistic)"
+        )
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -252,12 +285,31 @@ def follow_directions(A_blocks, counts, V, rank_threshold=None):
 
 
 @execution_doc("n_blocks", "progress", "out_dir")
-def check_identifiability(model, nominal=None, *, route="global", n_samples=20_000, seed=0,
-                          rel_error=0.1, level=0.95, n_features=2048, bandwidth="median",
-                          lam=1e-6, dt=0.01, burn_in=5000, thin=10, n_chains=None, samples=None,
-                          probes=None, temperature=49.0, score="kernel", simulate=True,
-                          n_blocks=DEFAULT_BLOCKS, progress=None,
-                          out_dir=None) -> IdentifiabilityCheck:
+def check_identifiability(
+    model,
+    nominal=None,
+    *,
+    route="global",
+    n_samples=20_000,
+    seed=0,
+    rel_error=0.1,
+    level=0.95,
+    n_features=2048,
+    bandwidth="median",
+    lam=1e-6,
+    dt=0.01,
+    burn_in=5000,
+    thin=10,
+    n_chains=None,
+    samples=None,
+    probes=None,
+    temperature=49.0,
+    score="kernel",
+    simulate=True,
+    n_blocks=DEFAULT_BLOCKS,
+    progress=None,
+    out_dir=None,
+) -> IdentifiabilityCheck:
     """Can snapshots identify θ, which combinations can they not, and how many samples are needed?
 
     1. :func:`structural_check` (exact, from the symbols; milliseconds).
@@ -303,49 +355,85 @@ def check_identifiability(model, nominal=None, *, route="global", n_samples=20_0
     -------
     IdentifiabilityCheck
     """
+    require_parameters(model)
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
     ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir, min_blocks=0)
     n_blocks, out_dir = ex.n_blocks, ex.out_dir
     theta = nominal_vector(model, nominal)
     if theta is None and simulate:
-        raise ModelError(f"model {model.name!r} has no nominal parameters: pass nominal= (or "
-                         "simulate=False for the structural check alone)")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 16:
+        raise ModelError(
+            f"model {model.name!r} has no nominal parameters: pass nominal= (or "
+            "simulate=False for the structural check alone)"
+        )
+    if (
+        isinstance(n_samples, bool)
+        or not isinstance(n_samples, (int, np.integer))
+        or n_samples < 16
+    ):
         raise DataError(f"n_samples must be an integer ≥ 16, got {n_samples!r}")
     t0 = time.perf_counter()
-    structural = structural_check(model, theta, route, probes=None if probes is None or route != "local"
-                                  else _probe_points(probes), use_nominal=theta is not None, seed=seed)
+    structural = structural_check(
+        model,
+        theta,
+        route,
+        probes=None if probes is None or route != "local" else _probe_points(probes),
+        use_nominal=theta is not None,
+        seed=seed,
+    )
     timings = {"structural": time.perf_counter() - t0}
-    check = IdentifiabilityCheck(model_name=model.name, route=route, param_names=list(model.param_names),
-                                 nominal=theta, structural=structural, rel_error=float(rel_error),
-                                 level=float(level), timings=timings)
+    check = IdentifiabilityCheck(
+        model_name=model.name,
+        route=route,
+        param_names=list(model.param_names),
+        nominal=theta,
+        structural=structural,
+        rel_error=float(rel_error),
+        level=float(level),
+        timings=timings,
+    )
     if not simulate:
         return check
     t1 = time.perf_counter()
     if samples is None:
-        X = _simulate(model, theta, int(n_samples), dt=dt, burn_in=burn_in, thin=thin, n_chains=n_chains,
-                      seed=seed, progress=ex.progress, out_dir=out_dir)
+        X = _simulate(
+            model,
+            theta,
+            int(n_samples),
+            dt=dt,
+            burn_in=burn_in,
+            thin=thin,
+            n_chains=n_chains,
+            seed=seed,
+            progress=ex.progress,
+            out_dir=out_dir,
+        )
     else:
         X = as_samples(samples, model, "samples")
     timings["simulate"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     if route == "global":
-        rep, A_blocks, counts, n_used = _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks,
-                                                       out_dir)
+        rep, A_blocks, counts, n_used = _global_design(
+            model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir
+        )
     else:
-        rep, A_blocks, counts, n_used = _local_design(model, X, probes, temperature, score, lam, n_blocks,
-                                                      seed)
-        check.notes.append(f"local route: {n_used:,} of {X.shape[0]:,} simulated samples fall in the probe "
-                           "regions; standard errors are the jackknife's and do not include the bias of "
-                           "the score estimator, so N predictions are optimistic")
+        rep, A_blocks, counts, n_used = _local_design(
+            model, X, probes, temperature, score, lam, n_blocks, seed
+        )
+        check.notes.append(
+            f"local route: {n_used:,} of {X.shape[0]:,} simulated samples fall in the probe "
+            "regions; standard errors are the jackknife's and do not include the bias of "
+            "the score estimator, so N predictions are optimistic"
+        )
     timings["assemble"] = time.perf_counter() - t2
     check.report = rep
     check.n_samples = int(n_used)
     if A_blocks is not None and len(counts) >= 2:
         A = np.tensordot(np.asarray(counts, float) / np.sum(counts), A_blocks, axes=1)
         m, n = A.shape
-        _, _, Vt = np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
+        _, _, Vt = (
+            np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
+        )
         V = Vt.T
         levels, svs, noises, expo = follow_directions(A_blocks, counts, V)
         levels = levels * check.n_samples / float(np.sum(counts))  # local route: blocks → samples
@@ -370,7 +458,11 @@ def check_identifiability(model, nominal=None, *, route="global", n_samples=20_0
                 if sig2 > 0:
                     n_res[i] = check.n_samples * (RANK_THRESHOLD * noises[-1, i]) ** 2 / sig2
         check.levels, check.direction_sv, check.direction_noise = levels, svs, noises
-        check.direction_exponent, check.direction_verdict, check.direction_n_resolve = expo, verdict, n_res
+        check.direction_exponent, check.direction_verdict, check.direction_n_resolve = (
+            expo,
+            verdict,
+            n_res,
+        )
     check.std_errors = rep.std_errors
     if rep.std_errors is not None:
         check.n_required = check.samples_for()
@@ -387,8 +479,16 @@ def _probe_points(probes):
 def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir):
     """The global system through :func:`dynosed_sym.fit_global` itself (same bandwidth, features,
     blocks and report); the per-block means come from the report (``report._blocks``)."""
-    fit = fit_global(model, X, n_features=int(n_features), bandwidth=bandwidth, lam=lam, seed=seed,
-                     n_blocks=n_blocks, out_dir=out_dir)
+    fit = fit_global(
+        model,
+        X,
+        n_features=int(n_features),
+        bandwidth=bandwidth,
+        lam=lam,
+        seed=seed,
+        n_blocks=n_blocks,
+        out_dir=out_dir,
+    )
     rep = fit.report
     if rep._blocks is None:
         return rep, None, None, X.shape[0]
@@ -398,12 +498,15 @@ def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir
 def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed):
     """The local route's system via :func:`dynosed_sym.fit_local` (noise from its jackknife)."""
     if probes is None:
-        raise DynosedError("route='local' needs probes= (probe points, or Balls: the regions where "
-                           "data will be collected)")
+        raise DynosedError(
+            "route='local' needs probes= (probe points, or Balls: the regions where "
+            "data will be collected)"
+        )
     if hasattr(probes, "restrict") and hasattr(probes, "centres"):
         X = probes.restrict(X, seed=seed)  # region-restricted sampling: only data inside the balls
-    fit = fit_local(model, X, probes, temperature=temperature, score=score, lam=lam,
-                          n_blocks=n_blocks)
+    fit = fit_local(
+        model, X, probes, temperature=temperature, score=score, lam=lam, n_blocks=n_blocks
+    )
     rep = fit.report
     blocks = rep._blocks
     if blocks is None:
@@ -417,15 +520,22 @@ def _compare(check):
     if rep is None:
         return
     if s.rank_is_exact and rep.rank != s.rank:
-        check.notes.append(f"note: the simulation resolves {rep.rank} directions where the exact analysis "
-                           f"gives {s.rank}: " + ("too few samples for the weakest direction"
-                                                  if rep.rank < s.rank else
-                                                  "a structurally free direction looks resolved "
-                                                  "(discretisation bias of the simulator?)"))
+        check.notes.append(
+            f"note: the simulation resolves {rep.rank} directions where the exact analysis "
+            f"gives {s.rank}: "
+            + (
+                "too few samples for the weakest direction"
+                if rep.rank < s.rank
+                else "a structurally free direction looks resolved "
+                "(discretisation bias of the simulator?)"
+            )
+        )
     if s.null_vectors.shape[1] and rep.null_vectors.shape[1]:
         # principal angles between the structural null space and the unresolved subspace
         Q1, Q2 = s.null_vectors, np.linalg.qr(rep.null_vectors)[0]
         cos = np.linalg.svd(Q1.T @ Q2, compute_uv=False)
         if cos.size and cos.min() > 0.9:
-            check.notes.append(f"the simulated unresolved directions contain the structural ones "
-                               f"(smallest cosine {cos.min():.3f})")
+            check.notes.append(
+                f"the simulated unresolved directions contain the structural ones "
+                f"(smallest cosine {cos.min():.3f})"
+            )

@@ -12,11 +12,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-__all__ = ["NullSpace", "function_null_space", "rat", "exact", "exact_rank", "is_zero",
-           "numeric_nonzero", "orthonormal", "EVAL_DIGITS"]
+__all__ = [
+    "NullSpace",
+    "function_null_space",
+    "rat",
+    "exact",
+    "exact_rank",
+    "is_zero",
+    "numeric_nonzero",
+    "orthonormal",
+    "EVAL_DIGITS",
+]
 
 
-EVAL_DIGITS = 30          # significant digits of the evaluation rank certificate
+EVAL_DIGITS = 30  # significant digits of the evaluation rank certificate
 
 
 def rat(value):
@@ -245,8 +254,9 @@ class _Evaluator:
         if not self.rows:
             return 0, []
         with mpmath.workdps(EVAL_DIGITS + 15):
-            err2 = mpmath.fsum((a - b) ** 2 for ra, rb in zip(self.rows, self.rows_hi)
-                               for a, b in zip(ra, rb))
+            err2 = mpmath.fsum(
+                (a - b) ** 2 for ra, rb in zip(self.rows, self.rows_hi) for a, b in zip(ra, rb)
+            )
             err = float(mpmath.sqrt(err2))
         E = np.array([[float(v) for v in r] for r in self.rows])
         scale = float(np.linalg.norm(E))

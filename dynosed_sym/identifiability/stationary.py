@@ -12,7 +12,7 @@ from .exact import function_null_space, is_zero, numeric_nonzero
 __all__ = ["gaussian_score", "gradient_score", "LYAPUNOV_MAX_DIM"]
 
 
-LYAPUNOV_MAX_DIM = 12     # exact Lyapunov solve only up to this state dimension
+LYAPUNOV_MAX_DIM = 12  # exact Lyapunov solve only up to this state dimension
 
 
 def _hurwitz(M):
@@ -51,8 +51,9 @@ def gaussian_score(f, D, state):
     s = -P * (x - mu)
     shown = sp.sstr(S.tolist())
     if len(shown) > 100:
-        shown = "≈ " + np.array2string(np.array(S.evalf(), dtype=float), precision=3, separator=", ",
-                                       max_line_width=10**6).replace("\n", "")
+        shown = "≈ " + np.array2string(
+            np.array(S.evalf(), dtype=float), precision=3, separator=", ", max_line_width=10**6
+        ).replace("\n", "")
         if len(shown) > 100:
             shown = f"({d}×{d}, exact rationals)"
     desc = f"Gaussian N(μ, Σ), Σ from the Lyapunov equation MΣ + ΣMᵀ + 2D = 0 (exact): Σ = {shown}"
@@ -61,11 +62,14 @@ def gaussian_score(f, D, state):
 
 def _curl(g, state):
     d = len(state)
-    return [sp.diff(g[j], state[i]) - sp.diff(g[i], state[j]) for i in range(d) for j in range(i + 1, d)]
+    return [
+        sp.diff(g[j], state[i]) - sp.diff(g[i], state[j]) for i in range(d) for j in range(i + 1, d)
+    ]
 
 
 def gradient_score(U, v, D, theta0, invisible, state, seed=0):
-    """Score of a gradient drift D⁻¹f = ∇ψ (constant D), allowing a shift along invisible directions.
+    """Score of a gradient drift D⁻¹f = ∇ψ (constant D), maybe after a shift along invisible
+    directions.
 
     Returns (s, description, shifted θ) or None.
     """
@@ -88,7 +92,10 @@ def gradient_score(U, v, D, theta0, invisible, state, seed=0):
             t = [vec[q] / vec[-1] for q in range(len(invisible))]
             th1 = th + sum((t[q] * invisible[q] for q in range(len(invisible))), sp.zeros(n, 1))
             g = Dinv * (U * th1 + v)
-            return ([sp.expand(e) for e in g],
-                    "gradient drift after removing invisible terms (they leave p unchanged): "
-                    "p ∝ exp(ψ) with ∇ψ = D⁻¹f (exact)", th1)
+            return (
+                [sp.expand(e) for e in g],
+                "gradient drift after removing invisible terms (they leave p unchanged): "
+                "p ∝ exp(ψ) with ∇ψ = D⁻¹f (exact)",
+                th1,
+            )
     return None

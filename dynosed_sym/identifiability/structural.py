@@ -121,10 +121,15 @@ class StructuralReport:
 
     def __str__(self):
         exact = "exact" if self.rank_is_exact else "upper bound"
-        verdict = {True: "identifiable", False: "NOT identifiable",
-                   None: "no structural obstruction found"}[self.identifiable]
-        lines = [f"structural check ({self.route} route, {self.elapsed * 1e3:.0f} ms, no simulation): "
-                 f"rank {self.rank} of {self.n_params} ({exact}) — {verdict}"]
+        verdict = {
+            True: "identifiable",
+            False: "NOT identifiable",
+            None: "no structural obstruction found",
+        }[self.identifiable]
+        lines = [
+            f"structural check ({self.route} route, {self.elapsed * 1e3:.0f} ms, no simulation): "
+            f"rank {self.rank} of {self.n_params} ({exact}) — {verdict}"
+        ]
         for p in self.absent:
             lines.append(f"  parameter {p} does not occur in the drift")
         for c in self.combinations:
@@ -143,8 +148,9 @@ def nominal_vector(model, nominal):
     return None if model.nominal is None else np.asarray(model.nominal, dtype=float)
 
 
-def structural_check(model, nominal=None, route="global", *, probes=None, use_nominal=True,
-                     seed=0) -> StructuralReport:
+def structural_check(
+    model, nominal=None, route="global", *, probes=None, use_nominal=True, seed=0
+) -> StructuralReport:
     """Exact identifiability analysis from the symbols alone (module docstring, steps 1–4).
 
     Parameters
@@ -184,21 +190,28 @@ def structural_check(model, nominal=None, route="global", *, probes=None, use_no
     else:
         if theta0 is None:
             p, j, term = der.offending
-            raise DynosedError(f"the drift is not affine in {p} (term {sp.sstr(term)}); the structural "
-                               "check of a non-affine model needs nominal values to linearise at")
+            raise DynosedError(
+                f"the drift is not affine in {p} (term {sp.sstr(term)}); the structural "
+                "check of a non-affine model needs nominal values to linearise at"
+            )
         sub = dict(zip(model.params, theta0_exact))
         f = model.drift.applyfunc(exact)
         U = sp.Matrix(d, n, lambda j, k: sp.diff(f[j], model.params[k]).xreplace(sub))
         v = f.xreplace(sub) - U * sp.Matrix(theta0_exact)
         linearised = True
-        notes.append("the drift is not affine in θ: this is local identifiability of the "
-                     "linearisation U = ∂f/∂θ at the nominal θ")
+        notes.append(
+            "the drift is not affine in θ: this is local identifiability of the "
+            "linearisation U = ∂f/∂θ at the nominal θ"
+        )
     cols = [[U[j, k] for j in range(d)] for k in range(n)]
 
     absent = [names[k] for k in range(n) if all(e == 0 for e in cols[k])]
     if linearised:
-        absent = [nm for nm in absent if not any(model.params[names.index(nm)] in e.free_symbols
-                                                  for e in model.drift)]
+        absent = [
+            nm
+            for nm in absent
+            if not any(model.params[names.index(nm)] in e.free_symbols for e in model.drift)
+        ]
     found = [sp.Matrix(sp.eye(n)[:, names.index(nm)]) for nm in absent]
     combos = []
     certificates = []
@@ -212,10 +225,16 @@ def structural_check(model, nominal=None, route="global", *, probes=None, use_no
     # (2) linear dependence of the columns of U
     dep = function_null_space(cols, state, seed)
     certificates.append(dep.certificate)
-    _add(dep.basis, "dependent", "columns of U linearly dependent: U(x)·c ≡ 0, the drift does not change")
+    _add(
+        dep.basis,
+        "dependent",
+        "columns of U linearly dependent: U(x)·c ≡ 0, the drift does not change",
+    )
     if dep.numerical:
-        notes.append(f"{len(dep.numerical)} dependency(ies) found by 30-digit evaluation could not be "
-                     "proven symbolically")
+        notes.append(
+            f"{len(dep.numerical)} dependency(ies) found by 30-digit evaluation could not be "
+            "proven symbolically"
+        )
 
     # (3) symmetries for every θ, then at the nominal θ
     sym_all = []
@@ -227,8 +246,11 @@ def structural_check(model, nominal=None, route="global", *, probes=None, use_no
     if theta0_exact is not None:
         f0 = U * sp.Matrix(theta0_exact) + v
         sym_nom = symmetry_space(U, D, state, [(f0, True)], seed)
-        _add(sym_nom, "symmetry at nominal",
-             "U·c commutes with the generator at the nominal θ, so ∇·(p U c) = 0")
+        _add(
+            sym_nom,
+            "symmetry at nominal",
+            "U·c commutes with the generator at the nominal θ, so ∇·(p U c) = 0",
+        )
 
     # (4) exact stationary density at the nominal θ
     density = None
@@ -237,22 +259,35 @@ def structural_check(model, nominal=None, route="global", *, probes=None, use_no
         f0 = U * sp.Matrix(theta0_exact) + v
         score = gaussian_score(f0, D, state)
         if score is None:
-            g = gradient_score(U, v, D, theta0_exact, [c["vector"] for c in combos
-                                                        if c["kind"].startswith("symmetry")],
-                                state, seed)
+            g = gradient_score(
+                U,
+                v,
+                D,
+                theta0_exact,
+                [c["vector"] for c in combos if c["kind"].startswith("symmetry")],
+                state,
+                seed,
+            )
             if g is not None:
                 score = (g[0], g[1])
         if score is not None:
             s, density = score
-            a_cols = [[sum(U[j, k] * s[j] for j in range(d)) + sum(sp.diff(U[j, k], state[j]) for j in range(d))]
-                      for k in range(n)]
+            a_cols = [
+                [
+                    sum(U[j, k] * s[j] for j in range(d))
+                    + sum(sp.diff(U[j, k], state[j]) for j in range(d))
+                ]
+                for k in range(n)
+            ]
             pop = function_null_space(a_cols, state, seed)
             certificates.append(pop.certificate)
             _add(pop.basis, "density", "∇·(p U c) ≡ 0 for the stationary density at the nominal θ")
             rank_is_exact = not pop.numerical
             if exact_rank(found, n) != pop.dim:
-                notes.append("warning: the exact density analysis does not contain every direction "
-                             "found by the symmetry check (is the stationary law unique?)")
+                notes.append(
+                    "warning: the exact density analysis does not contain every direction "
+                    "found by the symmetry check (is the stationary law unique?)"
+                )
     elif theta0_exact is not None:
         notes.append("state-dependent diffusion: no closed-form stationary density is attempted")
 
@@ -262,29 +297,55 @@ def structural_check(model, nominal=None, route="global", *, probes=None, use_no
     out_combos = []
     for c in combos:
         vec = c["vector"]
-        if sum(1 for x in vec if x != 0) == 1 and names[[i for i in range(n) if vec[i] != 0][0]] in absent:
+        if (
+            sum(1 for x in vec if x != 0) == 1
+            and names[[i for i in range(n) if vec[i] != 0][0]] in absent
+        ):
             continue
         fv = np.array([float(x) for x in vec])
-        out_combos.append({"combination": exact_combination(list(vec), names),
-                           "display": format_combination(fv / np.linalg.norm(fv), names),
-                           "kind": c["kind"], "reason": c["reason"], "vector": fv / np.linalg.norm(fv)})
+        out_combos.append(
+            {
+                "combination": exact_combination(list(vec), names),
+                "display": format_combination(fv / np.linalg.norm(fv), names),
+                "kind": c["kind"],
+                "reason": c["reason"],
+                "vector": fv / np.linalg.norm(fv),
+            }
+        )
     if rank < n:
         identifiable = False
     elif rank_is_exact:
         identifiable = True
     else:
         identifiable = None
-        notes.append("no dependency or symmetry in the symbols; whether the stationary density "
-                     "separates every parameter is decided by the design-time check "
-                     "(ds.check_identifiability)")
+        notes.append(
+            "no dependency or symmetry in the symbols; whether the stationary density "
+            "separates every parameter is decided by the design-time check "
+            "(ds.check_identifiability)"
+        )
     if route == "local" and probes is not None:
         M = int(np.asarray(probes).shape[0])
         if M < rank:
-            notes.append(f"only {M} probe points for {rank} identifiable directions: the local system "
-                         f"has rank at most {M}")
+            notes.append(
+                f"only {M} probe points for {rank} identifiable directions: the local system "
+                f"has rank at most {M}"
+            )
     cert = "exact" if all(c == "exact" for c in certificates) else "numerical"
     return StructuralReport(
-        model_name=model.name, param_names=list(names), n_params=n, route=route, rank=rank,
-        rank_is_exact=rank_is_exact, identifiable=identifiable, absent=absent, combinations=out_combos,
-        null_vectors=Q, free_params=free, density=density, nominal=theta0, certificate=cert,
-        notes=notes, elapsed=time.perf_counter() - t0)
+        model_name=model.name,
+        param_names=list(names),
+        n_params=n,
+        route=route,
+        rank=rank,
+        rank_is_exact=rank_is_exact,
+        identifiable=identifiable,
+        absent=absent,
+        combinations=out_combos,
+        null_vectors=Q,
+        free_params=free,
+        density=density,
+        nominal=theta0,
+        certificate=cert,
+        notes=notes,
+        elapsed=time.perf_counter() - t0,
+    )

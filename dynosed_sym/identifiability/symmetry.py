@@ -19,12 +19,17 @@ def _grad(expr, state):
 def _lie_D(Y, D, state):
     """Components (i ≤ j) of ``L_Y D = Y·∇D − (∇Y)D − D(∇Y)ᵀ``."""
     d = len(state)
-    JY = [[sp.diff(Y[i], state[l]) if Y[i] != 0 else 0 for l in range(d)]
-          for i in range(d)]  # (∇Y)_il = ∂_l Y_i
+    JY = [
+        [sp.diff(Y[i], state[l]) if Y[i] != 0 else 0 for l in range(d)] for i in range(d)
+    ]  # (∇Y)_il = ∂_l Y_i
     out = []
     for i in range(d):
         for j in range(i, d):
-            e = sum(Y[l] * sp.diff(D[i, j], state[l]) for l in range(d)) if D[i, j].free_symbols else 0
+            e = (
+                sum(Y[l] * sp.diff(D[i, j], state[l]) for l in range(d))
+                if D[i, j].free_symbols
+                else 0
+            )
             e -= sum(JY[i][l] * D[l, j] for l in range(d) if D[l, j] != 0)
             e -= sum(D[i, l] * JY[j][l] for l in range(d) if D[i, l] != 0)
             out.append(e)
@@ -34,15 +39,24 @@ def _lie_D(Y, D, state):
 def _bracket(Y, f, state):
     """Components of ``(Y·∇)f − (f·∇)Y``."""
     d = len(state)
-    return [sum(Y[l] * sp.diff(f[q], state[l]) - f[l] * sp.diff(Y[q], state[l]) for l in range(d))
-            for q in range(d)]
+    return [
+        sum(Y[l] * sp.diff(f[q], state[l]) - f[l] * sp.diff(Y[q], state[l]) for l in range(d))
+        for q in range(d)
+    ]
 
 
 def _D_hess(Y, D, state):
     """Components of ``D:∇²Y`` (Σ_il D_il ∂_i∂_l Y_q)."""
     d = len(state)
-    return [sum(D[i, l] * sp.diff(Y[q], state[i], state[l]) for i in range(d) for l in range(d)
-                if D[i, l] != 0) for q in range(d)]
+    return [
+        sum(
+            D[i, l] * sp.diff(Y[q], state[i], state[l])
+            for i in range(d)
+            for l in range(d)
+            if D[i, l] != 0
+        )
+        for q in range(d)
+    ]
 
 
 def symmetry_space(U, D, state, drifts, seed=0):

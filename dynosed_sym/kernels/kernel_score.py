@@ -14,8 +14,15 @@ __all__ = ["kernel_stream_sums", "KERNEL_CHUNK"]
 KERNEL_CHUNK = 2048  # rows per buffered chunk of the kernel estimator (fits in L1/L2)
 
 
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
+@numba.njit(
+    parallel=False,
+    fastmath=False,
+    cache=True,
+    error_model="numpy",
+    boundscheck=False,
+    nogil=True,
+    inline="always",
+)
 def _exp_neg(e):
     """exp(−e) for 0 ≤ e < 1000 without a libm call (relative error below 1e-15).
 
@@ -44,8 +51,15 @@ def _exp_neg(e):
 
 # fastmath {"reassoc", "contract"} only: lets LLVM vectorise the reductions over a chunk (the
 # summation order is fixed by the code, so results do not depend on the number of threads).
-@numba.njit(parallel=False, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
-            boundscheck=False, nogil=True, inline="always")
+@numba.njit(
+    parallel=False,
+    fastmath={"reassoc", "contract"},
+    cache=True,
+    error_model="numpy",
+    boundscheck=False,
+    nogil=True,
+    inline="always",
+)
 def _nearest(Xt, p, r2):
     """Squared distance from p to the nearest column of Xt (d, N), in chunks of ``r2.size``."""
     d, N = Xt.shape
@@ -56,7 +70,7 @@ def _nearest(Xt, p, r2):
         for i in range(n):
             r2[i] = 0.0
         for a in range(d):
-            xa = Xt[a, c0:c0 + n]
+            xa = Xt[a, c0 : c0 + n]
             pa = p[a]
             for i in range(n):
                 t = xa[i] - pa
@@ -66,8 +80,15 @@ def _nearest(Xt, p, r2):
     return best
 
 
-@numba.njit(parallel=False, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
-            boundscheck=False, nogil=True, inline="always")
+@numba.njit(
+    parallel=False,
+    fastmath={"reassoc", "contract"},
+    cache=True,
+    error_model="numpy",
+    boundscheck=False,
+    nogil=True,
+    inline="always",
+)
 def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
     """Σw and Σw² (returned), Σw·y into m1 and Σw·yyᵀ (lower triangle) into m2 over the columns
     lo..hi of Xt, with y = x − p and w = exp(−T(‖y‖² − shift)/2), in chunks of ``w.size`` rows
@@ -82,7 +103,7 @@ def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
         for i in range(n):
             r2[i] = 0.0
         for a in range(d):
-            xa = Xt[a, c0:c0 + n]
+            xa = Xt[a, c0 : c0 + n]
             Ya = Y[a]
             pa = p[a]
             for i in range(n):
@@ -115,15 +136,22 @@ def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
     return sw, sw2
 
 
-@numba.njit(parallel=True, fastmath={"reassoc", "contract"}, cache=True, error_model="numpy",
-            boundscheck=False, nogil=True)
+@numba.njit(
+    parallel=True,
+    fastmath={"reassoc", "contract"},
+    cache=True,
+    error_model="numpy",
+    boundscheck=False,
+    nogil=True,
+)
 def kernel_stream_sums(Xt, P, T, starts, blocks, dmin, W, W2, M1, M2):
     """Add the kernel sums of one chunk into per-block sums (streaming log-sum-exp).
 
     Weights ``w = exp(−T(‖x_j − p‖² − δ²)/2)``, ``y = x_j − p``, one probe per parallel task.
     Weights below ``e⁻⁴⁰`` (≈ 4·10⁻¹⁸ of the nearest point's) are skipped: a relative change of
     the sums below ``4·10⁻¹⁸ N/Σw``, and no exponential for the far-away bulk of the data.
-    The shift δ² is the running minimum ``dmin[m]`` of the squared distances seen so far: when the chunk holds a nearer point, the sums already
+    The shift δ² is the running minimum ``dmin[m]`` of the squared distances seen so far: when the
+    chunk holds a nearer point, the sums already
     accumulated for that probe (every block) are rescaled by ``exp(−T(δ²_old − δ²_new)/2)``
     (``W2`` by its square) before the chunk is added, so that after the last chunk all sums
     carry the shift of the nearest data point — those of the in-memory kernel up to rounding

@@ -18,8 +18,9 @@ __all__ = ["accumulate_stein", "FEATURE_BLOCK"]
 FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True)
+@numba.njit(
+    parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False, nogil=True
+)
 def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
     """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c.
 

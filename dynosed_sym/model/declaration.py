@@ -18,16 +18,36 @@ import sympy as sp
 
 from ..errors import ModelError
 
-__all__ = ["SDEModel", "load_model", "SUPPORTED_FUNCTIONS"]
+__all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
 
 # SymPy function classes the code printer maps onto ``math`` functions that
 # Numba compiles.  Anything else (undefined functions, special functions without
 # a Numba implementation) is rejected at declaration time, not at compile time.
 SUPPORTED_FUNCTIONS = (
-    sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2,
-    sp.sinh, sp.cosh, sp.tanh, sp.asinh, sp.acosh, sp.atanh,
-    sp.exp, sp.log, sp.erf, sp.erfc, sp.Abs, sp.sign, sp.floor, sp.ceiling,
-    sp.Min, sp.Max, sp.Heaviside,
+    sp.sin,
+    sp.cos,
+    sp.tan,
+    sp.asin,
+    sp.acos,
+    sp.atan,
+    sp.atan2,
+    sp.sinh,
+    sp.cosh,
+    sp.tanh,
+    sp.asinh,
+    sp.acosh,
+    sp.atanh,
+    sp.exp,
+    sp.log,
+    sp.erf,
+    sp.erfc,
+    sp.Abs,
+    sp.sign,
+    sp.floor,
+    sp.ceiling,
+    sp.Min,
+    sp.Max,
+    sp.Heaviside,
 )
 
 
@@ -76,13 +96,17 @@ def _as_column(expr_list, what, d):
     elif isinstance(expr_list, (list, tuple)):
         items = list(expr_list)
     else:
-        raise ModelError(f"{what}: expected a list or column matrix, got {type(expr_list).__name__}")
+        raise ModelError(
+            f"{what}: expected a list or column matrix, got {type(expr_list).__name__}"
+        )
     if len(items) != d:
         raise ModelError(f"{what} has {len(items)} components but the state has dimension {d}")
     try:
         return sp.Matrix([sp.sympify(e) for e in items])
     except (sp.SympifyError, TypeError) as exc:
-        raise ModelError(f"{what}: cannot interpret a component as a SymPy expression ({exc})") from exc
+        raise ModelError(
+            f"{what}: cannot interpret a component as a SymPy expression ({exc})"
+        ) from exc
 
 
 def _check_functions(expr, where):
@@ -134,6 +158,14 @@ class SDEModel:
         Identifier used for generated files (letters, digits, underscore).
     nominal : dict or sequence, optional
         Nominal parameter values (keyed by symbol or name, or in θ order).
+    inputs : sequence of sympy.Symbol, optional
+        Known inputs of an experiment (a dose, a noise level, a shifted forcing): symbols that may
+        appear in the drift and in the diffusion, whose values are given per experiment
+        (environment) and never fitted.  See :meth:`with_inputs` and the ``inputs=`` argument of
+        the fits.
+    env_params : sequence of sympy.Symbol or str, optional
+        Parameters that take one unknown value per environment (e.g. an unknown knockdown
+        strength); all other parameters are shared by every environment.
 
     Notes
     -----
@@ -141,47 +173,69 @@ class SDEModel:
     f(x; θ), and a snapshot that is not stationary is described by ∂ₜlog p (``dlogp_dt=`` of
     the fits), not by f(x, t).  A symbol named ``t``, ``time`` or ``tau`` is therefore reported
     as time dependence.  A constant D is checked positive semi-definite here; a state-dependent
-    D where it is used (at samples, probes and start states, :func:`dynosed_sym.data.checks.diffusion_psd`).
+    D where it is used (at samples, probes and start states,
+    :func:`dynosed_sym.data.checks.diffusion_psd`).
+
+    A model may have no unknown parameters (``params=[]``): it can then be simulated and its
+    stationary density learned, and fitting it says there is nothing to fit.
 
     Attributes
     ----------
-    state, params : tuple of sympy.Symbol
+    state, params, inputs : tuple of sympy.Symbol
+    env_params : tuple of sympy.Symbol
+        A subset of ``params``.
     drift : sympy.Matrix, shape (d, 1)
     D : sympy.Matrix, shape (d, d)
     G : sympy.Matrix or None, shape (d, d')
     nominal : numpy.ndarray, shape (n,), or None
     """
 
-    def __init__(self, state, params, drift, diffusion=None, *, noise=None, name=None,
-                 nominal=None):
+    def __init__(
+        self,
+        state,
+        params,
+        drift,
+        diffusion=None,
+        *,
+        noise=None,
+        name=None,
+        nominal=None,
+        inputs=None,
+        env_params=None,
+    ):
         state_syms, state_repl = _as_symbol_list(state, "state")
         if state_repl:
             raise ModelError("state: MatrixSymbol states are not supported; list the symbols")
-        param_syms, param_repl = _as_symbol_list(params, "params")
+        param_syms, param_repl = _as_symbol_list([] if params is None else params, "params")
+        input_syms, input_repl = _as_symbol_list([] if inputs is None else inputs, "inputs")
+        if input_repl:
+            raise ModelError("inputs: MatrixSymbol inputs are not supported; list the symbols")
         if not state_syms:
             raise ModelError("state: at least one state variable is required")
-        if not param_syms:
-            raise ModelError("params: the parameter list is empty; there is nothing to infer")
         seen = {}
-        for s in state_syms + param_syms:
+        for s, kind in (
+            [(s, "state") for s in state_syms]
+            + [(s, "params") for s in param_syms]
+            + [(s, "inputs") for s in input_syms]
+        ):
             if s in seen:
-                raise ModelError(f"symbol {s} is declared twice ({seen[s]} and "
-                                 f"{'state' if s in state_syms else 'params'})")
-            seen[s] = "state" if s in state_syms else "params"
-        names = [str(s) for s in state_syms + param_syms]
+                raise ModelError(f"symbol {s} is declared twice ({seen[s]} and {kind})")
+            seen[s] = kind
+        names = [str(s) for s in state_syms + param_syms + input_syms]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
 
         self.state = tuple(state_syms)
         self.params = tuple(param_syms)
+        self.inputs = tuple(input_syms)
         d = len(self.state)
 
         self._param_repl = param_repl  # MatrixSymbol elements W[i, j] -> symbols named W[i,j]
         f = _as_column(drift, "drift", d)
         if param_repl:
             f = f.xreplace(param_repl)
-        declared = set(self.state) | set(self.params)
+        declared = set(self.state) | set(self.params) | set(self.inputs)
         for j, fj in enumerate(f):
             where = f"drift[{j}] (d{self.state[j]})"
             _check_functions(fj, where)
@@ -194,12 +248,18 @@ class SDEModel:
                         "time-homogeneous drift f(x; θ) (the stationary Fokker–Planck equation has "
                         "no t).  For a snapshot that is not stationary keep f(x; θ) and pass "
                         "∂ₜlog p as dlogp_dt= to fit_global/fit_local; for a periodic forcing make "
-                        f"the phase a state variable")
-                raise ModelError(f"{where}: symbol {bad} is neither a state variable nor a parameter")
+                        f"the phase a state variable"
+                    )
+                raise ModelError(
+                    f"{where}: symbol {bad} is neither a state variable, a parameter nor an input"
+                    + ("" if self.inputs else " (declare known per-experiment values as inputs=)")
+                )
         self.drift = f
 
         if (diffusion is None) == (noise is None):
-            raise ModelError("give exactly one of diffusion= (the tensor D) or noise= (G, D = ½GGᵀ)")
+            raise ModelError(
+                "give exactly one of diffusion= (the tensor D) or noise= (G, D = ½GGᵀ)"
+            )
         if noise is not None:
             G = sp.Matrix(noise) if not isinstance(noise, sp.MatrixBase) else noise
             if G.shape[0] != d:
@@ -216,30 +276,43 @@ class SDEModel:
             _check_functions(Dij, where)
             p_in = Dij.free_symbols & set(self.params)
             if p_in:
-                raise ModelError(f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
-                                 "diffusion; D must be known (only the drift may hold parameters)")
-            extra = Dij.free_symbols - set(self.state)
+                raise ModelError(
+                    f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
+                    "diffusion; D must be known (only the drift may hold parameters)"
+                )
+            extra = Dij.free_symbols - set(self.state) - set(self.inputs)
             if extra and str(sorted(extra, key=str)[0]) in _TIME_NAMES:
-                raise ModelError(f"{where}: the diffusion depends on time {sorted(extra, key=str)[0]}; "
-                                 "snapshot routes need a time-homogeneous D(x)")
+                raise ModelError(
+                    f"{where}: the diffusion depends on time {sorted(extra, key=str)[0]}; "
+                    "snapshot routes need a time-homogeneous D(x)"
+                )
             if extra:
-                raise ModelError(f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable")
+                raise ModelError(
+                    f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable or an "
+                    "input"
+                )
         for i in range(d):
             for j in range(i + 1, d):
                 if sp.simplify(D[i, j] - D[j, i]) != 0:
-                    raise ModelError(f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
-                                     f"D[{j},{i}] = {D[j, i]}")
+                    raise ModelError(
+                        f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
+                        f"D[{j},{i}] = {D[j, i]}"
+                    )
         for i in range(d):
             # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
             # what the symbols prove: a diagonal entry negative for every real state
             if D[i, i].free_symbols and D[i, i].is_negative:
-                raise ModelError(f"diffusion D[{i},{i}] = {D[i, i]} is negative for every state; "
-                                 "D must be positive semi-definite")
+                raise ModelError(
+                    f"diffusion D[{i},{i}] = {D[i, i]} is negative for every state; "
+                    "D must be positive semi-definite"
+                )
         if not any(D[i, j].free_symbols for i in range(d) for j in range(d)):
             Dn = np.array(D.evalf(), dtype=float)
             eig = np.linalg.eigvalsh(Dn)
             if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
-                raise ModelError(f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})")
+                raise ModelError(
+                    f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})"
+                )
         elif self.G is None and not D.is_diagonal():
             # the simulator needs G with ½GGᵀ = D, taken as the symbolic Cholesky factor of 2D;
             # a factor that divides by zero (a diagonal entry vanishing where its row does not)
@@ -252,7 +325,8 @@ class SDEModel:
                 raise ModelError(
                     f"diffusion D has no symbolic Cholesky factor: entry G[{i},{j}] of 2D = GGᵀ "
                     f"divides by zero (D = {D.tolist()}); D must be positive semi-definite with "
-                    "D[k,k] > 0 wherever its row is nonzero, or declare the noise as noise=G")
+                    "D[k,k] > 0 wherever its row is nonzero, or declare the noise as noise=G"
+                )
         self.D = D
 
         if name is None:
@@ -263,6 +337,19 @@ class SDEModel:
         self.nominal = None if nominal is None else self.theta_vector(nominal, "nominal")
         if self.nominal is not None:
             self.nominal.setflags(write=False)
+        env, _ = _as_symbol_list([], "env_params")
+        for item in [] if env_params is None else list(env_params):
+            key = param_repl.get(item, item)
+            match = [p for p in self.params if p == key or str(p) == str(key)]
+            if not match:
+                raise ModelError(
+                    f"env_params: {str(key)!r} is not a parameter of the model "
+                    f"(parameters: {', '.join(map(str, self.params)) or 'none'})"
+                )
+            if match[0] in env:
+                raise ModelError(f"env_params: {match[0]} is listed twice")
+            env.append(match[0])
+        self.env_params = tuple(sorted(env, key=self.params.index))
         self._frozen = True
 
     # A model is a value: its spec hash and derivation are cached on it, so it must not change
@@ -270,8 +357,14 @@ class SDEModel:
     _MUTABLE_AFTER_INIT = ("source_path",)
 
     def __setattr__(self, name, value):
-        if self.__dict__.get("_frozen") and not name.startswith("_") and name not in self._MUTABLE_AFTER_INIT:
-            raise ModelError(f"SDEModel is immutable: cannot set {name!r}; build a new model instead")
+        if (
+            self.__dict__.get("_frozen")
+            and not name.startswith("_")
+            and name not in self._MUTABLE_AFTER_INIT
+        ):
+            raise ModelError(
+                f"SDEModel is immutable: cannot set {name!r}; build a new model instead"
+            )
         object.__setattr__(self, name, value)
 
     def __getstate__(self):
@@ -289,19 +382,24 @@ class SDEModel:
     @staticmethod
     def _diffusion_matrix(diffusion, d):
         if isinstance(diffusion, sp.MatrixBase) or (
-            isinstance(diffusion, (list, tuple, np.ndarray)) and np.ndim(np.asarray(diffusion, dtype=object)) == 2
+            isinstance(diffusion, (list, tuple, np.ndarray))
+            and np.ndim(np.asarray(diffusion, dtype=object)) == 2
         ):
             D = sp.Matrix(diffusion)
             if D.shape == (d, d):
                 return D.applyfunc(sp.sympify)
             if 1 in D.shape and len(D) == d:
                 return sp.diag(*[sp.sympify(e) for e in D])
-            raise ModelError(f"diffusion: expected a scalar, {d} diagonal entries or a {d}×{d} "
-                             f"matrix, got shape {D.shape}")
+            raise ModelError(
+                f"diffusion: expected a scalar, {d} diagonal entries or a {d}×{d} "
+                f"matrix, got shape {D.shape}"
+            )
         if isinstance(diffusion, (list, tuple, np.ndarray)):
             items = list(diffusion)
             if len(items) != d:
-                raise ModelError(f"diffusion: {len(items)} diagonal entries for a state of dimension {d}")
+                raise ModelError(
+                    f"diffusion: {len(items)} diagonal entries for a state of dimension {d}"
+                )
             return sp.diag(*[sp.sympify(e) for e in items])
         try:
             c = sp.sympify(diffusion)
@@ -327,15 +425,90 @@ class SDEModel:
     def param_names(self) -> list[str]:
         return [str(s) for s in self.params]
 
+    @property
+    def input_names(self) -> list[str]:
+        return [str(s) for s in self.inputs]
+
+    def input_vector(self, values, what="inputs") -> np.ndarray:
+        """Convert input values (a dict keyed by symbol or name, or an array in ``model.inputs``
+        order) into shape (k,); every input needs a finite value."""
+        if isinstance(values, dict):
+            by_name = {}
+            for key, val in values.items():
+                name = str(key)
+                if name not in self.input_names:
+                    raise ModelError(
+                        f"{what}: {name!r} is not an input of model {self.name!r} "
+                        f"(inputs: {', '.join(self.input_names) or 'none'})"
+                    )
+                try:
+                    by_name[name] = float(val)
+                except (TypeError, ValueError):
+                    raise ModelError(
+                        f"{what}: value of {name!r} is not a number: {val!r}"
+                    ) from None
+            missing = [n for n in self.input_names if n not in by_name]
+            if missing:
+                raise ModelError(f"{what}: no value for input {missing[0]!r}")
+            out = np.array([by_name[n] for n in self.input_names], dtype=float)
+        else:
+            try:
+                out = np.asarray([] if values is None else values, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            if out.shape != (len(self.inputs),):
+                raise ModelError(
+                    f"{what}: expected {len(self.inputs)} value(s) (one per input: "
+                    f"{', '.join(self.input_names) or 'none'}), got {out.size}"
+                )
+        if not np.all(np.isfinite(out)):
+            bad = self.input_names[int(np.flatnonzero(~np.isfinite(out))[0])]
+            raise ModelError(f"{what}: value of {bad!r} is not finite")
+        return out
+
+    def with_inputs(self, values, name=None) -> SDEModel:
+        """The model of one experiment: every input replaced by its value (a new SDEModel
+        without inputs, same parameters, nominal values and ``env_params``).
+
+        Parameters
+        ----------
+        values : dict or array
+            One value per input (see :meth:`input_vector`).
+        name : str, optional
+            Default: ``{name}_u{hash}``, a digest of the values (so generated files differ).
+        """
+        import hashlib
+
+        u = self.input_vector(values)
+        if name is None:
+            digest = hashlib.sha256(np.asarray(u, dtype=float).tobytes()).hexdigest()[:8]
+            name = f"{self.name}_u{digest}"
+        sub = {s: sp.Float(float(v), 17) for s, v in zip(self.inputs, u)}
+        kw = dict(name=name, nominal=self.nominal, env_params=self.env_params)
+        if self.G is not None:
+            return SDEModel(
+                self.state, self.params, self.drift.xreplace(sub), noise=self.G.xreplace(sub), **kw
+            )
+        return SDEModel(
+            self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
+        )
+
     def theta_vector(self, theta, what="theta") -> np.ndarray:
-        """Convert an array (θ order) or a dict keyed by symbol/name into shape (n,)."""
+        """Convert an array (θ order) or a dict keyed by symbol/name into shape (n,).
+
+        For a model without parameters, None (or an empty array or dict) gives shape (0,).
+        """
+        if theta is None and self.n == 0:
+            return np.zeros(0)
         if isinstance(theta, dict):
             by_name = {}
             for k, val in theta.items():
                 key = str(self._param_repl.get(k, k))
                 if key not in self.param_names:
-                    raise ModelError(f"{what}: {key!r} is not a parameter of model {self.name!r} "
-                                     f"(parameters: {', '.join(self.param_names)})")
+                    raise ModelError(
+                        f"{what}: {key!r} is not a parameter of model {self.name!r} "
+                        f"(parameters: {', '.join(self.param_names)})"
+                    )
                 by_name[key] = float(val)
             missing = [p for p in self.param_names if p not in by_name]
             if missing:
@@ -347,7 +520,9 @@ class SDEModel:
             except (TypeError, ValueError) as exc:
                 raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
             if out.shape != (self.n,):
-                raise ModelError(f"{what}: expected {self.n} values (one per parameter), got {out.size}")
+                raise ModelError(
+                    f"{what}: expected {self.n} values (one per parameter), got {out.size}"
+                )
         if not np.all(np.isfinite(out)):
             bad = self.param_names[int(np.flatnonzero(~np.isfinite(out))[0])]
             raise ModelError(f"{what}: value of {bad!r} is not finite")
@@ -377,7 +552,13 @@ class SDEModel:
 
     @property
     def diffusion_is_constant(self) -> bool:
+        """D has no free symbol at all (neither state nor input)."""
         return not any(e.free_symbols for e in self.D)
+
+    @property
+    def diffusion_depends_on_state(self) -> bool:
+        """D changes with the state (an input-dependent D is constant within one experiment)."""
+        return any(e.free_symbols & set(self.state) for e in self.D)
 
     def equations(self) -> str:
         """The declared SDE in readable form: one line per state variable, then D and θ.
@@ -397,14 +578,19 @@ class SDEModel:
         noise_terms = []
         if self.G is not None:
             for i in range(self.d):
-                terms = [f"({sp.sstr(g)})·dW{k + 1}" if g.is_Add else f"{sp.sstr(g)}·dW{k + 1}"
-                         for k, g in enumerate(self.G.row(i)) if g != 0]
+                terms = [
+                    f"({sp.sstr(g)})·dW{k + 1}" if g.is_Add else f"{sp.sstr(g)}·dW{k + 1}"
+                    for k, g in enumerate(self.G.row(i))
+                    if g != 0
+                ]
                 noise_terms.append(" + ".join(terms) if terms else "0")
         else:
             noise_terms = ["√(2D) dW" if self.d == 1 else f"[√(2D) dW]_{n}" for n in names]
             if self.D.is_diagonal():
-                noise_terms = [f"√({sp.sstr(2 * self.D[i, i])}) dW_{n}" if self.D[i, i] != 0 else "0"
-                               for i, n in enumerate(names)]
+                noise_terms = [
+                    f"√({sp.sstr(2 * self.D[i, i])}) dW_{n}" if self.D[i, i] != 0 else "0"
+                    for i, n in enumerate(names)
+                ]
         lines = []
         for j, n in enumerate(names):
             f = sp.sstr(self.drift[j])
@@ -414,7 +600,9 @@ class SDEModel:
             lines.append(f"G: {self.G.shape[0]}×{self.G.shape[1]}, D = ½GGᵀ")
         elif self.D.is_diagonal() and len(set(self.D.diagonal())) == 1:
             c = self.D[0, 0]
-            lines.append(f"D = {f'({sp.sstr(c)})' if c.is_Add else sp.sstr(c)} · I ({self.d}×{self.d})")
+            lines.append(
+                f"D = {f'({sp.sstr(c)})' if c.is_Add else sp.sstr(c)} · I ({self.d}×{self.d})"
+            )
         elif self.D.is_diagonal():
             lines.append("D = diag(" + ", ".join(sp.sstr(e) for e in self.D.diagonal()) + ")")
         else:
@@ -423,17 +611,39 @@ class SDEModel:
             vals = ", ".join(f"{p} = {v:.4g}" for p, v in zip(self.param_names, self.nominal))
             lines.append(f"parameters ({self.n}): {vals}   [nominal]")
         else:
-            lines.append(f"parameters ({self.n}): " + ", ".join(self.param_names))
+            lines.append(f"parameters ({self.n}): " + (", ".join(self.param_names) or "none"))
+        if self.env_params:
+            lines.append("one value per environment: " + ", ".join(map(str, self.env_params)))
+        if self.inputs:
+            lines.append(
+                f"inputs ({len(self.inputs)}, known per experiment): " + ", ".join(self.input_names)
+            )
         return "\n".join(lines)
 
     def __repr__(self):
-        return (f"SDEModel(name={self.name!r}, state=[{', '.join(self.state_names)}], "
-                f"params=[{', '.join(self.param_names[:8])}{', ...' if self.n > 8 else ''}], "
-                f"d={self.d}, n={self.n})")
+        return (
+            f"SDEModel(name={self.name!r}, state=[{', '.join(self.state_names)}], "
+            f"params=[{', '.join(self.param_names[:8])}{', ...' if self.n > 8 else ''}], "
+            f"d={self.d}, n={self.n})"
+        )
 
     def __str__(self):
-        return f"SDE model {self.name!r} (d = {self.d} state variables, n = {self.n} parameters)\n" \
+        return (
+            f"SDE model {self.name!r} (d = {self.d} state variables, n = {self.n} parameters)\n"
             + self.equations()
+        )
+
+
+def require_parameters(model):
+    """ModelError when ``model`` has no unknown parameter: there is nothing to fit or identify."""
+    if not isinstance(model, SDEModel):
+        raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
+    if model.n == 0:
+        raise ModelError(
+            f"model {model.name!r} has no unknown parameters: there is nothing to fit or identify "
+            "(ds.simulate draws its snapshots, ds.density_from_dynamics learns its stationary "
+            "density)"
+        )
 
 
 def load_model(path) -> SDEModel:
@@ -448,11 +658,15 @@ def load_model(path) -> SDEModel:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ModelError(f"model file {path!r} does not exist")
-    mod_name = "dynosed_user_model_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    mod_name = "dynosed_user_model_" + re.sub(
+        r"\W", "_", os.path.splitext(os.path.basename(path))[0]
+    )
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None:  # importlib only loads files with a Python suffix
-        raise ModelError(f"model file {path!r} is not a Python file (a .py file that builds an "
-                         "SDEModel named 'model')")
+        raise ModelError(
+            f"model file {path!r} is not a Python file (a .py file that builds an "
+            "SDEModel named 'model')"
+        )
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)

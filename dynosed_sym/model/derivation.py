@@ -37,7 +37,15 @@ import sympy as sp
 
 from ..errors import ModelError, NotAffineError
 
-__all__ = ["Derivation", "SteinPieces", "LocalPieces", "LocalResidualPieces", "derive", "split_coefficient", "almost_everywhere"]
+__all__ = [
+    "Derivation",
+    "SteinPieces",
+    "LocalPieces",
+    "LocalResidualPieces",
+    "derive",
+    "split_coefficient",
+    "almost_everywhere",
+]
 
 
 def split_coefficient(expr):
@@ -55,7 +63,7 @@ class SteinPieces:
 
     ``A[r, k] = −√(2/m)/N Σ_i sin_ri Σ_{(e,j,k,c) in a_terms} c ω_rj  sin_feature_e(x_i)``
     ``b[r]    =  √(2/m)/N Σ_i [sin_ri Σ_{(e,j,c) in b_sin_terms} c ω_rj sin_feature_e(x_i)
-                              + cos_ri Σ_{(e,j,l,c) in b_cos_terms} c ω_rj ω_rl cos_feature_e(x_i)]``
+                     + cos_ri Σ_{(e,j,l,c) in b_cos_terms} c ω_rj ω_rl cos_feature_e(x_i)]``
 
     where ``sin_ri = sin(ω_rᵀx_i + c_r)`` and ``cos_ri`` likewise.
     """
@@ -126,7 +134,9 @@ class Derivation:
             raise NotAffineError(
                 f"drift[{j}] (d{self.state[j]}) is not affine in parameter {p}: "
                 f"the term {sp.sstr(term)} is nonlinear in {p}",
-                param=p, component=j, term=term,
+                param=p,
+                component=j,
+                term=term,
             )
         return self
 
@@ -191,7 +201,9 @@ def _stein_pieces(U, v, D, state):
                 c, base = split_coefficient(D[j, l])
                 c = c * (1 if j == l else 2)
                 b_cos.append((index(base, cos_feats, cos_index), j, l, c))
-    return SteinPieces(tuple(sin_feats), tuple(cos_feats), tuple(a_terms), tuple(b_sin), tuple(b_cos))
+    return SteinPieces(
+        tuple(sin_feats), tuple(cos_feats), tuple(a_terms), tuple(b_sin), tuple(b_cos)
+    )
 
 
 def local_symbols(d):
@@ -216,8 +228,10 @@ def almost_everywhere(expr):
     if expr.has(sp.DiracDelta):
         expr = expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.Integer(0))
     if expr.has(sp.Derivative):
-        expr = expr.replace(lambda e: isinstance(e, sp.Derivative) and isinstance(e.expr, _PIECEWISE_CONSTANT),
-                            lambda e: sp.Integer(0))
+        expr = expr.replace(
+            lambda e: isinstance(e, sp.Derivative) and isinstance(e.expr, _PIECEWISE_CONSTANT),
+            lambda e: sp.Integer(0),
+        )
     return expr
 
 
@@ -229,18 +243,24 @@ def _local_pieces(U, v, D, div_D, div_div_D, div_U, div_v):
     div_v = almost_everywhere(div_v)
     s, J, g = local_symbols(d)
     a = tuple(sp.Add(*[U[j, k] * s[j] for j in range(d)]) + div_U[k] for k in range(n))
-    beta = _theta_free_beta(D, div_D, div_div_D, s, J, g) - sp.Add(*[s[j] * v[j] for j in range(d)]) - div_v
+    beta = (
+        _theta_free_beta(D, div_D, div_div_D, s, J, g)
+        - sp.Add(*[s[j] * v[j] for j in range(d)])
+        - div_v
+    )
     return LocalPieces(score=s, jacobian=J, dlogp_dt=g, a=a, beta=beta)
 
 
 def _theta_free_beta(D, div_D, div_div_D, s, J, g):
     """β₀ = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − ∂ₜlog p: the θ-free part of −R."""
     d = len(s)
-    return (sp.Add(*[D[j, l] * s[j] * s[l] for j in range(d) for l in range(d)])
-            + sp.Add(*[D[j, l] * J[j * d + l] for j in range(d) for l in range(d)])
-            + 2 * sp.Add(*[s[j] * div_D[j] for j in range(d)])
-            + div_div_D
-            - g)
+    return (
+        sp.Add(*[D[j, l] * s[j] * s[l] for j in range(d) for l in range(d)])
+        + sp.Add(*[D[j, l] * J[j * d + l] for j in range(d) for l in range(d)])
+        + 2 * sp.Add(*[s[j] * div_D[j] for j in range(d)])
+        + div_div_D
+        - g
+    )
 
 
 def _local_residual_pieces(f, jac, D, div_D, div_div_D, state):
@@ -248,11 +268,15 @@ def _local_residual_pieces(f, jac, D, div_D, div_div_D, state):
     d, n = jac.shape
     s, J, g = local_symbols(d)
     div_f = almost_everywhere(sp.Add(*[sp.diff(f[j], state[j]) for j in range(d)]))
-    beta0 = _theta_free_beta(D, div_D.applyfunc(almost_everywhere), almost_everywhere(div_div_D), s, J, g)
+    beta0 = _theta_free_beta(
+        D, div_D.applyfunc(almost_everywhere), almost_everywhere(div_div_D), s, J, g
+    )
     residual = sp.Add(*[s[j] * f[j] for j in range(d)]) + div_f - beta0
-    grad = tuple(sp.Add(*[s[j] * jac[j, k] for j in range(d)])
-                 + almost_everywhere(sp.Add(*[sp.diff(jac[j, k], state[j]) for j in range(d)]))
-                 for k in range(n))
+    grad = tuple(
+        sp.Add(*[s[j] * jac[j, k] for j in range(d)])
+        + almost_everywhere(sp.Add(*[sp.diff(jac[j, k], state[j]) for j in range(d)]))
+        for k in range(n)
+    )
     return LocalResidualPieces(score=s, jacobian=J, dlogp_dt=g, residual=residual, gradient=grad)
 
 
@@ -277,8 +301,15 @@ def derive(model) -> Derivation:
     d = len(state)
     div_D = sp.Matrix([sum(sp.diff(D[i, j], state[j]) for j in range(d)) for i in range(d)])
     div_div_D = sum(sp.diff(div_D[i], state[i]) for i in range(d))
-    der = Derivation(state=state, params=params, drift=f, D=D, is_affine=False,
-                     div_D=div_D, div_div_D=sp.sympify(div_div_D))
+    der = Derivation(
+        state=state,
+        params=params,
+        drift=f,
+        D=D,
+        is_affine=False,
+        div_D=div_D,
+        div_div_D=sp.sympify(div_div_D),
+    )
     der.jacobian = _jacobian(f, params)
     der.local_residual = _local_residual_pieces(f, der.jacobian, D, div_D, der.div_div_D, state)
     der.separable = _separable(der.jacobian, params)
@@ -298,12 +329,18 @@ def derive(model) -> Derivation:
         U = _jacobian(f, params).xreplace(zero)
         v = f.xreplace(zero)
         for j in range(len(f)):
-            if U.row(j).has(sp.nan, sp.zoo, sp.oo, -sp.oo) or v[j].has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-                raise ModelError(f"drift[{j}] (d{state[j]}) is singular at θ = 0 even after "
-                                 f"cancellation: {sp.sstr(model.drift[j])}; rewrite it")
+            if U.row(j).has(sp.nan, sp.zoo, sp.oo, -sp.oo) or v[j].has(
+                sp.nan, sp.zoo, sp.oo, -sp.oo
+            ):
+                raise ModelError(
+                    f"drift[{j}] (d{state[j]}) is singular at θ = 0 even after "
+                    f"cancellation: {sp.sstr(model.drift[j])}; rewrite it"
+                )
     der.is_affine = True
     der.U, der.v = U, v
-    der.div_U = sp.Matrix([sum(sp.diff(U[j, k], state[j]) for j in range(d)) for k in range(len(params))])
+    der.div_U = sp.Matrix(
+        [sum(sp.diff(U[j, k], state[j]) for j in range(d)) for k in range(len(params))]
+    )
     der.div_v = sp.sympify(sum(sp.diff(v[j], state[j]) for j in range(d)))
     der.stein = _stein_pieces(U, v, D, state)
     der.local = _local_pieces(U, v, D, div_D, der.div_div_D, der.div_U, der.div_v)

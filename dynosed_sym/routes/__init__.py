@@ -12,5 +12,12 @@ from .local_route import fit_local, local_system
 from .probes import Balls, choose_probes, restrict_to_balls
 from .result import FitResult
 
-__all__ = ["fit_global", "fit_local", "local_system", "FitResult", "Balls", "choose_probes",
-           "restrict_to_balls"]
+__all__ = [
+    "fit_global",
+    "fit_local",
+    "local_system",
+    "FitResult",
+    "Balls",
+    "choose_probes",
+    "restrict_to_balls",
+]

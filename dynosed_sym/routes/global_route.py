@@ -19,6 +19,7 @@ from ..data.blocks import block_edges
 from ..data.checks import diffusion_psd, distinct_samples, per_row, same_point
 from ..data.sources import open_source, rows_differ
 from ..errors import DataError
+from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, DEFAULT_BLOCKS, Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
@@ -32,10 +33,26 @@ SOLVERS = (None, "linear", "gradient")
 
 
 @execution_doc()
-def fit_global(model, X, *, n_features=2048, bandwidth="median", lam=1e-6, seed=0, dlogp_dt=None,
-               theta0=None, solver=None, projection=True, n_starts=1, n_blocks=DEFAULT_BLOCKS,
-               chunk_rows=None, progress=None, out_dir=None, backend=None,
-               client=None) -> FitResult:
+def fit_global(
+    model,
+    X,
+    *,
+    n_features=2048,
+    bandwidth="median",
+    lam=1e-6,
+    seed=0,
+    dlogp_dt=None,
+    theta0=None,
+    solver=None,
+    projection=True,
+    n_starts=1,
+    n_blocks=DEFAULT_BLOCKS,
+    chunk_rows=None,
+    progress=None,
+    out_dir=None,
+    backend=None,
+    client=None,
+) -> FitResult:
     """Fit a model by the global kernel-Stein route (DESIGN §2).
 
     Parameters
@@ -83,11 +100,18 @@ def fit_global(model, X, *, n_features=2048, bandwidth="median", lam=1e-6, seed=
     -------
     FitResult
     """
+    require_parameters(model)
     n_features = arguments.integer(n_features, "n_features", minimum=1)
     lam = arguments.number(lam, "lam", nonnegative=True)
     seed = arguments.seed(seed)
-    ex = Execution.resolve(n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress,
-                           out_dir=out_dir, backend=backend, client=client)
+    ex = Execution.resolve(
+        n_blocks=n_blocks,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        out_dir=out_dir,
+        backend=backend,
+        client=client,
+    )
     if ex.backend == "dask" or ex.client is not None:
         from ..backends.dask import require_dask
 
@@ -99,11 +123,14 @@ def fit_global(model, X, *, n_features=2048, bandwidth="median", lam=1e-6, seed=
     start = starting_point(model, cm, theta0, gradient)
     source = open_source(X, model, "X")
     try:
-        use_dask = ex.backend == "dask" or (ex.backend is None and (source.kind == "dask"
-                                                                   or ex.client is not None))
+        use_dask = ex.backend == "dask" or (
+            ex.backend is None and (source.kind == "dask" or ex.client is not None)
+        )
         if dlogp_dt is not None and (use_dask or source.kind != "array"):
-            raise DataError("dlogp_dt= needs X in memory (an array or DataFrame), not a stream, file "
-                            "or dask array")
+            raise DataError(
+                "dlogp_dt= needs X in memory (an array or DataFrame), not a stream, file "
+                "or dask array"
+            )
         head = source.head(BANDWIDTH_ROWS)
         if head.shape[0] < 2:
             raise DataError(f"X: {head.shape[0]} sample(s); at least 2 are needed")
@@ -124,8 +151,10 @@ def fit_global(model, X, *, n_features=2048, bandwidth="median", lam=1e-6, seed=
             arguments.choice(bandwidth, "bandwidth", ("median",))
             ell = median_lengthscale(head, seed=seed)
             if not np.isfinite(ell):
-                raise DataError("X: the median pairwise distance overflows (values too large for "
-                                "double precision); rescale the state variables")
+                raise DataError(
+                    "X: the median pairwise distance overflows (values too large for "
+                    "double precision); rescale the state variables"
+                )
         else:
             ell = arguments.number(bandwidth, "bandwidth", positive=True)
         del head
@@ -137,21 +166,32 @@ def fit_global(model, X, *, n_features=2048, bandwidth="median", lam=1e-6, seed=
             if use_dask:
                 from ..backends.dask import assemble_dask
 
-                system = assemble_dask(cm, source, feats, ex.n_blocks, ex.chunk_rows,
-                                       client=ex.client, bar=bar)
+                system = assemble_dask(
+                    cm, source, feats, ex.n_blocks, ex.chunk_rows, client=ex.client, bar=bar
+                )
             elif gradient:
                 if source.kind != "array" or dlogp_dt is not None:
-                    raise DataError("the gradient route (non-affine model) needs X in memory (an "
-                                    "array or DataFrame), without dlogp_dt=")
-                prob = GlobalProblem(cm, source.array, feats, block_edges(source.n_rows, ex.n_blocks))
-                theta, ginfo = fit_gradient(prob, lam, start, projection=projection,
-                                            n_starts=n_starts, seed=seed)
+                    raise DataError(
+                        "the gradient route (non-affine model) needs X in memory (an "
+                        "array or DataFrame), without dlogp_dt="
+                    )
+                prob = GlobalProblem(
+                    cm, source.array, feats, block_edges(source.n_rows, ex.n_blocks)
+                )
+                theta, ginfo = fit_gradient(
+                    prob, lam, start, projection=projection, n_starts=n_starts, seed=seed
+                )
                 system = BlockSystem(*prob.linearisation(theta))
                 bar.update(source.n_rows)
             else:
-                g = None if dlogp_dt is None else per_row(dlogp_dt, source.array, "dlogp_dt", "sample")
-                system = assemble_source(cm, source, feats, ex.n_blocks, ex.chunk_rows, bar=bar,
-                                         dlogp_dt=g)
+                g = (
+                    None
+                    if dlogp_dt is None
+                    else per_row(dlogp_dt, source.array, "dlogp_dt", "sample")
+                )
+                system = assemble_source(
+                    cm, source, feats, ex.n_blocks, ex.chunk_rows, bar=bar, dlogp_dt=g
+                )
     finally:
         source.close()
     A, b, A_blocks, b_blocks, counts = system
@@ -171,5 +211,7 @@ def fit_global(model, X, *, n_features=2048, bandwidth="median", lam=1e-6, seed=
         if ginfo["projected"]:
             info["projected"] = ",".join(ginfo["projected"])
     if source.streamed or use_dask:
-        info["input"] = source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
+        info["input"] = (
+            source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
+        )
     return FitResult(model, theta, A, b, report, "global", N, info)

@@ -21,14 +21,15 @@ reference paper and λ has the same meaning whatever the number of probes.
 Noise.  The scores are estimated from data, so A and b are noisy.  Their sampling noise is
 estimated by the delete-one-block jackknife over B contiguous blocks of rows of X (rows of
 :func:`dynosed_sym.simulate` output are chain by chain, so blocks hold whole chains, and
-:func:`dynosed_sym.routes.probes.restrict_to_balls` keeps the row order).  Both built-in estimators are
-smooth functions of per-block sums, so the B delete-one-block estimates cost no extra pass over the
-data.  From the replicate systems ``A_(b)`` the jackknife pseudo-values ``B·A − (B−1)·A_(b)`` are
-formed and handed to :func:`dynosed_sym.solve.report.analyse` as equally weighted "blocks": their standard
-error is exactly the jackknife standard error.  The report's rank and consistency verdicts are
-therefore judged against the sampling noise of the score estimates.  They do not see the
-estimator's *bias* (kernel smoothing, a local basis too poor for the density): a biased estimate with
-small noise shows up as an inconsistent system (residual ≫ noise).  With exact scores given as
+:func:`~dynosed_sym.routes.probes.restrict_to_balls` keeps the row order).  Both built-in
+estimators are smooth functions of per-block sums, so the B delete-one-block estimates cost no
+extra pass over the data.  From the replicate systems ``A_(b)`` the jackknife pseudo-values
+``B·A − (B−1)·A_(b)`` are formed and handed to :func:`~dynosed_sym.solve.report.analyse` as equally
+weighted "blocks": their standard error is exactly the jackknife standard error.  The report's
+rank and consistency verdicts are therefore judged against the sampling noise of the score
+estimates.  They do not see the estimator's *bias* (kernel smoothing, a local basis too poor for
+the density): a biased estimate with small noise shows up as an inconsistent system (residual ≫
+noise).  With exact scores given as
 arrays there is no sampling noise; the rank is then judged against floating-point precision.
 """
 
@@ -45,6 +46,7 @@ from ..data.arrays import as_samples
 from ..data.checks import diffusion_psd, distinct_samples, per_row
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
+from ..model.declaration import require_parameters
 from ..options import DEFAULT_BLOCKS, Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
@@ -96,10 +98,27 @@ def _is_score_arrays(score):
 
 
 @execution_doc("n_blocks", "chunk_rows", "progress", "out_dir")
-def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, radius=None,
-              degree=2, dlogp_dt=None, theta0=None, solver=None, projection=True, n_starts=1,
-              seed=0, n_blocks=DEFAULT_BLOCKS, chunk_rows=None, progress=None,
-              out_dir=None) -> FitResult:
+def fit_local(
+    model,
+    X,
+    probes,
+    *,
+    temperature=49.0,
+    score="kernel",
+    lam=1e-6,
+    radius=None,
+    degree=2,
+    dlogp_dt=None,
+    theta0=None,
+    solver=None,
+    projection=True,
+    n_starts=1,
+    seed=0,
+    n_blocks=DEFAULT_BLOCKS,
+    chunk_rows=None,
+    progress=None,
+    out_dir=None,
+) -> FitResult:
     """Fit a model by the local route: residuals at probes with estimated scores.
 
     Parameters
@@ -111,13 +130,14 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
         :class:`dynosed_sym.solve.gradient.LocalProblem`), starting from ``theta0`` or
         ``model.nominal`` (NotAffineError when neither is given).
     X : samples, or None
-        Samples (may be restricted to regions, e.g. by :func:`dynosed_sym.routes.probes.restrict_to_balls`):
-        an (N, d) array or DataFrame in memory, or — as for :func:`dynosed_sym.fit_global` — a
-        ``.npy`` path (memory-mapped), a ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset,
-        an iterable/iterator of chunks or a dask array, read once in chunks with memory independent
-        of N by the built-in estimators (see :mod:`dynosed_sym.data.sources`).  Noise blocks: those of the
-        array in memory when N is known; for an iterator, equal blocks as in ``fit_global``.  Not
-        needed when ``score`` is given as arrays.
+        Samples (may be restricted to regions, e.g. by
+        :func:`~dynosed_sym.routes.probes.restrict_to_balls`): an (N, d) array or DataFrame in
+        memory, or — as for :func:`dynosed_sym.fit_global` — a ``.npy`` path (memory-mapped), a
+        ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset, an iterable/iterator of chunks or
+        a dask array, read once in chunks with memory independent of N by the built-in estimators
+        (see :mod:`dynosed_sym.data.sources`).  Noise blocks: those of the array in memory when N
+        is known; for an iterator, equal blocks as in ``fit_global``.  Not needed when ``score``
+        is given as arrays.
     probes : (M, d) array, DataFrame, :class:`~dynosed_sym.routes.probes.Balls` or int
         Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
         k: the k-means centres of X (X in memory only: a stream is read once).
@@ -161,9 +181,11 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
         estimator settings and the smallest effective number of data points behind a probe;
         ``scores`` attribute: the :class:`~dynosed_sym.routes.scores.ScoreEstimate` used.
     """
+    require_parameters(model)
     lam = arguments.number(lam, "lam", nonnegative=True)
-    ex = Execution.resolve(n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress,
-                           out_dir=out_dir, min_blocks=0)
+    ex = Execution.resolve(
+        n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir, min_blocks=0
+    )
     n_blocks, chunk_rows = ex.n_blocks, ex.chunk_rows
     arguments.choice(solver, "solver", (None, "linear", "gradient"))
     n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
@@ -183,10 +205,16 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
     elif not arrays:
         raise DataError("X is required unless score is given as (S, J) arrays")
     try:
-        if source is not None and isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):
-            raise DataError(f"probes={int(probes)} chooses probes by k-means from X, which needs X in "
-                            f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
-                            "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample")
+        if (
+            source is not None
+            and isinstance(probes, (int, np.integer))
+            and not isinstance(probes, bool)
+        ):
+            raise DataError(
+                f"probes={int(probes)} chooses probes by k-means from X, which needs X in "
+                f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
+                "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample"
+            )
         P, ball_radius = as_probes(probes, model, Xa)
         diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
         M = P.shape[0]
@@ -204,25 +232,39 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
             if radius is None:
                 radius = ball_radius
             estimator = make_estimator(score, temperature, radius, degree)
-            if Xa is not None and estimator.method in ("kernel", "local_gaussian", "score_matching"):
+            if Xa is not None and estimator.method in (
+                "kernel",
+                "local_gaussian",
+                "score_matching",
+            ):
                 distinct_samples(Xa)  # (a callable may not even read X)
             if source is not None and not getattr(estimator, "streams", False):
-                raise DataError(f"score={score!r} needs X in memory (an array or DataFrame); X is "
-                                f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
-                                "'score_matching', which read it in one pass, or load X")
-            if (estimator.method in ("kernel", "local_gaussian") and ball_radius is not None
-                    and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS):
-                warnings.warn(f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not "
-                              f"small against the ball radius {np.min(ball_radius):.3g}: data cut off at "
-                              f"the ball's edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or "
-                              "use score='score_matching')", UserWarning, stacklevel=2)
+                raise DataError(
+                    f"score={score!r} needs X in memory (an array or DataFrame); X is "
+                    f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
+                    "'score_matching', which read it in one pass, or load X"
+                )
+            if (
+                estimator.method in ("kernel", "local_gaussian")
+                and ball_radius is not None
+                and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS
+            ):
+                warnings.warn(
+                    f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not "
+                    f"small against the ball radius {np.min(ball_radius):.3g}: data cut off at "
+                    f"the ball's edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or "
+                    "use score='score_matching')",
+                    UserWarning,
+                    stacklevel=2,
+                )
             if source is None:
                 est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
             else:
                 show = progress_enabled(ex.progress, streamed=True)
                 with progress_bar(show, total=source.n_rows, desc=f"fit_local {model.name}") as bar:
-                    est = estimator.estimate(source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows),
-                                             bar=bar)
+                    est = estimator.estimate(
+                        source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows), bar=bar
+                    )
                 n_samples = est.n_samples if est.n_samples is not None else n_samples
             info["score"] = estimator.method
             if estimator.method in ("kernel", "local_gaussian"):
@@ -248,7 +290,9 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
         # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
         # for the full-data scores and each delete-one-block replicate (jackknife below).
         prob = LocalProblem(cm, P, S_all, J_all, g)
-        theta, ginfo = fit_gradient(prob, lam, start, projection=projection, n_starts=n_starts, seed=seed)
+        theta, ginfo = fit_gradient(
+            prob, lam, start, projection=projection, n_starts=n_starts, seed=seed
+        )
         A_all, b_all = prob.linearisation(theta)
         A, b = A_all[0], b_all[0]
         system_scale(A, b, "local")
@@ -258,8 +302,13 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
             info["projected"] = ",".join(ginfo["projected"])
     else:
         with np.errstate(invalid="ignore", over="ignore"):
-            A_all, b_all = local_rows(cm, np.tile(P, (B + 1, 1)), S_all.reshape(-1, model.d),
-                                      J_all.reshape(-1, model.d, model.d), np.tile(g, B + 1))
+            A_all, b_all = local_rows(
+                cm,
+                np.tile(P, (B + 1, 1)),
+                S_all.reshape(-1, model.d),
+                J_all.reshape(-1, model.d, model.d),
+                np.tile(g, B + 1),
+            )
         A_all = A_all.reshape(B + 1, M, model.n) * scale
         b_all = b_all.reshape(B + 1, M) * scale
         A, b = A_all[0], b_all[0]
@@ -278,16 +327,20 @@ def fit_local(model, X, probes, *, temperature=49.0, score="kernel", lam=1e-6, r
             counts = np.ones(B)
             info["blocks"] = B
         else:
-            notes.append("note: a delete-one-block score estimate was not finite (too little data "
-                         "near a probe without one block); no noise estimate")
+            notes.append(
+                "note: a delete-one-block score estimate was not finite (too little data "
+                "near a probe without one block); no noise estimate"
+            )
     report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)
     if A_blocks is None and arrays:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
-        report.notes.append("note: scores given as arrays carry no sampling-noise estimate; rank judged "
-                            "against floating-point precision only")
+        report.notes.append(
+            "note: scores given as arrays carry no sampling-noise estimate; rank judged "
+            "against floating-point precision only"
+        )
     fit = FitResult(model, theta, A, b, report, "local", n_samples, info)
     fit.scores = est
     fit.probes = P

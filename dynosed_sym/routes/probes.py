@@ -27,8 +27,16 @@ from ..errors import DataError
 from ..kernels.balls import ball_labels
 from ..options import CHUNK_ROWS
 
-__all__ = ["Balls", "choose_probes", "kmeans_centres", "dense_centres", "random_centres",
-           "restrict_to_balls", "as_probes"]
+__all__ = [
+    "Balls",
+    "choose_probes",
+    "kmeans_centres",
+    "dense_centres",
+    "random_centres",
+    "restrict_to_balls",
+    "as_probes",
+]
+
 
 def _as_data(X, name="X"):
     try:
@@ -64,10 +72,12 @@ def _nearest(X, C):
     dist = np.empty(N)
     cc = np.einsum("ij,ij->i", C, C)
     for lo in range(0, N, CHUNK_ROWS):
-        Xc = X[lo:lo + CHUNK_ROWS]
+        Xc = X[lo : lo + CHUNK_ROWS]
         d2 = np.einsum("ij,ij->i", Xc, Xc)[:, None] - 2.0 * Xc @ C.T + cc[None, :]
-        idx[lo:lo + CHUNK_ROWS] = np.argmin(d2, axis=1)
-        dist[lo:lo + CHUNK_ROWS] = np.maximum(d2[np.arange(Xc.shape[0]), idx[lo:lo + CHUNK_ROWS]], 0.0)
+        idx[lo : lo + CHUNK_ROWS] = np.argmin(d2, axis=1)
+        dist[lo : lo + CHUNK_ROWS] = np.maximum(
+            d2[np.arange(Xc.shape[0]), idx[lo : lo + CHUNK_ROWS]], 0.0
+        )
     return idx, dist
 
 
@@ -110,12 +120,14 @@ def random_centres(X, k, seed=0, min_separation=0.0, max_tries=100_000):
     chosen = []
     for _ in range(int(max_tries)):
         x = X[rng.integers(N)]
-        if all(np.sum((x - c) ** 2) >= min_separation ** 2 for c in chosen):
+        if all(np.sum((x - c) ** 2) >= min_separation**2 for c in chosen):
             chosen.append(x.copy())
             if len(chosen) == k:
                 return np.array(chosen)
-    raise DataError(f"could not place {k} probes at least {min_separation:g} apart "
-                    f"(placed {len(chosen)}); lower min_separation or k")
+    raise DataError(
+        f"could not place {k} probes at least {min_separation:g} apart "
+        f"(placed {len(chosen)}); lower min_separation or k"
+    )
 
 
 def dense_centres(X, k, radius, seed=0, max_points=20_000):
@@ -143,8 +155,10 @@ def dense_centres(X, k, radius, seed=0, max_points=20_000):
             chosen.append(x.copy())
             if len(chosen) == k:
                 return np.array(chosen)
-    raise DataError(f"found only {len(chosen)} separated dense regions of radius {radius:g}; "
-                    "lower k or the radius")
+    raise DataError(
+        f"found only {len(chosen)} separated dense regions of radius {radius:g}; "
+        "lower k or the radius"
+    )
 
 
 def choose_probes(X, k, method="kmeans", *, radius=None, seed=0, min_separation=0.0):
@@ -184,8 +198,10 @@ class Balls:
         C = _as_data(self.centres, "centres")
         r = np.asarray(self.radius, dtype=float)
         if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != C.shape[0]):
-            raise DataError(f"Balls: radius must be a number or one per centre ({C.shape[0]}), "
-                            f"got shape {r.shape}")
+            raise DataError(
+                f"Balls: radius must be a number or one per centre ({C.shape[0]}), "
+                f"got shape {r.shape}"
+            )
         if not (np.all(np.isfinite(r)) and np.all(r > 0)):
             raise DataError(f"Balls: radius must be positive, got {self.radius!r}")
         object.__setattr__(self, "centres", C)
@@ -203,9 +219,11 @@ class Balls:
         """Index (N,) of the first ball containing each row of X, −1 outside every ball."""
         X = _as_data(X)
         if X.shape[1] != self.centres.shape[1]:
-            raise DataError(f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions")
+            raise DataError(
+                f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions"
+            )
         lab = np.empty(X.shape[0], dtype=np.int64)
-        ball_labels(X, self.centres, self.radii ** 2, lab)
+        ball_labels(X, self.centres, self.radii**2, lab)
         return lab
 
     def counts(self, X) -> np.ndarray:
@@ -214,16 +232,23 @@ class Balls:
 
     def restrict(self, X, max_per_ball=None, seed=0, return_labels=False, allow_empty=False):
         """Rows of X inside the balls, in their original order (see :func:`restrict_to_balls`)."""
-        return restrict_to_balls(X, self, max_per_ball=max_per_ball, seed=seed,
-                                 return_labels=return_labels, allow_empty=allow_empty)
+        return restrict_to_balls(
+            X,
+            self,
+            max_per_ball=max_per_ball,
+            seed=seed,
+            return_labels=return_labels,
+            allow_empty=allow_empty,
+        )
 
 
 def _valid(lab):
     return lab[lab >= 0]
 
 
-def restrict_to_balls(X, balls, radius=None, *, max_per_ball=None, seed=0, return_labels=False,
-                      allow_empty=False):
+def restrict_to_balls(
+    X, balls, radius=None, *, max_per_ball=None, seed=0, return_labels=False, allow_empty=False
+):
     """Keep the rows of X that fall inside balls (region-restricted sampling).
 
     Parameters
@@ -252,11 +277,17 @@ def restrict_to_balls(X, balls, radius=None, *, max_per_ball=None, seed=0, retur
     counts = np.bincount(_valid(lab), minlength=balls.k)
     if not allow_empty and (counts == 0).any():
         i = int(np.flatnonzero(counts == 0)[0])
-        raise DataError(f"ball {i} (centre {np.array2string(balls.centres[i], precision=4)}, radius "
-                        f"{balls.radii[i]:g}) contains no data")
+        raise DataError(
+            f"ball {i} (centre {np.array2string(balls.centres[i], precision=4)}, radius "
+            f"{balls.radii[i]:g}) contains no data"
+        )
     keep = lab >= 0
     if max_per_ball is not None:
-        if isinstance(max_per_ball, bool) or not isinstance(max_per_ball, (int, np.integer)) or max_per_ball < 1:
+        if (
+            isinstance(max_per_ball, bool)
+            or not isinstance(max_per_ball, (int, np.integer))
+            or max_per_ball < 1
+        ):
             raise DataError(f"max_per_ball must be a positive integer, got {max_per_ball!r}")
         rng = np.random.default_rng(seed)
         keep = np.zeros(X.shape[0], dtype=bool)

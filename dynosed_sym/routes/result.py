@@ -102,14 +102,20 @@ class FitResult:
         has_se = rep.std_errors is not None
         pct = f"{100 * rep.ci_level:g}% CI"
         w = max(9, max(len(nm) for nm in names))
-        head = f"{'parameter':<{w}}  {'estimate':>12}" + (f"  {'truth':>10}" if tv is not None else "")
+        head = f"{'parameter':<{w}}  {'estimate':>12}" + (
+            f"  {'truth':>10}" if tv is not None else ""
+        )
         if has_se:
             head += f"  {'std.err':>9}  {pct:^23}"
         if boot is not None:
             head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
         head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
-        lines = [f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
-                 + ", ".join(f"{k} = {v}" for k, v in self.info.items()), head, "-" * len(head)]
+        lines = [
+            f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
+            + ", ".join(f"{k} = {v}" for k, v in self.info.items()),
+            head,
+            "-" * len(head),
+        ]
 
         def interval(lo, hi):
             if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -128,10 +134,15 @@ class FitResult:
             row += "no" if nm in free else "yes"
             lines.append(row)
         if has_se:
-            lines.append(f"std.err: sandwich covariance from {rep.n_blocks} data blocks; intervals "
-                         f"Student t with {rep.n_blocks - 1} d.o.f. (infinite when not identifiable)"
-                         + (f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile "
-                            "intervals" if boot is not None else ""))
+            lines.append(
+                f"std.err: sandwich covariance from {rep.n_blocks} data blocks; intervals "
+                f"Student t with {rep.n_blocks - 1} d.o.f. (infinite when not identifiable)"
+                + (
+                    f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile intervals"
+                    if boot is not None
+                    else ""
+                )
+            )
         lines.append("")
         lines.append(str(rep))
         return "\n".join(lines)
@@ -166,13 +177,16 @@ class FitResult:
             import pandas as pd
         except ImportError:
             raise DynosedError("to_dataframe() needs pandas: pip install pandas") from None
-        df = pd.DataFrame(self._param_columns(truth), index=pd.Index(self.model.param_names, name="parameter"))
+        df = pd.DataFrame(
+            self._param_columns(truth), index=pd.Index(self.model.param_names, name="parameter")
+        )
         return df
 
     def to_dict(self, truth=None) -> dict:
         """Everything needed to report the fit, as plain Python types (JSON-ready except ±inf).
 
-        Keys: ``model``, ``route``, ``n_samples``, ``settings`` (the route's settings), ``parameters``
+        Keys: ``model``, ``route``, ``n_samples``, ``settings`` (the route's settings),
+        ``parameters``
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value, ci_level,
         singular_values, null_space, free_params, notes).
@@ -192,14 +206,18 @@ class FitResult:
             "settings": plain(self.info),
             "parameters": params,
             "report": {
-                "rank": int(rep.rank), "n_params": int(rep.n_params), "unique": bool(rep.unique),
+                "rank": int(rep.rank),
+                "n_params": int(rep.n_params),
+                "unique": bool(rep.unique),
                 "consistent": None if rep.consistent is None else bool(rep.consistent),
                 "residual_norm": float(rep.residual_norm),
                 "residual_ratio": None if rep.residual_ratio is None else float(rep.residual_ratio),
                 "p_value": None if rep.p_value is None else float(rep.p_value),
-                "ci_level": float(rep.ci_level), "lam": float(rep.lam),
+                "ci_level": float(rep.ci_level),
+                "lam": float(rep.lam),
                 "singular_values": [float(v) for v in rep.singular_values],
-                "null_space": list(rep.null_space), "free_params": list(rep.free_params),
+                "null_space": list(rep.null_space),
+                "free_params": list(rep.free_params),
                 "notes": list(rep.notes),
             },
         }

@@ -58,9 +58,23 @@ def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
 
 
 @execution_doc("progress", "out_dir", "backend", "client")
-def simulate(model, theta, n_samples, *, dt=0.01, burn_in=5000, thin=10, n_chains=None, seed=0,
-             x0=None, progress=None, out_dir=None, backend=None, client=None,
-             n_groups=None) -> np.ndarray:
+def simulate(
+    model,
+    theta,
+    n_samples,
+    *,
+    dt=0.01,
+    burn_in=5000,
+    thin=10,
+    n_chains=None,
+    seed=0,
+    x0=None,
+    progress=None,
+    out_dir=None,
+    backend=None,
+    client=None,
+    n_groups=None,
+) -> np.ndarray:
     """Draw approximately stationary samples by running independent chains.
 
     Parameters
@@ -107,31 +121,70 @@ def simulate(model, theta, n_samples, *, dt=0.01, burn_in=5000, thin=10, n_chain
     Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
     """
     ex = Execution.resolve(progress=progress, out_dir=out_dir, backend=backend, client=client)
-    plan = plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir)
+    plan = plan_simulation(
+        model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir
+    )
     if ex.dask_requested:
         from ..backends.dask import run_chains_dask
 
-        with progress_bar(progress_enabled(ex.progress, True), total=plan.n_chains,
-                          desc=f"simulate {model.name}", unit="chains") as bar:
-            out, status = run_chains_dask(plan.cm, plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in,
-                                          plan.thin, plan.n_keep, plan.keys, n_groups=n_groups,
-                                          client=ex.client, bar=bar)
+        with progress_bar(
+            progress_enabled(ex.progress, True),
+            total=plan.n_chains,
+            desc=f"simulate {model.name}",
+            unit="chains",
+        ) as bar:
+            out, status = run_chains_dask(
+                plan.cm,
+                plan.x0,
+                plan.theta,
+                plan.G,
+                plan.dt,
+                plan.burn_in,
+                plan.thin,
+                plan.n_keep,
+                plan.keys,
+                n_groups=n_groups,
+                client=ex.client,
+                bar=bar,
+            )
         return plan.samples(out, status)
     out, status = plan.empty_output()
     if progress_enabled(ex.progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
         # a chain's output depends only on its key and start, so batches of chains give the
         # same samples as one call; the bar advances per batch
-        with progress_bar(True, total=plan.n_chains, desc=f"simulate {model.name}", unit="chains") as bar:
+        with progress_bar(
+            True, total=plan.n_chains, desc=f"simulate {model.name}", unit="chains"
+        ) as bar:
             for lo in range(0, plan.n_chains, SIM_BATCH_CHAINS):
                 hi = min(plan.n_chains, lo + SIM_BATCH_CHAINS)
                 part = np.empty((plan.n_keep, hi - lo, model.d))
-                plan.cm.module.simulate_chains(plan.x0[lo:hi], plan.theta, plan.G, plan.dt, plan.burn_in,
-                                               plan.thin, plan.n_keep, plan.keys[lo:hi], part, status[lo:hi])
+                plan.cm.module.simulate_chains(
+                    plan.x0[lo:hi],
+                    plan.theta,
+                    plan.G,
+                    plan.dt,
+                    plan.burn_in,
+                    plan.thin,
+                    plan.n_keep,
+                    plan.keys[lo:hi],
+                    part,
+                    status[lo:hi],
+                )
                 out[:, lo:hi] = part
                 bar.update(hi - lo)
         return plan.samples(out, status)
-    plan.cm.module.simulate_chains(plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in, plan.thin,
-                                   plan.n_keep, plan.keys, out, status)
+    plan.cm.module.simulate_chains(
+        plan.x0,
+        plan.theta,
+        plan.G,
+        plan.dt,
+        plan.burn_in,
+        plan.thin,
+        plan.n_keep,
+        plan.keys,
+        out,
+        status,
+    )
     return plan.samples(out, status)
 
 
@@ -158,19 +211,28 @@ class SimulationPlan:
 
     def empty_output(self):
         """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""
-        return (np.empty((self.n_keep, self.n_chains, self.model.d)),
-                np.zeros(self.n_chains, dtype=np.int64))
+        return (
+            np.empty((self.n_keep, self.n_chains, self.model.d)),
+            np.zeros(self.n_chains, dtype=np.int64),
+        )
 
     def samples(self, out, status):
         """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain."""
         if status.any():
             c = int(np.flatnonzero(status)[0])
-            hint = ("" if self.cm.noise_matrix is not None else
-                    ", or D(x) is negative where the chain went (a state-dependent D must be "
-                    "positive semi-definite wherever the state can go)")
-            raise DataError(f"simulation diverged: chain {c} left the finite range at step {status[c]} "
-                            f"(dt={self.dt}); reduce dt or check the parameters{hint}")
-        return np.ascontiguousarray(out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples])
+            hint = (
+                ""
+                if self.cm.noise_matrix is not None
+                else ", or D(x) is negative where the chain went (a state-dependent D must be "
+                "positive semi-definite wherever the state can go)"
+            )
+            raise DataError(
+                f"simulation diverged: chain {c} left the finite range at step {status[c]} "
+                f"(dt={self.dt}); reduce dt or check the parameters{hint}"
+            )
+        return np.ascontiguousarray(
+            out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples]
+        )
 
 
 def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir):
@@ -180,15 +242,26 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
     dt = arguments.number(dt, "dt", positive=True)
     burn_in = arguments.integer(burn_in, "burn_in", minimum=0)
     thin = arguments.integer(thin, "thin", minimum=1)
-    n_chains = min(n_samples, 2048) if n_chains is None else arguments.integer(n_chains, "n_chains", minimum=1)
+    n_chains = (
+        min(n_samples, 2048)
+        if n_chains is None
+        else arguments.integer(n_chains, "n_chains", minimum=1)
+    )
     seed = arguments.seed(seed)
     x0 = np.ascontiguousarray(initial_states(model, n_chains, seed, x0))
     diffusion_psd(model, x0, "x0", "start state")
     cm = compile_model(model, out_dir)
     G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
     return SimulationPlan(
-        model=model, cm=cm, theta=theta, n_samples=n_samples, n_chains=n_chains,
-        n_keep=-(-n_samples // n_chains), dt=dt, burn_in=burn_in, thin=thin,
+        model=model,
+        cm=cm,
+        theta=theta,
+        n_samples=n_samples,
+        n_chains=n_chains,
+        n_keep=-(-n_samples // n_chains),
+        dt=dt,
+        burn_in=burn_in,
+        thin=thin,
         G=np.ascontiguousarray(G, dtype=float),
         x0=x0,
         keys=chain_keys(seed, n_chains),

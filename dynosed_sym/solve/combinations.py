@@ -49,8 +49,11 @@ def exact_combination(vec, names):
         if v == 0:
             continue
         neg = float(v) < 0
-        body = name if abs(float(v)) == 1 and (v.is_Rational or abs(float(v) - round(float(v))) == 0) \
+        body = (
+            name
+            if abs(float(v)) == 1 and (v.is_Rational or abs(float(v) - round(float(v))) == 0)
             else f"{_fmt_coef(v)}·{name}"
+        )
         terms.append(("− " if neg else "+ ") + body)
     text = " ".join(terms)
     return text[2:] if text.startswith("+ ") else "−" + text[2:]

@@ -3,12 +3,12 @@
 
 The mean Stein feature of the global route is, for any drift,
 
-    r_r(θ) = −√(2/m)/N Σ_i [ sin(ω_rᵀx_i + c_r) ω_rᵀ f(x_i; θ) + cos(ω_rᵀx_i + c_r) ω_rᵀ D(x_i) ω_r ]
+    r_r(θ) = −√(2/m)/N Σ_i [sin(ω_rᵀx_i + c_r) ω_rᵀ f(x_i; θ) + cos(ω_rᵀx_i + c_r) ω_rᵀD(x_i)ω_r]
 
 and its Jacobian ``J[r, k] = −√(2/m)/N Σ_i sin(ω_rᵀx_i + c_r) ω_rᵀ ∂f/∂θ_k(x_i; θ)``.  Both come
 from compiled code only: the generated ``drift`` and ``drift_jacobian`` kernels (the symbolic
 ∂f/∂θ, printed with one joint CSE) give per-sample factors ``f_j`` and ``∂f_j/∂θ_k``, the
-model-independent fill kernel :func:`~dynosed_sym.kernels.stein_fill.accumulate_stein` contracts them with
+model-independent fill :func:`~dynosed_sym.kernels.stein_fill.accumulate_stein` contracts them with
 the sines of the features (per noise block, one launch), and the small contraction with ω is
 NumPy.  The diffusion part does not depend on θ and is summed once (the generated
 ``stein_features`` cos factors and the ``B_COS_TERMS`` table).  Cost per evaluation: linear in N
@@ -31,7 +31,8 @@ At the optimum θ̂ the fit is reported like an affine one on the local linearis
 Local route (:class:`LocalProblem`).  The same search minimises the local loss
 ``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (DESIGN §2) with ``r = R/√M``.  The generated ``local_residual``
 kernel (printed from the symbolic ``R = sᵀf + ∇·f − β₀`` and ``∂R/∂θ_k = sᵀ∂f/∂θ_k + ∇·∂f/∂θ_k``,
-see :mod:`dynosed_sym.model.derivation`) gives R and ∂R/∂θ at the probes for given scores; the scores
+see :mod:`~dynosed_sym.model.derivation`) gives R and ∂R/∂θ at the probes for given scores; the
+scores
 are estimated once (they do not depend on θ).  R is affine in a separable θ_a with the θ-free
 column ``sᵀU_a + ∇·U_a``, so variable projection applies unchanged.  At the optimum the
 linearisation is taken for the full-data scores and for every delete-one-block replicate, which
@@ -74,9 +75,13 @@ def starting_point(model, cm, theta0, gradient):
             try:
                 model.derivation.require_affine()
             except NotAffineError as exc:
-                raise NotAffineError(f"{exc}; the gradient route needs a starting point: pass "
-                                     "theta0= or give the model nominal= values",
-                                     param=exc.param, component=exc.component, term=exc.term) from None
+                raise NotAffineError(
+                    f"{exc}; the gradient route needs a starting point: pass "
+                    "theta0= or give the model nominal= values",
+                    param=exc.param,
+                    component=exc.component,
+                    term=exc.term,
+                ) from None
     if not gradient:
         return None
     if theta0 is not None:
@@ -115,7 +120,9 @@ class LocalProblem:
         R = np.empty(P.shape[0])
         dR = np.empty((P.shape[0], n))
         with np.errstate(invalid="ignore", over="ignore"):
-            self.cm.module.local_residual(P, S, J, g, np.ascontiguousarray(theta, dtype=float), R, dR)
+            self.cm.module.local_residual(
+                P, S, J, g, np.ascontiguousarray(theta, dtype=float), R, dR
+            )
         return R * self.scale, dR * self.scale
 
     def evaluate(self, theta, cols=None):
@@ -123,18 +130,24 @@ class LocalProblem:
         r, Jr = self._kernel(self.P, self.S[0], self.J[0], self.g, theta)
         if not (np.isfinite(r).all() and np.isfinite(Jr).all()):
             bad = int(np.flatnonzero(~(np.isfinite(r) & np.isfinite(Jr).all(axis=1)))[0])
-            raise DataError(f"the local residual or its θ-gradient is not finite at probe {bad} "
-                            f"(x = {np.array2string(self.P[bad], precision=4)}, θ = "
-                            f"{np.array2string(np.asarray(theta), precision=4)}): the drift overflowed "
-                            "or was evaluated outside its domain, or the score estimate is not finite")
+            raise DataError(
+                f"the local residual or its θ-gradient is not finite at probe {bad} "
+                f"(x = {np.array2string(self.P[bad], precision=4)}, θ = "
+                f"{np.array2string(np.asarray(theta), precision=4)}): the drift overflowed "
+                "or was evaluated outside its domain, or the score estimate is not finite"
+            )
         return r, (Jr if cols is None else Jr[:, list(cols)])
 
     def linearisation(self, theta):
         """A (K, M, n) = ∂r/∂θ and b (K, M) = Aθ − r at θ for every score set (full, replicates)."""
         K, M, d = self.K, self.M, self.model.d
         if self._tiled is None:
-            self._tiled = (np.tile(self.P, (K, 1)), self.S.reshape(K * M, d),
-                           self.J.reshape(K * M, d, d), np.tile(self.g, K))
+            self._tiled = (
+                np.tile(self.P, (K, 1)),
+                self.S.reshape(K * M, d),
+                self.J.reshape(K * M, d, d),
+                np.tile(self.g, K),
+            )
         r, Jr = self._kernel(*self._tiled, theta)
         A = Jr.reshape(K, M, self.model.n)
         b = A @ np.asarray(theta, dtype=float) - r.reshape(K, M)
@@ -170,7 +183,9 @@ class GlobalProblem:
         check_finite_output(phi_c, "a Stein feature (diffusion term)", self.X)
         P_s = np.zeros((self.G, feats.n_blocks, 0, FEATURE_BLOCK))
         P_c = np.zeros((self.G, feats.n_blocks, n_cos, FEATURE_BLOCK))
-        accumulate_stein(self.X, np.zeros((self.N, 0)), phi_c, self.edges, feats.Wt, feats.ct, P_s, P_c)
+        accumulate_stein(
+            self.X, np.zeros((self.N, 0)), phi_c, self.edges, feats.Wt, feats.ct, P_s, P_c
+        )
         Om = feats.omega
         # cos part per block, as sums over the block's rows: Σ_i cos_ri ω_rᵀD(x_i)ω_r  (G, m)
         self.c_sums = np.zeros((self.G, m))
@@ -311,8 +326,20 @@ def _projected_search(prob, lam, theta0, sep, **ls_kw):
     return full_theta(t_rest, r_h), cost, nfev, njev
 
 
-def fit_gradient(prob, lam, theta0, *, projection=True, n_starts=1, seed=0, spread=0.5,
-                 xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=None):
+def fit_gradient(
+    prob,
+    lam,
+    theta0,
+    *,
+    projection=True,
+    n_starts=1,
+    seed=0,
+    spread=0.5,
+    xtol=1e-12,
+    ftol=1e-12,
+    gtol=1e-12,
+    max_nfev=None,
+):
     """Minimise ‖r(θ)‖² + λ‖θ‖² from ``theta0`` (and ``n_starts − 1`` seeded perturbed starts).
 
     Returns ``(theta, info)`` with the final loss, the evaluations and the separable parameters.
@@ -323,8 +350,10 @@ def fit_gradient(prob, lam, theta0, *, projection=True, n_starts=1, seed=0, spre
     rng = np.random.default_rng(seed)
     starts = [theta0]
     for _ in range(max(0, int(n_starts) - 1)):
-        starts.append(theta0 * (1.0 + spread * rng.standard_normal(theta0.size))
-                      + spread * rng.standard_normal(theta0.size) * (theta0 == 0))
+        starts.append(
+            theta0 * (1.0 + spread * rng.standard_normal(theta0.size))
+            + spread * rng.standard_normal(theta0.size) * (theta0 == 0)
+        )
     kw = dict(xtol=xtol, ftol=ftol, gtol=gtol, max_nfev=max_nfev)
     best = None
     nfev_tot = 0
@@ -336,6 +365,11 @@ def fit_gradient(prob, lam, theta0, *, projection=True, n_starts=1, seed=0, spre
         nfev_tot += nfev
         if best is None or cost < best[1]:
             best = (th, cost)
-    info = {"solver": "gradient", "loss": best[1], "nfev": nfev_tot, "starts": len(starts),
-            "projected": [model.param_names[k] for k in sep]}
+    info = {
+        "solver": "gradient",
+        "loss": best[1],
+        "nfev": nfev_tot,
+        "starts": len(starts),
+        "projected": [model.param_names[k] for k in sep],
+    }
     return best[0], info

@@ -47,4 +47,5 @@ def system_scale(A, b, route):
         raise DataError(
             f"the assembled {route} system A θ = b has entries of size {big:.3g}: the drift or the "
             "diffusion at these samples is too large for double precision (the least-squares "
-            "solve and the noise analysis would overflow); rescale the state variables")
+            "solve and the noise analysis would overflow); rescale the state variables"
+        )

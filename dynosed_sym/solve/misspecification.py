@@ -29,7 +29,9 @@ def block_weights(counts):
     """Block weights ``N_b / N`` (B,); at least two blocks are needed for a noise estimate."""
     counts = np.asarray(counts, dtype=float)
     if counts.ndim != 1 or counts.size < 2:
-        raise DynosedError(f"at least 2 data blocks are needed for sampling noise, got {counts.size}")
+        raise DynosedError(
+            f"at least 2 data blocks are needed for sampling noise, got {counts.size}"
+        )
     return counts / counts.sum()
 
 
@@ -67,10 +69,10 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
         rank = int(np.sum(s * s > lam))
     Ur = Uu[:, : int(rank)]
     r = A @ theta - b
-    e = A_blocks @ theta - b_blocks - r[None, :]           # (B, m): block deviations at θ̂
-    e = e - (e @ Ur) @ Ur.T                                 # project out the resolved directions
+    e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ̂
+    e = e - (e @ Ur) @ Ur.T  # project out the resolved directions
     Z = np.sqrt(w)[:, None] * e
-    K = Z @ Z.T / k                                         # its nonzero spectrum is that of Ŝ_r
+    K = Z @ Z.T / k  # its nonzero spectrum is that of Ŝ_r
     tr = float(np.trace(K))
     rr = float(r @ r)
     if not tr > 0:  # no residual noise at all (e.g. as many constraints as parameters)
@@ -86,8 +88,10 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
     # few directions dominate the residual noise (as for Lorenz)
     mu = np.linalg.eigvalsh(K)
     mu = mu[mu > 1e-12 * mu.max()]
-    p = _imhof_sf(np.concatenate([mu, -stat * mu / k]),
-                  np.concatenate([np.ones(mu.size), np.full(mu.size, float(k))]))
+    p = _imhof_sf(
+        np.concatenate([mu, -stat * mu / k]),
+        np.concatenate([np.ones(mu.size), np.full(mu.size, float(k))]),
+    )
     if not p > IMHOF_FLOOR:  # below the integration accuracy: the F tail, capped
         p = min(float(stats.f.sf(stat, h, k * h)), IMHOF_FLOOR)
     return stat, float(min(p, 1.0)), h
@@ -100,7 +104,8 @@ def _imhof_sf(lams, dofs, tol=1e-14):
     """``P(Σ_r λ_r χ²_{h_r} > 0)`` for independent central chi-squares (Imhof 1961).
 
     ``P(Q > 0) = ½ + (1/π) ∫₀^∞ sin θ(u) / (u ρ(u)) du`` with ``θ = ½ Σ h_r atan(λ_r u)`` and
-    ``ρ = Π (1 + λ_r² u²)^{h_r/4}``; the integral is truncated where ``ρ`` bounds the tail by ``tol``.
+    ``ρ = Π (1 + λ_r² u²)^{h_r/4}``; the integral is truncated where ``ρ`` bounds the tail by
+    ``tol``.
     """
     import warnings
 

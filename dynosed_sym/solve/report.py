@@ -39,8 +39,14 @@ from ..errors import DynosedError
 from .combinations import format_combination
 from .uncertainty import analyse_uncertainty, block_bootstrap
 
-__all__ = ["IdentifiabilityReport", "analyse", "RANK_THRESHOLD", "CONSISTENCY_THRESHOLD",
-           "FREE_PROJECTION", "col_se"]
+__all__ = [
+    "IdentifiabilityReport",
+    "analyse",
+    "RANK_THRESHOLD",
+    "CONSISTENCY_THRESHOLD",
+    "FREE_PROJECTION",
+    "col_se",
+]
 
 
 RANK_THRESHOLD = 3.0
@@ -133,39 +139,71 @@ class IdentifiabilityReport:
     _blocks: tuple | None = field(default=None, repr=False)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
-        """Block bootstrap of θ̂ from the kept per-block means (:func:`~dynosed_sym.solve.uncertainty.block_bootstrap`).
+        """Block bootstrap of θ̂ from the kept per-block means
+        (:func:`~dynosed_sym.solve.uncertainty.block_bootstrap`).
 
         The result is stored in ``bootstrap_result`` (and shown by ``FitResult.summary()``).
         """
         if self._blocks is None:
-            raise DynosedError("no per-block means were kept for this report (no noise blocks, or "
-                               f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap")
+            raise DynosedError(
+                "no per-block means were kept for this report (no noise blocks, or "
+                f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap"
+            )
         A_blocks, b_blocks, counts = self._blocks
-        self.bootstrap_result = block_bootstrap(A_blocks, b_blocks, counts, self.lam, n_boot=n_boot,
-                                                seed=seed, level=self.ci_level if level is None else level)
+        self.bootstrap_result = block_bootstrap(
+            A_blocks,
+            b_blocks,
+            counts,
+            self.lam,
+            n_boot=n_boot,
+            seed=seed,
+            level=self.ci_level if level is None else level,
+        )
         return self.bootstrap_result
 
     def __str__(self):
-        lines = [f"rank {self.rank} of {self.n_params} "
-                 f"({'identifiable' if self.unique else 'NOT identifiable'})"]
+        lines = [
+            f"rank {self.rank} of {self.n_params} "
+            f"({'identifiable' if self.unique else 'NOT identifiable'})"
+        ]
         for combo in self.null_space:
             lines.append(f"  unresolved combination: {combo}")
         if self.residual_ratio is not None:
-            lines.append(f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
-                         f"({'consistent' if self.consistent else 'INCONSISTENT: no θ fits, model misspecified?'})")
+            lines.append(
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
+                + (
+                    "(consistent)"
+                    if self.consistent
+                    else "(INCONSISTENT: no θ fits, model misspecified?)"
+                )
+            )
         if self.p_value is not None:
-            lines.append(f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
-                         f"effective dimensions, p = {self.p_value:.3g}"
-                         + ("  (small p: no θ satisfies the constraints)" if self.p_value < 0.01 else ""))
+            lines.append(
+                f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
+                f"effective dimensions, p = {self.p_value:.3g}"
+                + ("  (small p: no θ satisfies the constraints)" if self.p_value < 0.01 else "")
+            )
         lines.extend(self.notes)
         return "\n".join(lines)
 
 
-def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
-            rank_threshold=RANK_THRESHOLD, consistency_threshold=CONSISTENCY_THRESHOLD):
+def analyse(
+    A,
+    b,
+    theta,
+    lam,
+    names,
+    A_blocks=None,
+    b_blocks=None,
+    counts=None,
+    rank_threshold=RANK_THRESHOLD,
+    consistency_threshold=CONSISTENCY_THRESHOLD,
+):
     """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``."""
     m, n = A.shape
-    _, s, Vt = np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
+    _, s, Vt = (
+        np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
+    )
     s_full = np.zeros(n)
     s_full[: s.size] = s
     V = Vt.T
@@ -185,8 +223,10 @@ def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
         res_noise = float(np.linalg.norm(col_se(r_blocks, res[:, None], counts)))
         res_ratio = res_norm / res_noise if res_noise > 0 else np.inf
     else:
-        notes.append("note: too few data blocks to estimate sampling noise; rank judged "
-                     "against floating-point precision only")
+        notes.append(
+            "note: too few data blocks to estimate sampling noise; rank judged "
+            "against floating-point precision only"
+        )
     rank = int(resolved.sum())
     null = V[:, ~resolved]
     null_space = [format_combination(null[:, i], names) for i in range(null.shape[1])]
@@ -199,11 +239,22 @@ def analyse(A, b, theta, lam, names, A_blocks=None, b_blocks=None, counts=None,
     # None: the noise level could not be estimated (fewer than two data blocks)
     consistent = None if res_ratio is None else bool(res_ratio < consistency_threshold)
     rep = IdentifiabilityReport(
-        param_names=list(names), n_params=n, rank=rank, unique=rank == n, consistent=consistent,
-        singular_values=s_full, singular_noise=sing_noise, null_space=null_space, null_vectors=null,
-        free_params=free, freeness=Hinv_diag,
+        param_names=list(names),
+        n_params=n,
+        rank=rank,
+        unique=rank == n,
+        consistent=consistent,
+        singular_values=s_full,
+        singular_noise=sing_noise,
+        null_space=null_space,
+        null_vectors=null,
+        free_params=free,
+        freeness=Hinv_diag,
         freeness_normalised=lam * Hinv_diag if lam > 0 else np.where(np.isinf(Hinv_diag), 1.0, 0.0),
-        residual_norm=res_norm, residual_noise=res_noise, residual_ratio=res_ratio, lam=float(lam),
+        residual_norm=res_norm,
+        residual_noise=res_noise,
+        residual_ratio=res_ratio,
+        lam=float(lam),
         notes=notes,
     )
     if sing_noise is not None:
@@ -215,8 +266,18 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
     """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
     free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
     try:
-        u = analyse_uncertainty(A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=free_mask,
-                                level=rep.ci_level, rank=rep.rank)
+        u = analyse_uncertainty(
+            A,
+            b,
+            theta,
+            lam,
+            A_blocks,
+            b_blocks,
+            counts,
+            free_mask=free_mask,
+            level=rep.ci_level,
+            rank=rep.rank,
+        )
     except (np.linalg.LinAlgError, DynosedError) as exc:
         rep.notes.append(f"note: no standard errors ({exc})")
         return

@@ -42,13 +42,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DynosedError
 from .linear import hinv, solve_tikhonov
 from .misspecification import block_weights, misspecification_test
 
-__all__ = ["Uncertainty", "BootstrapResult", "block_influence", "sandwich_covariance",
-           "confidence_intervals", "block_bootstrap", "analyse_uncertainty", "block_weights", "t_quantile",
-           "DEFAULT_LEVEL"]
+__all__ = [
+    "Uncertainty",
+    "BootstrapResult",
+    "block_influence",
+    "sandwich_covariance",
+    "confidence_intervals",
+    "block_bootstrap",
+    "analyse_uncertainty",
+    "block_weights",
+    "t_quantile",
+    "DEFAULT_LEVEL",
+]
 
 
 DEFAULT_LEVEL = 0.95
@@ -57,9 +65,9 @@ DEFAULT_LEVEL = 0.95
 def block_influence(A, b, theta, lam, A_blocks, b_blocks, Hinv=None):
     """Influence ``IF_b`` (B, n) of each block's deviation on θ̂ (see the module docstring)."""
     Hinv = hinv(A, lam) if Hinv is None else Hinv
-    r = A @ theta - b                                  # (m,)
-    e = A_blocks @ theta - b_blocks - r[None, :]       # (B, m): (A_b − A)θ̂ − (b_b − b)
-    g = np.einsum("bmn,m->bn", A_blocks, r) - (A.T @ r)[None, :] + e @ A   # (B, n)
+    r = A @ theta - b  # (m,)
+    e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): (A_b − A)θ̂ − (b_b − b)
+    g = np.einsum("bmn,m->bn", A_blocks, r) - (A.T @ r)[None, :] + e @ A  # (B, n)
     return -g @ Hinv
 
 
@@ -74,8 +82,11 @@ def sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv=None)
 def t_quantile(level, dof):
     from scipy import stats
 
-    return float(stats.t.ppf(0.5 + level / 2.0, dof)) if np.isfinite(dof) else float(
-        stats.norm.ppf(0.5 + level / 2.0))
+    return (
+        float(stats.t.ppf(0.5 + level / 2.0, dof))
+        if np.isfinite(dof)
+        else float(stats.norm.ppf(0.5 + level / 2.0))
+    )
 
 
 def confidence_intervals(theta, se, level=DEFAULT_LEVEL, dof=np.inf):
@@ -138,8 +149,14 @@ def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=D
         thetas[k] = solve_tikhonov(A_s, b_s, lam)
     alpha = (1.0 - level) / 2.0
     ci = np.quantile(thetas, [alpha, 1.0 - alpha], axis=0).T
-    return BootstrapResult(thetas=thetas, se=thetas.std(axis=0, ddof=1), ci=ci, level=float(level),
-                           n_blocks=B, seed=int(seed))
+    return BootstrapResult(
+        thetas=thetas,
+        se=thetas.std(axis=0, ddof=1),
+        ci=ci,
+        level=float(level),
+        n_blocks=B,
+        seed=int(seed),
+    )
 
 
 @dataclass
@@ -167,8 +184,9 @@ class Uncertainty:
     notes: list = field(default_factory=list)
 
 
-def analyse_uncertainty(A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=None,
-                        level=DEFAULT_LEVEL, rank=None) -> Uncertainty:
+def analyse_uncertainty(
+    A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=None, level=DEFAULT_LEVEL, rank=None
+) -> Uncertainty:
     """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`)."""
     Hinv = hinv(A, lam)
     cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
@@ -178,5 +196,13 @@ def analyse_uncertainty(A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=
     dof = int(np.asarray(counts).size - 1)
     ci = confidence_intervals(theta, se, level, dof)
     stat, p, h = misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank)
-    return Uncertainty(covariance=cov, se=se, ci=ci, level=float(level), dof=dof, stat=stat,
-                       p_value=p, effective_dim=h)
+    return Uncertainty(
+        covariance=cov,
+        se=se,
+        ci=ci,
+        level=float(level),
+        dof=dof,
+        stat=stat,
+        p_value=p,
+        effective_dim=h,
+    )

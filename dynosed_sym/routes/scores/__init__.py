@@ -48,6 +48,16 @@ from .kernel import KernelScore, kernel_score
 from .matching import ScoreMatching, monomial_exponents, score_matching
 from .select import estimate_scores, make_estimator
 
-__all__ = ["ScoreEstimate", "ScoreEstimator", "KernelScore", "ScoreMatching", "CallableScore",
-           "make_estimator", "estimate_scores", "kernel_score", "score_matching",
-           "monomial_exponents", "check_scores"]
+__all__ = [
+    "ScoreEstimate",
+    "ScoreEstimator",
+    "KernelScore",
+    "ScoreMatching",
+    "CallableScore",
+    "make_estimator",
+    "estimate_scores",
+    "kernel_score",
+    "score_matching",
+    "monomial_exponents",
+    "check_scores",
+]

@@ -8,12 +8,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...data.blocks import NoiseBlocks, block_edges
-from ...data.sources import Columns, DataSource, is_streamed, open_source
+from ...data.sources import Columns, DataSource, open_source
 from ...errors import DataError
 from ...options import CHUNK_ROWS, MIN_BLOCK_ROWS
 
-__all__ = ["ScoreEstimate", "ScoreEstimator", "check_scores", "check_temperature", "block_edges_or_one", "as_xp", "open_stream", "as_probe_array",
-           "StreamBlocks"]
+__all__ = [
+    "ScoreEstimate",
+    "ScoreEstimator",
+    "check_scores",
+    "check_temperature",
+    "block_edges_or_one",
+    "as_xp",
+    "open_stream",
+    "as_probe_array",
+    "StreamBlocks",
+]
 
 
 @dataclass
@@ -62,11 +71,15 @@ def check_scores(S, J, M, d, what="score"):
     if S.shape != (M, d):
         raise DataError(f"{what}: scores have shape {S.shape}, expected (M, d) = ({M}, {d})")
     if J.shape != (M, d, d):
-        raise DataError(f"{what}: Jacobians have shape {J.shape}, expected (M, d, d) = ({M}, {d}, {d})")
+        raise DataError(
+            f"{what}: Jacobians have shape {J.shape}, expected (M, d, d) = ({M}, {d}, {d})"
+        )
     for arr, nm in ((S, "scores"), (J, "Jacobians")):
         bad = ~np.isfinite(arr.reshape(M, -1)).all(axis=1)
         if bad.any():
-            raise DataError(f"{what}: {nm} at probe(s) {np.flatnonzero(bad)[:5].tolist()} are not finite")
+            raise DataError(
+                f"{what}: {nm} at probe(s) {np.flatnonzero(bad)[:5].tolist()} are not finite"
+            )
     return np.ascontiguousarray(S), np.ascontiguousarray(J)
 
 
@@ -90,7 +103,9 @@ def as_xp(X, probes):
     X = np.ascontiguousarray(X, dtype=float)
     P = np.ascontiguousarray(probes, dtype=float)
     if X.ndim != 2 or P.ndim != 2 or X.shape[1] != P.shape[1]:
-        raise DataError(f"data {X.shape} and probes {P.shape} must be 2-D with the same number of columns")
+        raise DataError(
+            f"data {X.shape} and probes {P.shape} must be 2-D with the same number of columns"
+        )
     if X.shape[0] == 0:
         raise DataError("no data to estimate scores from")
     return X, P
@@ -100,8 +115,9 @@ def open_stream(X, P):
     """(source, close) for a streamed input ``X`` whose columns match the probes ``P``."""
     if isinstance(X, DataSource):
         if X.d != P.shape[1]:
-            raise DataError(f"data ({X.d} columns) and probes {P.shape} must have the same number "
-                            "of columns")
+            raise DataError(
+                f"data ({X.d} columns) and probes {P.shape} must have the same number of columns"
+            )
         return X, False
     return open_source(X, Columns(P.shape[1]), "X"), True
 
@@ -135,8 +151,11 @@ class StreamBlocks:
         self.size = MIN_BLOCK_ROWS
         if n_blocks and n_blocks >= 2:
             self.splitter = NoiseBlocks(n_rows, n_blocks)
-            self.slots = (self.splitter.edges.shape[0] - 1 if n_rows is not None
-                          else 2 * self.splitter.n_blocks)
+            self.slots = (
+                self.splitter.edges.shape[0] - 1
+                if n_rows is not None
+                else 2 * self.splitter.n_blocks
+            )
         self.counts = np.zeros(self.slots, dtype=np.int64)
         self.arrays = []
 
@@ -146,7 +165,7 @@ class StreamBlocks:
     def _merge_pairs(self):
         h = self.slots // 2
         for a in self.arrays + [self.counts]:
-            a[:h] = a[0:2 * h:2] + a[1:2 * h:2]
+            a[:h] = a[0 : 2 * h : 2] + a[1 : 2 * h : 2]
             a[h:] = 0
 
     def feed(self, chunk, add):
@@ -183,7 +202,12 @@ class StreamBlocks:
         if self.n_rows is not None and total != self.n_rows:
             raise DataError(f"X: {total} rows were read but {self.n_rows} were announced")
         K = int(used[-1]) + 1
-        if self.splitter is not None and self.n_rows is None and K > 1 and 2 * self.counts[K - 1] < self.size:
+        if (
+            self.splitter is not None
+            and self.n_rows is None
+            and K > 1
+            and 2 * self.counts[K - 1] < self.size
+        ):
             for a in self.arrays + [self.counts]:
                 a[K - 2] += a[K - 1]
             K -= 1
@@ -231,4 +255,3 @@ class ScoreEstimator:
 
     def estimate(self, X, probes, n_blocks=0) -> ScoreEstimate:  # pragma: no cover - interface
         raise NotImplementedError
-

@@ -29,14 +29,18 @@ class CallableScore(ScoreEstimator):
         try:
             S, J = out
         except (TypeError, ValueError):
-            raise DataError("score: the callable must return a pair (S (M, d), J (M, d, d))") from None
+            raise DataError(
+                "score: the callable must return a pair (S (M, d), J (M, d, d))"
+            ) from None
         return check_scores(S, J, P.shape[0], P.shape[1], "score callable")
 
     def estimate(self, X, probes, n_blocks=0, **_) -> ScoreEstimate:
         if is_streamed(X):
-            raise DataError("score: a callable estimator needs X in memory (an array or DataFrame); "
-                            "for a file or a stream of chunks use score='kernel', 'local_gaussian' or "
-                            "'score_matching', which read it in one pass")
+            raise DataError(
+                "score: a callable estimator needs X in memory (an array or DataFrame); "
+                "for a file or a stream of chunks use score='kernel', 'local_gaussian' or "
+                "'score_matching', which read it in one pass"
+            )
         X, P = as_xp(X, probes)
         S, J = self._call(X, P)
         edges = block_edges_or_one(X.shape[0], n_blocks)
@@ -46,6 +50,6 @@ class CallableScore(ScoreEstimator):
         Sb = np.empty((B,) + S.shape)
         Jb = np.empty((B,) + J.shape)
         for b in range(B):
-            keep = np.concatenate([X[: edges[b]], X[edges[b + 1]:]])
+            keep = np.concatenate([X[: edges[b]], X[edges[b + 1] :]])
             Sb[b], Jb[b] = self._call(keep, P)
         return ScoreEstimate(S, J, None, Sb, Jb, self.method)

@@ -8,8 +8,16 @@ import numpy as np
 from ...data.sources import is_streamed
 from ...errors import DataError
 from ...kernels.kernel_score import kernel_stream_sums
-from .base import (ScoreEstimate, ScoreEstimator, StreamBlocks, as_probe_array, as_xp,
-                   block_edges_or_one, check_temperature, open_stream)
+from .base import (
+    ScoreEstimate,
+    ScoreEstimator,
+    StreamBlocks,
+    as_probe_array,
+    as_xp,
+    block_edges_or_one,
+    check_temperature,
+    open_stream,
+)
 
 __all__ = ["KernelScore", "kernel_score"]
 
@@ -91,8 +99,18 @@ class KernelScore(ScoreEstimator):
         M1 = np.zeros((B, M, d))
         M2 = np.zeros((B, M, d, d))
         # all of X as one chunk: the running shift is then the nearest point's from the start
-        kernel_stream_sums(np.ascontiguousarray(X.T), P, T, edges, np.arange(B, dtype=np.int64),
-                           np.full(M, np.inf), W, W2, M1, M2)
+        kernel_stream_sums(
+            np.ascontiguousarray(X.T),
+            P,
+            T,
+            edges,
+            np.arange(B, dtype=np.int64),
+            np.full(M, np.inf),
+            W,
+            W2,
+            M1,
+            M2,
+        )
         return self._from_block_sums(P, W, W2, M1, M2)
 
     def _estimate_stream(self, X, probes, n_blocks, chunk_rows, bar):
@@ -111,7 +129,9 @@ class KernelScore(ScoreEstimator):
             blocks.register(W, W2, M1, M2)
 
             def add(part, starts, ks):
-                kernel_stream_sums(np.ascontiguousarray(part.T), P, T, starts, ks, dmin, W, W2, M1, M2)
+                kernel_stream_sums(
+                    np.ascontiguousarray(part.T), P, T, starts, ks, dmin, W, W2, M1, M2
+                )
 
             (W, W2, M1, M2), _, total = blocks.run(source, add, chunk_rows, bar)
         finally:
@@ -126,25 +146,31 @@ class KernelScore(ScoreEstimator):
         T = self.temperature
         B = W.shape[0]
         Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
-        ess = Wt ** 2 / W2.sum(0)
+        ess = Wt**2 / W2.sum(0)
         low = np.flatnonzero(ess < self.min_effective)
         if low.size:
             i = int(low[0])
-            raise DataError(f"kernel score: probe {i} (x = {np.array2string(P[i], precision=4)}) has "
-                            f"{ess[i]:.2f} effective data point(s) within the kernel at temperature "
-                            f"T = {T:g} (at least {self.min_effective:g} needed); lower T or move the probe "
-                            "into the data")
+            raise DataError(
+                f"kernel score: probe {i} (x = {np.array2string(P[i], precision=4)}) has "
+                f"{ess[i]:.2f} effective data point(s) within the kernel at temperature "
+                f"T = {T:g} (at least {self.min_effective:g} needed); lower T or move the probe "
+                "into the data"
+            )
         S, J = _kernel_from_sums(Wt, M1t, M2t, T, self.deconvolve)
         if not (np.isfinite(S).all() and np.isfinite(J).all()):
             i = int(np.flatnonzero(~np.isfinite(J).reshape(M, -1).all(axis=1))[0])
-            raise DataError(f"local Gaussian score: the kernel-weighted data around probe {i} are "
-                            "degenerate (singular covariance); lower T or add data")
+            raise DataError(
+                f"local Gaussian score: the kernel-weighted data around probe {i} are "
+                "degenerate (singular covariance); lower T or add data"
+            )
         Sb = Jb = None
         if B >= 2:
-            Sb, Jb = _kernel_from_sums(Wt[None] - W, M1t[None] - M1, M2t[None] - M2, T, self.deconvolve)
+            Sb, Jb = _kernel_from_sums(
+                Wt[None] - W, M1t[None] - M1, M2t[None] - M2, T, self.deconvolve
+            )
         return ScoreEstimate(S, J, ess, Sb, Jb, self.method)
 
 
 def kernel_score(X, probes, temperature=49.0):
-    """Gaussian-kernel scores (M, d) and Jacobians (M, d, d) at ``probes`` (see :class:`KernelScore`)."""
+    """Gaussian-kernel scores (M, d) and Jacobians (M, d, d) at ``probes`` (see KernelScore)."""
     return KernelScore(temperature)(X, probes)

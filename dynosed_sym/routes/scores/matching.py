@@ -9,8 +9,15 @@ import numpy as np
 from ...data.sources import is_streamed
 from ...errors import DataError
 from ...options import CHUNK_ROWS
-from .base import (ScoreEstimate, ScoreEstimator, StreamBlocks, as_probe_array, as_xp,
-                   block_edges_or_one, open_stream)
+from .base import (
+    ScoreEstimate,
+    ScoreEstimator,
+    StreamBlocks,
+    as_probe_array,
+    as_xp,
+    block_edges_or_one,
+    open_stream,
+)
 
 __all__ = ["ScoreMatching", "score_matching", "monomial_exponents"]
 
@@ -82,8 +89,9 @@ class ScoreMatching(ScoreEstimator):
     def __init__(self, radius, degree=2, weight_power=2.0, min_points=None):
         r = np.asarray(radius, dtype=float) if radius is not None else None
         if r is None or r.ndim > 1 or not np.all(np.isfinite(r)) or np.any(r <= 0):
-            raise DataError(f"score matching: radius must be a positive number or one per probe, "
-                            f"got {radius!r}")
+            raise DataError(
+                f"score matching: radius must be a positive number or one per probe, got {radius!r}"
+            )
         self.radius = r
         if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 2:
             raise DataError(f"score matching: degree must be an integer ≥ 2, got {degree!r}")
@@ -104,9 +112,16 @@ class ScoreMatching(ScoreEstimator):
         c = np.zeros((B, K))
         cnt = np.zeros(B, dtype=np.int64)
         for lo in range(0, X.shape[0], CHUNK_ROWS):
-            self._chunk_sums(X[lo:lo + CHUNK_ROWS], p, r, E,
-                             lambda inside, lo=lo: np.searchsorted(edges, lo + inside, side="right") - 1,
-                             G, c, cnt)
+            self._chunk_sums(
+                X[lo : lo + CHUNK_ROWS],
+                p,
+                r,
+                E,
+                lambda inside, lo=lo: np.searchsorted(edges, lo + inside, side="right") - 1,
+                G,
+                c,
+                cnt,
+            )
         return G, c, cnt
 
     def _chunk_sums(self, Xc, p, r, E, block_of, G, c, cnt):
@@ -126,7 +141,7 @@ class ScoreMatching(ScoreEstimator):
         if q == 0:
             g, gradg = np.ones_like(one), np.zeros_like(u)
         else:
-            g = one ** q
+            g = one**q
             gradg = (-2.0 * q * one ** (q - 1))[:, None] * u  # ∇_u g
         for b in np.unique(blk):  # blocks are contiguous: one or two per chunk
             sel = blk == b
@@ -153,14 +168,15 @@ class ScoreMatching(ScoreEstimator):
             def add(part, starts, ks):
                 # windows of STREAM_BALL_ROWS rows bound the basis arrays (n·d·K) of one probe
                 for lo in range(0, part.shape[0], STREAM_BALL_ROWS):
-                    window = part[lo:lo + STREAM_BALL_ROWS]
+                    window = part[lo : lo + STREAM_BALL_ROWS]
 
                     def block_of(inside, lo=lo):
                         return ks[np.searchsorted(starts, lo + inside, side="right") - 1]
 
                     for m in range(M):
-                        self._chunk_sums(window, P[m], float(radius[m]), E, block_of, G[:, m], c[:, m],
-                                         cnt[:, m])
+                        self._chunk_sums(
+                            window, P[m], float(radius[m]), E, block_of, G[:, m], c[:, m], cnt[:, m]
+                        )
 
             (G, c, cnt), _, total = blocks.run(source, add, chunk_rows, bar)
         finally:
@@ -227,14 +243,18 @@ class ScoreMatching(ScoreEstimator):
             n_in = int(cnt.sum())
             counts[m] = n_in
             if n_in < need:
-                raise DataError(f"score matching: the ball of radius {r:g} around probe {m} "
-                                f"(x = {np.array2string(P[m], precision=4)}) holds {n_in} data point(s); "
-                                f"the degree-{self.degree} basis ({K} terms) needs at least {need}")
+                raise DataError(
+                    f"score matching: the ball of radius {r:g} around probe {m} "
+                    f"(x = {np.array2string(P[m], precision=4)}) holds {n_in} data point(s); "
+                    f"the degree-{self.degree} basis ({K} terms) needs at least {need}"
+                )
             Gt, ct = G.sum(0), c.sum(0)
             if np.linalg.cond(Gt) > 1e12:
-                raise DataError(f"score matching: the data in the ball around probe {m} do not determine "
-                                f"the degree-{self.degree} local log-density (singular system); use a "
-                                "larger radius, more data or a lower degree")
+                raise DataError(
+                    f"score matching: the data in the ball around probe {m} do not determine "
+                    f"the degree-{self.degree} local log-density (singular system); use a "
+                    "larger radius, more data or a lower degree"
+                )
             S[m], J[m] = score_jac(self._solve(Gt, ct), r)
             if B >= 2:
                 Sb[:, m], Jb[:, m] = score_jac(self._solve(Gt[None] - G, ct[None] - c), r)

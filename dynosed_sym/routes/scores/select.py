@@ -24,19 +24,26 @@ def make_estimator(score="kernel", temperature=49.0, radius=None, degree=2) -> S
             return KernelScore(temperature, deconvolve=True)
         if score == "score_matching":
             if radius is None:
-                raise DataError("score='score_matching' needs radius= (or probes given as Balls, "
-                                "whose radius is used)")
+                raise DataError(
+                    "score='score_matching' needs radius= (or probes given as Balls, "
+                    "whose radius is used)"
+                )
             return ScoreMatching(radius, degree)
-        raise DataError(f"score must be 'kernel', 'local_gaussian', 'score_matching', (S, J) arrays "
-                        f"or a callable, got {score!r}")
+        raise DataError(
+            f"score must be 'kernel', 'local_gaussian', 'score_matching', (S, J) arrays "
+            f"or a callable, got {score!r}"
+        )
     if callable(score):
         return CallableScore(score)
-    raise DataError(f"score must be 'kernel', 'local_gaussian', 'score_matching', (S, J) arrays or a "
-                    f"callable, got {score!r}")
+    raise DataError(
+        f"score must be 'kernel', 'local_gaussian', 'score_matching', (S, J) arrays or a "
+        f"callable, got {score!r}"
+    )
 
 
-def estimate_scores(X, probes, score="kernel", *, temperature=49.0, radius=None, degree=2,
-                    n_blocks=0) -> ScoreEstimate:
+def estimate_scores(
+    X, probes, score="kernel", *, temperature=49.0, radius=None, degree=2, n_blocks=0
+) -> ScoreEstimate:
     """Scores and Jacobians at ``probes`` (M, d) from data ``X`` (N, d) with any estimator.
 
     Parameters
