@@ -202,7 +202,7 @@ def assemble_source(
     """Assemble A, b from a :class:`~dynosed_sym.data.sources.DataSource` in this process.
 
     Data in memory: one kernel launch over all noise blocks (:func:`assemble_array`).  A stream:
-    chunk by chunk with memory independent of N, into :class:`~dynosed_sym.data.NoiseBlocks`.
+    chunk by chunk with memory independent of N, into :class:`~dynosed_sym.data.blocks.NoiseBlocks`.
     ``dlogp_dt`` (N,), data in memory only: ∂ₜlog p at each sample.
     """
     if source.kind == "array":

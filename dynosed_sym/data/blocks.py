@@ -3,7 +3,7 @@
 Noise blocks
 ------------
 A and b are means over samples; their sampling noise is estimated from per-block means
-(:mod:`dynosed_sym.report`).  :class:`NoiseBlocks` decides which rows form a block and holds
+(:mod:`dynosed_sym.solve.report`).  :class:`NoiseBlocks` decides which rows form a block and holds
 the partial sums of the fill per block, independently of how the rows arrive:
 
 - when the number of rows N is known (arrays, files, dask arrays) the blocks are those of an

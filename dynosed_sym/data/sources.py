@@ -13,7 +13,7 @@ Streamed (read in chunks of at most ``chunk_rows`` rows; memory does not grow wi
     - a ``numpy.memmap``, a Zarr array or an h5py ``Dataset`` (columns in state order);
     - any iterable or iterator of chunks (arrays or DataFrames), e.g. a generator or
       ``pandas.read_csv(path, chunksize=...)``;
-    - a ``dask.array`` (or dask DataFrame), normally handed to :mod:`dynosed_sym.distributed`.
+    - a ``dask.array`` (or dask DataFrame), normally handed to :mod:`dynosed_sym.backends.dask`.
 AnnData (single-cell data; ``pip install 'dynosed_sym[anndata]'``)
     An ``anndata.AnnData`` whose ``var_names`` include the state names is read from ``.X``;
     :func:`from_anndata` chooses other variables (``var_names=``) or a layer (``layer=``).

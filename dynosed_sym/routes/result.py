@@ -75,8 +75,8 @@ class FitResult:
     def bootstrap(self, n_boot=200, seed=0, level=None):
         """Block bootstrap reusing the per-block partial sums (no new pass over the data).
 
-        Returns the :class:`~dynosed_sym.uncertainty.BootstrapResult`; ``summary()`` then shows
-        its standard errors and percentile intervals beside the sandwich ones.
+        Returns the :class:`~dynosed_sym.solve.uncertainty.BootstrapResult`; ``summary()`` then
+        shows its standard errors and percentile intervals beside the sandwich ones.
         """
         return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
 
