@@ -7,7 +7,8 @@ At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)�
     β(x) = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − sᵀv − ∇·v − ∂ₜlog p
 
 (s the score, J its Jacobian; all derivatives of U, v and D derived symbolically, see
-:mod:`dynosed_sym.symbolic`).  The rows are filled by the model's generated ``local_rows`` kernel.
+:mod:`dynosed_sym.model.derivation`).  The rows are filled by the model's generated
+``local_rows`` kernel.
 
 A drift that is not affine in θ is fitted by the gradient route: the same loss is minimised by
 trust-region least squares with R and ∂R/∂θ from the generated ``local_residual`` kernel
