@@ -4,7 +4,7 @@ Code blocks of README.md and docs/*.md, by the fence's info string:
 
 * ```` ```python ````: run by the suite.  The blocks of one page run in order in one namespace,
   with the repository root as working directory (so ``models/…`` paths work); files a page writes
-  at the root are removed afterwards.
+  at the root are removed afterwards (write folders elsewhere).
 * ```` ```python slow ````: longer examples, run (after the page's fast blocks they follow)
   by the page's ``@pytest.mark.slow`` test.
 * ```` ```python no-run ````: not run (the text beside it says why: it needs a cluster, it is a
@@ -26,7 +26,6 @@ import io
 import os
 import pathlib
 import re
-import shutil
 import time
 
 import pytest
@@ -86,9 +85,9 @@ def _run_page(page, kinds, monkeypatch):
                 diff = checker.output_difference(doctest.Example(src, want), got, flags)
                 pytest.fail(f"{where}: the printed output differs from the page\n{diff}")
     finally:
-        for name in set(os.listdir(ROOT)) - before:  # files the examples wrote
-            path = ROOT / name
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        for name in set(os.listdir(ROOT)) - before:  # files the examples wrote (not folders)
+            if (ROOT / name).is_file():
+                (ROOT / name).unlink()
     for where, seconds in timings:
         print(f"{where}: {seconds:.1f} s")
 
