@@ -2,8 +2,8 @@
 a silently wrong number or a traceback from inside a kernel; same seed ⇒ same result whatever
 the run, the number of threads and the chunking of the data.
 
-One test (or parametrised case) per row of the README table "Bad input and what you get".
-Cache robustness is in tests/test_caches.py, random models and inputs in tests/test_fuzz.py.
+One test (or parametrised case) per row of the tables in docs/reliability.md.
+Cache robustness is in tests/codegen/test_caches.py, random models and inputs in tests/test_fuzz.py.
 """
 
 from __future__ import annotations

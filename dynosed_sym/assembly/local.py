@@ -1,5 +1,5 @@
 """The local route's rows: ``A[i] = a(x_i)``, ``b[i] = β(x_i)`` at probes, from the generated
-``local_rows`` kernel (an affine drift; DESIGN §2, docs/design.md).
+``local_rows`` kernel (an affine drift; docs/design.md §2).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ def main(argv=None):
         description="Print the generated kernel module of model files.",
     )
     ap.add_argument("models", nargs="+", help="model files (each defines `model`)")
-    ap.add_argument("--out", default=None, help="output folder (default: see README)")
+    ap.add_argument(
+        "--out", default=None, help="output folder (default: see docs/generated-code.md)"
+    )
     ap.add_argument(
         "--prune",
         action="store_true",

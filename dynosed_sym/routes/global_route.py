@@ -1,5 +1,5 @@
-"""The global route: kernel Stein discrepancy with random Fourier features (DESIGN §2,
-docs/design.md), from any input to a :class:`~dynosed_sym.routes.result.FitResult`.
+"""The global route: kernel Stein discrepancy with random Fourier features
+(docs/design.md §2), from any input to a :class:`~dynosed_sym.routes.result.FitResult`.
 
 Data flow, one way down the layers: the input is opened as a source of checked chunks
 (:mod:`dynosed_sym.data`); the assembly consumes the chunks into per-block sums
@@ -53,7 +53,7 @@ def fit_global(
     backend=None,
     client=None,
 ) -> FitResult:
-    """Fit a model by the global kernel-Stein route (DESIGN §2).
+    """Fit a model by the global kernel-Stein route (docs/design.md §2).
 
     Parameters
     ----------
@@ -80,8 +80,8 @@ def fit_global(
         Seeds the bandwidth subsample and the random features.
     dlogp_dt : (N,) array or callable, optional
         Non-stationary snapshot: ∂ₜlog p at each sample, as an array in the row order of X or a
-        function ``fn(X) -> (N,)``.  The Stein operator gains ``−φ ∂ₜlog p`` (DESIGN §2), i.e.
-        one more per-sample factor of the fill.  X must be in memory (array or DataFrame).
+        function ``fn(X) -> (N,)``.  The Stein operator gains ``−φ ∂ₜlog p`` (docs/design.md §2),
+        i.e. one more per-sample factor of the fill.  X must be in memory (array or DataFrame).
     theta0 : array or dict, optional
         Starting point of the gradient route (default: ``model.nominal``; zeros for an
         affine model fitted with ``solver="gradient"``).

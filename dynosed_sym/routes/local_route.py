@@ -1,5 +1,5 @@
-"""The local route: Fokker–Planck residuals at probe points with estimated scores (DESIGN §2,
-docs/design.md).
+"""The local route: Fokker–Planck residuals at probe points with estimated scores
+(docs/design.md §2).
 
 At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)ᵀθ − β(x_i)`` with
 
@@ -146,10 +146,11 @@ def fit_local(
         Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``); the
         reference paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.
     score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
-        How scores and Jacobians at the probes are obtained: the kernel estimator of DESIGN §2,
-        its deconvolved local-Gaussian variant (no smoothing bias), local score matching (needs
-        ``radius``), arrays S (M, d) and J (M, d, d) with ``J[i, j, l] = ∂s_j/∂x_l`` (exact or
-        external scores), or any ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
+        How scores and Jacobians at the probes are obtained: the kernel estimator of
+        docs/design.md §2, its deconvolved local-Gaussian variant (no smoothing bias), local
+        score matching (needs ``radius``), arrays S (M, d) and J (M, d, d) with
+        ``J[i, j, l] = ∂s_j/∂x_l`` (exact or external scores), or any
+        ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
     lam : float
         Tikhonov regularisation λ ≥ 0.
     radius : float or (M,) array, optional
@@ -157,7 +158,8 @@ def fit_local(
     degree : int
         Monomial degree of the local log-density in score matching (2: quadratic).
     dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
-        ∂ₜlog p at the probes for a non-stationary snapshot (DESIGN §2); zero when omitted.
+        ∂ₜlog p at the probes for a non-stationary snapshot (docs/design.md §2); zero when
+        omitted.
     theta0 : array or dict, optional
         Starting point of the gradient route (default: ``model.nominal``; zeros for an affine
         model fitted with ``solver="gradient"``).

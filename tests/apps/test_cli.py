@@ -101,7 +101,8 @@ def test_console_script_entry_point():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["lorenz", "grn_bcell"])
 def test_dynosed_check_command_end_to_end(project_root, name):
-    """The installed command, as a user types it (timing printed, not asserted: DESIGN §5)."""
+    """The installed command, as a user types it (timing printed, not asserted:
+    docs/design.md §5)."""
     exe = shutil.which("dynosed", path=os.path.dirname(sys.executable)) or shutil.which("dynosed")
     cmd = [exe] if exe else [sys.executable, "-m", "dynosed_sym.apps.cli"]
     t0 = time.perf_counter()

@@ -73,7 +73,7 @@ def test_structural_no_obstruction_for_lorenz_and_grn(models):
 
 
 def test_structural_zoo_is_fast(models, model_name):
-    """Timing is recorded, not asserted (DESIGN §5): every zoo model goes through."""
+    """Timing is recorded, not asserted (docs/design.md §5): every zoo model goes through."""
     rep = structural_check(models[model_name])
     print(f"structural check {model_name}: {1e3 * rep.elapsed:.0f} ms")
     assert rep.n_params == models[model_name].n

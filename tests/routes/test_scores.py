@@ -1,5 +1,6 @@
-"""Score estimators: kernel (DESIGN §2) and its local-Gaussian variant, local score matching,
-user callables; closed forms against the NumPy reference, jackknife replicates, Gaussian truth."""
+"""Score estimators: kernel (docs/design.md §2) and its local-Gaussian variant, local score
+matching, user callables; closed forms against the NumPy reference, jackknife replicates,
+Gaussian truth."""
 
 from __future__ import annotations
 

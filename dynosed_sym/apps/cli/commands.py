@@ -27,7 +27,8 @@ from .io import (
     "--out-dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Folder for the generated module (default: generated/ beside models/, see README).",
+    help="Folder for the generated module (default: generated/ beside models/; see "
+    "docs/generated-code.md).",
 )
 @click.option("--equations", is_flag=True, help="Also print the declared SDE.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")

@@ -89,8 +89,8 @@ def lorenz_local(
         f"sparse: {sparse_per_ball} of them per ball; {time.perf_counter() - t0:.0f} s"
     )
     print(
-        "kernel: DESIGN §2 estimator ŝ = T(Σw x − x), ∇ŝ = T²Cov_w − T I (the score of p smoothed "
-        "by "
+        "kernel: docs/design.md §2 estimator ŝ = T(Σw x − x), ∇ŝ = T²Cov_w − T I (the score of p "
+        "smoothed by "
         "N(0, I/T));\nlocal Gaussian: the same weights, s = Cov_w⁻¹(Σw x − x), J = T I − Cov_w⁻¹ "
         "(no "
         "smoothing bias);\nscore matching: boundary-weighted Hyvärinen fit of a local quadratic "
@@ -240,8 +240,8 @@ def ou_local_example(n_draws=8):
     )
     rows = kernel_temperature_table(n_draws=n_draws)
     print(
-        f"kernel estimator (DESIGN §2) over the temperature T, {n_draws} draws of 3·10⁵ samples "
-        "restricted to the same balls:"
+        f"kernel estimator (docs/design.md §2) over the temperature T, {n_draws} draws of 3·10⁵ "
+        "samples restricted to the same balls:"
     )
     print(
         f"  {'T':>5}  {'bias (a, b, c)':>24}  {'sd (a, b, c)':>22}  {'RMSE':>6}  "

@@ -59,7 +59,7 @@ class KernelScore(ScoreEstimator):
     temperature : float
         Precision T > 0 of the kernel (bandwidth ``1/√T``).
     deconvolve : bool
-        False (``score="kernel"``, DESIGN §2): the score of the kernel density estimate,
+        False (``score="kernel"``, docs/design.md §2): the score of the kernel density estimate,
         ``T·m`` and ``T²C − TI`` with m, C the kernel-weighted mean of ``x_j − x`` and covariance.
         It converges to the score of p smoothed by N(0, I/T), a bias that matters when 1/T is
         not small against the local variance of p.  True (``score="local_gaussian"``): the same
