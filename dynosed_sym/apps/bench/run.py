@@ -17,7 +17,7 @@ from .simulator import section_simulator
 # --------------------------------------------------------------------------- entry point
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        prog="python -m dynosed_sym.bench", description=__doc__.split("\n\n")[0]
+        prog="python -m dynosed_sym.apps.bench", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     ap.add_argument(

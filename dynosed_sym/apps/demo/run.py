@@ -27,7 +27,7 @@ from .local_examples import (
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        prog="python -m dynosed_sym.demo",
+        prog="python -m dynosed_sym.apps.demo",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
