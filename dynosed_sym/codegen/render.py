@@ -113,34 +113,22 @@ class _Module:
         self.slots_x.update({p: f"theta[{k}]" for k, p in enumerate(spec.params)})
         self.x_theta = [("x", tuple(spec.state)), ("theta", tuple(spec.params))]
 
-    def point(self, fname, args, doc, outputs, slots, inputs):
-        block = print_block(outputs, SlotPrinter(slots))
+    def point(self, fname, args, doc, outputs, slots, inputs, lanes=False):
+        """Print a point kernel (or, with ``lanes``, a lane kernel of the simulator)."""
+        indent = " " * (8 if lanes else 4)
+        block = print_block(outputs, SlotPrinter(slots), indent=indent)
         self.parts.append(
-            T.POINT_FUNCTION.format(
+            (T.LANE_FUNCTION if lanes else T.POINT_FUNCTION).format(
                 decorator=T.POINT_DECORATOR,
                 fname=fname,
                 args=args,
                 doc=_docstring(doc),
                 counts=_counts(block),
                 zero=_zeroing(block),
-                body="\n".join(block.lines) or "    pass",
+                body="\n".join(block.lines) or f"{indent}pass",
             )
         )
         self.rows.append((fname, block, inputs_read(block, inputs)))
-
-    def lanes(self, fname, args, doc, outputs, slots):
-        block = print_block(outputs, SlotPrinter(slots), indent=" " * 8)
-        self.parts.append(
-            T.LANE_FUNCTION.format(
-                decorator=T.POINT_DECORATOR,
-                fname=fname,
-                args=args,
-                doc=_docstring(doc),
-                counts=_counts(block),
-                body="\n".join(block.lines) or "        pass",
-            )
-        )
-        self.rows.append((fname, block, inputs_read(block, self.x_theta)))
 
 
 def _local_inputs(spec, pieces, with_theta):
@@ -276,7 +264,7 @@ def _render_simulator(spec, mod, d, n, dn):
         )
     slots_lane = {s: _lane_slot("x", j) for j, s in enumerate(spec.state)}
     slots_lane.update({p: f"theta[{k}]" for k, p in enumerate(spec.params)})
-    mod.lanes(
+    mod.point(
         "drift_lanes",
         "x, theta, out, nl",
         f"Simulator: drift at lanes l < nl of a block of chains, x ({d}*LANES,) with state j of "
@@ -284,9 +272,11 @@ def _render_simulator(spec, mod, d, n, dn):
         "components are not written (open_block zeroes out).",
         [(_lane_slot("out", j), spec.drift[j]) for j in range(d)],
         slots_lane,
+        mod.x_theta,
+        lanes=True,
     )
     if spec.noise is not None:
-        mod.lanes(
+        mod.point(
             "noise_lanes",
             "x, out, nl",
             f"G(x) at lanes l < nl of a block: x ({d}*LANES,), out ({d}*{dn}*LANES,), "
@@ -297,6 +287,8 @@ def _render_simulator(spec, mod, d, n, dn):
                 for q in range(dn)
             ],
             slots_lane,
+            mod.x_theta[:1],
+            lanes=True,
         )
         scheme, g_note, steps = "Euler-Maruyama with G(x)", " (unused)", T.EM_STEPS
     else:

@@ -33,7 +33,7 @@ import math
 import numba
 import numpy as np
 
-from .rng import GOLDEN, normal_pair
+from .rng import GOLDEN, inline_helper, normal_pair
 
 __all__ = [
     "LANES",
@@ -77,44 +77,20 @@ def normals_lanes(keys, counter, eta, nq, nl):
     return counter + np.uint64(2 * ((nq + 1) // 2))
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def stream_position(step, nq):
     """Counter of a stream before step ``step`` (1-based) when every step draws nq normals."""
     return np.uint64(step - 1) * np.uint64(2 * ((nq + 1) // 2))
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def layout(n_chains):
     """(width, n_blocks): lanes per block (a multiple of 8, at least 8 blocks when C allows)."""
     width = min(LANES, 8 * max(1, -(-n_chains // 64)))
     return width, -(-n_chains // width)
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def open_block(x0, keys, status, G, blk, width):
     """Buffers of block ``blk``, loaded with its chains' start states and keys.
 
@@ -142,15 +118,7 @@ def open_block(x0, keys, status, G, blk, width):
     return x, xs, k1, k2, acc, eta, lkeys
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def rk4_first(x, k1, xs, acc, dt, nl):
     """After the first RK4 stage: xs = x + dt/2 k1, acc = k1 (lanes l < nl)."""
     hdt = 0.5 * dt
@@ -161,15 +129,7 @@ def rk4_first(x, k1, xs, acc, dt, nl):
             acc[r + l] = k1[r + l]
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def rk4_middle(x, k, xs, acc, h, nl):
     """After the second or third RK4 stage k: xs = x + h k, acc += 2 k (lanes l < nl)."""
     for j in range(x.size // LANES):
@@ -179,15 +139,7 @@ def rk4_middle(x, k, xs, acc, h, nl):
             acc[r + l] = acc[r + l] + 2.0 * k[r + l]
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def rk4_last(x, k4, acc, G, eta, lkeys, step, dt, nl):
     """Last RK4 stage plus noise: x += dt/6 (k1 + 2 k2 + 2 k3 + k4) + sqrt(dt) G eta.
 
@@ -211,15 +163,7 @@ def rk4_last(x, k4, acc, G, eta, lkeys, step, dt, nl):
             x[r + l] = x[r + l] + acc[r + l]
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def em_step(x, f, Gx, acc, eta, lkeys, step, dt, nl):
     """Euler–Maruyama with a state-dependent noise matrix: x += dt f + sqrt(dt) G(x) eta.
 
@@ -242,15 +186,7 @@ def em_step(x, f, Gx, acc, eta, lkeys, step, dt, nl):
             x[r + l] = x[r + l] + acc[r + l]
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def stopped(x, out, status, blk, width, step, n_burn, thin):
     """After step ``step`` of block ``blk``: True when a chain diverged (its status is set);
     else the block's states are recorded in out (n_keep, C, d) when the step is one to keep."""

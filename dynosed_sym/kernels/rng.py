@@ -13,13 +13,22 @@ import numpy as np
 
 from .trig import fold, sin_turns
 
-__all__ = ["GOLDEN", "mix64", "unit_float", "log_unit", "sqrt_nonneg", "normal_pair"]
+__all__ = [
+    "GOLDEN",
+    "inline_helper",
+    "mix64",
+    "unit_float",
+    "log_unit",
+    "sqrt_nonneg",
+    "normal_pair",
+]
 
 #: The 64-bit golden ratio 2**64/φ: the stride between consecutive numbers of a stream.
 GOLDEN = 0x9E3779B97F4A7C15
 
-
-@numba.njit(
+#: Compile options of the inlined helpers here and in :mod:`.lanes`: Numba inlines them into the
+#: calling kernel, so that kernel's flags apply to their arithmetic in the end.
+inline_helper = numba.njit(
     parallel=False,
     fastmath=False,
     cache=True,
@@ -28,6 +37,9 @@ GOLDEN = 0x9E3779B97F4A7C15
     nogil=True,
     inline="always",
 )
+
+
+@inline_helper
 def mix64(z):
     """SplitMix64 finaliser: a bijective 64-bit hash."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -35,29 +47,13 @@ def mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def unit_float(h):
     """1 + (top 52 bits of h) / 2**52: a uniform double in [1, 2), built from bits."""
     return np.uint64((h >> np.uint64(12)) | np.uint64(0x3FF0000000000000)).view(np.float64)
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def log_unit(u):
     """log(u) for a normal double u in (0, 1]; error below 4e-16 relative (no libm call)."""
     b = np.float64(u).view(np.uint64)
@@ -85,15 +81,7 @@ def log_unit(u):
     return e * 0.6931471803691238 + (e * 1.9082149292705877e-10 + (2.0 * s + s * z * p))
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def sqrt_nonneg(a):
     """sqrt(a) for finite a >= 0: Newton steps on 1/sqrt(a) (Numba's sqrt is a libm call that
     blocks vectorisation); error about 1 ulp."""
@@ -108,15 +96,7 @@ def sqrt_nonneg(a):
     return r + y * (h - 0.5 * r * r)
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@inline_helper
 def normal_pair(z1, z2):
     """Box–Muller: two independent standard normals from the stream positions z1, z2 (uint64).
 

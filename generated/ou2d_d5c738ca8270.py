@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+c0147251, template kernels_v2.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9494ed7e, template kernels_v2.
 # model: ou2d
-# spec hash: 0e3c9a10678d71a367105ad8044d4f82ffcc25068a14adcc544981131976623c
+# spec hash: d5c738ca827007b7e06a61bb6397938c8bc15ac4bcadada823e33ea52213e55b
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: cac054a6fb20fa0d394205677dd78300e74732132951ad9aae83016f0561dab4
+# content-sha256: 2940aac722a34d5fc49fabd4d14150eb62517cd854f4b89f975d06e1fc0f7f6a
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -53,8 +53,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'ou2d'
-SPEC_HASH = '0e3c9a10678d71a367105ad8044d4f82ffcc25068a14adcc544981131976623c'
-GENERATOR_VERSION = '0.1.0+c0147251'
+SPEC_HASH = 'd5c738ca827007b7e06a61bb6397938c8bc15ac4bcadada823e33ea52213e55b'
+GENERATOR_VERSION = '0.1.0+9494ed7e'
 STATE = ('x', 'y')
 PARAMS = ('M11', 'M12', 'M21', 'M22')
 IS_AFFINE = True

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+c0147251, template kernels_v2.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9494ed7e, template kernels_v2.
 # model: grn_bcell
-# spec hash: c37e8c4ef507a083a68b8764493da9a2e42f8c6117e260f7c283b89cf5efad55
+# spec hash: 7062a4d0573613a8a116364b6afcad59e1647a4c2bc20ff917820d93eb784e2c
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 5ae0dab351042fdd0daec7b538bd1d50808e011f35e0bc65952cec5d6c147880
+# content-sha256: 76e1ddee2323b27d8c83fc2c840c25e1bdaa86ff22e392da716302a261cd5cc5
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -58,8 +58,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'c37e8c4ef507a083a68b8764493da9a2e42f8c6117e260f7c283b89cf5efad55'
-GENERATOR_VERSION = '0.1.0+c0147251'
+SPEC_HASH = '7062a4d0573613a8a116364b6afcad59e1647a4c2bc20ff917820d93eb784e2c'
+GENERATOR_VERSION = '0.1.0+9494ed7e'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (
     'W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]',
