@@ -1,8 +1,12 @@
 """From a declared model to loaded Numba kernels: spec → printed source → files → loading.
 
 * :mod:`.spec` — what to compute for one model (:class:`KernelSpec`) and the hash naming it;
-* :mod:`.printer` — a SymPy printer mapping symbols to array slots, with one joint CSE per kernel;
-* :mod:`.templates` — the source templates of the generated modules;
+* :mod:`.printer` — a SymPy printer mapping symbols to array slots, with one joint CSE per kernel,
+  numeric subexpressions folded into literals and structural zeros left out;
+* :mod:`.wrapping` — line wrapping of printed code at 100 columns;
+* :mod:`.legend` — the header: slot legend and operation counts;
+* :mod:`.templates` — the source templates of the generated modules (model-independent code is
+  imported from :mod:`dynosed_sym.kernels`);
 * :mod:`.render` — spec → module text (deterministic);
 * :mod:`.files` — names, folders, banner check, atomic writes;
 * :mod:`.loading` — :func:`compile_model`: emit when needed, import by path, repair a damaged

@@ -29,15 +29,23 @@ def _release() -> str:
 
 RELEASE = _release()
 
-# Every source file whose text can change the printed kernels.  Their fingerprint is part of
-# GENERATOR_VERSION, hence of every spec hash and generated file name: a changed generator can
-# never silently reuse a file (or a Numba cache) printed by an older one.
+# Every source file whose text can change the printed kernels, and every package module whose
+# functions a generated module imports (with the modules those import): Numba's cache of a
+# generated kernel does not notice a change in a function it calls from another module.  Their
+# fingerprint is part of GENERATOR_VERSION, hence of every spec hash and generated file name: a
+# changed generator or helper can never silently reuse a file (or a Numba cache) printed or
+# compiled against an older one.
 _GENERATOR_SOURCES = (
     "codegen/spec.py",
     "model/derivation.py",
     "codegen/printer.py",
+    "codegen/wrapping.py",
+    "codegen/legend.py",
     "codegen/templates.py",
     "codegen/render.py",
+    "kernels/lanes.py",
+    "kernels/rng.py",
+    "kernels/trig.py",
 )
 
 

@@ -5,6 +5,7 @@ reused.  (Truncated and hand-edited generated files: tests/test_codegen.py, dama
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -136,8 +137,13 @@ def test_generator_fingerprint_follows_its_sources(tmp_path, monkeypatch):
         "codegen/spec.py",
         "model/derivation.py",
         "codegen/printer.py",
+        "codegen/wrapping.py",
+        "codegen/legend.py",
         "codegen/templates.py",
         "codegen/render.py",
+        "kernels/lanes.py",
+        "kernels/rng.py",
+        "kernels/trig.py",
     }
     here = os.path.dirname(os.path.dirname(os.path.abspath(spec_mod.__file__)))  # the package
     for rel in spec_mod._GENERATOR_SOURCES:
@@ -162,6 +168,54 @@ def test_generator_fingerprint_follows_its_sources(tmp_path, monkeypatch):
     text = templates.read_text(encoding="utf-8")
     templates.write_text(text.replace("fastmath=False", "fastmath=True", 1), encoding="utf-8")
     assert spec_mod._generator_fingerprint() != original  # a changed token inside a template
+
+
+def _package_imports(tree, package_dir, here):
+    """Package files (relative to ``package_dir``) that the module ``tree`` (a file in folder
+    ``here``) imports: ``from dynosed_sym.a import b`` / ``from .a import b``, where b is a
+    submodule or a name of a."""
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = here
+            for _ in range(node.level - 1):
+                base = os.path.dirname(base)
+            parts = node.module.split(".") if node.module else []
+        elif node.module and node.module.split(".")[0] == "dynosed_sym":
+            base, parts = package_dir, node.module.split(".")[1:]
+        else:
+            continue
+        folder = os.path.join(base, *parts)
+        for alias in node.names:
+            submodule = os.path.join(folder, alias.name + ".py")
+            target = submodule if os.path.exists(submodule) else folder + ".py"
+            if not os.path.exists(target):
+                target = os.path.join(folder, "__init__.py")
+            found.add(os.path.relpath(target, package_dir).replace(os.sep, "/"))
+    return found
+
+
+def test_generator_sources_cover_what_generated_modules_import():
+    """Numba's cache of a generated kernel does not notice a change in a function it calls from
+    another module: every package module a generated module imports (directly, or through the
+    imports of those modules) is part of GENERATOR_VERSION's fingerprint."""
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(spec_mod.__file__)))
+    state_noise = ds.SDEModel([x], [k], [-k * x], diffusion=(1 + x**2) / 2, name="imports_em")
+    todo = set()
+    for m in (small_model("imports"), state_noise):
+        todo |= _package_imports(ast.parse(render_module(build_spec(m))), package_dir, "")
+    seen = set()
+    while todo:
+        rel = todo.pop()
+        seen.add(rel)
+        path = os.path.join(package_dir, rel)
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        todo |= _package_imports(tree, package_dir, os.path.dirname(path)) - seen
+    assert {"kernels/lanes.py", "kernels/rng.py", "kernels/trig.py"} <= seen
+    assert seen <= set(spec_mod._GENERATOR_SOURCES), seen - set(spec_mod._GENERATOR_SOURCES)
 
 
 # --------------------------------------------------------------------------- read-only folders

@@ -28,10 +28,22 @@ from dynosed_sym.codegen.files import (
 from dynosed_sym.codegen.render import render_module
 from dynosed_sym.codegen.spec import GENERATOR_VERSION, build_spec, spec_hash
 
+#: ``DYNOSED_UPDATE_GOLDEN=1 pytest tests/codegen/test_codegen.py -k golden_or_stale`` rewrites
+#: generated/ (and removes stale files) instead of failing, like ``make golden``.
+UPDATE_GOLDEN = os.environ.get("DYNOSED_UPDATE_GOLDEN", "") not in ("", "0")
+
 HINT = (
-    "generated/ is out of date: run `make golden` "
-    "(python -m dynosed_sym.codegen --prune models/*.py) and commit the result"
+    "generated/ is out of date: run `make golden` (python -m dynosed_sym.codegen --prune "
+    "--out generated models/*.py), or rerun the tests with DYNOSED_UPDATE_GOLDEN=1 to rewrite "
+    "generated/ instead of failing, and commit the result"
 )
+
+
+def update_golden(folder, fname, text):
+    """Write ``text`` to ``folder/fname`` (the golden update of DYNOSED_UPDATE_GOLDEN=1)."""
+    write_if_changed(os.path.join(folder, fname), text)
+    warnings.warn(f"DYNOSED_UPDATE_GOLDEN: rewrote generated/{fname}", stacklevel=2)
+
 
 x, y = sp.symbols("x y", real=True)
 k = sp.Symbol("k", real=True)
@@ -42,11 +54,14 @@ def test_golden_generated_file(model):
     """render_module(build_spec(model)) equals byte for byte the committed generated file."""
     spec = build_spec(model)
     fname = module_filename(model.name, spec.hash)
+    text = render_module(spec)
+    if UPDATE_GOLDEN and GENERATED_SNAPSHOT.get(fname) != text:
+        update_golden(GENERATED_DIR, fname, text)
+        return
     assert fname in GENERATED_SNAPSHOT, (
         f"model {model.name!r} has no generated file generated/{fname} (spec hash "
         f"{spec.hash[:12]}); {HINT}"
     )
-    text = render_module(spec)
     committed = GENERATED_SNAPSHOT[fname]
     if text != committed:
         import difflib
@@ -69,8 +84,23 @@ def test_no_stale_generated_files(models):
     expected = {module_filename(m.name, spec_hash(m)) for m in models.values()}
     stale = sorted(set(GENERATED_SNAPSHOT) - expected)
     missing = sorted(expected - set(GENERATED_SNAPSHOT))
+    if UPDATE_GOLDEN:  # older files of the models and their caches go (as `make golden` does)
+        for m in models.values():
+            for path in stale_files(
+                str(GENERATED_DIR), m.name, module_filename(m.name, spec_hash(m))
+            ):
+                os.unlink(path)
+        stale = [f for f in stale if (GENERATED_DIR / f).exists()]
+        missing = []  # written by test_golden_generated_file
     assert not stale, f"stale generated files {stale}; {HINT}"
     assert not missing, f"missing generated files {missing}; {HINT}"
+
+
+def test_golden_update_writes_instead_of_failing(tmp_path):
+    """The DYNOSED_UPDATE_GOLDEN path writes the rendered text (atomically) and says so."""
+    with pytest.warns(UserWarning, match="rewrote generated/m_0.py"):
+        update_golden(str(tmp_path), "m_0.py", "a = 1\n")
+    assert (tmp_path / "m_0.py").read_text() == "a = 1\n"
 
 
 def test_model_names_unique(models):

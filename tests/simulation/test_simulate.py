@@ -21,6 +21,7 @@ import sympy as sp
 
 import dynosed_sym as ds
 from dynosed_sym.errors import DataError
+from dynosed_sym.kernels.lanes import LANES, normals_lanes, stream_position
 from dynosed_sym.reference import lambdified
 from dynosed_sym.simulation.simulate import chain_keys, initial_states
 
@@ -82,14 +83,14 @@ def _run_kernel(cm, model, theta, x0, G, dt, n_burn, thin, n_keep, keys):
     return out, status
 
 
-def _normals(cm, keys, n_calls, nq):
-    """Normals of the streams ``keys`` (LANES,) from the generated kernel: (n_calls * nq, LANES)."""
-    lanes = cm.module.LANES
+def _normals(keys, n_calls, nq):
+    """Normals of the streams ``keys`` (LANES,) from the simulator: (n_calls * nq, LANES)."""
+    lanes = LANES
     eta = np.empty((nq + 1, lanes))
     rows = []
     counter = np.uint64(0)
     for _ in range(n_calls):
-        counter = cm.module.normals_lanes(keys, counter, eta, nq, lanes)
+        counter = normals_lanes(keys, counter, eta, nq, lanes)
         rows.append(eta[:nq].copy())
     return np.concatenate(rows)
 
@@ -178,13 +179,11 @@ def test_one_step_is_rk4_plus_noise_from_the_chains_own_stream(lorenz):
     k2 = f(x0 + 0.5 * dt * k1)
     k3 = f(x0 + 0.5 * dt * k2)
     k4 = f(x0 + dt * k3)
-    lanes = cm.module.LANES
+    lanes = LANES
     eta = np.empty((C, 3))
     for c in range(C):  # each chain's stream, computed alone in lane 0
         buf = np.empty((4, lanes))
-        cm.module.normals_lanes(
-            np.full(lanes, keys[c], dtype=np.uint64), np.uint64(0), buf, 3, lanes
-        )
+        normals_lanes(np.full(lanes, keys[c], dtype=np.uint64), np.uint64(0), buf, 3, lanes)
         eta[c] = buf[:3, 0]
     expected = x0 + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4) + np.sqrt(dt) * eta @ cm.noise_matrix.T
     np.testing.assert_allclose(out[0], expected, rtol=1e-13, atol=1e-13)
@@ -243,12 +242,11 @@ def test_bad_arguments(ou):
 
 
 # --------------------------------------------------------------------------- the normals
-def test_normals_statistics(ou):
+def test_normals_statistics():
     """Moments, tails, a KS test, lag-1 and cross-chain correlations of the in-kernel normals."""
-    _, cm = ou
-    lanes = cm.module.LANES
+    lanes = LANES
     keys = chain_keys(123, lanes)
-    Z = _normals(cm, keys, 4000, 8)  # (32000, 64): 32000 draws of each of 64 streams
+    Z = _normals(keys, 4000, 8)  # (32000, 64): 32000 draws of each of 64 streams
     z = Z.ravel()
     n = z.size  # 2.05e6
     # 5-sigma bounds from the standard errors of the sample moments of a standard normal
@@ -273,19 +271,30 @@ def test_normals_statistics(ou):
     assert abs(pair) < 5 / np.sqrt(Z.size / 2)
 
 
-def test_normals_do_not_depend_on_lane_or_width(ou):
+def test_normals_do_not_depend_on_lane_or_width():
     """A stream's normals are the same whatever lane it occupies and however many lanes run."""
-    _, cm = ou
-    lanes = cm.module.LANES
+    lanes = LANES
     keys = chain_keys(9, lanes)
     full = np.empty((4, lanes))
-    cm.module.normals_lanes(keys, np.uint64(40), full, 3, lanes)
+    normals_lanes(keys, np.uint64(40), full, 3, lanes)
     rev = np.empty((4, lanes))
-    cm.module.normals_lanes(keys[::-1].copy(), np.uint64(40), rev, 3, lanes)
+    normals_lanes(keys[::-1].copy(), np.uint64(40), rev, 3, lanes)
     np.testing.assert_array_equal(rev[:3, ::-1], full[:3])
     part = np.empty((4, lanes))
-    cm.module.normals_lanes(keys, np.uint64(40), part, 3, 13)
+    normals_lanes(keys, np.uint64(40), part, 3, 13)
     np.testing.assert_array_equal(part[:3, :13], full[:3, :13])
+
+
+@pytest.mark.parametrize("nq", [1, 2, 3])
+def test_stream_position_is_the_counter_after_earlier_steps(nq):
+    """Step s of a chain draws from stream position stream_position(s, d'): where s - 1 earlier
+    calls of normals_lanes (one per step) left the counter."""
+    counter = np.uint64(0)
+    eta = np.empty((nq + 1, LANES))
+    keys = chain_keys(5, LANES)
+    for step in range(1, 6):
+        assert stream_position.py_func(step, nq) == counter
+        counter = normals_lanes(keys, counter, eta, nq, LANES)
 
 
 # --------------------------------------------------------------------------- stationary laws
