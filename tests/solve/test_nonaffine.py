@@ -1,4 +1,4 @@
-"""Gradient route of the global loss for non-affine drifts (dynosed_sym.nonaffine)."""
+"""Gradient route of the global loss for non-affine drifts (dynosed_sym.solve.gradient)."""
 
 import time
 
