@@ -3,20 +3,29 @@ resolve what the design leaves free, and how many samples it needs (docs/designs
 
 Environment.  Let V₀ be the directions the simulated design does not resolve (global parameter
 coordinates).  A candidate environment u_c adds rows A_c (its own env-parameter columns projected
-out: they could absorb the signal).  Drawn at the nominal θ with ``n_sim`` samples, its signal
-along V₀ is σ_c = σ_min(A_c V₀) (debiased: σ² − se², the noise adds in quadrature), with
-per-sample variance a_c = n_sim·se_c²; the current design's per-sample variance along the same
-direction is a_cur = N·vᵀCv (C the covariance of its rows from its blocks).  With environment
-weights N_e/N the augmented design resolves the direction at t × its noise when
+out: they could absorb the signal), drawn at the nominal θ with ``n_sim`` samples.  It *can*
+resolve the directions of V₀ along which its signal σ_c = ‖A_c V₀ w‖ is significant at n_sim
+(σ_c/se_c > 3); a candidate without any does not resolve them — for example a scalar noise scale
+D = s·D₀ never resolves the rotation of an OU process (Σ_e ∝ Σ₀: every environment has the same
+invisible direction).
 
-    N_c σ_c² ≥ t² (a_c + a_cur),   i.e.   N_c = 9 (a_c + a_cur) / σ_c²   (t = 3),
+How many samples.  With environment weights N_e/N, the augmented design with N_c new samples has,
+along any direction v, signal² (N‖A_cur v‖² + N_c‖A_c v‖²)/(N + N_c) and noise²
+(a_cur(v) + a_c(v))/(N + N_c), where a = per-sample variance of the rows along v (from the blocks;
+‖A v‖² debiased by the noise of the simulated estimate).  Every direction is at ≥ t × its noise
+when
 
-independent of the current N.  This is a "3σ" estimate: at N_c the direction is resolved in
-roughly two runs out of three, at 2 N_c nearly always — the recommendation is 2 N_c (at least
-``MIN_RECOMMENDED`` samples: below a few hundred the asymptotics are optimistic).  A candidate
-whose signal is not significant at n_sim (σ_c/se_c < 3) does not resolve the direction: for
-example a scalar noise scale D = s·D₀ never resolves the rotation of an OU process (Σ_e ∝ Σ₀:
-every environment has the same invisible direction).
+    K(N_c) = N G_cur + N_c G_c − t² (C_cur + C_c)   is positive semi-definite   (t = 3),
+
+G the debiased Gram matrices (kept on their significant eigen-directions only: a zero signal
+estimated with noise must not be multiplied by a large N_c), C the per-sample noise Gram
+matrices — a matrix inequality linear in N_c, solved by bisection; it does not assume that the
+directions resolved now stay resolved (the new environment's weight dilutes the current one).
+With one free direction and a candidate orthogonal to the rest it reduces to
+N_c = t² (a_c + a_cur)/σ_c².  This is a "3σ" estimate: at N_c the design is resolved in
+roughly two runs out of three, at 2 N_c nearly always
+(``python -m dynosed_sym.apps.bench.designs``) — the recommendation is 2 N_c (at least
+``MIN_RECOMMENDED`` samples: below a few hundred the asymptotics are optimistic).
 
 Time point.  For a time course the binding constraint is usually the quadrature bias, not the
 rank.  Each candidate time t* is simulated and the augmented design fitted; the score is
@@ -40,7 +49,14 @@ from ..errors import DynosedError
 from ..routes.designs import fit_global_design
 from ..solve.report import RANK_THRESHOLD
 
-__all__ = ["Advice", "advise_design", "advise_environments", "advise_times", "advice_lines"]
+__all__ = [
+    "Advice",
+    "advise_design",
+    "advise_environments",
+    "advise_times",
+    "advice_lines",
+    "samples_needed",
+]
 
 #: Smallest number of samples a recommendation names.
 MIN_RECOMMENDED = 1000
@@ -117,13 +133,53 @@ def default_candidates(model, design):
     return out
 
 
-def _current_noise(fit):
-    """C (n, n): covariance of the stacked rows' deviations, from the report's blocks."""
-    A_blocks, _, counts = fit.report._blocks
+def _noise_gram(A, A_blocks, counts):
+    """Σ_b w_b (A_b − A)ᵀ(A_b − A)/(B − 1) (n, n): the noise of ÂᵀÂ's expectation."""
     w = np.asarray(counts, dtype=float)
     w = w / w.sum()
-    dev = A_blocks - fit.A[None]
+    dev = A_blocks - A[None]
     return np.einsum("p,prn,prm->nm", w, dev, dev) / (w.size - 1)
+
+
+def _current_noise(fit):
+    """C (n, n) of the current stacked system, from the report's (pseudo-)blocks."""
+    A_blocks, _, counts = fit.report._blocks
+    return _noise_gram(fit.A, A_blocks, counts)
+
+
+def _significant_gram(A, C):
+    """AᵀA debiased by its noise Gram C, on the eigen-directions u where the signal is
+    significant (uᵀAᵀAu > t²·uᵀCu); zero elsewhere — a zero signal estimated with noise must not
+    be multiplied by a large N_c."""
+    lam, U = np.linalg.eigh(A.T @ A)
+    noise = np.einsum("ki,kl,li->i", U, C, U)
+    keep = lam > RANK_THRESHOLD**2 * noise
+    val = np.where(keep, lam - noise, 0.0)
+    return (U * val) @ U.T
+
+
+def samples_needed(G_cur, C_cur, G_c, C_c, N, target, t=RANK_THRESHOLD, n_max=1e9):
+    """Smallest N_c with at least ``target`` nonnegative eigenvalues of
+    K(N_c) = N G_cur + N_c G_c − t²(C_cur + C_c) (module docstring); inf when even ``n_max``
+    does not reach it."""
+
+    def count(Nc):
+        K = N * G_cur + Nc * G_c - t * t * (C_cur + C_c)
+        ev = np.linalg.eigvalsh(0.5 * (K + K.T))
+        return int(np.sum(ev >= 0.0))
+
+    if count(n_max) < target:
+        return math.inf
+    lo, hi = 0.0, math.log(n_max)
+    if count(1.0) >= target:
+        return 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if count(math.exp(mid)) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return math.exp(hi)
 
 
 def advise_environments(
@@ -170,7 +226,7 @@ def advise_environments(
             )
             continue
         adv = _score_candidate(
-            Snapshot(system), cand, V0, C, N_cur, shared, env_idx, cols, k0, n_sim
+            Snapshot(system), cand, V0, (fit, C), N_cur, shared, env_idx, cols, k0, n_sim
         )
         if structural_with is not None:
             adv.extra["structural"] = structural_with(u)
@@ -178,8 +234,9 @@ def advise_environments(
     return sorted(out, key=lambda a: (-a.resolves, a.n_needed, a.note != ""))
 
 
-def _score_candidate(snap, cand, V0, C, N_cur, shared, env_idx, cols, k0, n_sim):
+def _score_candidate(snap, cand, V0, current, N_cur, shared, env_idx, cols, k0, n_sim):
     s = snap.system
+    fit, C_stack = current
     n_glob = V0.shape[0]
 
     def to_glob(A):
@@ -187,12 +244,12 @@ def _score_candidate(snap, cand, V0, C, N_cur, shared, env_idx, cols, k0, n_sim)
         G[..., cols[shared]] = A[..., shared]
         return G
 
-    Y = to_glob(s.A) @ V0
-    Yb = to_glob(s.A_blocks) @ V0
+    Ac, Acb = to_glob(s.A), to_glob(s.A_blocks)
     if env_idx:  # its own env parameters could absorb the signal: project them out
         Q, _ = np.linalg.qr(s.A[:, env_idx])
-        Y = Y - Q @ (Q.T @ Y)
-        Yb = Yb - np.einsum("mq,bqk->bmk", Q, np.einsum("mq,bmk->bqk", Q, Yb))
+        Ac = Ac - Q @ (Q.T @ Ac)
+        Acb = Acb - np.einsum("mq,bqk->bmk", Q, np.einsum("mq,bmk->bqk", Q, Acb))
+    Y, Yb = Ac @ V0, Acb @ V0
     _, sv, Wt = np.linalg.svd(Y, full_matrices=False)
     w = np.asarray(s.counts, dtype=float)
     w = w / w.sum()
@@ -210,13 +267,15 @@ def _score_candidate(snap, cand, V0, C, N_cur, shared, env_idx, cols, k0, n_sim)
         adv.note = f"does not resolve (signal {z[i]:.2g} × its noise at {n_sim:,} samples)"
         return adv
     i = res - 1  # weakest significant direction
-    sig2 = sv[i] ** 2 - se[i] ** 2
-    v = V0 @ Wt[i]
-    a_c = n_sim * se[i] ** 2
-    a_cur = N_cur * float(v @ C @ v)
-    adv.sigma, adv.noise = math.sqrt(max(sig2, 0.0)), float(se[i])
-    adv.n_needed = RANK_THRESHOLD**2 * (a_c + a_cur) / sig2 if sig2 > 0 else math.inf
-    adv.recommended = max(MIN_RECOMMENDED, math.ceil(2.0 * adv.n_needed / 100.0) * 100.0)
+    adv.sigma = math.sqrt(max(sv[i] ** 2 - se[i] ** 2, 0.0))
+    adv.noise = float(se[i])
+    C_c = _noise_gram(Ac, Acb, s.counts)
+    G_cur = _significant_gram(fit.A, C_stack)
+    G_c = _significant_gram(Ac, C_c)
+    target = fit.report.rank + res
+    adv.n_needed = samples_needed(G_cur, N_cur * C_stack, G_c, n_sim * C_c, N_cur, target)
+    if np.isfinite(adv.n_needed):
+        adv.recommended = max(MIN_RECOMMENDED, math.ceil(2.0 * adv.n_needed / 100.0) * 100.0)
     if res < k0:
         adv.note = f"resolves {res} of the {k0} free directions"
     return adv
