@@ -272,6 +272,18 @@ def ou_noise_model(kind="aniso", name=None):
     )
 
 
+@pytest.fixture(scope="session")
+def aniso():
+    """The OU with a known noise input, D = diag(s, 1)."""
+    return ou_noise_model("aniso")
+
+
+@pytest.fixture(scope="session")
+def iso():
+    """The OU with a scalar noise scale, D = s·I."""
+    return ou_noise_model("iso")
+
+
 def ou_noise_diffusion(kind, s):
     return np.diag([s, 1.0]) if kind == "aniso" else s * np.eye(2)
 

@@ -32,11 +32,15 @@ moved to ``Ȳ_g + κ_g (Y_gj − Ȳ_g)`` (all others at their means), weight ``w
 freedom are ``Σ_g (B_g − 1)``; the bootstrap resamples within groups
 (:class:`dynosed_sym.solve.uncertainty.Grouping`).
 
-Per-block Gram corrections.  Anything else that is a mean over one snapshot's samples (e.g.
-U-statistic corrections C_g (n×n), c_g (n,) entering ``AᵀA − C`` and ``Aᵀb − c``) is carried
-by the same weights: row block coefficient α contributes ``α² (P_eᵀ C_g P_e)`` to the stacked C
-and ``α (P_eᵀ c_g)``-weighted terms to c (see :meth:`DesignMap.stack` and
-:func:`pseudo_blocks`, marked "Gram correction").
+Per-block Gram corrections.  A per-snapshot U-statistic correction (C_g (n×n), c_g (n,), from
+the same-sample terms of A_gᵀA_g and A_gᵀb_g, entering ``AᵀA − C`` and ``Aᵀb − c``) is carried
+by the same coefficients.  For row block r = Σ_g α_rg A_g P_e the same-sample terms are the
+diagonal ones, so ``C = Σ_r Σ_g α_rg² P_eᵀ C_g P_e`` and ``c = Σ_r Σ_g α_rg² P_eᵀ c_g +
+α_rg β_rg P_eᵀ c^Z_g`` (c^Z_g: the same-sample term of A_gᵀZ_g, a new per-block vector of time
+courses); products of two different groups are products of independent means and need none.
+Per block they move with their group in :func:`pseudo_blocks` exactly like (A, b, Z).  The
+places are marked "Gram correction" in :meth:`DesignMap.stack`, :func:`pseudo_blocks` and
+:func:`dynosed_sym.routes.designs.fit_global_design`.
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ from .stein import BlockSystem, block_sums, contract_blocks
 __all__ = [
     "Snapshot",
     "assemble_snapshot",
-    "snapshot_from_system",
     "param_layout",
     "quadrature_weights",
     "interval_weights",
@@ -99,11 +102,6 @@ class Snapshot:
     def mean(self):
         s = self.system
         return s.A, s.b, self.Z
-
-
-def snapshot_from_system(system):
-    """A stationary group from a :class:`BlockSystem` (no Z)."""
-    return Snapshot(BlockSystem(*system))
 
 
 def assemble_snapshot(cm, X, edges, feats: RandomFeatures) -> Snapshot:
@@ -264,10 +262,6 @@ class DesignMap:
     weights: dict
     orders: dict = field(default_factory=dict)
 
-    @property
-    def n_groups(self):
-        return len(self.group_env)
-
     def stack(self, snaps, only=None):
         """The stacked (A (R, n_glob), b (R,)) from ``snaps[g] = (A_g, b_g, Z_g)``.
 
@@ -275,8 +269,9 @@ class DesignMap:
         i.e. the derivative of the stacked system in that group's direction.  Row blocks without
         a term of the group are zero then.
 
-        Gram correction: a per-group C_g, c_g would be added here as
-        ``Σ_blocks Σ_terms α² P_eᵀ C_g P_e`` and ``Σ α P_eᵀ c_g``-type sums with the same α.
+        Gram correction: the stacked C, c would be summed here over the same terms,
+        ``Σ_r Σ_g α_rg² P_eᵀ C_g P_e`` and ``Σ_r Σ_g (α_rg² P_eᵀ c_g + α_rg β_rg P_eᵀ c^Z_g)``
+        (module docstring), with ``P_eᵀ C P_e`` = C placed at ``self.columns[e]``.
         """
         m = next(s[0].shape[0] for s in snaps if s is not None)
         A_parts, b_parts = [], []

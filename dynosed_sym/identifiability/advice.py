@@ -114,6 +114,38 @@ class Advice:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass
+class Study:
+    """What the advice needs about the simulated design (built by
+    :func:`dynosed_sym.identifiability.designs.check_design`).
+
+    Attributes
+    ----------
+    model, design : the model and the design (Design) being checked
+    thetas : {env: (n,) nominal parameters}
+    fit : FitResult of the simulated design (its ``features`` are reused)
+    data : {env: samples or TimeCourse} it was fitted to
+    sampler : ``sampler(inputs, theta, n, seed, time=None, initial=None)``
+    initial : {env: law at t = 0} of time courses
+    n_samples, seed, order, out_dir : as the check
+    structural_with : ``fn(u) -> (rank, n) or None``, the exact structural rank of the design
+        with one more stationary environment at inputs u
+    """
+
+    model: object
+    design: object
+    thetas: dict
+    fit: object
+    data: dict
+    sampler: object
+    initial: dict
+    n_samples: int
+    seed: int = 0
+    order: int | None = None
+    out_dir: str | None = None
+    structural_with: object = None
+
+
 def default_candidates(model, design):
     """Input dicts: each input alone at multiples of its current value (module docstring)."""
     if not model.inputs:
@@ -182,14 +214,10 @@ def samples_needed(G_cur, C_cur, G_c, C_c, N, target, t=RANK_THRESHOLD, n_max=1e
     return math.exp(hi)
 
 
-def advise_environments(
-    model, design, thetas, fit, sampler, candidates, n_sim, seed, out_dir, structural_with=None
-):
-    """Environment advice (module docstring), best first.
-
-    ``structural_with(u) -> (rank, n) or None``: the exact structural rank of the design with
-    the candidate added (when the design's laws have a closed form), shown beside the estimate.
-    """
+def advise_environments(study, candidates, n_sim):
+    """Environment advice (module docstring), best first; beside each estimate the exact
+    structural rank of the design with the candidate added, when the laws have a closed form."""
+    model, design, fit = study.model, study.design, study.fit
     rep = fit.report
     V0 = rep.null_vectors
     k0 = V0.shape[1]
@@ -201,20 +229,23 @@ def advise_environments(
     shared = [k for k in range(model.n) if k not in env_idx]
     first = design.envs[0].name
     cols = fit.design.columns[first]
-    theta_c = thetas[first]
+    theta_c = study.thetas[first]
     out = []
     for i, cand in enumerate(candidates):
         try:
             u = model.input_vector(cand, f"candidates[{i}]")
             m_c = model.with_inputs(u) if model.inputs else model
             X = np.asarray(
-                sampler(
-                    dict(zip(model.input_names, u.tolist())), theta_c, n_sim, seed + 104_729 + i
+                study.sampler(
+                    dict(zip(model.input_names, u.tolist())),
+                    theta_c,
+                    n_sim,
+                    study.seed + 104_729 + i,
                 ),
                 dtype=float,
             )
             src = open_source(X, m_c, f"candidate {cand}")
-            system = assemble_source(compile_model(m_c, out_dir), src, fit.features, 32)
+            system = assemble_source(compile_model(m_c, study.out_dir), src, fit.features, 32)
         except DynosedError as exc:
             out.append(
                 Advice(
@@ -228,8 +259,8 @@ def advise_environments(
         adv = _score_candidate(
             Snapshot(system), cand, V0, (fit, C), N_cur, shared, env_idx, cols, k0, n_sim
         )
-        if structural_with is not None:
-            adv.extra["structural"] = structural_with(u)
+        if study.structural_with is not None:
+            adv.extra["structural"] = study.structural_with(u)
         out.append(adv)
     return sorted(out, key=lambda a: (-a.resolves, a.n_needed, a.note != ""))
 
@@ -281,21 +312,15 @@ def _score_candidate(snap, cand, V0, current, N_cur, shared, env_idx, cols, k0, 
     return adv
 
 
-def advise_times(
-    model,
-    design,
-    thetas,
-    fit,
-    data,
-    sampler,
-    initial,
-    candidate_times,
-    n_samples,
-    seed,
-    order,
-    out_dir,
-):
+def advise_times(study, candidate_times):
     """Time-point advice for every time course of the design (module docstring)."""
+    model, design, fit, thetas, seed = (
+        study.model,
+        study.design,
+        study.fit,
+        study.thetas,
+        study.seed,
+    )
     out = []
     nominal = _global_nominal(fit, thetas)
     base_score = _time_score(fit, nominal)
@@ -327,17 +352,17 @@ def advise_times(
         for j, t in enumerate(cands):
             if np.any(np.isclose(times, t)):
                 continue
-            X = sampler(
+            X = study.sampler(
                 env.input_dict,
                 thetas[env.name],
-                n_samples,
+                study.n_samples,
                 seed + 15_485_863 + 97 * j,
                 t,
-                initial[env.name],
+                study.initial[env.name],
             )
-            snaps = dict(data[env.name].items())
+            snaps = dict(study.data[env.name].items())
             snaps[t] = np.asarray(X, dtype=float)
-            aug = dict(data)
+            aug = dict(study.data)
             aug[env.name] = TimeCourse(snaps)
             d_aug = as_design(aug, model, inputs)
             f = fit_global_design(
@@ -347,10 +372,10 @@ def advise_times(
                 bandwidth="median",
                 lam=fit.info["lam"],
                 seed=seed,
-                order=order,
+                order=study.order,
                 n_blocks=32,
                 chunk_rows=65536,
-                out_dir=out_dir,
+                out_dir=study.out_dir,
             )
             sc = _time_score(f, nominal)
             out.append(
@@ -388,59 +413,23 @@ def _time_score(fit, nominal):
     )
 
 
-def advise_design(
-    model,
-    design,
-    thetas,
-    fit,
-    check,
-    sampler,
-    initial,
-    candidates,
-    candidate_times,
-    n_samples,
-    seed,
-    order,
-    out_dir,
-    data=None,
-    structural_with=None,
-):
-    """Environment advice when directions are unresolved, time advice for time courses."""
+def advise_design(study, candidates=None, candidate_times=None, notes=None):
+    """Environment advice when directions are unresolved, time advice for time courses.
+
+    ``notes`` (list): where a note goes when no environment can be suggested.
+    """
     out = []
+    model, design, fit = study.model, study.design, study.fit
     if fit.report.rank < len(fit.param_names):
         cands = default_candidates(model, design) if candidates is None else list(candidates)
-        if not cands:
-            check.notes.append(
+        if not cands and notes is not None:
+            notes.append(
                 "advice: the model declares no inputs, so no environment can be suggested; "
                 "declare the experimental knobs as SDEModel(..., inputs=[...])"
             )
-        out += advise_environments(
-            model,
-            design,
-            thetas,
-            fit,
-            sampler,
-            cands,
-            max(n_samples, 20_000),
-            seed,
-            out_dir,
-            structural_with,
-        )
-    if design.has_time_course and data is not None:
-        out += advise_times(
-            model,
-            design,
-            thetas,
-            fit,
-            data,
-            sampler,
-            initial,
-            candidate_times,
-            n_samples,
-            seed,
-            order,
-            out_dir,
-        )
+        out += advise_environments(study, cands, max(study.n_samples, 20_000))
+    if design.has_time_course:
+        out += advise_times(study, candidate_times)
     return out
 
 

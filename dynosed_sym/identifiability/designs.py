@@ -294,7 +294,7 @@ def check_design(
     """Structural and simulated identifiability of a design, and advice (see
     :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
     from ..routes.designs import environment_models
-    from .advice import advise_design
+    from .advice import Study, advise_design
 
     t0 = time.perf_counter()
     design = design_spec(model, inputs, times)
@@ -365,23 +365,21 @@ def check_design(
             rep = design_structural(model, aug, th, dict(models, new=m_new), initial, seed)
             return rep.rank, rep.n_params
 
-        check.advice = advise_design(
+        study = Study(
             model,
             design,
             thetas,
             fit,
-            check,
+            data,
             sampler,
             initial,
-            candidates,
-            candidate_times,
-            n_samples=int(n_samples),
-            seed=seed,
-            order=order,
-            out_dir=out_dir,
-            data=data,
-            structural_with=structural_with,
+            int(n_samples),
+            seed,
+            order,
+            out_dir,
+            structural_with,
         )
+        check.advice = advise_design(study, candidates, candidate_times, check.notes)
         check.timings["advice"] = time.perf_counter() - t2
     if structural.rank_is_exact and fit.report.rank != structural.rank:
         check.notes.append(

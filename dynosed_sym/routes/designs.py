@@ -296,6 +296,8 @@ def fit_global_design(
     dmap = design_map(design, per_env, names, columns, order)
     A, b, A_blocks, b_blocks, weights, ids, kappa = pseudo_blocks(dmap, snaps)
     system_scale(A, b, "global")
+    # Gram correction: a per-snapshot (C_g, c_g) would be stacked by dmap (assembly/designs.py,
+    # module docstring) and enter the solve and the report here as AᵀA − C, Aᵀb − c
     theta = solve_tikhonov(A, b, lam)
     grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
     report = analyse(A, b, theta, lam, names, A_blocks, b_blocks, weights, grouping=grouping)

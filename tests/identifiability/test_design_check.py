@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
-from conftest import OU_START, ou_noise_model, ou_noise_sampler, ou_stationary_samples
+from conftest import OU_START, ou_noise_sampler, ou_stationary_samples
 
 import dynosed_sym as ds
 from dynosed_sym.data.designs import as_design
@@ -24,16 +24,6 @@ def _structural(model, inputs, times=None, initial=None, nominal=None):
     models = {e: m for e, (m, _) in environment_models(model, design).items()}
     init = {e: initial for e in design.names}
     return design_structural(model, design, thetas, models, init)
-
-
-@pytest.fixture(scope="module")
-def aniso():
-    return ou_noise_model("aniso")
-
-
-@pytest.fixture(scope="module")
-def iso():
-    return ou_noise_model("iso")
 
 
 def test_structural_rank_of_noise_designs(aniso, iso):

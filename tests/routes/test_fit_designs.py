@@ -13,7 +13,6 @@ from conftest import (
     OU_M,
     density_samples_1d,
     ou_noise_diffusion,
-    ou_noise_model,
     ou_stationary_samples,
     ou_time_course,
 )
@@ -24,16 +23,6 @@ import dynosed_sym as ds
 from dynosed_sym.errors import DataError, ModelError
 
 NOMINAL = OU_M.reshape(-1)
-
-
-@pytest.fixture(scope="module")
-def aniso():
-    return ou_noise_model("aniso")
-
-
-@pytest.fixture(scope="module")
-def iso():
-    return ou_noise_model("iso")
 
 
 def _envs(kind, sizes, values=(1.0, 3.0), seed=0):
@@ -64,6 +53,11 @@ def test_two_noise_environments_identify_the_rotation(aniso):
     text = fit.summary(truth=NOMINAL)
     assert "design: s1 (stationary; s = 1), s3 (stationary; s = 3)" in text
     assert "62 d.o.f." in text and "2 independent groups" in text
+    # the within-group block bootstrap agrees with the grouped sandwich
+    boot = fit.bootstrap(n_boot=200, seed=1)
+    assert np.all(np.abs(np.log(boot.se / rep.std_errors)) < np.log(1.6))
+    ci = fit.conf_int()
+    np.testing.assert_allclose(ci[:, 1] - fit.theta, rep.ci[:, 1] - fit.theta, rtol=1e-12)
 
 
 def test_isotropic_noise_scale_cannot_resolve_the_rotation(iso):

@@ -22,6 +22,10 @@ N((2, −1), 0.1 I) at t = 0 — the issue's example.
    augmented design with 0.5×, 1× and 2× that N in the new environment: how often it has rank 4.
 4. *Two noise environments*: s = 1 and 3, 2 × 100,000 exact samples, R repetitions: rank, max
    |error|, coverage and p-values (the issue's acceptance case).
+5. *Local route on the time course*: nine snapshots × 20,000, scores of the Gaussian fitted to
+   each snapshot (so that only the ∂ₜlog p estimate from the neighbouring snapshots is tested),
+   17 probes per snapshot within 1.2 sd, kernel bandwidth h of the ∂ₜ densities: max |error|
+   using every interior snapshot, or only t ≥ 0.4, t ≥ 0.6.
 """
 
 from __future__ import annotations
@@ -233,16 +237,73 @@ def env_table(reps):
     return np.array(errs), np.mean(cover, axis=0), np.mean(small_p), np.array(ranks)
 
 
+def _gaussian_fit_score(X, P):
+    mu = X.mean(axis=0)
+    Si = np.linalg.inv(np.cov(X.T))
+    return -(P - mu) @ Si, np.broadcast_to(-Si, (P.shape[0],) + Si.shape).copy()
+
+
+def local_table(bandwidths=(0.15, 0.25, 0.4), n=20_000):
+    model = ds.load_model(f"{MODELS}/ou2d.py")
+    times = np.arange(9) * 0.2
+    rng = np.random.default_rng(3)
+    tc = ds.TimeCourse({float(t): rng.multivariate_normal(*transient_law(t), n) for t in times})
+    ang = np.linspace(0, 2 * np.pi, 9)[:-1]
+    ring = np.concatenate(
+        [
+            [[0.0, 0.0]],
+            0.6 * np.c_[np.cos(ang), np.sin(ang)],
+            1.2 * np.c_[np.cos(ang + 0.3), np.sin(ang + 0.3)],
+        ]
+    )
+    probes = {}
+    for t in tc.times.tolist():
+        mu, S = transient_law(t)
+        probes[t] = mu + ring @ np.linalg.cholesky(S).T
+    truth = M_TRUE.reshape(-1)
+    rows = []
+    for h in bandwidths:
+        cells = []
+        for use in (None, [0.4, 0.6, 0.8, 1.0, 1.2, 1.4], [0.6, 0.8, 1.0, 1.2, 1.4]):
+            fit = ds.fit_local(
+                model,
+                tc,
+                probes,
+                score=_gaussian_fit_score,
+                dlogp_bandwidth=h,
+                use_times=use,
+                n_blocks=16,
+            )
+            cells.append(
+                (
+                    np.abs(fit.theta - truth).max(),
+                    fit.report.p_value,
+                    sum("fast transient" in nt for nt in fit.design.notes),
+                )
+            )
+        rows.append((h, cells))
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="python -m dynosed_sym.apps.bench.designs", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument("--quick", action="store_true", help="1 feature draw, 5 repetitions")
     ap.add_argument("--reps", type=int, default=None, help="finite-sample repetitions (40)")
+    ap.add_argument("--sections", default="1,2,3,4,5", help="sections to run (default: all)")
     args = ap.parse_args(argv)
+    run = {int(v) for v in args.sections.split(",") if v.strip()}
     t0 = time.perf_counter()
     print("Time courses: quadrature bias against the snapshot spacing (exact transient OU law)")
     print("model ou2d (M = [[-1, .5], [-.5, -1]], D = I), start N((2, -1), 0.1 I), m = 512")
+    sections = {1: _section1, 2: _section2, 3: _section3, 4: _section4, 5: _section5}
+    for k in sorted(run):
+        sections[k](args)
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+
+
+def _section1(args):
     print()
     print(
         "1. population bias max_k |θ̂_k − M_k| (no sampling noise), span 1.6, mean of "
@@ -257,6 +318,9 @@ def main(argv=None):
             f"{e:9.2e} ({r:4.2f})" if np.isfinite(r) else f"{e:9.2e}       " for e, r in cells
         )
         print(f"{label:<24}{h:>6g}{k:>10}   {text}")
+
+
+def _section2(args):
     reps = args.reps or (5 if args.quick else 40)
     print()
     print(
@@ -270,6 +334,9 @@ def main(argv=None):
             f"{np.quantile(errs, 0.9):.3f}, max {errs.max():.3f}; 95% coverage "
             f"[{' '.join(f'{c:.2f}' for c in cover)}]; p < 0.05 in {100 * small_p:.0f} %"
         )
+
+
+def _section3(args):
     reps3 = 5 if args.quick else 20
     print()
     print(
@@ -281,6 +348,9 @@ def main(argv=None):
             f"candidate s = {s_c:g}: predicted N = {n_c:,.0f}; rank 4 at 0.5× / 1× / 2× in "
             + " / ".join(f"{100 * f:.0f} %" for f in freq)
         )
+
+
+def _section4(args):
     reps4 = 5 if args.quick else 20
     print()
     print(
@@ -293,7 +363,18 @@ def main(argv=None):
         f"max {errs.max():.3f}; 95% coverage [{' '.join(f'{c:.2f}' for c in cover)}]; "
         f"p < 0.05 in {100 * small_p:.0f} %"
     )
-    print(f"\n({time.perf_counter() - t0:.0f} s)")
+
+
+def _section5(args):
+    print()
+    print(
+        "5. local route on the time course (9 × 20,000, seed 3; Gaussian-fit scores, 17 probes "
+        "per snapshot; cells: max|error|, p-value, snapshots flagged as fast transients)"
+    )
+    print(f"{'h':>6}   {'every interior t':>32}   {'t ≥ 0.4':>32}   {'t ≥ 0.6':>32}")
+    for h, cells in local_table():
+        text = "   ".join(f"{e:7.3f}  p = {p:8.2g}  flagged {k}" for e, p, k in cells)
+        print(f"{h:>6g}   {text}")
 
 
 if __name__ == "__main__":
