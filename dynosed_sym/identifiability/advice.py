@@ -23,7 +23,7 @@ matrices — a matrix inequality linear in N_c, solved by bisection; it does not
 directions resolved now stay resolved (the new environment's weight dilutes the current one).
 With one free direction and a candidate orthogonal to the rest it reduces to
 N_c = t² (a_c + a_cur)/σ_c².  This is a "3σ" estimate: at N_c the design is resolved in
-roughly two runs out of three, at 2 N_c nearly always
+about half to two thirds of the runs, at 2 N_c nearly always
 (``python -m dynosed_sym.apps.bench.designs``) — the recommendation is 2 N_c (at least
 ``MIN_RECOMMENDED`` samples: below a few hundred the asymptotics are optimistic).
 

@@ -208,7 +208,9 @@ class FitResult:
         ``parameters``
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value, ci_level,
-        singular_values, null_space, free_params, notes).
+        singular_values, null_space, free_params, notes); for a design also ``design``
+        (environments with their inputs, sizes and times, per-environment residuals, the
+        quadrature check).
         """
         cols = self._param_columns(truth)
         params = []

@@ -135,3 +135,33 @@ def test_check_design_with_the_simulator_and_advice():
     )
     assert res.exit_code == 0, res.output
     assert "design advice" in res.output and "→ add an environment with s =" in res.output
+
+
+def test_fit_time_column(tmp_path):
+    pd = pytest.importorskip("pandas")
+    from conftest import ou_time_course
+
+    snaps = ou_time_course([0.0, 0.2, 0.4, 0.6, 0.8], 4000, seed=4)
+    frame = pd.concat(
+        [pd.DataFrame(X, columns=["x", "y"]).assign(hours=t) for t, X in snaps.items()]
+    )
+    path = tmp_path / "course.csv"
+    frame.to_csv(path, index=False, float_format="%.17g")
+    res = CliRunner().invoke(
+        main,
+        [
+            "fit",
+            "models/ou2d.py",
+            str(path),
+            "--time-column",
+            "hours",
+            "--features",
+            "256",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.output)
+    env = rec["design"]["environments"][0]
+    assert env["kind"] == "timecourse" and env["times"] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert env["order"] == 4 and rec["report"]["rank"] == 4
