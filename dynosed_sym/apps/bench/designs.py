@@ -47,6 +47,7 @@ from dynosed_sym.assembly.designs import (
 from dynosed_sym.assembly.features import draw_features
 from dynosed_sym.assembly.stein import BlockSystem
 from dynosed_sym.data.designs import as_design
+from dynosed_sym.identifiability.design_structural import gaussian_law_at
 from dynosed_sym.solve.linear import solve_tikhonov
 
 from .common import MODELS
@@ -58,14 +59,8 @@ SPAN = 1.6
 
 def transient_law(t, M=M_TRUE, D=None, start=START):
     """(μ(t), Σ(t)) of dx = Mx dt + √(2D) dW from N(μ₀, Σ₀) (mean e^{Mt}μ₀, Van Loan)."""
-    d = M.shape[0]
-    D = np.eye(d) if D is None else D
-    C = np.zeros((2 * d, 2 * d))
-    C[:d, :d], C[:d, d:], C[d:, d:] = -M, 2.0 * D, M.T
-    F = scipy.linalg.expm(C * t)
-    E = scipy.linalg.expm(M * t)
-    S = E @ start[1] @ E.T + F[d:, d:].T @ F[:d, d:]
-    return E @ start[0], 0.5 * (S + S.T)
+    D = np.eye(M.shape[0]) if D is None else D
+    return gaussian_law_at(M, np.zeros(M.shape[0]), D, t, start)
 
 
 def population_snapshot(feats, mu, S, D=None):
