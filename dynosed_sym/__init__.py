@@ -27,7 +27,7 @@ kernel, used by the tests and the benchmarks.
 from importlib import metadata as _metadata
 
 from .codegen import CompiledModel, compile_model
-from .data import from_anndata
+from .data import TimeCourse, from_anndata, split_by
 from .density import LearnedDensity, density_from_dynamics
 from .errors import (
     CodegenError,
@@ -76,6 +76,8 @@ __all__ = [
     "ScoreMatching",
     "ScoreEstimate",
     "from_anndata",
+    "TimeCourse",
+    "split_by",
     # diagnose
     "check_identifiability",
     "structural_check",

@@ -25,6 +25,7 @@ from ..simulation.simulate import simulate as _simulate
 from ..solve.combinations import short_combination
 from ..solve.report import RANK_THRESHOLD, col_se
 from ..solve.uncertainty import t_quantile
+from .designs import check_design
 from .structural import StructuralReport, nominal_vector, structural_check
 
 __all__ = ["IdentifiabilityCheck", "check_identifiability", "follow_directions"]
@@ -289,6 +290,14 @@ def check_identifiability(
     model,
     nominal=None,
     *,
+    inputs=None,
+    times=None,
+    initial=None,
+    sampler=None,
+    advise=True,
+    candidates=None,
+    candidate_times=None,
+    order=None,
     route="global",
     n_samples=20_000,
     seed=0,
@@ -349,15 +358,71 @@ def check_identifiability(
         :func:`dynosed_sym.fit_local`.
     simulate : bool
         False: the structural check only.
+    inputs : dict, optional
+        A *design* (docs/designs.md): ``{environment: {input: value}}`` — several stationary
+        environments with shared parameters (env parameters one value each) — or one
+        environment's ``{input: value}``.  Returns a
+        :class:`~dynosed_sym.identifiability.designs.DesignCheck`: the structural verdict of
+        the design (exact for linear drifts with constant D), a simulated check of it, and
+        advice on what to add.
+    times : sequence of float or dict, optional
+        Snapshot times of a time course (every environment, or ``{environment: times}``).
+    initial : (mean, covariance), (N0, d) samples, or dict, optional
+        The law at t = 0 of a time course (per environment as a dict).
+    sampler : callable, optional
+        ``sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d)`` samples of one
+        snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator.
+    advise : bool
+        Design advice: which extra environment resolves the unresolved directions (and how many
+        samples it needs), which extra snapshot time helps a time course most.
+    candidates : list of dict, optional
+        Candidate environments' inputs for the advice (default: each input alone at 0.1, 0.3,
+        3 and 10 times its current value).
+    candidate_times : list or dict, optional
+        Candidate snapshot times (default: midpoints of the largest intervals).
+    order : int, optional
+        Quadrature order of time courses (as :func:`dynosed_sym.fit_global`).
     <execution options>
 
     Returns
     -------
-    IdentifiabilityCheck
+    IdentifiabilityCheck, or DesignCheck for a design
     """
     require_parameters(model)
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+    if inputs is not None or times is not None or model.inputs or model.env_params:
+        if route != "global" or samples is not None or probes is not None:
+            raise DynosedError(
+                "the design check (inputs=, times=, env parameters) uses the global route; "
+                "pass a sampler= instead of samples="
+            )
+        ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir)
+        return check_design(
+            model,
+            nominal,
+            inputs=inputs,
+            times=times,
+            initial=initial,
+            sampler=sampler,
+            n_samples=int(n_samples),
+            seed=seed,
+            n_features=n_features,
+            bandwidth=bandwidth,
+            lam=lam,
+            order=order,
+            simulate=simulate,
+            advise=advise,
+            candidates=candidates,
+            candidate_times=candidate_times,
+            n_blocks=ex.n_blocks,
+            out_dir=ex.out_dir,
+            dt=dt,
+            burn_in=burn_in,
+            thin=thin,
+        )
+    if sampler is not None or initial is not None:
+        raise DynosedError("sampler= and initial= describe a design: pass inputs= or times=")
     ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir, min_blocks=0)
     n_blocks, out_dir = ex.n_blocks, ex.out_dir
     theta = nominal_vector(model, nominal)

@@ -17,6 +17,7 @@ from ..assembly.stein import BlockSystem, assemble_source
 from ..codegen.loading import compile_model
 from ..data.blocks import block_edges
 from ..data.checks import diffusion_psd, distinct_samples, per_row, same_point
+from ..data.designs import as_design
 from ..data.sources import open_source, rows_differ
 from ..errors import DataError
 from ..model.declaration import require_parameters
@@ -25,6 +26,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.linear import solve_tikhonov, system_scale
 from ..solve.report import analyse
+from .designs import fit_global_design
 from .result import FitResult
 
 __all__ = ["fit_global"]
@@ -37,6 +39,10 @@ def fit_global(
     model,
     X,
     *,
+    inputs=None,
+    env_column=None,
+    time_column=None,
+    order=None,
     n_features=2048,
     bandwidth="median",
     lam=1e-6,
@@ -68,6 +74,25 @@ def fit_global(
         (memory-mapped), a ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset, an
         iterable/iterator of chunks (arrays or DataFrames); or a ``dask.array`` (fitted on
         Dask workers).  See :mod:`dynosed_sym.data.sources`.
+
+        Designs (docs/designs.md): a dict ``{environment: samples}`` (several stationary
+        environments with shared parameters), a :class:`~dynosed_sym.data.designs.TimeCourse`
+        ``{t: X_t}`` of unpaired snapshots after a change, or a dict whose values are
+        TimeCourses or samples.  One :class:`FitResult` over the stacked system; the noise
+        blocks of every snapshot form an independent group.
+    inputs : dict, optional
+        Values of the model's known inputs (``SDEModel(..., inputs=[...])``):
+        ``{environment: {input: value}}``, or ``{input: value}`` for data with one environment.
+        Each distinct input vector compiles its own kernels once (cached on disk).
+    env_column : str, optional
+        X is one DataFrame (or AnnData: an ``.obs`` column) whose column names each row's
+        environment.
+    time_column : str, optional
+        The column (``.obs`` column) holding each row's time: every environment is a time
+        course.
+    order : int, optional
+        Quadrature order of time courses: 2 (trapezoid), 3 or 4 (default: 4 with at least four
+        snapshots, else the number of snapshots).
     n_features : int
         Number m of random Fourier features.
     bandwidth : "median" or float
@@ -104,6 +129,9 @@ def fit_global(
     n_features = arguments.integer(n_features, "n_features", minimum=1)
     lam = arguments.number(lam, "lam", nonnegative=True)
     seed = arguments.seed(seed)
+    design = as_design(X, model, inputs, env_column, time_column)
+    if design is not None:
+        return _design(model, design, locals())
     ex = Execution.resolve(
         n_blocks=n_blocks,
         chunk_rows=chunk_rows,
@@ -215,3 +243,50 @@ def fit_global(
             source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
         )
     return FitResult(model, theta, A, b, report, "global", N, info)
+
+
+def _design(model, design, args):
+    """fit_global on a design (several environments, time courses): routes.designs."""
+    ex = Execution.resolve(
+        n_blocks=args["n_blocks"],
+        chunk_rows=args["chunk_rows"],
+        progress=args["progress"],
+        out_dir=args["out_dir"],
+        backend=args["backend"],
+        client=args["client"],
+    )
+    unsupported = [
+        name
+        for name, default in (("dlogp_dt", None), ("theta0", None), ("solver", None))
+        if args[name] is not default and not (name == "solver" and args[name] == "linear")
+    ]
+    if ex.dask_requested:
+        unsupported.append("backend='dask'")
+    if unsupported:
+        raise DataError(
+            f"fit_global on a design (environments, time courses) does not take "
+            f"{unsupported[0]}= (designs need a drift affine in θ; a time course replaces "
+            "dlogp_dt=)"
+        )
+    bandwidth = args["bandwidth"]
+    if isinstance(bandwidth, str):
+        arguments.choice(bandwidth, "bandwidth", ("median",))
+    else:
+        bandwidth = arguments.number(bandwidth, "bandwidth", positive=True)
+    order = args["order"]
+    if order is not None:
+        order = arguments.integer(order, "order", minimum=2)
+        if order > 4:
+            raise DataError(f"order must be 2, 3 or 4, got {order}")
+    return fit_global_design(
+        model,
+        design,
+        n_features=args["n_features"],
+        bandwidth=bandwidth,
+        lam=args["lam"],
+        seed=args["seed"],
+        order=order,
+        n_blocks=ex.n_blocks,
+        chunk_rows=ex.chunk_rows,
+        out_dir=ex.out_dir,
+    )

@@ -45,6 +45,7 @@ from ..assembly.local import local_rows
 from ..codegen.loading import compile_model
 from ..data.arrays import as_samples
 from ..data.checks import diffusion_psd, distinct_samples, per_row
+from ..data.designs import as_design
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
 from ..model.declaration import require_parameters
@@ -53,6 +54,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.linear import solve_tikhonov, system_scale
 from ..solve.report import analyse
+from .local_designs import fit_local_design
 from .probes import as_probes
 from .result import FitResult
 from .scores import ScoreEstimate, check_scores, make_estimator
@@ -104,6 +106,11 @@ def fit_local(
     X,
     probes,
     *,
+    inputs=None,
+    env_column=None,
+    time_column=None,
+    dlogp_bandwidth=None,
+    use_times=None,
     temperature=49.0,
     score="kernel",
     lam=1e-6,
@@ -141,7 +148,22 @@ def fit_local(
         is given as arrays.
     probes : (M, d) array, DataFrame, :class:`~dynosed_sym.routes.probes.Balls` or int
         Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
-        k: the k-means centres of X (X in memory only: a stream is read once).
+        k: the k-means centres of X (X in memory only: a stream is read once).  A design:
+        the same for every snapshot, or ``{environment: probes}`` and, for a time course,
+        ``{time: probes}``.
+
+        Designs (docs/designs.md): X may be a dict ``{environment: samples}`` or a
+        :class:`~dynosed_sym.data.designs.TimeCourse` (or a dict of them); each environment
+        (each interior snapshot of a time course) gives its own local system, stacked with
+        weights N_e/N and independent noise groups.
+    inputs, env_column, time_column
+        As :func:`dynosed_sym.fit_global`: known inputs per environment, a column naming each
+        row's environment, a column holding each row's time.
+    dlogp_bandwidth : float, optional
+        Time courses: bandwidth of the Gaussian kernel densities whose 3-point time difference
+        estimates ∂ₜlog p at an interior snapshot (default 2/√T).
+    use_times : sequence of float, optional
+        Time courses: the interior snapshot times whose rows are used (default: all).
     temperature : float
         Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``); the
         reference paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.
@@ -184,6 +206,81 @@ def fit_local(
         estimator settings and the smallest effective number of data points behind a probe;
         ``scores`` attribute: the :class:`~dynosed_sym.routes.scores.ScoreEstimate` used.
     """
+    require_parameters(model)
+    design = None if X is None else as_design(X, model, inputs, env_column, time_column)
+    if design is not None:
+        if dlogp_dt is not None or theta0 is not None or solver == "gradient":
+            raise DataError(
+                "fit_local on a design (environments, time courses) does not take "
+                f"{'dlogp_dt' if dlogp_dt is not None else 'theta0/solver'}= (designs need a "
+                "drift affine in θ; a time course estimates ∂ₜlog p itself)"
+            )
+        lam = arguments.number(lam, "lam", nonnegative=True)
+        ex = Execution.resolve(
+            n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir
+        )
+        return fit_local_design(
+            model,
+            design,
+            probes,
+            _fit_local_single,
+            lam=lam,
+            n_blocks=ex.n_blocks,
+            dlogp_bandwidth=dlogp_bandwidth,
+            use_times=use_times,
+            out_dir=ex.out_dir,
+            temperature=temperature,
+            score=score,
+            radius=radius,
+            degree=degree,
+            seed=seed,
+            chunk_rows=chunk_rows,
+            progress=progress,
+        )
+    return _fit_local_single(
+        model,
+        X,
+        probes,
+        temperature=temperature,
+        score=score,
+        lam=lam,
+        radius=radius,
+        degree=degree,
+        dlogp_dt=dlogp_dt,
+        theta0=theta0,
+        solver=solver,
+        projection=projection,
+        n_starts=n_starts,
+        seed=seed,
+        n_blocks=n_blocks,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        out_dir=out_dir,
+    )
+
+
+def _fit_local_single(
+    model,
+    X,
+    probes,
+    *,
+    temperature=49.0,
+    score="kernel",
+    lam=1e-6,
+    radius=None,
+    degree=2,
+    dlogp_dt=None,
+    theta0=None,
+    solver=None,
+    projection=True,
+    n_starts=1,
+    seed=0,
+    n_blocks=DEFAULT_BLOCKS,
+    chunk_rows=None,
+    progress=None,
+    out_dir=None,
+) -> FitResult:
+    """:func:`fit_local` on one snapshot (its docstring lists the arguments)."""
     require_parameters(model)
     lam = arguments.number(lam, "lam", nonnegative=True)
     ex = Execution.resolve(

@@ -28,9 +28,16 @@ class FitResult:
     n_samples : int
     info : dict
         Route settings (bandwidth, number of features, λ, seed ...).
+    param_names : list of str
+        Names of the entries of ``theta``: the model's parameters, or for a design with
+        ``env_params`` one entry per environment (``k[A]``, ``k[B]``).
+    design : DesignInfo or None
+        A fit over several environments or time courses
+        (:class:`dynosed_sym.routes.designs.DesignInfo`): environments, inputs, per-environment
+        residuals, the quadrature check of time courses.
     """
 
-    def __init__(self, model, theta, A, b, report, route, n_samples, info):
+    def __init__(self, model, theta, A, b, report, route, n_samples, info, names=None, design=None):
         self.model = model
         self.theta = np.asarray(theta, dtype=float)
         self.A, self.b = A, b
@@ -38,10 +45,19 @@ class FitResult:
         self.route = route
         self.n_samples = int(n_samples)
         self.info = dict(info)
+        self.param_names = list(model.param_names if names is None else names)
+        self.design = design
 
     @property
     def params(self) -> dict:
-        return dict(zip(self.model.param_names, self.theta.tolist()))
+        return dict(zip(self.param_names, self.theta.tolist()))
+
+    def _truth(self, truth):
+        if truth is None:
+            return None
+        if self.design is not None:
+            return self.design.theta_vector(truth, "truth")
+        return self.model.theta_vector(truth, "truth")
 
     @property
     def std_errors(self):
@@ -64,7 +80,7 @@ class FitResult:
         if method == "sandwich":
             if rep.std_errors is None:
                 raise DynosedError("this fit has no noise blocks, hence no standard errors")
-            return confidence_intervals(self.theta, rep.std_errors, level, rep.n_blocks - 1)
+            return confidence_intervals(self.theta, rep.std_errors, level, rep.dof)
         if method == "bootstrap":
             res = rep.bootstrap_result
             if res is None or res.level != level:
@@ -93,8 +109,8 @@ class FitResult:
             shown when already computed if None).
         """
         rep = self.report
-        names = self.model.param_names
-        tv = self.model.theta_vector(truth, "truth") if truth is not None else None
+        names = self.param_names
+        tv = self._truth(truth)
         free = set(rep.free_params)
         if bootstrap and rep.bootstrap_result is None and rep._blocks is not None:
             rep.bootstrap()
@@ -134,9 +150,10 @@ class FitResult:
             row += "no" if nm in free else "yes"
             lines.append(row)
         if has_se:
+            groups = f" in {rep.n_groups} independent groups" if rep.n_groups > 1 else ""
             lines.append(
-                f"std.err: sandwich covariance from {rep.n_blocks} data blocks; intervals "
-                f"Student t with {rep.n_blocks - 1} d.o.f. (infinite when not identifiable)"
+                f"std.err: sandwich covariance from {rep.n_blocks} data blocks{groups}; intervals "
+                f"Student t with {rep.dof} d.o.f. (infinite when not identifiable)"
                 + (
                     f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile intervals"
                     if boot is not None
@@ -145,24 +162,26 @@ class FitResult:
             )
         lines.append("")
         lines.append(str(rep))
+        if self.design is not None:
+            lines.extend(self.design.summary_lines())
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ results out
     def _param_columns(self, truth=None):
         """{column: (n,) values} of the per-parameter table (shared by to_dict and to_dataframe)."""
         rep = self.report
-        n = self.model.n
+        n = len(self.param_names)
         free = set(rep.free_params)
         cols = {"estimate": self.theta.copy()}
         if truth is not None:
-            cols["truth"] = self.model.theta_vector(truth, "truth")
+            cols["truth"] = self._truth(truth)
         nan = np.full(n, np.nan)
         ci = rep.ci if rep.ci is not None else np.column_stack([nan, nan])
         cols["std_error"] = rep.std_errors.copy() if rep.std_errors is not None else nan.copy()
         cols["ci_low"], cols["ci_high"] = ci[:, 0].copy(), ci[:, 1].copy()
         cols["freeness"] = np.asarray(rep.freeness, dtype=float).copy()
         cols["freeness_normalised"] = np.asarray(rep.freeness_normalised, dtype=float).copy()
-        cols["identifiable"] = np.array([nm not in free for nm in self.model.param_names])
+        cols["identifiable"] = np.array([nm not in free for nm in self.param_names])
         return cols
 
     def to_dataframe(self, truth=None):
@@ -178,7 +197,7 @@ class FitResult:
         except ImportError:
             raise DynosedError("to_dataframe() needs pandas: pip install pandas") from None
         df = pd.DataFrame(
-            self._param_columns(truth), index=pd.Index(self.model.param_names, name="parameter")
+            self._param_columns(truth), index=pd.Index(self.param_names, name="parameter")
         )
         return df
 
@@ -189,17 +208,19 @@ class FitResult:
         ``parameters``
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value, ci_level,
-        singular_values, null_space, free_params, notes).
+        singular_values, null_space, free_params, notes); for a design also ``design``
+        (environments with their inputs, sizes and times, per-environment residuals, the
+        quadrature check).
         """
         cols = self._param_columns(truth)
         params = []
-        for k, nm in enumerate(self.model.param_names):
+        for k, nm in enumerate(self.param_names):
             rec = {"name": nm}
             for key, vals in cols.items():
                 rec[key] = bool(vals[k]) if key == "identifiable" else float(vals[k])
             params.append(rec)
         rep = self.report
-        return {
+        out = {
             "model": self.model.name,
             "route": self.route,
             "n_samples": self.n_samples,
@@ -221,6 +242,9 @@ class FitResult:
                 "notes": list(rep.notes),
             },
         }
+        if self.design is not None:
+            out["design"] = plain(self.design.to_dict())
+        return out
 
     def to_json(self, path=None, truth=None, indent=2) -> str:
         """:meth:`to_dict` as strict JSON (non-finite numbers become ``null``); written to ``path``
@@ -235,8 +259,9 @@ class FitResult:
 
     def __repr__(self):
         vals = ", ".join(f"{k}={v:.4g}" for k, v in itertools.islice(self.params.items(), 6))
-        more = ", ..." if self.model.n > 6 else ""
-        return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{self.model.n})"
+        n = len(self.param_names)
+        more = ", ..." if n > 6 else ""
+        return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{n})"
 
 
 def plain(obj):

@@ -25,11 +25,20 @@ import numpy as np
 from .. import arguments
 from ..codegen.loading import compile_model
 from ..data.checks import diffusion_psd
-from ..errors import DataError
+from ..data.designs import TimeCourse
+from ..errors import DataError, ModelError
 from ..options import Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 
-__all__ = ["simulate", "chain_keys", "initial_states", "plan_simulation", "SimulationPlan"]
+__all__ = [
+    "simulate",
+    "simulate_time_course",
+    "with_inputs",
+    "chain_keys",
+    "initial_states",
+    "plan_simulation",
+    "SimulationPlan",
+]
 
 SIM_BATCH_CHAINS = 256  # chains per kernel call when a progress bar is shown (4 lane blocks of 64)
 
@@ -69,6 +78,7 @@ def simulate(
     n_chains=None,
     seed=0,
     x0=None,
+    inputs=None,
     progress=None,
     out_dir=None,
     backend=None,
@@ -96,6 +106,9 @@ def simulate(
     seed : int
     x0 : array (d,) or (n_chains, d), optional
         Start states (default: standard normal draws seeded by ``seed``).
+    inputs : dict or array, optional
+        Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
+        ``model.with_inputs(inputs)`` (compiled once per distinct input vector, cached on disk).
     <execution options>
     n_groups : int, optional
         Dask backend: tasks the chains are split into (default: twice the number of workers).
@@ -105,7 +118,7 @@ def simulate(
     X : (n_samples, d) array
         Rows ordered by chain, then recording time, so that contiguous blocks of
         rows hold whole chains (independent blocks for the noise estimates).
-        Record k of a chain is its state after ``burn_in + k * thin`` steps.
+        Record k (k = 0, 1, …) of a chain is its state after ``burn_in + (k + 1) * thin`` steps.
 
     Raises
     ------
@@ -121,6 +134,7 @@ def simulate(
     Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
     """
     ex = Execution.resolve(progress=progress, out_dir=out_dir, backend=backend, client=client)
+    model = with_inputs(model, inputs)
     plan = plan_simulation(
         model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir
     )
@@ -266,3 +280,114 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         x0=x0,
         keys=chain_keys(seed, n_chains),
     )
+
+
+def with_inputs(model, inputs):
+    """``model.with_inputs(inputs)`` for a model with inputs; the model itself otherwise."""
+    if model.inputs:
+        if inputs is None:
+            raise ModelError(
+                f"model {model.name!r} has inputs ({', '.join(model.input_names)}): pass their "
+                "values with inputs="
+            )
+        return model.with_inputs(inputs)
+    if inputs:
+        raise ModelError(f"inputs: model {model.name!r} declares no inputs")
+    return model
+
+
+def initial_draws(initial, n, d, rng, name="initial"):
+    """n start states (n, d) from an initial law: a Gaussian ``(mean, cov)`` or samples (resampled
+    with replacement)."""
+    if isinstance(initial, (tuple, list)) and len(initial) == 2:
+        mean = np.asarray(initial[0], dtype=float).reshape(-1)
+        cov = np.asarray(initial[1], dtype=float)
+        if cov.ndim == 0:
+            cov = float(cov) * np.eye(d)
+        if mean.shape != (d,) or cov.shape != (d, d):
+            raise DataError(f"{name}: expected (mean ({d},), covariance ({d}, {d}))")
+        if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
+            raise DataError(f"{name}: mean or covariance not finite")
+        w, V = np.linalg.eigh(0.5 * (cov + cov.T))
+        if w.min() < -1e-12 * max(1.0, abs(w).max()):
+            raise DataError(f"{name}: the covariance is not positive semi-definite")
+        L = V * np.sqrt(np.clip(w, 0.0, None))
+        z = rng.standard_normal((int(n), d))
+        return mean + z @ L.T
+    try:
+        X = np.asarray(initial, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"{name}: expected (mean, covariance) or samples (N, {d})") from None
+    if X.ndim != 2 or X.shape[1] != d or X.shape[0] < 1:
+        raise DataError(f"{name}: expected (mean, covariance) or samples (N, {d}), got {X.shape}")
+    if not np.isfinite(X).all():
+        raise DataError(f"{name}: samples contain NaN or inf")
+    return X[rng.integers(0, X.shape[0], int(n))]
+
+
+def simulate_time_course(
+    model,
+    theta,
+    times,
+    n_samples,
+    *,
+    initial,
+    inputs=None,
+    dt=0.01,
+    seed=0,
+    out_dir=None,
+) -> TimeCourse:
+    """Unpaired snapshots at known times after a change: a :class:`TimeCourse`.
+
+    Every snapshot is an independent set of ``n_samples`` chains started from fresh draws of the
+    initial law at t = 0 and run for t (different cells at different times).
+
+    Parameters
+    ----------
+    model : SDEModel
+    theta : array (n,) or dict
+    times : sequence of float ≥ 0
+        Snapshot times (t = 0 is the initial law itself).
+    n_samples : int or sequence of int
+        Samples per snapshot.
+    initial : (mean, covariance) or (N0, d) array
+        The law at t = 0: a Gaussian, or samples (resampled with replacement).
+    inputs : dict, optional
+        Values of the model's inputs.
+    dt : float
+        Largest time step; each snapshot uses t / ceil(t / dt).
+    seed : int
+
+    Returns
+    -------
+    TimeCourse
+    """
+    model = with_inputs(model, inputs)
+    times = np.asarray(times, dtype=float).reshape(-1)
+    if times.size < 1 or not np.isfinite(times).all() or (times < 0).any():
+        raise DataError("times: expected finite snapshot times ≥ 0")
+    sizes = np.broadcast_to(np.asarray(n_samples), times.shape)
+    dt = arguments.number(dt, "dt", positive=True)
+    seed = arguments.seed(seed)
+    out = {}
+    for k, (t, n) in enumerate(zip(times.tolist(), sizes.tolist())):
+        n = arguments.integer(n, "n_samples", minimum=1)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
+        x0 = initial_draws(initial, n, model.d, rng)
+        if t == 0.0:
+            out[t] = x0
+            continue
+        steps = max(1, int(np.ceil(t / dt - 1e-9)))
+        out[t] = simulate(
+            model,
+            theta,
+            n,
+            dt=t / steps,
+            burn_in=steps - 1,  # record 0 is the state after burn_in + thin steps
+            thin=1,
+            n_chains=n,
+            seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
+            x0=x0,
+            out_dir=out_dir,
+        )
+    return TimeCourse(out)

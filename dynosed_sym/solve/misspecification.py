@@ -35,7 +35,7 @@ def block_weights(counts):
     return counts / counts.sum()
 
 
-def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=None):
+def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None):
     """Calibrated test of "some θ satisfies the Fokker–Planck constraints" (module docstring).
 
     Parameters
@@ -48,6 +48,9 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
         all directions with σ² > λ.  Projecting out unresolved (noise-dominated) directions
         too makes the test anti-conservative in rank-deficient models (measured on the
         all-free 2-D OU: 12 % instead of 5 % rejections at the 5 % level).
+    dof : int, optional
+        Degrees of freedom k of the noise estimate (default B − 1; the grouped pseudo-blocks of
+        a design: Σ_g (B_g − 1)).
 
     Returns
     -------
@@ -62,7 +65,7 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
 
     w = block_weights(counts)
     B = w.size
-    k = B - 1
+    k = B - 1 if dof is None else int(dof)
     m, n = A.shape
     Uu, s, _ = np.linalg.svd(A, full_matrices=False)
     if rank is None:
@@ -72,7 +75,8 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
     e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ̂
     e = e - (e @ Ur) @ Ur.T  # project out the resolved directions
     Z = np.sqrt(w)[:, None] * e
-    K = Z @ Z.T / k  # its nonzero spectrum is that of Ŝ_r
+    # its nonzero spectrum is that of Ŝ_r (for a design's pseudo-blocks: the grouped sum)
+    K = Z @ Z.T / (B - 1)
     tr = float(np.trace(K))
     rr = float(r @ r)
     if not tr > 0:  # no residual noise at all (e.g. as many constraints as parameters)

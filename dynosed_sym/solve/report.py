@@ -105,7 +105,12 @@ class IdentifiabilityReport:
     misspec_dim : float or None
         Effective dimension of the residual noise (F degrees of freedom).
     n_blocks : int
-        Data blocks behind the noise estimates.
+        Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
+    dof : int
+        Degrees of freedom of the noise estimate: ``n_blocks − 1``, or ``Σ_g (B_g − 1)`` over
+        the independent groups of a design.
+    n_groups : int
+        Independent groups of blocks (1, or the snapshots of a design).
     bootstrap_result : BootstrapResult or None
         Set by :meth:`bootstrap`.
     """
@@ -135,8 +140,11 @@ class IdentifiabilityReport:
     misspec_stat: float | None = None
     misspec_dim: float | None = None
     n_blocks: int = 0
+    dof: int = 0
+    n_groups: int = 1
     bootstrap_result: object = None
     _blocks: tuple | None = field(default=None, repr=False)
+    _grouping: object = field(default=None, repr=False)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
         """Block bootstrap of θ̂ from the kept per-block means
@@ -158,6 +166,7 @@ class IdentifiabilityReport:
             n_boot=n_boot,
             seed=seed,
             level=self.ci_level if level is None else level,
+            grouping=self._grouping,
         )
         return self.bootstrap_result
 
@@ -198,8 +207,13 @@ def analyse(
     counts=None,
     rank_threshold=RANK_THRESHOLD,
     consistency_threshold=CONSISTENCY_THRESHOLD,
+    grouping=None,
 ):
-    """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``."""
+    """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``.
+
+    ``grouping`` (:class:`~dynosed_sym.solve.uncertainty.Grouping`): the blocks are the
+    pseudo-blocks of a design's independent groups (degrees of freedom, bootstrap).
+    """
     m, n = A.shape
     _, s, Vt = (
         np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
@@ -258,11 +272,11 @@ def analyse(
         notes=notes,
     )
     if sing_noise is not None:
-        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts)
+        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping)
     return rep
 
 
-def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
+def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping=None):
     """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
     free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
     try:
@@ -277,6 +291,7 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
             free_mask=free_mask,
             level=rep.ci_level,
             rank=rep.rank,
+            dof=None if grouping is None else grouping.dof,
         )
     except (np.linalg.LinAlgError, DynosedError) as exc:
         rep.notes.append(f"note: no standard errors ({exc})")
@@ -284,6 +299,9 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts):
     rep.std_errors, rep.ci, rep.covariance = u.se, u.ci, u.covariance
     rep.p_value, rep.misspec_stat, rep.misspec_dim = u.p_value, u.stat, u.effective_dim
     rep.n_blocks = int(np.asarray(counts).size)
+    rep.dof = u.dof
+    rep.n_groups = 1 if grouping is None else grouping.n_groups
+    rep._grouping = grouping
     if np.asarray(A_blocks).nbytes <= KEEP_BLOCKS_BYTES:
         rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
 

@@ -26,6 +26,14 @@ estimated from B blocks.
 Parameters that are not identified (``report.free_params``) get infinite intervals: the
 linearisation describes the regularised solution, not the freedom along unresolved directions.
 
+Groups (designs)
+----------------
+A design (several environments, time courses: :mod:`dynosed_sym.assembly.designs`) stacks
+independent *groups* of blocks.  Its noise is handed over as pseudo-blocks whose one-sample
+formula above equals the grouped sum ``Σ_g Σ_j w_gj IF IFᵀ/(B_g − 1)`` (:class:`Grouping`); the
+intervals then use ``Σ_g (B_g − 1)`` degrees of freedom and the bootstrap resamples the blocks
+within each group.
+
 Block bootstrap
 ---------------
 Resample the B blocks with replacement, ``A* = Σ N_b A_b / Σ N_b`` over the drawn blocks (and b*),
@@ -56,6 +64,7 @@ __all__ = [
     "block_weights",
     "t_quantile",
     "DEFAULT_LEVEL",
+    "Grouping",
 ]
 
 
@@ -119,7 +128,35 @@ class BootstrapResult:
     seed: int
 
 
-def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=DEFAULT_LEVEL):
+@dataclass
+class Grouping:
+    """Pseudo-blocks of independent groups (a design; module docstring).
+
+    Attributes
+    ----------
+    ids : (P,) int
+        Group of each pseudo-block.
+    kappa : (G,)
+        Scale of each group's pseudo-blocks: pseudo-block (g, j) = mean + κ_g·(its deviation).
+    """
+
+    ids: np.ndarray
+    kappa: np.ndarray
+
+    @property
+    def n_groups(self):
+        return int(np.asarray(self.kappa).size)
+
+    @property
+    def dof(self):
+        """Σ_g (B_g − 1): degrees of freedom of the grouped noise estimate."""
+        sizes = np.bincount(np.asarray(self.ids), minlength=self.n_groups)
+        return int(np.sum(sizes - 1))
+
+
+def block_bootstrap(
+    A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=DEFAULT_LEVEL, grouping=None
+):
     """Block bootstrap of the Tikhonov solution reusing the per-block means (module docstring).
 
     Parameters
@@ -130,6 +167,9 @@ def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=D
     seed : int
         Seeds the ``numpy.random.Generator`` that draws the blocks.
     level : float
+    grouping : Grouping, optional
+        Pseudo-blocks of a design: blocks are resampled within each group, and a group's
+        resampled mean enters the stacked system with its deviation scaled back by 1/κ_g.
 
     Returns
     -------
@@ -139,14 +179,30 @@ def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=D
     block_weights(counts)
     B = counts.size
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, B, size=(int(n_boot), B))
     thetas = np.empty((int(n_boot), A_blocks.shape[2]))
-    for k, idx in enumerate(draws):
-        mult = np.bincount(idx, minlength=B) * counts
-        w = mult / mult.sum()
-        A_s = np.tensordot(w, A_blocks, axes=1)
-        b_s = w @ b_blocks
-        thetas[k] = solve_tikhonov(A_s, b_s, lam)
+    if grouping is None:
+        draws = rng.integers(0, B, size=(int(n_boot), B))
+        for k, idx in enumerate(draws):
+            mult = np.bincount(idx, minlength=B) * counts
+            w = mult / mult.sum()
+            A_s = np.tensordot(w, A_blocks, axes=1)
+            b_s = w @ b_blocks
+            thetas[k] = solve_tikhonov(A_s, b_s, lam)
+    else:
+        w0 = counts / counts.sum()
+        A = np.tensordot(w0, A_blocks, axes=1)
+        b = w0 @ b_blocks
+        members = [np.flatnonzero(grouping.ids == g) for g in range(grouping.n_groups)]
+        for k in range(int(n_boot)):
+            coef = np.zeros(B)
+            for g, idx in enumerate(members):
+                mult = np.bincount(rng.integers(0, idx.size, idx.size), minlength=idx.size)
+                wg = mult * counts[idx]
+                coef[idx] = wg / wg.sum() / grouping.kappa[g]
+            # A* = A + Σ_g (1/κ_g) Σ_j w*_gj (A_gj − A): each group's resampled mean deviation
+            A_s = A + np.tensordot(coef, A_blocks, axes=1) - coef.sum() * A
+            b_s = b + coef @ b_blocks - coef.sum() * b
+            thetas[k] = solve_tikhonov(A_s, b_s, lam)
     alpha = (1.0 - level) / 2.0
     ci = np.quantile(thetas, [alpha, 1.0 - alpha], axis=0).T
     return BootstrapResult(
@@ -185,17 +241,31 @@ class Uncertainty:
 
 
 def analyse_uncertainty(
-    A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=None, level=DEFAULT_LEVEL, rank=None
+    A,
+    b,
+    theta,
+    lam,
+    A_blocks,
+    b_blocks,
+    counts,
+    free_mask=None,
+    level=DEFAULT_LEVEL,
+    rank=None,
+    dof=None,
 ) -> Uncertainty:
-    """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`)."""
+    """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`).
+
+    ``dof``: degrees of freedom of the noise estimate (default B − 1; a design's grouped
+    pseudo-blocks: :attr:`Grouping.dof`).
+    """
     Hinv = hinv(A, lam)
     cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     if free_mask is not None:
         se = np.where(free_mask, np.inf, se)
-    dof = int(np.asarray(counts).size - 1)
+    dof = int(np.asarray(counts).size - 1) if dof is None else int(dof)
     ci = confidence_intervals(theta, se, level, dof)
-    stat, p, h = misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank)
+    stat, p, h = misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank, dof)
     return Uncertainty(
         covariance=cov,
         se=se,

@@ -11,6 +11,8 @@
     dynosed fit models/lorenz.py lorenz.csv --route local --probes 10 --temperature 49
     dynosed fit models/lorenz.py lorenz.csv --json > fit.json           # machine-readable
     dynosed fit my_model.py x.csv --theta0 k=1.5 --starts 4             # a model not affine in θ
+    dynosed fit model.py A.csv B.csv --input s=1 --input s=3           # two environments
+    dynosed check model.py --input A:s=1 --input B:s=3                 # a design, with advice
     dynosed bench --quick --only simulator                              # benchmarks
 
 Every command takes ``--help``.  Data files: ``.npy`` (columns in the model's state order), ``.csv``
@@ -20,7 +22,7 @@ not matter).  Exit status: 0 on success, 1 on an error in the model, the data or
 unexpected error), 2 on a usage error.
 """
 
-from . import commands  # noqa: F401  (registers the subcommands on the group)
+from . import commands, tools  # noqa: F401  (register the subcommands on the group)
 from .app import main
 
 __all__ = ["main"]

@@ -1,4 +1,4 @@
-"""The subcommands: ``compile``, ``check``, ``simulate``, ``fit``, ``bench``."""
+"""The subcommands ``compile``, ``check``, ``simulate`` and ``fit`` (``bench``: :mod:`.tools`)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ import click
 
 from ...errors import NotAffineError
 from .app import main
+from .designs import fit_design
 from .io import (
+    _check_dict,
     _echo_json,
     _finite,
     _full_theta,
     _load_data,
     _load_model,
     _parse_nominal,
+    _structural_dict,
     _suffix,
     _write_samples,
 )
@@ -112,6 +115,26 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 @click.option(
     "--structural-only", is_flag=True, help="Only the exact symbolic check (no simulation)."
 )
+@click.option(
+    "--input",
+    "input_items",
+    multiple=True,
+    metavar="[ENV:]NAME=VALUE[,...]",
+    help="A design: input values of environment ENV (repeatable; docs/designs.md).",
+)
+@click.option("--times", default=None, help="A time-course design: snapshot times t1,t2,...")
+@click.option("--initial-mean", default=None, help="Time course: mean of the law at t = 0.")
+@click.option(
+    "--initial-var", type=float, default=None, help="Time course: variance (isotropic) at t = 0."
+)
+@click.option("--no-advise", is_flag=True, help="Design: skip the design advice.")
+@click.option(
+    "--candidate",
+    "candidate_items",
+    multiple=True,
+    metavar="NAME=VALUE[,...]",
+    help="Design advice: a candidate environment's inputs (repeatable; default: a grid).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
 def check(
     model_file,
@@ -127,10 +150,19 @@ def check(
     thin,
     n_chains,
     structural_only,
+    input_items,
+    times,
+    initial_mean,
+    initial_var,
+    no_advise,
+    candidate_items,
     as_json,
 ):
     """Identifiability of MODEL before any data: which parameters snapshots can pin down,
-    which combinations they cannot, and how many samples each parameter needs."""
+    which combinations they cannot, and how many samples each parameter needs.
+
+    With --input (or --times) the check is of a design: environments with known inputs
+    (``--input A:s=1 --input B:s=3``), time courses, and advice on what to add."""
     from ...identifiability import check_identifiability, structural_check
 
     t0 = time.perf_counter()
@@ -147,6 +179,34 @@ def check(
             _echo_json(_finite({"model": model.name, "structural": _structural_dict(rep)}))
         else:
             click.echo(str(rep))
+        return
+    if input_items or times or model.inputs or model.env_params:
+        from .designs import check_design
+
+        result = check_design(
+            model,
+            nominal,
+            input_items,
+            times,
+            initial_mean,
+            initial_var,
+            dict(
+                n_samples=n_samples,
+                seed=seed,
+                n_features=n_features,
+                dt=dt,
+                burn_in=burn_in,
+                thin=thin,
+                simulate=not structural_only,
+                advise=not no_advise,
+            ),
+            candidate_items,
+        )
+        if as_json:
+            _echo_json(_finite(result.to_dict()))
+        else:
+            click.echo(str(result))
+            click.echo(f"\n({time.perf_counter() - t0:.1f} s)")
         return
     result = check_identifiability(
         model,
@@ -168,46 +228,6 @@ def check(
         return
     click.echo(str(result))
     click.echo(f"\n({time.perf_counter() - t0:.1f} s)")
-
-
-def _structural_dict(rep):
-    return {
-        "rank": getattr(rep, "rank", None),
-        "n_params": getattr(rep, "n_params", None),
-        "identifiable": getattr(rep, "identifiable", None),
-        "rank_is_exact": getattr(rep, "rank_is_exact", None),
-        "combinations": [c.get("combination") for c in getattr(rep, "combinations", [])],
-        "free_params": list(getattr(rep, "free_params", [])),
-    }
-
-
-def _check_dict(chk):
-    out = {
-        "model": chk.model_name,
-        "route": chk.route,
-        "n_samples": chk.n_samples,
-        "structural": _structural_dict(chk.structural),
-        "rank": chk.rank,
-        "n_params": chk.n_params,
-        "unique": chk.unique,
-        "null_space": list(chk.null_space),
-        "free_params": list(chk.free_params),
-    }
-    if chk.report is not None:
-        need = chk.n_required if chk.n_required is not None else [None] * chk.n_params
-        se = chk.std_errors if chk.std_errors is not None else [None] * chk.n_params
-        out["parameters"] = [
-            {
-                "name": nm,
-                "nominal": float(chk.nominal[k]),
-                "std_error_at_n": se[k],
-                "freeness_normalised": float(chk.freeness_normalised[k]),
-                "n_required": need[k],
-            }
-            for k, nm in enumerate(chk.param_names)
-        ]
-        out["rel_error"], out["level"] = chk.rel_error, chk.level
-    return out
 
 
 @main.command()
@@ -265,13 +285,31 @@ def _check_dict(chk):
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
+    "--input",
+    "input_items",
+    multiple=True,
+    metavar="NAME=VALUE[,...]",
+    help="Values of the model's known inputs (repeatable).",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress bar over chains [default: on a terminal].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
 def simulate(
-    model_file, n_samples, out, theta_items, dt, burn_in, thin, n_chains, seed, progress, as_json
+    model_file,
+    n_samples,
+    out,
+    theta_items,
+    dt,
+    burn_in,
+    thin,
+    n_chains,
+    seed,
+    input_items,
+    progress,
+    as_json,
 ):
     """Draw N steady-state samples of MODEL (independent chains) and write them to a file.
 
@@ -289,10 +327,14 @@ def simulate(
             f"each parameter ({', '.join(model.param_names)})"
         )
     t0 = time.perf_counter()
+    from .designs import parse_inputs
+
+    inputs = parse_inputs(input_items, ["data"])
     X = run(
         model,
         theta,
         n_samples,
+        inputs=None if inputs is None else inputs["data"],
         dt=dt,
         burn_in=burn_in,
         thin=thin,
@@ -330,7 +372,34 @@ def simulate(
 
 @main.command()
 @click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data_file", metavar="DATA", type=click.Path(exists=True, dir_okay=False))
+@click.argument(
+    "data_files",
+    metavar="DATA...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+)
+@click.option(
+    "--input",
+    "input_items",
+    multiple=True,
+    metavar="[ENV:]NAME=VALUE[,...]",
+    help="Known input values of an environment (repeatable; see docs/designs.md). Several DATA "
+    "files are environments named after the files; without ENV: the k-th --input goes with the "
+    "k-th environment.",
+)
+@click.option("--env-column", default=None, help="Column of DATA naming each row's environment.")
+@click.option(
+    "--time-column",
+    default=None,
+    help="[global] Column holding each row's time: a time course per environment.",
+)
+@click.option(
+    "--order",
+    type=click.IntRange(2, 4),
+    default=None,
+    help="[global] Quadrature order of time courses [default: 4 with ≥ 4 snapshots].",
+)
 @click.option(
     "--route",
     type=click.Choice(["global", "local"]),
@@ -452,7 +521,11 @@ def simulate(
 )
 def fit(
     model_file,
-    data_file,
+    data_files,
+    input_items,
+    env_column,
+    time_column,
+    order,
     route,
     lam,
     seed,
@@ -478,6 +551,9 @@ def fit(
     matter); .npy columns must be in the model's state order.  Prints a table: estimate, standard
     error, confidence interval, freeness and whether each parameter is identifiable, then the rank,
     the unresolved combinations and the consistency of the model with the data.
+
+    Several DATA files (or --env-column) are environments of one design with shared parameters,
+    e.g. ``dynosed fit model.py A.csv B.csv --input s=1 --input s=3`` (docs/designs.md).
     """
     from ...routes import fit_global, fit_local
 
@@ -510,8 +586,43 @@ def fit(
         "n_starts": n_starts,
     }
     t0 = time.perf_counter()
+    data_file = data_files[0] if len(data_files) == 1 else ", ".join(data_files)
+    design = (
+        len(data_files) > 1
+        or env_column is not None
+        or time_column is not None
+        or bool(input_items)
+        or bool(model.inputs)
+        or bool(model.env_params)
+    )
     try:
-        if route == "global":
+        if design:
+            result = fit_design(
+                model,
+                data_files,
+                input_items,
+                env_column,
+                time_column,
+                order,
+                route,
+                dict(
+                    n_features=n_features,
+                    bandwidth=bandwidth,
+                    lam=lam,
+                    seed=seed,
+                    n_blocks=n_blocks,
+                    progress=progress,
+                ),
+                dict(
+                    n_probes=n_probes,
+                    probe_method=probe_method,
+                    radius=radius,
+                    temperature=temperature,
+                    score=score,
+                ),
+                solver_args,
+            )
+        elif route == "global":
             from ...codegen.loading import compile_model
 
             # the gradient solver needs the samples in memory; the linear one streams a .npy file
@@ -580,45 +691,3 @@ def fit(
         + (f"; results written to {out}" if out else "")
         + ")"
     )
-
-
-@main.command(context_settings={"ignore_unknown_options": False})
-@click.option("--quick", is_flag=True, help="Smaller sizes and fewer repeats.")
-@click.option(
-    "--only",
-    default=None,
-    metavar="SECTIONS",
-    help="Comma-separated sections among fill, scaling, compile, simulator, large [default: all].",
-)
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Timed repeats per measurement (the median is reported).",
-)
-@click.option(
-    "--json",
-    "json_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Also write every number to this JSON file.",
-)
-def bench(quick, only, repeats, json_file):
-    """Benchmarks of the compiled kernels against the NumPy reference, measured in the same run
-    (the full set takes about 5 minutes on 2 cores; see dynosed_sym/bench.py)."""
-    from .. import bench as bench_module
-
-    if only is not None:
-        wanted = [s.strip() for s in only.split(",") if s.strip()]
-        unknown = [s for s in wanted if s not in bench_module.SECTIONS]
-        if unknown or not wanted:
-            raise click.BadParameter(
-                f"unknown section {unknown[0] if unknown else only!r}; choose from "
-                f"{', '.join(bench_module.SECTIONS)}",
-                param_hint="--only",
-            )
-    argv = (["--quick"] if quick else []) + (["--only", only] if only else [])
-    argv += (["--repeats", str(repeats)] if repeats else []) + (
-        ["--json", json_file] if json_file else []
-    )
-    bench_module.main(argv)

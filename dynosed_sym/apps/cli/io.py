@@ -138,3 +138,44 @@ def _write_samples(X, model, path, suffix):
             raise DynosedError(
                 "writing .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'"
             ) from None
+
+
+# --------------------------------------------------------------------------- check records
+def _structural_dict(rep):
+    return {
+        "rank": getattr(rep, "rank", None),
+        "n_params": getattr(rep, "n_params", None),
+        "identifiable": getattr(rep, "identifiable", None),
+        "rank_is_exact": getattr(rep, "rank_is_exact", None),
+        "combinations": [c.get("combination") for c in getattr(rep, "combinations", [])],
+        "free_params": list(getattr(rep, "free_params", [])),
+    }
+
+
+def _check_dict(chk):
+    out = {
+        "model": chk.model_name,
+        "route": chk.route,
+        "n_samples": chk.n_samples,
+        "structural": _structural_dict(chk.structural),
+        "rank": chk.rank,
+        "n_params": chk.n_params,
+        "unique": chk.unique,
+        "null_space": list(chk.null_space),
+        "free_params": list(chk.free_params),
+    }
+    if chk.report is not None:
+        need = chk.n_required if chk.n_required is not None else [None] * chk.n_params
+        se = chk.std_errors if chk.std_errors is not None else [None] * chk.n_params
+        out["parameters"] = [
+            {
+                "name": nm,
+                "nominal": float(chk.nominal[k]),
+                "std_error_at_n": se[k],
+                "freeness_normalised": float(chk.freeness_normalised[k]),
+                "n_required": need[k],
+            }
+            for k, nm in enumerate(chk.param_names)
+        ]
+        out["rel_error"], out["level"] = chk.rel_error, chk.level
+    return out

@@ -18,6 +18,10 @@
    kernel estimator's bias–variance table over the temperature T), state-dependent diffusion
    and a non-stationary snapshot (both routes), and the reference paper's Lorenz experiment:
    ten balls on the attractor, a sweep of T (including T* = |λ_min|/D ≈ 49), dense and sparse balls.
+8. Designs beyond one snapshot (:mod:`.designs_example`): a gene network with knockdown
+   environments — what the wild type leaves free, the design advice before data, the fits with
+   a knockdown of gene 2 (resolved) and gene 1 (weak), an unknown knockdown strength
+   (``env_params``); figure ``designs_grn_knockdown.png``.
 """
 
 from .figures import FIGURES, make_figures

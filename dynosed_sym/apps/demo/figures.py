@@ -247,7 +247,10 @@ DENSITY_FIGURES = (
 )  # density.figures.density_demo
 
 
-FIGURES = PAPER_FIGURES + DENSITY_FIGURES
+DESIGN_FIGURES = ("designs_grn_knockdown.png",)  # designs_example.figure_knockdown (run.py)
+
+
+FIGURES = PAPER_FIGURES + DENSITY_FIGURES + DESIGN_FIGURES
 
 
 def make_figures(out_dir="demo_output", quick=False):

@@ -7,6 +7,7 @@ import os
 import time
 
 from .common import _rule
+from .designs_example import figure_knockdown, knockdown_example
 from .figures import make_figures
 from .global_examples import (
     grn_example,
@@ -42,6 +43,7 @@ def main(argv=None):
     ap.add_argument("--no-figures", action="store_true", help="skip the figures")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    designs = None
     if not args.figures_only:
         identifiability_before_data()
         lorenz_table(n_draws=5 if args.quick else 20)
@@ -58,6 +60,7 @@ def main(argv=None):
             lorenz_local(n_draws=1, n_dense=20_000_000)
         else:
             lorenz_local()
+        designs = knockdown_example()
     if not args.no_figures:
         try:
             import matplotlib  # noqa: F401
@@ -67,4 +70,7 @@ def main(argv=None):
             _rule(f"Figures (written to {args.figures}/)")
             for path in make_figures(args.figures, quick=args.quick):
                 print(os.path.relpath(path))
+            if designs is None:
+                designs = knockdown_example()
+            print(os.path.relpath(figure_knockdown(designs, args.figures)))
     print(f"\ndemo finished in {time.perf_counter() - t0:.0f} s")
