@@ -361,7 +361,7 @@ def test_fit_theta0_solver_starts_nonaffine_without_nominal(runner, tmp_path, mo
 
     res = runner.invoke(main, args + ["--theta0", "k=1.5", "--starts", "2", "--json"])
     assert res.exit_code == 0, res.output
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     assert abs(rec["parameters"][0]["estimate"] - 2.0) < 0.2
     assert rec["settings"]["solver"] == "gradient"
     assert (

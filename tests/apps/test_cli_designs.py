@@ -54,7 +54,7 @@ def test_fit_two_files_with_inputs(files):
     ]
     res = runner.invoke(main, args)
     assert res.exit_code == 0, res.output
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     assert rec["report"]["rank"] == 4
     est = np.array([p["estimate"] for p in rec["parameters"]])
     assert np.abs(est - OU_M.reshape(-1)).max() < 0.1
@@ -95,7 +95,7 @@ def test_fit_two_files_with_inputs(files):
     )
     for other in (named, col):
         assert other.exit_code == 0, other.output
-        assert [p["estimate"] for p in json.loads(other.output)["parameters"]] == est.tolist()
+        assert [p["estimate"] for p in json.loads(other.stdout)["parameters"]] == est.tolist()
 
 
 def test_fit_one_file_rank_3_and_errors(files):
@@ -122,7 +122,7 @@ def test_check_design_structural_only():
     res = CliRunner().invoke(
         main, ["check", MODEL, "--input", "s=1", "--structural-only", "--json"]
     )
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     assert rec["structural"]["rank"] == 3 and rec["structural"]["combinations"] == ["M12 − M21"]
 
 
@@ -161,7 +161,7 @@ def test_fit_time_column(tmp_path):
         ],
     )
     assert res.exit_code == 0, res.output
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     env = rec["design"]["environments"][0]
     assert env["kind"] == "timecourse" and env["times"] == [0.0, 0.2, 0.4, 0.6, 0.8]
     assert env["order"] == 4 and rec["report"]["rank"] == 4
