@@ -270,7 +270,7 @@ def _full_search(prob, lam, theta0, **ls_kw):
 
     def fun(th):
         r, _ = ev(th)
-        return np.concatenate([r, sl * th])
+        return _finite(np.concatenate([r, sl * th]), th)
 
     def jac(th):
         _, J = ev(th)
@@ -278,6 +278,17 @@ def _full_search(prob, lam, theta0, **ls_kw):
 
     res = least_squares(fun, theta0, jac=jac, method="trf", **ls_kw)
     return res.x, float(2 * res.cost), res.nfev, _status(res)
+
+
+def _finite(residual, theta):
+    """The residual vector of a search, or a DataError when it overflowed at ``theta``."""
+    if not np.isfinite(residual).all():
+        raise DataError(
+            "the gradient route's residual is not finite at θ = "
+            f"{np.array2string(np.asarray(theta), precision=4)} (overflow): start from a "
+            "theta0 of moderate size"
+        )
+    return residual
 
 
 def _status(res):
@@ -316,7 +327,9 @@ def _projected_search(prob, lam, theta0, sep, **ls_kw):
     def fun(t_rest):
         r_h, _ = at(t_rest, ())
         ta = -GA @ r_h
-        return np.concatenate([r_h + A_a @ ta, sl * ta, sl * t_rest])
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.concatenate([r_h + A_a @ ta, sl * ta, sl * t_rest])
+        return _finite(out, full_theta(t_rest, r_h))
 
     def jac(t_rest):
         _, Jh = at(t_rest, rest)

@@ -189,7 +189,8 @@ def test_rigorous_evaluation_helpers():
     never for an identity; the interval determinant test on singular and regular matrices."""
     from mpmath import iv
 
-    from dynosed_sym.identifiability.exact import _det_excludes_zero, proven_nonzero
+    from dynosed_sym.identifiability.exact import proven_nonzero
+    from dynosed_sym.identifiability.rigorous import _det_excludes_zero
 
     assert proven_nonzero([x**2 - 1], [x]) and proven_nonzero([sp.sin(x)], [x])
     assert not proven_nonzero([sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1], [x])
