@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: Most Lloyd iterations of :func:`kmeans_centres`.
-KMEANS_ITERATIONS = 100
+KMEANS_ITERATIONS = 300
 
 
 def _as_data(X, name="X"):
@@ -96,7 +96,7 @@ def kmeans_centres(X, k, seed=0, n_iter=None, tol=1e-10, return_info=False):
     k : int
     seed : int
     n_iter : int, optional
-        Most Lloyd iterations (default ``KMEANS_ITERATIONS``, 100).
+        Most Lloyd iterations (default ``KMEANS_ITERATIONS``, 300).
     tol : float
         Converged when no centre moves by more than ``tol · max(1, max|C|)``.
     return_info : bool
