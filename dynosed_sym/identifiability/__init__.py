@@ -19,6 +19,7 @@ on the support of p, and the rank of the population system equals the rank of th
 * :mod:`.design` — :func:`check_identifiability`, the structural check plus a simulated design
   study (rank against noise, standard errors as a function of N, samples needed);
 * :mod:`.exact` — exact null spaces of families of functions (the certificates);
+* :mod:`.rigorous` — exact-rational and interval evaluation at rational points (proven rank bounds);
 * :mod:`.symmetry` — fields that commute with the generator (directions no snapshot can see);
 * :mod:`.stationary` — closed-form stationary scores (Gaussian, gradient drifts).
 """

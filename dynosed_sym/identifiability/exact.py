@@ -1,8 +1,10 @@
 """Exact null spaces of families of functions of the state: which combinations vanish identically.
 
 The certificates behind the structural check (:mod:`.structural`): coefficient matrices over the
-distinct x-dependent terms with exact (rational or algebraic) entries, and evaluation ranks at
-random rational points.
+distinct x-dependent terms with exact (rational or algebraic) entries, and proven lower bounds on
+the rank from the functions evaluated at random rational points — exactly in rationals for
+rational functions, with interval arithmetic (``mpmath.iv``) otherwise.  What cannot be proven
+either way is reported as numerical (:class:`NullSpace`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from .rigorous import (
+    EVAL_DIGITS,
+    Evaluator,
+    Undefined,
+    Unsupported,
+    evaluate,
+    exactly_evaluable,
+    iv_digits,
+    random_points,
+)
+
 __all__ = [
     "NullSpace",
     "function_null_space",
@@ -19,13 +32,10 @@ __all__ = [
     "exact",
     "exact_rank",
     "is_zero",
-    "numeric_nonzero",
+    "proven_nonzero",
     "orthonormal",
     "EVAL_DIGITS",
 ]
-
-
-EVAL_DIGITS = 30  # significant digits of the evaluation rank certificate
 
 
 def rat(value):
@@ -77,7 +87,7 @@ def _common_denominator_terms(entries, state):
     else:
         try:
             common = sp.lcm_list(dens)
-        except Exception:  # pragma: no cover - exotic generators
+        except sp.PolynomialError:  # e.g. Piecewise denominators (no polynomial generators)
             common = sp.Mul(*dens)
     out, all_mono = {}, True
     for k in nz:
@@ -94,80 +104,112 @@ def _common_denominator_terms(entries, state):
     return out, all_mono
 
 
-def _exact_nullspace(C, n):
-    """Null space (list of n×1 exact Matrices) of the exact matrix C (rows × n)."""
-    if C.rows == 0:
-        return [sp.Matrix(sp.eye(n)[:, k]) for k in range(n)]
-    try:
-        from sympy.polys.matrices import DomainMatrix
+def _domain_matrix(M):
+    """``M`` as a DomainMatrix over a domain where its rank is decided exactly, or None.
 
-        dM = DomainMatrix.from_Matrix(C)
-        if dM.domain.is_Exact and not dM.domain.is_EX:
-            N = dM.to_field().nullspace().to_Matrix()
-            return [N[i, :].T for i in range(N.rows)]
-    except Exception:  # pragma: no cover - fall back to SymPy's generic routine
-        pass
-    return [vec.applyfunc(sp.nsimplify) for vec in C.nullspace(simplify=True)]
+    Exact: ZZ/QQ (rational entries), an algebraic number field for entries with a few square
+    roots of rationals (``QQ<√2>``), or a polynomial ring in π or e alone (transcendental, so an
+    indeterminate).  Not exact: floats, other constants (``ZZ[sin(1), cos(1)]`` treats
+    sin 1 and cos 1 as independent, which they are not) — the caller then proves what it claims
+    by other means or reports it as numerical.
+    """
+    from sympy.polys.matrices import DomainMatrix
+
+    dM = DomainMatrix.from_Matrix(M)
+    dom = dM.domain
+    if dom.is_ZZ or dom.is_QQ:
+        return dM
+    if dom.is_PolynomialRing and dom.domain.is_ZZ and list(dom.symbols) in ([sp.pi], [sp.E]):
+        return dM
+    if dom.is_EX:
+        surds = {
+            a
+            for e in M
+            for a in e.atoms(sp.Pow)
+            if a.base.is_Rational and a.exp.is_Rational and not a.exp.is_Integer
+        }
+        others = set().union(*(e.atoms(sp.NumberSymbol, sp.Function, sp.Float) for e in M))
+        if not others and len(surds) <= 3 and all(a.exp.q == 2 for a in surds):
+            dM = DomainMatrix.from_Matrix(M, extension=True)
+            if dM.domain.is_AlgebraicField:
+                return dM
+    return None
+
+
+def _exact_nullspace(C, n):
+    """Null space of the constant matrix C (rows × n): (list of n×1 Matrices, exact?).
+
+    Exact (every vector satisfies C v = 0 exactly, and there are no others) when C has a
+    :func:`_domain_matrix`; otherwise SymPy's generic routine (zero tests by ``simplify``), whose
+    vectors the caller must prove.
+    """
+    if C.rows == 0:
+        return [sp.Matrix(sp.eye(n)[:, k]) for k in range(n)], True
+    dM = _domain_matrix(C)
+    if dM is not None:
+        N = dM.to_field().nullspace().to_Matrix()
+        return [N[i, :].T for i in range(N.rows)], True
+    return [vec.applyfunc(sp.nsimplify) for vec in C.nullspace(simplify=True)], False
 
 
 def exact_rank(vectors, n):
+    """Rank of n×1 vectors: exact for exact entries (:func:`_domain_matrix`), else the rank of
+    their floating-point values (vectors flagged as numerical)."""
     if not vectors:
         return 0
     M = sp.Matrix.hstack(*vectors)
-    try:
-        from sympy.polys.matrices import DomainMatrix
+    dM = _domain_matrix(M)
+    if dM is not None:
+        return int(dM.to_field().rank())
+    F = np.array([[complex(v) for v in row] for row in M.tolist()])
+    return int(np.linalg.matrix_rank(F, tol=1e-9 * max(1.0, np.abs(F).max())))
 
-        dM = DomainMatrix.from_Matrix(M)
-        if dM.domain.is_Exact and not dM.domain.is_EX:
-            return int(dM.to_field().rank())
-    except Exception:  # pragma: no cover
-        pass
-    return int(M.rank(simplify=True))
+
+def _constant_is_zero(c):
+    """``c == 0`` proven for an x-free constant (exact for rationals and algebraic numbers in an
+    exact domain, by ``simplify`` otherwise; False: not proven)."""
+    if c == 0:
+        return True
+    if c.is_Rational or _domain_matrix(sp.Matrix([[c]])) is not None:
+        return False  # a nonzero element of an exact domain
+    return sp.simplify(c) == 0
 
 
 def is_zero(expr, state):
-    """Exact test ``expr ≡ 0`` (common denominator + expansion, else ``simplify``)."""
+    """True when ``expr ≡ 0`` is proven: over a common denominator, the coefficients of distinct
+    monomials all vanish; otherwise ``simplify`` reaches 0.  False means "not proven"."""
     expr = exact(expr)
     if expr == 0:
         return True
     terms, mono = _common_denominator_terms([expr], state)
     if not terms.get(0):
         return True
-    if mono:
-        return False
+    if mono:  # distinct monomials are independent: zero iff every collected coefficient is
+        coeffs = {}
+        for c, base in terms[0]:
+            coeffs[base] = coeffs.get(base, 0) + c
+        return all(_constant_is_zero(c) for c in coeffs.values())
     return sp.simplify(expr) == 0 or sp.simplify(sp.trigsimp(expr)) == 0
 
 
-def _random_points(state, k, seed):
-    rng = np.random.default_rng(seed)
-    # rationals in (0.3, 1.7): away from the origin and from negative arguments of log/sqrt
-    num = rng.integers(300, 1700, size=(k, len(state)))
-    return [[sp.Rational(int(a), 1000) for a in row] for row in num]
-
-
-def _mp_evaluator(exprs, state):
-    return sp.lambdify(list(state), exprs, modules="mpmath")
-
-
-def numeric_nonzero(exprs, state, seed=0, n_points=3):
-    """True if some expression is certainly nonzero at a random point (30-digit evaluation)."""
-    import mpmath
-
+def proven_nonzero(exprs, state, seed=0, n_points=3):
+    """True when some expression is *proven* nonzero at a random rational point: evaluated
+    exactly in rationals, or an ``mpmath.iv`` enclosure that excludes 0.  False says nothing."""
     if not exprs:
         return False
-    f = _mp_evaluator(list(exprs), state)
-    with mpmath.workdps(30):
-        for pt in _random_points(state, n_points, seed):
+    exprs = [exact(e) for e in exprs]
+    exact_mode = all(exactly_evaluable(e) for e in exprs)
+    for pt in random_points(state, n_points, seed):
+        point = dict(zip(state, pt))
+        cache = {}
+        for e in exprs:
             try:
-                vals = f(*[mpmath.mpf(p.p) / p.q for p in pt])
-            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                with iv_digits():
+                    v = evaluate(e, point, exact_mode, cache)
+            except (Undefined, Unsupported, ZeroDivisionError, ValueError):
                 continue
-            for v in np.atleast_1d(vals):
-                try:
-                    if abs(mpmath.mpmathify(v)) > mpmath.mpf(10) ** -20:
-                        return True
-                except (TypeError, ValueError):
-                    continue
+            if (v != 0) if exact_mode else (0 not in v):
+                return True
     return False
 
 
@@ -183,8 +225,13 @@ class NullSpace:
     numerical : list of int
         Indices into ``basis`` of dependencies seen at 30 digits but not proven symbolically.
     certificate : str
-        ``"exact"`` when every dependency is a proven identity and the independence of the rest is
-        proven (distinct monomials, or a certified evaluation rank); ``"numerical"`` otherwise.
+        How the independence of the remaining columns (and every dependency) was established:
+        ``"exact"`` — proven in exact arithmetic (distinct monomials over a common denominator,
+        or the exact rank of the functions evaluated in rationals at rational points);
+        ``"interval"`` — proven with interval arithmetic (an ``mpmath.iv`` enclosure of the
+        functions at rational points has a minor whose determinant excludes 0);
+        ``"numerical"`` — not proven: a dependency could not be proven symbolically, or the
+        independence was seen only in a 30-digit evaluation.
     """
 
     basis: list
@@ -195,82 +242,17 @@ class NullSpace:
     def dim(self):
         return len(self.basis)
 
-
-class _Evaluator:
-    """Evaluates the (L, n) matrix of column functions at random rational points.
-
-    ``rank()`` is a *certified lower bound* on the rank of the functions.  The matrix is evaluated
-    with ``EVAL_DIGITS`` (30) and again with ``EVAL_DIGITS + 15`` significant digits; the
-    difference bounds the rounding error ``‖ΔE‖`` of the 30-digit matrix (with a safety factor of
-    10³), and by Weyl's inequality every singular value above that bound belongs to a nonzero
-    singular value of the exact matrix — whose rank is a lower bound on the rank of the functions.
-    """
-
-    def __init__(self, exprs, state, seed):
-        self.n = len(exprs[0]) if exprs else 0
-        self.L = len(exprs)
-        self.state = state
-        self.seed = seed
-        self.rows, self.rows_hi = [], []
-        self.tries = 0
-        self._f = _mp_evaluator(exprs, state) if exprs else None
-
-    def _eval(self, pt, dps):
-        import mpmath
-
-        with mpmath.workdps(dps):
-            vals = self._f(*[mpmath.mpf(p.p) / p.q for p in pt])
-            block = [[mpmath.mpmathify(vals[j][k]) for k in range(self.n)] for j in range(self.L)]
-            if any(isinstance(v, mpmath.mpc) and v.imag != 0 for r in block for v in r):
-                raise ValueError("complex value")
-            if any(not mpmath.isfinite(v) for r in block for v in r):
-                raise ValueError("not finite")
-            return [[mpmath.re(v) for v in r] for r in block]
-
-    def add_points(self, k):
-        got, limit = 0, self.tries + 4 * k + 4
-        while got < k and self.tries < limit:
-            pt = _random_points(self.state, 1, self.seed + 7919 * self.tries)[0]
-            self.tries += 1
-            try:
-                lo = self._eval(pt, EVAL_DIGITS)
-                hi = self._eval(pt, EVAL_DIGITS + 15)
-            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
-                continue
-            self.rows.extend(lo)
-            self.rows_hi.extend(hi)
-            got += 1
-        return got
-
-    def rank(self):
-        """(certified rank lower bound, numerical null vectors (list of n-lists)).
-
-        The SVD runs in float64 on the 30-digit values rounded to doubles; its backward error
-        and the rounding (both ≲ 1e-15‖E‖) are covered by the 1e-12‖E‖_F term of the tolerance,
-        the evaluation error by 10³·‖E₃₀ − E₄₅‖_F.
-        """
-        import mpmath
-
-        if not self.rows:
-            return 0, []
-        with mpmath.workdps(EVAL_DIGITS + 15):
-            err2 = mpmath.fsum(
-                (a - b) ** 2 for ra, rb in zip(self.rows, self.rows_hi) for a, b in zip(ra, rb)
-            )
-            err = float(mpmath.sqrt(err2))
-        E = np.array([[float(v) for v in r] for r in self.rows])
-        scale = float(np.linalg.norm(E))
-        if scale == 0.0:
-            return 0, [list(row) for row in np.eye(self.n)]
-        _, S, Vt = np.linalg.svd(E, full_matrices=True)
-        tol = max(1000.0 * err, 1e-12 * scale, 1e-300)
-        rank = int(np.sum(S > tol))
-        null = [list(Vt[i]) for i in range(rank, self.n)]
-        return rank, null
+    @property
+    def proven(self):
+        return self.certificate != "numerical"
 
 
 def _coefficient_nullspace(exprs, state):
-    """Null space of the coefficient matrix over the distinct x-dependent terms (exact)."""
+    """Null space of the coefficient matrix over the distinct x-dependent terms.
+
+    Returns ``(basis, all_monomial, exact)``: ``exact`` when the null space was computed in an
+    exact domain (:func:`_exact_nullspace`), so that each vector is a proven identity.
+    """
     L, n = len(exprs), len(exprs[0])
     rows, all_mono = {}, True
     for j in range(L):
@@ -282,19 +264,28 @@ def _coefficient_nullspace(exprs, state):
                 row[k] = row.get(k, 0) + c
     keys = [key for key, row in rows.items() if any(v != 0 for v in row.values())]
     C = sp.Matrix(len(keys), n, lambda i, k: rows[keys[i]].get(k, 0)) if keys else sp.zeros(0, n)
-    return _exact_nullspace(C, n), all_mono
+    basis, exact_domain = _exact_nullspace(C, n)
+    return basis, all_mono, exact_domain
+
+
+def _identity(vec, exprs, state):
+    """True when ``Σ_k vec_k exprs[j][k] ≡ 0`` for every row j is proven (:func:`is_zero`)."""
+    n = len(vec)
+    return all(is_zero(sum(vec[k] * row[k] for k in range(n)), state) for row in exprs)
 
 
 def function_null_space(columns, state, seed=0) -> NullSpace:
     """Combinations c with ``Σ_k c_k columns[k](x) ≡ 0`` as functions of x, exactly.
 
-    Strategy: a certified lower bound on the rank from a 30-digit evaluation at random rational
-    points (:class:`_Evaluator`) settles full rank at once.  Otherwise every row is expanded over
-    a common denominator and the exact null space of the coefficient matrix is computed: each of
-    its vectors is a proven identity.  If the two bounds meet, the answer is exact.  If not
-    (distinct non-polynomial terms can be dependent, ``sin² + cos² = 1``), the numerical null
-    space is rationalised and each candidate proven with ``simplify``; unproven candidates are
-    kept and flagged as numerical.
+    Strategy: a proven lower bound on the rank from the functions evaluated at random rational
+    points (:class:`Evaluator`: exact rationals for rational functions, interval arithmetic
+    otherwise) settles full rank at once.  Otherwise every row is expanded over a common
+    denominator and the exact null space of the coefficient matrix is computed: each of its
+    vectors is a proven identity, and when all terms are monomials they are the whole null space.
+    If the proven rank meets the coefficient bound, the answer is proven.  If not (distinct
+    non-polynomial terms can be dependent, ``sin² + cos² = 1``), the numerical null space is
+    rationalised and each candidate proven with ``simplify``; unproven candidates are kept and
+    flagged as numerical.  ``certificate`` says how far the result is proven (:class:`NullSpace`).
 
     Parameters
     ----------
@@ -317,33 +308,39 @@ def function_null_space(columns, state, seed=0) -> NullSpace:
     exprs = [row for row in exprs if any(e != 0 for e in row)]
     if not exprs:
         return NullSpace([sp.Matrix(sp.eye(n)[:, k]) for k in range(n)])
-    ev = _Evaluator(exprs, state, seed)
+    ev = Evaluator(exprs, state, seed)
     ev.add_points(max(2, -(-2 * n // len(exprs)) + 1))
-    r_num, _ = ev.rank()
-    if r_num >= n:
-        return NullSpace([], [], "exact")
-    basis, all_mono = _coefficient_nullspace(exprs, state)
-    if all_mono or r_num >= n - len(basis):
+    r_cert, r_num, null = ev.rank()
+    if r_cert >= n:
+        return NullSpace([], [], ev.method)
+    basis, all_mono, exact_domain = _coefficient_nullspace(exprs, state)
+    numerical = []
+    if not exact_domain:  # constants outside an exact domain: prove each vector
+        numerical = [i for i, vec in enumerate(basis) if not _identity(vec, exprs, state)]
+    if all_mono and exact_domain:
         return NullSpace(basis, [], "exact")
+    if r_cert >= n - len(basis):
+        return NullSpace(basis, numerical, "numerical" if numerical else ev.method)
     ev.add_points(n + 2)
-    r_num, null = ev.rank()
-    if r_num >= n - len(basis):
-        return NullSpace(basis, [], "exact")
-    # extra dependencies among non-polynomial terms: rationalise and prove
-    found, numerical = list(basis), []
+    r_cert, r_num, null = ev.rank()
+    if r_cert >= n - len(basis):
+        return NullSpace(basis, numerical, "numerical" if numerical else ev.method)
+    # extra dependencies among non-polynomial terms (or an unproven rank): rationalise, prove
+    found = list(basis)
     for vec in _rref_rows(np.array(null)):
         if exact_rank(found, n) >= n - r_num:
             break
         exact_vec = sp.Matrix([_rationalise(v) for v in vec])
         if exact_rank(found + [exact_vec], n) == exact_rank(found, n):
             continue
-        combo = [sum(exact_vec[k] * row[k] for k in range(n)) for row in exprs]
-        if all(is_zero(c, state) for c in combo):
+        if _identity(exact_vec, exprs, state):
             found.append(exact_vec)
         else:
             found.append(sp.Matrix([sp.Float(v, 15) for v in vec]))
             numerical.append(len(found) - 1)
-    return NullSpace(found, numerical, "numerical" if numerical else "exact")
+    # proven: every dependency is an identity and the rest is independent by a proven bound
+    proven = not numerical and r_cert >= n - len(found)
+    return NullSpace(found, numerical, ev.method if proven else "numerical")
 
 
 def _rationalise(v, max_den=10**8):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .exact import function_null_space, is_zero, numeric_nonzero
+from .exact import function_null_space, is_zero, proven_nonzero
 
 __all__ = ["gaussian_score", "gradient_score", "LYAPUNOV_MAX_DIM"]
 
@@ -45,6 +45,10 @@ def gaussian_score(f, D, state):
     if not sol:
         return None
     S = S.xreplace(sol[0])
+    # the float eigenvalue test above is a filter; the proof that the law exists (M Hurwitz,
+    # by Lyapunov's theorem for D > 0) is Σ > 0, checked exactly by its leading minors
+    if not all(S[:i, :i].det().is_positive for i in range(1, d + 1)):
+        return None
     mu = -M.inv() * c0
     P = S.inv()
     x = sp.Matrix(state)
@@ -81,14 +85,14 @@ def gradient_score(U, v, D, theta0, invisible, state, seed=0):
     g0 = Dinv * (U * th + v)
     curl0 = _curl(g0, state)
     if not invisible:
-        if numeric_nonzero(curl0, state, seed) or not all(is_zero(c, state) for c in curl0):
+        if proven_nonzero(curl0, state, seed) or not all(is_zero(c, state) for c in curl0):
             return None
         return [sp.expand(e) for e in g0], "gradient drift: p ∝ exp(ψ) with ∇ψ = D⁻¹f (exact)", th
     # find t with curl(D⁻¹(f(θ0 + N t))) ≡ 0
     cols = [_curl(Dinv * (U * vec), state) for vec in invisible] + [curl0]
     ns = function_null_space(cols, state, seed)
-    for vec in ns.basis:
-        if vec[-1] != 0:
+    for i, vec in enumerate(ns.basis):
+        if i not in ns.numerical and vec[-1] != 0:  # a proven shift only
             t = [vec[q] / vec[-1] for q in range(len(invisible))]
             th1 = th + sum((t[q] * invisible[q] for q in range(len(invisible))), sp.zeros(n, 1))
             g = Dinv * (U * th1 + v)

@@ -7,12 +7,14 @@
    a matrix with exact (rational or algebraic) entries, whose null space is computed in exact
    arithmetic: every combination found is a proven identity.  Independence of the remaining
    columns is proven either by the terms being distinct monomials (all rational-function drifts:
-   the whole zoo) or by a certified evaluation: at random rational points with 30 significant
-   digits, a singular value above 1e-15·σ_max cannot come from rounding errors (Weyl's
-   inequality), so the evaluated — and hence the symbolic — rank is at least that large.  Distinct
-   transcendental terms can be dependent (``sin²x + cos²x = 1``): such a rank drop seen in the
-   evaluation is rationalised and proven with ``simplify``; a dependency that cannot be proven is
-   reported as numerical, never silently.
+   the whole zoo), or by a lower bound on the rank of U evaluated at random rational points —
+   exactly, in rationals, when the entries are rational functions; otherwise with interval
+   arithmetic (``mpmath.iv``, 30 digits, outward rounding), where a minor whose interval
+   determinant excludes 0 proves the rank.  Distinct transcendental terms can be dependent
+   (``sin²x + cos²x = 1``): such a rank drop seen in the evaluation is rationalised and proven with
+   ``simplify``; a dependency that cannot be proven, or an independence seen only numerically
+   (a function without an interval enclosure here), is reported as numerical, never silently
+   (``certificate``).
 3. *Directions no snapshot route can see, from the symbols alone*: a field ``Y = U c`` that commutes
    with the generator, ``[Y, 𝓛] = 0`` with ``𝓛 = f·∇ + D:∇²``, i.e.
 
@@ -55,7 +57,15 @@ from .exact import exact, exact_rank, function_null_space, orthonormal, rat
 from .stationary import gaussian_score, gradient_score
 from .symmetry import symmetry_space
 
-__all__ = ["StructuralReport", "structural_check", "nominal_vector"]
+__all__ = ["StructuralReport", "structural_check", "nominal_vector", "CERTIFICATES"]
+
+#: What each ``certificate`` means, as shown by ``str(report)``.
+CERTIFICATES = {
+    "exact": "proven in exact arithmetic",
+    "interval": "proven (exact identities; independence by interval arithmetic)",
+    "numerical": "numerical — some dependency or independence was seen in a 30-digit "
+    "evaluation only, not proven",
+}
 
 
 @dataclass
@@ -75,8 +85,9 @@ class StructuralReport:
     rank_is_exact : bool
         True when the stationary density at the nominal θ has a closed form (``density``).
     identifiable : bool or None
-        False when a direction was found; True when ``rank_is_exact`` and the rank is full;
-        None ("no obstruction in the symbols") otherwise — the design-time check decides.
+        False when a proven direction was found; True when ``rank_is_exact`` and the rank is
+        full; None ("no obstruction in the symbols", or only numerical directions) otherwise —
+        the design-time check decides.
     absent : list of str
         Parameters that do not occur in the drift.
     combinations : list of dict
@@ -91,7 +102,9 @@ class StructuralReport:
     density : str or None
         The closed-form stationary density used, if any.
     certificate : str
-        How the rank was established (see :class:`NullSpace`).
+        How the rank was established (see :class:`~.exact.NullSpace`), the weakest of the steps:
+        ``"exact"`` (exact arithmetic), ``"interval"`` (proven with interval arithmetic) or
+        ``"numerical"`` (some dependency or independence seen in a 30-digit evaluation only).
     notes : list of str
     elapsed : float
         Seconds.
@@ -124,7 +137,9 @@ class StructuralReport:
         verdict = {
             True: "identifiable",
             False: "NOT identifiable",
-            None: "no structural obstruction found",
+            None: "numerical directions only, not proven"
+            if self.combinations
+            else "no structural obstruction found",
         }[self.identifiable]
         lines = [
             f"structural check ({self.route} route, {self.elapsed * 1e3:.0f} ms, no simulation): "
@@ -138,6 +153,7 @@ class StructuralReport:
             lines.append(f"  not identifiable: {', '.join(self.free_params)}")
         if self.density:
             lines.append(f"  stationary density at the nominal θ: {self.density}")
+        lines.append(f"  certificate: {CERTIFICATES[self.certificate]}")
         lines.extend("  " + n for n in self.notes)
         return "\n".join(lines)
 
@@ -175,6 +191,11 @@ def structural_check(
     t0 = time.perf_counter()
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+    if model.inputs:
+        raise DynosedError(
+            f"the model has inputs ({', '.join(model.input_names)}): the structural check "
+            "needs their values; specialise it first with model.with_inputs(values)"
+        )
     state = tuple(model.state)
     names = model.param_names
     d, n = model.d, model.n
@@ -216,33 +237,47 @@ def structural_check(
     combos = []
     certificates = []
 
-    def _add(vectors, kind, reason):
-        for vec in vectors:
+    def _add(ns, kind, reason, complete=True):
+        # complete: the step claims to find every direction (the rank of U, the population
+        # rank), so the independence of the rest must be proven too; the symmetry search claims
+        # only that what it finds is a symmetry
+        certificates.append(
+            ns.certificate if complete else ("numerical" if ns.numerical else "exact")
+        )
+        for i, vec in enumerate(ns.basis):
             if exact_rank(found + [vec], n) > exact_rank(found, n):
                 found.append(vec)
-                combos.append({"vector": vec, "kind": kind, "reason": reason})
+                unproven = i in ns.numerical
+                combos.append(
+                    {
+                        "vector": vec,
+                        "kind": kind + (" (numerical)" if unproven else ""),
+                        "reason": reason + ("; seen at 30 digits, not proven" if unproven else ""),
+                    }
+                )
+        if ns.numerical:
+            notes.append(
+                f"{len(ns.numerical)} {kind} direction(s) found by a 30-digit evaluation could "
+                "not be proven symbolically"
+            )
 
     # (2) linear dependence of the columns of U
-    dep = function_null_space(cols, state, seed)
-    certificates.append(dep.certificate)
     _add(
-        dep.basis,
+        function_null_space(cols, state, seed),
         "dependent",
         "columns of U linearly dependent: U(x)·c ≡ 0, the drift does not change",
     )
-    if dep.numerical:
-        notes.append(
-            f"{len(dep.numerical)} dependency(ies) found by 30-digit evaluation could not be "
-            "proven symbolically"
-        )
 
     # (3) symmetries for every θ, then at the nominal θ
-    sym_all = []
     if not linearised:
         drifts = [(v, True)] + [(sp.Matrix(cols[k]), False) for k in range(n)]
         sym_all = symmetry_space(U, D, state, drifts, seed)
-        _add(sym_all, "symmetry", "U·c commutes with the generator for every θ, so ∇·(p U c) = 0")
-    sym_nom = []
+        _add(
+            sym_all,
+            "symmetry",
+            "U·c commutes with the generator for every θ, so ∇·(p U c) = 0",
+            complete=False,
+        )
     if theta0_exact is not None:
         f0 = U * sp.Matrix(theta0_exact) + v
         sym_nom = symmetry_space(U, D, state, [(f0, True)], seed)
@@ -250,6 +285,7 @@ def structural_check(
             sym_nom,
             "symmetry at nominal",
             "U·c commutes with the generator at the nominal θ, so ∇·(p U c) = 0",
+            complete=False,
         )
 
     # (4) exact stationary density at the nominal θ
@@ -264,7 +300,7 @@ def structural_check(
                 v,
                 D,
                 theta0_exact,
-                [c["vector"] for c in combos if c["kind"].startswith("symmetry")],
+                [c["vector"] for c in combos if c["kind"] in ("symmetry", "symmetry at nominal")],
                 state,
                 seed,
             )
@@ -280,9 +316,10 @@ def structural_check(
                 for k in range(n)
             ]
             pop = function_null_space(a_cols, state, seed)
-            certificates.append(pop.certificate)
-            _add(pop.basis, "density", "∇·(p U c) ≡ 0 for the stationary density at the nominal θ")
-            rank_is_exact = not pop.numerical
+            _add(pop, "density", "∇·(p U c) ≡ 0 for the stationary density at the nominal θ")
+            rank_is_exact = pop.proven and not any(
+                c["kind"].endswith("(numerical)") for c in combos
+            )
             if exact_rank(found, n) != pop.dim:
                 notes.append(
                     "warning: the exact density analysis does not contain every direction "
@@ -312,8 +349,16 @@ def structural_check(
                 "vector": fv / np.linalg.norm(fv),
             }
         )
-    if rank < n:
+    proven = [vec for vec, c in zip(found[len(absent) :], combos) if "(numerical)" not in c["kind"]]
+    if n - exact_rank(found[: len(absent)] + proven, n) < n:
         identifiable = False
+    elif rank < n:  # only directions seen at 30 digits: not a proof either way
+        identifiable = None
+        notes.append(
+            "the directions found are numerical (not proven): whether they are real "
+            "dependencies or near-dependencies beyond 30 digits is open; the design-time "
+            "check measures them"
+        )
     elif rank_is_exact:
         identifiable = True
     else:
@@ -330,7 +375,7 @@ def structural_check(
                 f"only {M} probe points for {rank} identifiable directions: the local system "
                 f"has rank at most {M}"
             )
-    cert = "exact" if all(c == "exact" for c in certificates) else "numerical"
+    cert = max(certificates, key=list(CERTIFICATES).index, default="exact")
     return StructuralReport(
         model_name=model.name,
         param_names=list(names),

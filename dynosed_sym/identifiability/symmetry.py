@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .exact import function_null_space
+from .exact import NullSpace, function_null_space
 
 __all__ = ["symmetry_space"]
 
@@ -64,14 +64,16 @@ def symmetry_space(U, D, state, drifts, seed=0):
 
     ``drifts`` is a list of (vector, with_D_term): the first-order condition must hold for each
     (at fixed θ: [(f_θ, True)]; for every θ: [(v, True), (U_1, False), …]).
-    Returns a list of exact n×1 vectors (including the null space of U itself).
+    Returns a :class:`~.exact.NullSpace` of n×1 vectors (including the null space of U itself):
+    a vector is listed in ``numerical`` when it rests on a dependency that was not proven;
+    ``certificate`` is the weaker of the two null-space computations behind it.
     """
     d, n = U.shape
     cols = [[U[j, k] for j in range(d)] for k in range(n)]
     # (i) the diffusion must be invariant: cheap, and it removes almost everything
     ns1 = function_null_space([_lie_D(col, D, state) for col in cols], state, seed)
     if not ns1.basis:
-        return []
+        return NullSpace([], [], ns1.certificate)
     Ys = [[sum(vec[k] * cols[k][j] for k in range(n)) for j in range(d)] for vec in ns1.basis]
     comps = []
     for Y in Ys:
@@ -83,4 +85,12 @@ def symmetry_space(U, D, state, drifts, seed=0):
         comps.append(row)
     ns2 = function_null_space(comps, state, seed)
     B1 = sp.Matrix.hstack(*ns1.basis)
-    return [B1 * z for z in ns2.basis]
+    vectors = [B1 * z for z in ns2.basis]
+    unproven = [
+        i
+        for i, z in enumerate(ns2.basis)
+        if i in ns2.numerical or any(z[q] != 0 for q in ns1.numerical)
+    ]
+    order = {"exact": 0, "interval": 1, "numerical": 2}
+    cert = max(ns1.certificate, ns2.certificate, key=order.get)
+    return NullSpace(vectors, unproven, cert)

@@ -52,6 +52,7 @@ def fit_global(
     solver=None,
     projection=True,
     n_starts=1,
+    max_nfev=None,
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
     progress=None,
@@ -118,6 +119,10 @@ def fit_global(
         :func:`dynosed_sym.solve.gradient.separable_params`) and search only the others.
     n_starts : int
         Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
+    max_nfev : int, optional
+        Gradient route: evaluations allowed per search (default: SciPy's, 100·n).  A search
+        stopped by it is reported: ``FitResult.converged`` False, ``NOT CONVERGED`` in the
+        summary and a :class:`~dynosed_sym.errors.ConvergenceWarning`.
 
     <execution options>
 
@@ -146,6 +151,8 @@ def fit_global(
         require_dask()
     arguments.choice(solver, "solver", SOLVERS)
     n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
+    if max_nfev is not None:
+        max_nfev = arguments.integer(max_nfev, "max_nfev", minimum=1)
     cm = compile_model(model, ex.out_dir)
     gradient = solver == "gradient" or (solver is None and not cm.is_affine)
     start = starting_point(model, cm, theta0, gradient)
@@ -207,7 +214,13 @@ def fit_global(
                     cm, source.array, feats, block_edges(source.n_rows, ex.n_blocks)
                 )
                 theta, ginfo = fit_gradient(
-                    prob, lam, start, projection=projection, n_starts=n_starts, seed=seed
+                    prob,
+                    lam,
+                    start,
+                    projection=projection,
+                    n_starts=n_starts,
+                    seed=seed,
+                    max_nfev=max_nfev,
                 )
                 system = BlockSystem(*prob.linearisation(theta))
                 bar.update(source.n_rows)
@@ -236,6 +249,10 @@ def fit_global(
     if gradient:
         info["solver"] = "gradient"
         info["nfev"] = ginfo["nfev"]
+        info["converged"] = ginfo["converged"]
+        info["status"] = ginfo["status"]
+        if not ginfo["converged"]:
+            info["message"] = ginfo["message"]
         if ginfo["projected"]:
             info["projected"] = ",".join(ginfo["projected"])
     if source.streamed or use_dask:

@@ -121,6 +121,7 @@ def fit_local(
     solver=None,
     projection=True,
     n_starts=1,
+    max_nfev=None,
     seed=0,
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
@@ -193,6 +194,10 @@ def fit_local(
         search only the others.
     n_starts : int
         Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
+    max_nfev : int, optional
+        Gradient route: evaluations allowed per search (default: SciPy's, 100·n).  A search
+        stopped by it is reported: ``FitResult.converged`` False, ``NOT CONVERGED`` in the
+        summary and a :class:`~dynosed_sym.errors.ConvergenceWarning`.
     seed : int
         Seeds the perturbed starts of the gradient route (the scores do not use randomness).
     <execution options>
@@ -251,6 +256,7 @@ def fit_local(
         solver=solver,
         projection=projection,
         n_starts=n_starts,
+        max_nfev=max_nfev,
         seed=seed,
         n_blocks=n_blocks,
         chunk_rows=chunk_rows,
@@ -274,6 +280,7 @@ def _fit_local_single(
     solver=None,
     projection=True,
     n_starts=1,
+    max_nfev=None,
     seed=0,
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
@@ -289,6 +296,8 @@ def _fit_local_single(
     n_blocks, chunk_rows = ex.n_blocks, ex.chunk_rows
     arguments.choice(solver, "solver", (None, "linear", "gradient"))
     n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
+    if max_nfev is not None:
+        max_nfev = arguments.integer(max_nfev, "max_nfev", minimum=1)
     seed = arguments.seed(seed)
     cm = compile_model(model, ex.out_dir)
     gradient = solver == "gradient" or (solver is None and not cm.is_affine)
@@ -315,7 +324,8 @@ def _fit_local_single(
                 f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
                 "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample"
             )
-        P, ball_radius = as_probes(probes, model, Xa)
+        kmeans = {}
+        P, ball_radius = as_probes(probes, model, Xa, info=kmeans)
         diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
         M = P.shape[0]
         g = _dlogp_at(dlogp_dt, P)
@@ -391,13 +401,17 @@ def _fit_local_single(
         # for the full-data scores and each delete-one-block replicate (jackknife below).
         prob = LocalProblem(cm, P, S_all, J_all, g)
         theta, ginfo = fit_gradient(
-            prob, lam, start, projection=projection, n_starts=n_starts, seed=seed
+            prob, lam, start, projection=projection, n_starts=n_starts, seed=seed, max_nfev=max_nfev
         )
         A_all, b_all = prob.linearisation(theta)
         A, b = A_all[0], b_all[0]
         system_scale(A, b, "local")
         info["solver"] = "gradient"
         info["nfev"] = ginfo["nfev"]
+        info["converged"] = ginfo["converged"]
+        info["status"] = ginfo["status"]
+        if not ginfo["converged"]:
+            info["message"] = ginfo["message"]
         if ginfo["projected"]:
             info["projected"] = ",".join(ginfo["projected"])
     else:
@@ -416,6 +430,11 @@ def _fit_local_single(
         theta = solve_tikhonov(A, b, lam)
     A_blocks = b_blocks = counts = None
     notes = []
+    if kmeans and not kmeans["converged"]:
+        notes.append(
+            f"note: the k-means placement of the probes stopped after {kmeans['iterations']} "
+            "iterations without converging (valid probes, but not k-means centres)"
+        )
     if B:
         Ab, bb = A_all[1:], b_all[1:]
         if np.isfinite(Ab).all() and np.isfinite(bb).all():

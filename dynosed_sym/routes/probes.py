@@ -19,11 +19,13 @@ Memory is O(N) per centre (distances are computed centre by centre, in chunks of
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import DataError
+from .. import arguments
+from ..errors import ConvergenceWarning, DataError
 from ..kernels.balls import ball_labels
 from ..options import CHUNK_ROWS
 
@@ -35,7 +37,11 @@ __all__ = [
     "random_centres",
     "restrict_to_balls",
     "as_probes",
+    "KMEANS_ITERATIONS",
 ]
+
+#: Most Lloyd iterations of :func:`kmeans_centres`.
+KMEANS_ITERATIONS = 300
 
 
 def _as_data(X, name="X"):
@@ -81,8 +87,31 @@ def _nearest(X, C):
     return idx, dist
 
 
-def kmeans_centres(X, k, seed=0, n_iter=100, tol=1e-10):
-    """k-means centres (k, d): k-means++ seeding from ``seed`` then Lloyd iterations."""
+def kmeans_centres(X, k, seed=0, n_iter=None, tol=1e-10, return_info=False):
+    """k-means centres (k, d): k-means++ seeding from ``seed`` then Lloyd iterations.
+
+    Parameters
+    ----------
+    X : (N, d) array
+    k : int
+    seed : int
+    n_iter : int, optional
+        Most Lloyd iterations (default ``KMEANS_ITERATIONS``, 300).
+    tol : float
+        Converged when no centre moves by more than ``tol · max(1, max|C|)``.
+    return_info : bool
+        Also return ``{"converged": bool, "iterations": int}``.
+
+    Returns
+    -------
+    C : (k, d) array
+    info : dict, when ``return_info``
+
+    Stopping after ``n_iter`` iterations without meeting ``tol`` issues a
+    :class:`~dynosed_sym.errors.ConvergenceWarning` (the centres are then valid probes, but not a
+    fixed point of Lloyd's iteration).
+    """
+    n_iter = KMEANS_ITERATIONS if n_iter is None else arguments.integer(n_iter, "n_iter", 1)
     X = _as_data(X)
     N = X.shape[0]
     k = _check_k(k, N)
@@ -95,7 +124,8 @@ def kmeans_centres(X, k, seed=0, n_iter=100, tol=1e-10):
         j = rng.choice(N, p=d2 / tot) if tot > 0 else rng.integers(N)
         C[i] = X[j]
         d2 = np.minimum(d2, _sq_dist_to(X, C[i]))
-    for _ in range(int(n_iter)):
+    converged, it = False, 0
+    while it < n_iter:
         idx, _ = _nearest(X, C)
         newC = C.copy()
         for i in range(k):
@@ -104,9 +134,18 @@ def kmeans_centres(X, k, seed=0, n_iter=100, tol=1e-10):
                 newC[i] = X[sel].mean(axis=0)
         shift = np.abs(newC - C).max()
         C = newC
+        it += 1
         if shift <= tol * max(1.0, np.abs(C).max()):
+            converged = True
             break
-    return C
+    if not converged:
+        warnings.warn(
+            f"k-means stopped after {it} Lloyd iterations without converging (last centre "
+            f"shift {shift:.3g}): the centres are valid probes but not k-means centres",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return (C, {"converged": converged, "iterations": it}) if return_info else C
 
 
 def random_centres(X, k, seed=0, min_separation=0.0, max_tries=100_000):
@@ -300,11 +339,12 @@ def restrict_to_balls(
     return (X[idx], lab[idx]) if return_labels else X[idx]
 
 
-def as_probes(probes, model=None, X=None, seed=0):
+def as_probes(probes, model=None, X=None, seed=0, info=None):
     """Normalise ``probes`` → (P (M, d), radius or None).
 
     Accepts an (M, d) array, a DataFrame with the state names as columns, a :class:`Balls`
-    (centres and radius) or an int k (k-means centres of X).
+    (centres and radius) or an int k (k-means centres of X; their ``converged`` and
+    ``iterations`` are written into the dict ``info`` when given).
     """
     radius = None
     if isinstance(probes, Balls):
@@ -312,7 +352,9 @@ def as_probes(probes, model=None, X=None, seed=0):
     elif isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):
         if X is None:
             raise DataError("probes given as a number need data X to choose them from")
-        P = kmeans_centres(X, int(probes), seed=seed)
+        P, kinfo = kmeans_centres(X, int(probes), seed=seed, return_info=True)
+        if info is not None:
+            info.update(kinfo)
     elif hasattr(probes, "columns") and hasattr(probes, "to_numpy") and model is not None:
         cols = [str(c) for c in probes.columns]
         missing = [s for s in model.state_names if s not in cols]

@@ -27,7 +27,9 @@ class FitResult:
     route : str
     n_samples : int
     info : dict
-        Route settings (bandwidth, number of features, λ, seed ...).
+        Route settings (bandwidth, number of features, λ, seed ...); the gradient route adds
+        ``nfev``, ``converged``, ``status`` (``least_squares``) and, when it did not converge,
+        ``message``.
     param_names : list of str
         Names of the entries of ``theta``: the model's parameters, or for a design with
         ``env_params`` one entry per environment (``k[A]``, ``k[B]``).
@@ -35,6 +37,9 @@ class FitResult:
         A fit over several environments or time courses
         (:class:`dynosed_sym.routes.designs.DesignInfo`): environments, inputs, per-environment
         residuals, the quadrature check of time courses.
+    converged : bool
+        False when the gradient search stopped before meeting its tolerances (True for the
+        linear solve).
     """
 
     def __init__(self, model, theta, A, b, report, route, n_samples, info, names=None, design=None):
@@ -47,6 +52,11 @@ class FitResult:
         self.info = dict(info)
         self.param_names = list(model.param_names if names is None else names)
         self.design = design
+
+    @property
+    def converged(self) -> bool:
+        """False when the iterative search for θ̂ stopped unconverged (``info["message"]``)."""
+        return bool(self.info.get("converged", True))
 
     @property
     def params(self) -> dict:
@@ -128,10 +138,14 @@ class FitResult:
         head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
         lines = [
             f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
-            + ", ".join(f"{k} = {v}" for k, v in self.info.items()),
-            head,
-            "-" * len(head),
+            + ", ".join(f"{k} = {v}" for k, v in self.info.items() if k != "message")
         ]
+        if not self.converged:
+            lines.append(
+                f"NOT CONVERGED: {self.info.get('message', '')} — θ̂ is where the search "
+                "stopped, not an optimum"
+            )
+        lines += [head, "-" * len(head)]
 
         def interval(lo, hi):
             if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -189,8 +203,8 @@ class FitResult:
 
         Columns: ``estimate`` (``truth`` when given), ``std_error``, ``ci_low``, ``ci_high`` (at
         ``report.ci_level``; NaN without noise blocks, ±inf when not identifiable), ``freeness``
-        diag(H_λ⁻¹), ``freeness_normalised`` λ·diag(H_λ⁻¹) and ``identifiable`` (bool).
-        Needs pandas.
+        diag(H_λ⁻¹), ``freeness_normalised`` λ·diag(H_λ⁻¹) and ``identifiable`` (bool);
+        ``df.attrs["converged"]`` is :attr:`converged`.  Needs pandas.
         """
         try:
             import pandas as pd
@@ -199,15 +213,18 @@ class FitResult:
         df = pd.DataFrame(
             self._param_columns(truth), index=pd.Index(self.param_names, name="parameter")
         )
+        df.attrs["converged"] = self.converged
         return df
 
     def to_dict(self, truth=None) -> dict:
         """Everything needed to report the fit, as plain Python types (JSON-ready except ±inf).
 
-        Keys: ``model``, ``route``, ``n_samples``, ``settings`` (the route's settings),
+        Keys: ``model``, ``route``, ``n_samples``, ``converged``, ``settings`` (the route's
+        settings),
         ``parameters``
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
-        (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value, ci_level,
+        (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
+        bound when p_value_bound —, p_value_converged, p_value_message, ci_level, lam,
         singular_values, null_space, free_params, notes); for a design also ``design``
         (environments with their inputs, sizes and times, per-environment residuals, the
         quadrature check).
@@ -224,6 +241,7 @@ class FitResult:
             "model": self.model.name,
             "route": self.route,
             "n_samples": self.n_samples,
+            "converged": self.converged,
             "settings": plain(self.info),
             "parameters": params,
             "report": {
@@ -234,6 +252,9 @@ class FitResult:
                 "residual_norm": float(rep.residual_norm),
                 "residual_ratio": None if rep.residual_ratio is None else float(rep.residual_ratio),
                 "p_value": None if rep.p_value is None else float(rep.p_value),
+                "p_value_bound": bool(rep.p_value_bound),
+                "p_value_converged": bool(rep.p_value_converged),
+                "p_value_message": rep.p_value_message,
                 "ci_level": float(rep.ci_level),
                 "lam": float(rep.lam),
                 "singular_values": [float(v) for v in rep.singular_values],
@@ -261,7 +282,8 @@ class FitResult:
         vals = ", ".join(f"{k}={v:.4g}" for k, v in itertools.islice(self.params.items(), 6))
         n = len(self.param_names)
         more = ", ..." if n > 6 else ""
-        return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{n})"
+        flag = "" if self.converged else ", NOT CONVERGED"
+        return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{n}{flag})"
 
 
 def plain(obj):

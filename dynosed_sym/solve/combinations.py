@@ -34,7 +34,10 @@ def format_combination(vec, names, tol=1e-3):
 def _fmt_coef(c):
     if c.is_Rational:
         return str(abs(c))
-    return sp.sstr(abs(c)) if not c.is_Float else f"{abs(float(c)):.4g}"
+    if c.is_Float:
+        return f"{abs(float(c)):.4g}"
+    m = sp.simplify(abs(c))
+    return f"({sp.sstr(m)})" if m.is_Add else sp.sstr(m)
 
 
 def exact_combination(vec, names):

@@ -42,11 +42,12 @@ scores and for every delete-one-block replicate, which feed the jackknife of
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from ..codegen.loading import check_finite_output
-from ..errors import DataError, NotAffineError
+from ..errors import ConvergenceWarning, DataError, NotAffineError
 from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
 
 __all__ = ["GlobalProblem", "LocalProblem", "separable_params", "fit_gradient", "starting_point"]
@@ -269,14 +270,31 @@ def _full_search(prob, lam, theta0, **ls_kw):
 
     def fun(th):
         r, _ = ev(th)
-        return np.concatenate([r, sl * th])
+        return _finite(np.concatenate([r, sl * th]), th)
 
     def jac(th):
         _, J = ev(th)
         return np.vstack([J, sl * np.eye(n)])
 
     res = least_squares(fun, theta0, jac=jac, method="trf", **ls_kw)
-    return res.x, float(2 * res.cost), res.nfev, res.njev
+    return res.x, float(2 * res.cost), res.nfev, _status(res)
+
+
+def _finite(residual, theta):
+    """The residual vector of a search, or a DataError when it overflowed at ``theta``."""
+    if not np.isfinite(residual).all():
+        raise DataError(
+            "the gradient route's residual is not finite at θ = "
+            f"{np.array2string(np.asarray(theta), precision=4)} (overflow): start from a "
+            "theta0 of moderate size"
+        )
+    return residual
+
+
+def _status(res):
+    """(converged, status, message) of a ``least_squares`` result: status 0 is a search stopped
+    by ``max_nfev`` (1–4: one of the tolerances was met)."""
+    return bool(res.success and res.status > 0), int(res.status), str(res.message)
 
 
 def _projected_search(prob, lam, theta0, sep, **ls_kw):
@@ -309,7 +327,9 @@ def _projected_search(prob, lam, theta0, sep, **ls_kw):
     def fun(t_rest):
         r_h, _ = at(t_rest, ())
         ta = -GA @ r_h
-        return np.concatenate([r_h + A_a @ ta, sl * ta, sl * t_rest])
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.concatenate([r_h + A_a @ ta, sl * ta, sl * t_rest])
+        return _finite(out, full_theta(t_rest, r_h))
 
     def jac(t_rest):
         _, Jh = at(t_rest, rest)
@@ -318,12 +338,13 @@ def _projected_search(prob, lam, theta0, sep, **ls_kw):
 
     if rest:
         res = least_squares(fun, th_base[rest], jac=jac, method="trf", **ls_kw)
-        t_rest, cost, nfev, njev = res.x, float(2 * res.cost), res.nfev, res.njev
-    else:
-        t_rest, nfev, njev = np.zeros(0), 0, 0
+        t_rest, cost, nfev, status = res.x, float(2 * res.cost), res.nfev, _status(res)
+    else:  # every parameter separable: the projection is the exact (linear) solution
+        t_rest, nfev = np.zeros(0), 0
         cost = float(np.sum(fun(t_rest) ** 2))
+        status = (True, 1, "all parameters separable: solved exactly")
     r_h, _ = at(t_rest, ())
-    return full_theta(t_rest, r_h), cost, nfev, njev
+    return full_theta(t_rest, r_h), cost, nfev, status
 
 
 def fit_gradient(
@@ -342,7 +363,30 @@ def fit_gradient(
 ):
     """Minimise ‖r(θ)‖² + λ‖θ‖² from ``theta0`` (and ``n_starts − 1`` seeded perturbed starts).
 
-    Returns ``(theta, info)`` with the final loss, the evaluations and the separable parameters.
+    Parameters
+    ----------
+    prob : GlobalProblem or LocalProblem
+    lam : float
+    theta0 : (n,) array
+    projection : bool
+        Eliminate the separable parameters exactly (variable projection).
+    n_starts, seed, spread
+        Starts: ``theta0`` and ``n_starts − 1`` seeded relative perturbations of size ``spread``.
+    xtol, ftol, gtol, max_nfev
+        Stopping rules of each ``least_squares`` search (``max_nfev`` None: SciPy's default,
+        100·n evaluations).
+
+    Returns
+    -------
+    theta : (n,) array
+        The lowest-loss end point.
+    info : dict
+        ``solver``, ``loss``, ``nfev``, ``starts``, ``projected`` (separable parameter names),
+        ``converged`` (every search met a tolerance; False when one was stopped by
+        ``max_nfev``), ``status`` (``least_squares`` status of the chosen search: 0 stopped by
+        ``max_nfev``, 1–4 a tolerance met) and ``message`` (why a search stopped unconverged,
+        "" otherwise).  A :class:`~dynosed_sym.errors.ConvergenceWarning` is issued when
+        ``converged`` is False.
     """
     model = prob.model
     theta0 = np.asarray(theta0, dtype=float)
@@ -357,19 +401,32 @@ def fit_gradient(
     kw = dict(xtol=xtol, ftol=ftol, gtol=gtol, max_nfev=max_nfev)
     best = None
     nfev_tot = 0
-    for th0 in starts:
+    failed = []
+    for i, th0 in enumerate(starts):
         if sep:
-            th, cost, nfev, _ = _projected_search(prob, lam, th0, sep, **kw)
+            th, cost, nfev, status = _projected_search(prob, lam, th0, sep, **kw)
         else:
-            th, cost, nfev, _ = _full_search(prob, lam, th0, **kw)
+            th, cost, nfev, status = _full_search(prob, lam, th0, **kw)
         nfev_tot += nfev
+        if not status[0]:
+            failed.append(f"start {i}: {status[2]}" if len(starts) > 1 else status[2])
         if best is None or cost < best[1]:
-            best = (th, cost)
+            best = (th, cost, status)
     info = {
         "solver": "gradient",
         "loss": best[1],
         "nfev": nfev_tot,
         "starts": len(starts),
         "projected": [model.param_names[k] for k in sep],
+        "converged": not failed,
+        "status": best[2][1],
+        "message": "; ".join(failed),
     }
+    if failed:
+        warnings.warn(
+            f"the gradient search did not converge ({info['message']}): θ̂ is where it "
+            "stopped, not an optimum; raise max_nfev or give a better theta0",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     return best[0], info

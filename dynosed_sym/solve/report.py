@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import DynosedError
 from .combinations import format_combination
+from .misspecification import TailProbability
 from .uncertainty import analyse_uncertainty, block_bootstrap
 
 __all__ = [
@@ -99,7 +100,15 @@ class IdentifiabilityReport:
     covariance : (n, n) array or None
         Sandwich covariance of θ̂.
     p_value : float or None
-        Misspecification test: P(F > T) for ``T = misspec_stat`` (small ⇒ no θ fits).
+        Misspecification test: P(T > t) for the observed ``t = misspec_stat`` under a correct
+        model (small ⇒ no θ fits); an upper bound when ``p_value_bound``.
+    p_value_bound : bool
+        True when the p-value is below the accuracy of its integral (or 1e-12): ``p_value`` is
+        then an upper bound, shown as ``p < 1e-12``.
+    p_value_converged : bool
+        False when the Imhof integral behind the p-value did not converge (``p_value_message``
+        says why; a ``ConvergenceWarning`` was issued).
+    p_value_message : str
     misspec_stat : float or None
         ``‖r‖² / tr Ŝ_r``, ≈ 1 under a correct model.
     misspec_dim : float or None
@@ -139,6 +148,9 @@ class IdentifiabilityReport:
     p_value: float | None = None
     misspec_stat: float | None = None
     misspec_dim: float | None = None
+    p_value_bound: bool = False
+    p_value_converged: bool = True
+    p_value_message: str = ""
     n_blocks: int = 0
     dof: int = 0
     n_groups: int = 1
@@ -187,11 +199,17 @@ class IdentifiabilityReport:
                 )
             )
         if self.p_value is not None:
+            p = TailProbability(self.p_value, bound=self.p_value_bound)
             lines.append(
                 f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
-                f"effective dimensions, p = {self.p_value:.3g}"
+                f"effective dimensions, {p}"
                 + ("  (small p: no θ satisfies the constraints)" if self.p_value < 0.01 else "")
             )
+            if not self.p_value_converged:
+                lines.append(
+                    f"  (p-value integral did not converge: {self.p_value_message}; "
+                    "the p-value is provisional)"
+                )
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -298,6 +316,8 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, group
         return
     rep.std_errors, rep.ci, rep.covariance = u.se, u.ci, u.covariance
     rep.p_value, rep.misspec_stat, rep.misspec_dim = u.p_value, u.stat, u.effective_dim
+    rep.p_value_bound, rep.p_value_converged = u.p_value_bound, u.p_value_converged
+    rep.p_value_message = u.p_value_message
     rep.n_blocks = int(np.asarray(counts).size)
     rep.dof = u.dof
     rep.n_groups = 1 if grouping is None else grouping.n_groups

@@ -226,7 +226,10 @@ class Uncertainty:
     ci : (n, 2) intervals at ``level`` (Student t, ``dof`` = B − 1)
     level : float
     dof : int
-    stat, p_value, effective_dim : misspecification test (:func:`misspecification_test`)
+    stat, p_value, effective_dim : misspecification test (:func:`misspecification_test`);
+        ``p_value`` is an upper bound when ``p_value_bound``
+    p_value_bound, p_value_converged, p_value_message :
+        Accuracy of the p-value (:class:`~.misspecification.TailProbability`).
     """
 
     covariance: np.ndarray
@@ -238,6 +241,9 @@ class Uncertainty:
     p_value: float
     effective_dim: float
     notes: list = field(default_factory=list)
+    p_value_bound: bool = False
+    p_value_converged: bool = True
+    p_value_message: str = ""
 
 
 def analyse_uncertainty(
@@ -273,6 +279,9 @@ def analyse_uncertainty(
         level=float(level),
         dof=dof,
         stat=stat,
-        p_value=p,
+        p_value=p.value,
         effective_dim=h,
+        p_value_bound=p.bound,
+        p_value_converged=p.converged,
+        p_value_message=p.message,
     )

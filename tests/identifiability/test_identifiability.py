@@ -103,53 +103,113 @@ def test_absent_parameter():
 
 
 @pytest.mark.parametrize(
-    "drift, combo",
+    "drift, combo, certificate",
     [
-        # distinct transcendental terms that are dependent: found numerically, proven by simplify
-        (a * sp.sin(x) ** 2 + b * sp.cos(x) ** 2 + c - x, "a + b − c"),
-        (a * sp.exp(x) + b * sp.exp(2 * x) + c * sp.exp(x) ** 2 - x, "b − c"),
+        # distinct transcendental terms that are dependent: found numerically, proven by
+        # simplify; the independence of the rest proven by interval arithmetic
+        (a * sp.sin(x) ** 2 + b * sp.cos(x) ** 2 + c - x, "a + b − c", "interval"),
+        (a * sp.exp(x) + b * sp.exp(2 * x) + c * sp.exp(x) ** 2 - x, "b − c", "interval"),
         # rational functions: dependency visible only over a common denominator
-        (a * x**2 / (1 + x**2) + b / (1 + x**2) + c - x, "a + b − c"),
+        (a * x**2 / (1 + x**2) + b / (1 + x**2) + c - x, "a + b − c", "exact"),
         # floats read as the decimals they show: 0.1 == 1/10 exactly
-        (sp.Float(0.1) * a * x + b * x / 10 - x**3, "a − b"),
+        (sp.Float(0.1) * a * x + b * x / 10 - x**3, "a − b", "exact"),
         # sin 2x = 2 sin x cos x, with a coefficient that is not a small rational
         (
             a * sp.sin(x) + b * sp.sin(2 * x) + c * sp.sin(x) * sp.cos(x) * sp.Float("2.0001") - x,
             "b − 20000/20001·c",
+            "interval",
         ),
+        # an algebraic coefficient: exact in Q(√2)
+        (sp.sqrt(2) * a * x + b * x - x**3, "−sqrt(2)/2·a + b", "exact"),
     ],
 )
-def test_exact_dependencies(drift, combo):
+def test_exact_dependencies(drift, combo, certificate):
     model = ds.SDEModel(
         [x], [a, b, c] if drift.has(c) else [a, b], [drift], diffusion=1, name="dep"
     )
     rep = structural_check(model)
     assert [cmb["combination"] for cmb in rep.combinations] == [combo]
-    assert rep.certificate == "exact"
+    assert rep.certificate == certificate
+    assert "proven" in str(rep) and "numerical" not in str(rep)
 
 
 @pytest.mark.parametrize(
-    "drift",
+    "drift, certificate",
     [
-        a * x / (1 + x**2) + b / (1 + x**2) + c - x,  # independent rational terms
-        a * x
-        + b * (x + sp.Rational(1, 10**12) * x**2)
-        - x**3,  # nearly dependent, exactly independent
-        a * x + b * (x + sp.Float(1e-12) * x**2) - x**3,  # the same with a Float
+        (a * x / (1 + x**2) + b / (1 + x**2) + c - x, "exact"),  # independent rational terms
+        # nearly dependent, exactly independent (exact rational evaluation)
+        (a * x + b * (x + sp.Rational(1, 10**12) * x**2) - x**3, "exact"),
+        (a * x + b * (x + sp.Float(1e-12) * x**2) - x**3, "exact"),  # the same with a Float
         # sin x, sin 2x and sin 2x + 1e-9 sin³x: nearly dependent, exactly independent (sin³ holds
-        # sin 3x)
-        a * sp.sin(x)
-        + b * sp.sin(2 * x)
-        + c * (2 * sp.sin(x) * sp.cos(x) + sp.Rational(1, 10**9) * sp.sin(x) ** 3)
-        - x,
+        # sin 3x); proven by a minor whose interval determinant excludes 0
+        (
+            a * sp.sin(x)
+            + b * sp.sin(2 * x)
+            + c * (2 * sp.sin(x) * sp.cos(x) + sp.Rational(1, 10**9) * sp.sin(x) ** 3)
+            - x,
+            "interval",
+        ),
     ],
 )
-def test_exact_independence_no_floating_point_luck(drift):
+def test_exact_independence_no_floating_point_luck(drift, certificate):
     """A floating-point rank would call x and x + 1e-12 x² dependent; the exact check does not."""
     params = [p for p in (a, b, c) if drift.has(p)]
     model = ds.SDEModel([x], params, [drift], diffusion=1, name="indep")
     rep = structural_check(model)
     assert rep.combinations == [] and rep.rank == len(params), str(rep)
+    assert rep.certificate == certificate
+
+
+def test_independence_beyond_30_digits_is_reported_numerical():
+    """sin x and sin x + 1e-40 eˣ are independent, but not at 30 digits: the dependency is
+    reported as numerical (not proven), the verdict stays open, nothing is called proven."""
+    drift = a * sp.sin(x) + b * (sp.sin(x) + sp.Rational(1, 10**40) * sp.exp(x)) - x
+    rep = structural_check(ds.SDEModel([x], [a, b], [drift], diffusion=1, name="near"))
+    assert [cmb["combination"] for cmb in rep.combinations] == ["a − b"]
+    assert rep.combinations[0]["kind"] == "dependent (numerical)"
+    assert rep.certificate == "numerical" and rep.identifiable is None
+    text = str(rep)
+    assert (
+        "not proven" in text and "certificate: numerical" in text and "NOT identifiable" not in text
+    )
+
+
+def test_function_without_interval_enclosure_is_numerical():
+    """atan has no interval enclosure here: independence seen at 30 digits only, so the
+    certificate says numerical instead of proven."""
+    rep = structural_check(
+        ds.SDEModel([x], [a, b], [a * sp.atan(x) + b * x - x**3], diffusion=1, name="atan")
+    )
+    assert rep.rank == 2 and rep.combinations == [] and rep.identifiable is None
+    assert rep.certificate == "numerical" and "proven" not in str(rep).replace("not proven", "")
+
+
+def test_rigorous_evaluation_helpers():
+    """proven_nonzero: exact for rational expressions, an interval excluding 0 otherwise, and
+    never for an identity; the interval determinant test on singular and regular matrices."""
+    from mpmath import iv
+
+    from dynosed_sym.identifiability.exact import proven_nonzero
+    from dynosed_sym.identifiability.rigorous import _det_excludes_zero
+
+    assert proven_nonzero([x**2 - 1], [x]) and proven_nonzero([sp.sin(x)], [x])
+    assert not proven_nonzero([sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1], [x])
+    assert not proven_nonzero([(x + 1) ** 2 - x**2 - 2 * x - 1], [x])
+    third = iv.mpf(1) / 3  # an enclosure of 1/3, not the exact value
+    assert _det_excludes_zero([[iv.mpf(1), iv.mpf(2)], [iv.mpf(3), iv.mpf(4)]])
+    assert not _det_excludes_zero([[iv.mpf(1), third], [iv.mpf(3), iv.mpf(1)]])  # det ∋ 0
+    assert not _det_excludes_zero([[iv.mpf(1), iv.mpf(2)], [iv.mpf(2), iv.mpf(4)]])
+
+
+def test_piecewise_denominators_use_the_product_as_common_denominator():
+    """No polynomial lcm of Piecewise denominators (sympy raises PolynomialError): their product
+    is used; the dependency is still proven, the independence only numerical (Piecewise has no
+    interval enclosure here)."""
+    pw = sp.Piecewise((x, x > 0), (1, True))
+    ns = function_null_space([[1 / pw], [1 / (1 + x)], [(x + 1 + pw) / (pw * (1 + x))]], [x])
+    assert ns.dim == 1 and ns.numerical == [] and ns.certificate == "numerical"
+    v = np.array([float(t) for t in ns.basis[0]])
+    np.testing.assert_allclose(v / v[0], [1, 1, -1])
 
 
 _BASIS = [x, x**2, x**3, sp.sin(x), sp.exp(x), x / (1 + x**2), 1 / (1 + x**2), sp.cos(x) ** 2]
@@ -180,7 +240,9 @@ def test_structural_rank_equals_coefficient_rank(data):
     model = ds.SDEModel([x], list(params), [drift], diffusion=1, name="hyp")
     rep = structural_check(model)
     assert rep.rank == C.rank()
-    assert rep.certificate == "exact"
+    used = [_BASIS[i] for row, i in enumerate(idx) if any(C[row, j] for j in range(n))]
+    rational = all(f.is_rational_function(x) for f in used)
+    assert rep.certificate == ("exact" if rational else "interval")
     Cn = np.array(C.tolist(), dtype=float)
     for vec in rep.null_vectors.T:
         np.testing.assert_allclose(Cn @ vec, 0.0, atol=1e-12)
@@ -192,6 +254,16 @@ def test_sqrt_atoms_and_several_states():
         [x, y], [a, b], [a * r * x + b * x * (x**2 + y**2) / r - x, -y], diffusion=1, name="sq"
     )
     assert [c["combination"] for c in structural_check(model).combinations] == ["a − b"]
+
+
+def test_constants_are_not_independent_generators():
+    """sin 1 and cos 1 are not independent (sin²1 + cos²1 = 1): f1 = sin²1 · f2 is found and
+    proven, where a polynomial ring in sin 1, cos 1 would call the columns independent."""
+    s1, c1 = sp.sin(1), sp.cos(1)
+    ns = function_null_space([[s1**2 * x + (1 - c1**2) * x**2], [x + x**2]], [x])
+    assert ns.dim == 1 and ns.numerical == [] and ns.proven
+    v = np.array([float(t) for t in ns.basis[0]])
+    np.testing.assert_allclose(v / v[1], [-1 / np.sin(1) ** 2, 1.0], rtol=1e-14)
 
 
 def test_function_null_space_direct():
@@ -364,3 +436,13 @@ def test_grn_pre_data_freeness_ordering_agrees_with_post_data(models):
     assert abs(chk.rank - fit.report.rank) <= 1
     # GRN has weak directions (resolvable with more data) and unconstrained ones
     assert "weak" in chk.direction_verdict and "unconstrained" in chk.direction_verdict
+
+
+def test_model_with_inputs_needs_their_values():
+    u = sp.Symbol("u", real=True)
+    model = ds.SDEModel([x], [a, b], [a * u * x + b * x - x**3], diffusion=1, name="in", inputs=[u])
+    with pytest.raises(ds.DynosedError, match="with_inputs"):
+        structural_check(model)
+    rep = structural_check(model.with_inputs({"u": 2.0}))
+    # f = (2a + b)x − x³: U c = 0 for c = (−1/2, 1)
+    assert [c["combination"] for c in rep.combinations] == ["−1/2·a + b"]

@@ -235,7 +235,7 @@ def test_empty_ball_and_far_probe(small):
     model, X = small
     with pytest.raises(ds.DataError, match="holds 0 data point"):
         ds.fit_local(model, X, ds.Balls(np.array([[9.0, 9.0]]), 1.0), score="score_matching")
-    with pytest.raises(ds.DataError, match="effective data point"):
+    with pytest.raises(ds.DataError, match="kernel widths .* from the nearest data point"):
         ds.fit_local(model, X, np.array([[40.0, 0.0]]), temperature=49.0)
 
 

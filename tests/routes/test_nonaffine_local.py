@@ -5,6 +5,8 @@ which derives nothing through the package), central finite differences of the co
 affine rows (local_rows) and linear solve for affine models, and exact stationary laws.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -306,3 +308,25 @@ def test_gradient_drift_2d_both_routes(gen_dir):
         assert fit.report.rank == 3 and fit.report.unique
         assert err.max() < tol
         assert np.all(np.abs(fit.theta - TRUTH_2D) < 4 * fit.std_errors)
+
+
+def test_local_search_stopped_by_max_nfev_is_flagged(gen_dir):
+    """The local gradient route reports a search stopped by max_nfev (flag, summary line,
+    ConvergenceWarning), and a normal fit as converged."""
+    m = ds.SDEModel([x], [a, k], [a * sp.tanh(k * x) - x], diffusion=1, name="tanh_bi_local")
+    tru = np.array([3.0, 0.7])
+    P = np.linspace(-4, 4, 17)[:, None]
+    S, J = _tanh_scores(P, tru)
+    kw = dict(score=(S, J), lam=0.0, theta0=[1.0, 0.1], out_dir=gen_dir)
+    with pytest.warns(ds.ConvergenceWarning, match="gradient search did not converge"):
+        fit = ds.fit_local(m, None, P, max_nfev=2, n_starts=2, **kw)
+    assert fit.converged is False and fit.info["converged"] is False
+    assert "start 0: The maximum number of function evaluations" in fit.info["message"]
+    assert "NOT CONVERGED: start 0:" in fit.summary().splitlines()[1]
+    assert fit.to_dict()["converged"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        ok = ds.fit_local(m, None, P, **kw)
+    assert ok.converged and ok.info["status"] in (1, 2, 3, 4)
+    np.testing.assert_allclose(ok.theta, tru, rtol=1e-9)
+    assert "NOT CONVERGED" not in ok.summary()

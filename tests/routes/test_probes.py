@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import dynosed_sym as ds
+from dynosed_sym.routes import probes as probes_module
 from dynosed_sym.routes.probes import (
     Balls,
     as_probes,
@@ -131,3 +134,25 @@ def test_as_probes_forms(models, clusters):
     ):
         with pytest.raises(ds.DataError, match=msg):
             as_probes(bad, model)
+
+
+def test_kmeans_reports_whether_it_converged(clusters):
+    with pytest.warns(ds.ConvergenceWarning, match="k-means stopped after 1 Lloyd iterations"):
+        C, info = kmeans_centres(clusters, 3, seed=1, n_iter=1, return_info=True)
+    assert info == {"converged": False, "iterations": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        C, info = kmeans_centres(clusters, 3, seed=1, return_info=True)
+    assert info["converged"] and 1 < info["iterations"] < probes_module.KMEANS_ITERATIONS
+    with pytest.raises(ds.DataError, match="n_iter"):
+        kmeans_centres(clusters, 3, n_iter=0)
+
+
+def test_fit_local_notes_unconverged_kmeans_probes(compiled, models, ou_samples, monkeypatch):
+    monkeypatch.setattr(probes_module, "KMEANS_ITERATIONS", 1)
+    X = ou_samples(np.array([[-1.0, 0.5], [-0.5, -1.0]]), 1.0, 3000, 0)
+    with pytest.warns(ds.ConvergenceWarning, match="k-means"):
+        fit = ds.fit_local(models["ou2d_m12"], X, 6, temperature=4.0)
+    assert fit.converged  # θ̂ comes from a linear solve; the probes are valid, only not k-means
+    assert any("k-means placement of the probes stopped after 1" in n for n in fit.report.notes)
+    assert "k-means placement" in fit.summary()

@@ -79,8 +79,16 @@ def test_local_gaussian_close_to_exact_gaussian_score(gauss):
 
 def test_kernel_far_probe_raises():
     X = np.random.default_rng(0).standard_normal((500, 2))
+    # ~27 kernel widths out: the nearest point alone carries weight
     with pytest.raises(ds.DataError, match="effective data point"):
-        kernel_score(X, np.array([[30.0, 0.0]]), 49.0)
+        kernel_score(X, np.array([[30.0, 0.0]]), 1.0)
+    # ~190 kernel widths out: every kernel weight underflows; the shift by the nearest point
+    # would otherwise turn the rounding of far-away data into an estimate
+    for T in (49.0, 1.0):
+        with pytest.raises(ds.DataError, match="kernel widths .* from the nearest data point"):
+            kernel_score(X, np.array([[30.0 * np.sqrt(49.0 / T), 0.0]]), T)
+    with pytest.raises(ds.DataError, match="probe 0 .* kernel widths"):
+        KernelScore(4.0, deconvolve=True).estimate(X + 1e16, np.zeros((1, 2)))
 
 
 @pytest.mark.parametrize("T", [0.0, -1.0, np.inf, np.nan, "hot"])

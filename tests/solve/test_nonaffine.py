@@ -1,6 +1,7 @@
 """Gradient route of the global loss for non-affine drifts (dynosed_sym.solve.gradient)."""
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from dynosed_sym.solve.gradient import GlobalProblem, separable_params
 
 x, y = sp.symbols("x y", real=True)
 a, k, b, rho = sp.symbols("a k b rho", real=True)
+OU_M12 = np.array([[-1.0, 0.5], [-0.5, -1.0]])
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +138,35 @@ def test_gradient_drift_2d_recovered(gen_dir):
     assert err.max() < 0.1
     assert fit.report.rank == 3
     assert np.all(np.abs(fit.theta - tru) < 4 * fit.std_errors)
+
+
+@pytest.mark.parametrize("projection", [True, False])
+def test_search_stopped_by_max_nfev_is_flagged(gen_dir, projection):
+    """A search stopped by max_nfev: FitResult.converged False, NOT CONVERGED in the summary, a
+    ConvergenceWarning; the same fit without the cap converges and says nothing."""
+    m = ds.SDEModel([x], [a, k, b], [a * sp.tanh(k * x) - b * x], diffusion=1, name="tanh_ab")
+    tru = np.array([3.0, 0.7, 1.0])
+    X = sample_1d(lambda g: tru[0] / tru[1] * np.log(np.cosh(tru[1] * g)) - g**2 / 2, 4000, 0)
+    kw = dict(theta0=[1.0, 0.1, 2.0], projection=projection, n_features=256, out_dir=gen_dir)
+    with pytest.warns(ds.ConvergenceWarning, match="gradient search did not converge"):
+        fit = ds.fit_global(m, X, max_nfev=2, **kw)
+    assert fit.converged is False and fit.info["converged"] is False
+    assert (
+        fit.info["status"] == 0 and "maximum number of function evaluations" in fit.info["message"]
+    )
+    text = fit.summary()
+    assert "NOT CONVERGED: The maximum number of function evaluations" in text.splitlines()[1]
+    assert "NOT CONVERGED" in repr(fit)
+    assert fit.to_dict()["converged"] is False and fit.to_dataframe().attrs["converged"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        ok = ds.fit_global(m, X, **kw)
+    assert ok.converged and ok.info["converged"] and ok.info["status"] in (1, 2, 3, 4)
+    assert "NOT CONVERGED" not in ok.summary() and ok.to_dict()["converged"] is True
+    with pytest.raises(ds.DataError, match="max_nfev"):
+        ds.fit_global(m, X, max_nfev=0, **kw)
+
+
+def test_linear_solve_is_converged(compiled, models, ou_samples):
+    fit = ds.fit_global(models["ou2d_m12"], ou_samples(OU_M12, 1.0, 2000, 0), n_features=64)
+    assert fit.converged and "converged" not in fit.info and "NOT CONVERGED" not in fit.summary()

@@ -51,6 +51,11 @@ def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
     return S, J
 
 
+#: A probe whose nearest data point has kernel weight below exp(−FAR_EXPONENT) (≈ 1e-300) has no
+#: data near it (``T d²/2 > 690``, i.e. farther than ≈ 37 kernel widths).
+FAR_EXPONENT = 690.0
+
+
 class KernelScore(ScoreEstimator):
     """Gaussian kernel score estimator with temperature ``T`` (see module docstring).
 
@@ -98,6 +103,7 @@ class KernelScore(ScoreEstimator):
         W2 = np.zeros((B, M))
         M1 = np.zeros((B, M, d))
         M2 = np.zeros((B, M, d, d))
+        dmin = np.full(M, np.inf)
         # all of X as one chunk: the running shift is then the nearest point's from the start
         kernel_stream_sums(
             np.ascontiguousarray(X.T),
@@ -105,13 +111,13 @@ class KernelScore(ScoreEstimator):
             T,
             edges,
             np.arange(B, dtype=np.int64),
-            np.full(M, np.inf),
+            dmin,
             W,
             W2,
             M1,
             M2,
         )
-        return self._from_block_sums(P, W, W2, M1, M2)
+        return self._from_block_sums(P, W, W2, M1, M2, dmin)
 
     def _estimate_stream(self, X, probes, n_blocks, chunk_rows, bar):
         P = as_probe_array(probes)
@@ -137,24 +143,33 @@ class KernelScore(ScoreEstimator):
         finally:
             if close:
                 source.close()
-        est = self._from_block_sums(P, W, W2, M1, M2)
+        est = self._from_block_sums(P, W, W2, M1, M2, dmin)
         est.n_samples = total
         return est
 
-    def _from_block_sums(self, P, W, W2, M1, M2) -> ScoreEstimate:
+    def _from_block_sums(self, P, W, W2, M1, M2, dmin) -> ScoreEstimate:
         M = P.shape[0]
         T = self.temperature
         B = W.shape[0]
         Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
         ess = Wt**2 / W2.sum(0)
-        low = np.flatnonzero(ess < self.min_effective)
-        if low.size:
-            i = int(low[0])
+        # the sums are shifted by the nearest point's weight; without the shift every weight
+        # exp(−T d²/2) of a probe this far from the data underflows: no data point is near it
+        far = ~(0.5 * T * dmin <= FAR_EXPONENT)
+        bad = np.flatnonzero(far | ~(ess >= self.min_effective))
+        if bad.size:
+            i = int(bad[0])
+            where = f"kernel score: probe {i} (x = {np.array2string(P[i], precision=4)})"
+            if far[i]:
+                raise DataError(
+                    f"{where} is {np.sqrt(T * dmin[i]):.3g} kernel widths (1/√T) from the "
+                    "nearest data point: no data point carries kernel weight there; move the "
+                    "probe into the data"
+                )
             raise DataError(
-                f"kernel score: probe {i} (x = {np.array2string(P[i], precision=4)}) has "
-                f"{ess[i]:.2f} effective data point(s) within the kernel at temperature "
-                f"T = {T:g} (at least {self.min_effective:g} needed); lower T or move the probe "
-                "into the data"
+                f"{where} has {ess[i]:.2f} effective data point(s) within the kernel at "
+                f"temperature T = {T:g} (at least {self.min_effective:g} needed); lower T or "
+                "move the probe into the data"
             )
         S, J = _kernel_from_sums(Wt, M1t, M2t, T, self.deconvolve)
         if not (np.isfinite(S).all() and np.isfinite(J).all()):
