@@ -51,13 +51,18 @@ from ..model.declaration import require_parameters
 from ..options import DEFAULT_BLOCKS, Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
-from ..solve.linear import solve_tikhonov, system_scale
+from ..solve.intervals import check_prior_scale
+from ..solve.linear import system_scale
 from ..solve.report import analyse
+from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .probes import as_probes
 from .result import FitResult
 from .scores import ScoreEstimate, check_scores, make_estimator
 
 __all__ = ["fit_local", "local_system"]
+
+#: Default statistic of the local route (see fit_local's ``statistic``).
+LOCAL_STATISTIC = "u"
 
 #: Kernel widths 1/√T that must fit inside a ball for the kernel estimators (warning otherwise).
 KERNEL_WIDTHS = 3.0
@@ -115,6 +120,9 @@ def fit_local(
     projection=True,
     n_starts=1,
     seed=0,
+    statistic=LOCAL_STATISTIC,
+    estimator=None,
+    prior_scale="ml",
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
     progress=None,
@@ -171,6 +179,12 @@ def fit_local(
         Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
     seed : int
         Seeds the perturbed starts of the gradient route (the scores do not use randomness).
+    statistic, estimator, prior_scale
+        As :func:`dynosed_sym.fit_global`, with the jackknife pseudo-values as the noise blocks:
+        ``statistic="u"`` subtracts their covariance from the Gram matrix (errors in
+        variables); ``estimator="resolved"`` drops the ridge on resolved directions and widens
+        the intervals by the bias from unresolved ones.  Defaults: see ``LOCAL_STATISTIC``
+        (docs/uncertainty-honest.md gives the measurements behind them).
     <execution options>
         (For the local route ``n_blocks`` counts the blocks of its delete-one-block jackknife; 0
         or 1: no noise estimate.)
@@ -184,6 +198,8 @@ def fit_local(
     """
     require_parameters(model)
     lam = arguments.number(lam, "lam", nonnegative=True)
+    statistic, solve_as = estimator_options(statistic, estimator)
+    prior_scale = check_prior_scale(prior_scale, model.param_names)
     ex = Execution.resolve(
         n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir, min_blocks=0
     )
@@ -287,6 +303,21 @@ def fit_local(
     if B:
         S_all = np.concatenate([S_all, est.score_blocks])
         J_all = np.concatenate([J_all, est.jacobian_blocks])
+    notes = []
+
+    def pseudo(A_all, b_all):
+        """Full-data system and its jackknife pseudo-values as noise blocks (module docstring)."""
+        A, b = A_all[0], b_all[0]
+        if not B:
+            return A, b, None, None, None
+        Ab, bb = A_all[1:], b_all[1:]
+        if not (np.isfinite(Ab).all() and np.isfinite(bb).all()):
+            return A, b, None, None, None
+        pa = B * A[None] - (B - 1) * Ab
+        pb = B * b[None] - (B - 1) * bb
+        return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
+
+    estimate = None
     if gradient:
         # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
         # for the full-data scores and each delete-one-block replicate (jackknife below).
@@ -294,9 +325,18 @@ def fit_local(
         theta, ginfo = fit_gradient(
             prob, lam, start, projection=projection, n_starts=n_starts, seed=seed
         )
-        A_all, b_all = prob.linearisation(theta)
-        A, b = A_all[0], b_all[0]
-        system_scale(A, b, "local")
+        system = pseudo(*prob.linearisation(theta))
+        system_scale(system[0], system[1], "local")
+        if (statistic, solve_as) != ("v", "ridge") and system[2] is not None:
+            estimate, system, gn = corrected_gauss_newton(
+                lambda th: pseudo(*prob.linearisation(th)),
+                theta,
+                lam,
+                statistic=statistic,
+                estimator=solve_as,
+            )
+            theta = estimate.theta
+            info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
         info["solver"] = "gradient"
         info["nfev"] = ginfo["nfev"]
         if ginfo["projected"]:
@@ -312,27 +352,33 @@ def fit_local(
             )
         A_all = A_all.reshape(B + 1, M, model.n) * scale
         b_all = b_all.reshape(B + 1, M) * scale
-        A, b = A_all[0], b_all[0]
-        system_scale(A, b, "local")
-        theta = solve_tikhonov(A, b, lam)
-    A_blocks = b_blocks = counts = None
-    notes = []
-    if B:
-        Ab, bb = A_all[1:], b_all[1:]
-        if np.isfinite(Ab).all() and np.isfinite(bb).all():
-            # jackknife pseudo-values, centred on the full-data system (module docstring)
-            pa = B * A[None] - (B - 1) * Ab
-            pb = B * b[None] - (B - 1) * bb
-            A_blocks = pa - pa.mean(axis=0) + A[None]
-            b_blocks = pb - pb.mean(axis=0) + b[None]
-            counts = np.ones(B)
-            info["blocks"] = B
-        else:
-            notes.append(
-                "note: a delete-one-block score estimate was not finite (too little data "
-                "near a probe without one block); no noise estimate"
-            )
-    report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
+        system_scale(A_all[0], b_all[0], "local")
+        system = pseudo(A_all, b_all)
+        estimate = solve_system(*system, lam, statistic=statistic, estimator=solve_as)
+        theta = estimate.theta
+    A, b, A_blocks, b_blocks, counts = system
+    if A_blocks is not None:
+        info["blocks"] = B
+    elif B:
+        notes.append(
+            "note: a delete-one-block score estimate was not finite (too little data "
+            "near a probe without one block); no noise estimate"
+        )
+    info["statistic"], info["estimator"] = (
+        ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
+    )
+    report = analyse(
+        A,
+        b,
+        theta,
+        lam,
+        model.param_names,
+        A_blocks,
+        b_blocks,
+        counts,
+        estimate=estimate,
+        prior_scale=prior_scale,
+    )
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)

@@ -119,7 +119,9 @@ class BootstrapResult:
     seed: int
 
 
-def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=DEFAULT_LEVEL):
+def block_bootstrap(
+    A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=DEFAULT_LEVEL, solve=None
+):
     """Block bootstrap of the Tikhonov solution reusing the per-block means (module docstring).
 
     Parameters
@@ -130,6 +132,10 @@ def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=D
     seed : int
         Seeds the ``numpy.random.Generator`` that draws the blocks.
     level : float
+    solve : callable, optional
+        ``solve(A*, b*, A_blocks*, b_blocks*, counts*) -> θ*`` for another estimator (the
+        U-statistic ones, :mod:`.ustat`, recompute their correction from the drawn blocks);
+        default the Tikhonov solve.
 
     Returns
     -------
@@ -146,7 +152,10 @@ def block_bootstrap(A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=D
         w = mult / mult.sum()
         A_s = np.tensordot(w, A_blocks, axes=1)
         b_s = w @ b_blocks
-        thetas[k] = solve_tikhonov(A_s, b_s, lam)
+        if solve is None:
+            thetas[k] = solve_tikhonov(A_s, b_s, lam)
+        else:
+            thetas[k] = solve(A_s, b_s, A_blocks[idx], b_blocks[idx], counts[idx])
     alpha = (1.0 - level) / 2.0
     ci = np.quantile(thetas, [alpha, 1.0 - alpha], axis=0).T
     return BootstrapResult(
@@ -185,17 +194,34 @@ class Uncertainty:
 
 
 def analyse_uncertainty(
-    A, b, theta, lam, A_blocks, b_blocks, counts, free_mask=None, level=DEFAULT_LEVEL, rank=None
+    A,
+    b,
+    theta,
+    lam,
+    A_blocks,
+    b_blocks,
+    counts,
+    free_mask=None,
+    level=DEFAULT_LEVEL,
+    rank=None,
+    Hinv=None,
+    theta_test=None,
 ) -> Uncertainty:
-    """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`)."""
-    Hinv = hinv(A, lam)
+    """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`).
+
+    ``Hinv``: the bread of the estimator (default ``H_λ⁻¹``, the Tikhonov solve's; the U-statistic
+    and resolved estimators pass theirs, :mod:`.ustat`).  ``theta_test``: where the
+    misspecification test is taken (default θ̂; :mod:`.ustat` passes the Tikhonov solution).
+    """
+    Hinv = hinv(A, lam) if Hinv is None else Hinv
     cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     if free_mask is not None:
         se = np.where(free_mask, np.inf, se)
     dof = int(np.asarray(counts).size - 1)
     ci = confidence_intervals(theta, se, level, dof)
-    stat, p, h = misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank)
+    theta_test = theta if theta_test is None else theta_test
+    stat, p, h = misspecification_test(A, b, theta_test, lam, A_blocks, b_blocks, counts, rank)
     return Uncertainty(
         covariance=cov,
         se=se,

@@ -16,6 +16,7 @@ from .io import (
     _load_data,
     _load_model,
     _parse_nominal,
+    _parse_prior_scale,
     _suffix,
     _write_samples,
 )
@@ -195,16 +196,26 @@ def _check_dict(chk):
     if chk.report is not None:
         need = chk.n_required if chk.n_required is not None else [None] * chk.n_params
         se = chk.std_errors if chk.std_errors is not None else [None] * chk.n_params
+        rep = chk.report
+        bias = chk.bias_sd if chk.bias_sd is not None else [0.0] * chk.n_params
+        status = rep.status or [
+            "not identifiable" if nm in rep.free_params else "identified" for nm in chk.param_names
+        ]
+        combos = rep.combinations or [None] * chk.n_params
         out["parameters"] = [
             {
                 "name": nm,
                 "nominal": float(chk.nominal[k]),
                 "std_error_at_n": se[k],
+                "bias_sd_at_n": bias[k],
                 "freeness_normalised": float(chk.freeness_normalised[k]),
                 "n_required": need[k],
+                "status": status[k],
+                "combination": combos[k],
             }
             for k, nm in enumerate(chk.param_names)
         ]
+        out["prior_scale"] = chk.prior_scale
         out["rel_error"], out["level"] = chk.rel_error, chk.level
     return out
 
@@ -434,6 +445,33 @@ def simulate(
     help="[gradient solver] Starts: theta0 plus seeded perturbations; the lowest loss wins.",
 )
 @click.option(
+    "--statistic",
+    type=click.Choice(["u", "v"]),
+    default="u",
+    show_default=True,
+    help="u: the unbiased U-statistic (global: drops the within-block pairs of the Stein "
+    "discrepancy that shrink the drift; local: subtracts the jackknife noise of the rows); v: "
+    "the reference paper's V-statistic (with the default --estimator, earlier versions' "
+    "numbers).",
+)
+@click.option(
+    "--estimator",
+    type=click.Choice(["auto", "resolved", "ridge"]),
+    default="auto",
+    show_default=True,
+    help="resolved: no regularisation on the directions the data resolve, honest "
+    "intervals (bias from unresolved directions included, estimable combinations named); "
+    "ridge: Tikhonov on every direction. auto: resolved with --statistic u, ridge with v.",
+)
+@click.option(
+    "--prior-scale",
+    default="ml",
+    show_default=True,
+    help="[resolved] Scale τ of the parameters behind the honest intervals: 'ml' "
+    "(maximum likelihood from the identified estimates), a positive number, or 'none' "
+    "(variance-only intervals).",
+)
+@click.option(
     "--show-nominal", is_flag=True, help="Show the model's nominal values beside the estimates."
 )
 @click.option(
@@ -466,6 +504,9 @@ def fit(
     theta0_items,
     solver,
     n_starts,
+    statistic,
+    estimator,
+    prior_scale,
     show_nominal,
     as_json,
     out,
@@ -489,6 +530,7 @@ def fit(
             raise click.BadParameter(
                 f"expected 'median' or a number, got {bandwidth!r}", param_hint="--bandwidth"
             ) from None
+    prior_scale = _parse_prior_scale(prior_scale)
     if route == "local" and score == "score_matching" and radius is None:
         raise click.UsageError(
             "--score score_matching needs --radius (the balls around the probes)"
@@ -527,6 +569,9 @@ def fit(
                 seed=seed,
                 n_blocks=n_blocks,
                 progress=progress,
+                statistic=statistic,
+                estimator=None if estimator == "auto" else estimator,
+                prior_scale=prior_scale,
                 **solver_args,
             )
         else:
@@ -549,6 +594,9 @@ def fit(
                 n_blocks=n_blocks,
                 progress=progress,
                 seed=seed,
+                statistic=statistic,
+                estimator=None if estimator == "auto" else estimator,
+                prior_scale=prior_scale,
                 **solver_args,
             )
     except NotAffineError as exc:
@@ -587,7 +635,8 @@ def fit(
     "--only",
     default=None,
     metavar="SECTIONS",
-    help="Comma-separated sections among fill, scaling, compile, simulator, large [default: all].",
+    help="Comma-separated sections among fill, scaling, compile, simulator, large, projection, "
+    "calibration [default: all but calibration].",
 )
 @click.option(
     "--repeats",

@@ -84,6 +84,25 @@ def _parse_nominal(model, items):
     return _full_theta(model, items, "--nominal", "pass --nominal NAME=VALUE for each parameter")
 
 
+def _parse_prior_scale(text):
+    """--prior-scale: 'ml', 'none' or a non-negative number."""
+    low = str(text).strip().lower()
+    if low == "ml":
+        return "ml"
+    if low == "none":
+        return None
+    try:
+        val = float(low)
+    except ValueError:
+        val = -1.0
+    if not (val >= 0 and val < float("inf")):
+        raise click.BadParameter(
+            f"expected 'ml', 'none' or a non-negative number, got {text!r}",
+            param_hint="--prior-scale",
+        )
+    return val
+
+
 def _suffix(path, option):
     low = str(path).lower()
     for s in DATA_SUFFIXES:
