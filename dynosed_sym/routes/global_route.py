@@ -227,13 +227,26 @@ def fit_global(
     estimate, gn = None, None
     if not gradient:
         estimate = solve_system(
-            A, b, A_blocks, b_blocks, counts, lam, statistic=statistic, estimator=estimator
+            A,
+            b,
+            A_blocks,
+            b_blocks,
+            counts,
+            lam,
+            statistic=statistic,
+            estimator=estimator,
+            prior_scale=prior_scale,
         )
         theta = estimate.theta
     elif (statistic, estimator) != ("v", "ridge"):
         # re-linearise and solve the corrected system per step, from the V-statistic optimum
         estimate, system, gn = corrected_gauss_newton(
-            prob.linearisation, theta, lam, statistic=statistic, estimator=estimator
+            prob.linearisation,
+            theta,
+            lam,
+            statistic=statistic,
+            estimator=estimator,
+            prior_scale=prior_scale,
         )
         A, b, A_blocks, b_blocks, counts = system
         theta = estimate.theta

@@ -61,8 +61,11 @@ from .scores import ScoreEstimate, check_scores, make_estimator
 
 __all__ = ["fit_local", "local_system"]
 
-#: Default statistic of the local route (see fit_local's ``statistic``).
-LOCAL_STATISTIC = "u"
+#: Default statistic of the local route (see fit_local's ``statistic``): the V-statistic.  The
+#: U-statistic's correction (the jackknife covariance of the rows) moves local estimates by far
+#: less than their error, which the score estimator's bias dominates, and widens their intervals
+#: (docs/uncertainty-honest.md); the resolved estimator and honest intervals are the default.
+LOCAL_STATISTIC = "v"
 
 #: Kernel widths 1/√T that must fit inside a ball for the kernel estimators (warning otherwise).
 KERNEL_WIDTHS = 3.0
@@ -121,7 +124,7 @@ def fit_local(
     n_starts=1,
     seed=0,
     statistic=LOCAL_STATISTIC,
-    estimator=None,
+    estimator="resolved",
     prior_scale="ml",
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
@@ -179,12 +182,16 @@ def fit_local(
         Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
     seed : int
         Seeds the perturbed starts of the gradient route (the scores do not use randomness).
-    statistic, estimator, prior_scale
+    statistic : {"v", "u"}
         As :func:`dynosed_sym.fit_global`, with the jackknife pseudo-values as the noise blocks:
-        ``statistic="u"`` subtracts their covariance from the Gram matrix (errors in
-        variables); ``estimator="resolved"`` drops the ridge on resolved directions and widens
-        the intervals by the bias from unresolved ones.  Defaults: see ``LOCAL_STATISTIC``
-        (docs/uncertainty-honest.md gives the measurements behind them).
+        "u" subtracts their covariance from the Gram matrix (errors in variables).  Default "v"
+        (``LOCAL_STATISTIC``: measured, the correction does not help here).
+    estimator : {"resolved", "ridge"}
+        "resolved" (default): no ridge on the resolved directions, intervals widened by the bias
+        from unresolved ones, estimable combinations named (as :func:`dynosed_sym.fit_global`);
+        ``statistic="v", estimator="ridge"`` reproduces earlier versions bit for bit.
+    prior_scale : "ml", float, array, dict or None
+        As :func:`dynosed_sym.fit_global`.
     <execution options>
         (For the local route ``n_blocks`` counts the blocks of its delete-one-block jackknife; 0
         or 1: no noise estimate.)
@@ -334,6 +341,7 @@ def fit_local(
                 lam,
                 statistic=statistic,
                 estimator=solve_as,
+                prior_scale=prior_scale,
             )
             theta = estimate.theta
             info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
@@ -354,7 +362,9 @@ def fit_local(
         b_all = b_all.reshape(B + 1, M) * scale
         system_scale(A_all[0], b_all[0], "local")
         system = pseudo(A_all, b_all)
-        estimate = solve_system(*system, lam, statistic=statistic, estimator=solve_as)
+        estimate = solve_system(
+            *system, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
+        )
         theta = estimate.theta
     A, b, A_blocks, b_blocks, counts = system
     if A_blocks is not None:

@@ -21,6 +21,20 @@ the quantity the report compares with 0.5 to call a parameter not identifiable. 
   ``bias_sd_j = ‖row j of (I − Q) ∘ τ‖``).
 
 A parameter orthogonal to every unresolved direction (ρ_j = 0) keeps its sandwich interval.
+
+Point estimates of parameters that are not identifiable (ρ_j ≥ 0.5, infinite interval).  The
+resolved estimate is 0 along the unresolved directions; for a parameter that lives on them that
+number means nothing (Lorenz at N = 300 when the σ direction falls just below the rank
+threshold: σ̂ near 0).  They get the empirical-Bayes posterior mean of each unresolved component
+instead (:func:`fill_free`): with the least-squares component ẑ_i = v_iᵀAᵀb/σ_i², its
+signal-to-noise r_i = σ_i/SE(Av_i) and the prior N(0, τ²),
+
+    E[z_i | data] = ẑ_i · τ²/(τ² + s_i²),   s_i² = Var_sandwich(ẑ_i) + ẑ_i²/(r_i² − 1),
+
+where ẑ_i²/(r_i² − 1) is the uncertainty of the direction's own scale (E σ̂_i² = σ_i² + SE_i²,
+so r_i² − 1 estimates its squared signal-to-noise): a pure-noise direction (r_i ≤ 1) keeps 0, a
+direction just below the threshold keeps nearly its least-squares value.  Identified parameters
+and their intervals are not touched.
 """
 
 from __future__ import annotations
@@ -33,6 +47,7 @@ import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
 from .combinations import estimable_combination
+from .uncertainty import sandwich_covariance
 
 __all__ = [
     "Resolution",
@@ -40,6 +55,7 @@ __all__ = [
     "prior_scale_ml",
     "resolution_matrix",
     "check_prior_scale",
+    "fill_free",
     "IDENTIFIED",
     "COMBINATION",
     "NOT_IDENTIFIABLE",
@@ -251,3 +267,55 @@ def honest_intervals(
         resolution=Q,
         ci=ci,
     )
+
+
+def fill_free(theta, bread, system, dirs, prior_scale):
+    """Empirical-Bayes point estimates of the parameters that are not identifiable (module
+    docstring); the others keep the resolved estimate.
+
+    Parameters
+    ----------
+    theta : (n,) resolved estimate (0 along the unresolved directions)
+    bread : (n, n) its bread
+    system : (A, b, A_blocks, b_blocks, counts)
+    dirs : :class:`~dynosed_sym.solve.directions.Directions`
+    prior_scale : "ml", float or (n,) array (None: nothing is filled)
+
+    Returns
+    -------
+    theta : (n,) array
+    tau : float, (n,) array or None
+        The scale used (None when nothing was filled).
+    converged : bool or None
+        Of the maximum-likelihood search for τ.
+    """
+    A, b, A_blocks, b_blocks, counts = system
+    VU = dirs.V[:, ~dirs.resolved]
+    loading = np.linalg.norm(VU, axis=1) if VU.shape[1] else np.zeros(theta.size)
+    free = loading >= FREE_PROJECTION
+    if prior_scale is None or not free.any():
+        return theta, None, None
+    converged = None
+    if isinstance(prior_scale, str):
+        cov = sandwich_covariance(A, b, theta, 0.0, A_blocks, b_blocks, counts, bread)
+        se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        tau, converged = prior_scale_ml(theta[~free], se[~free])
+    else:
+        tau = prior_scale
+    tau2 = (VU**2).T @ np.broadcast_to(np.asarray(tau, dtype=float) ** 2, theta.shape)  # per dir.
+    sU = dirs.singular_values[~dirs.resolved]
+    noise = dirs.noise[~dirs.resolved]
+    floor = np.finfo(float).eps * max(A.shape) * (dirs.singular_values[0] if sU.size else 0.0)
+    ok = (sU > floor) & (sU > noise)  # r_i > 1: some signal along the direction
+    if not ok.any():
+        return theta, tau, converged
+    Vo, so = VU[:, ok], sU[ok]
+    z = (Vo.T @ (A.T @ b)) / so**2  # least-squares components (V-statistic)
+    cov = sandwich_covariance(
+        A, b, theta + Vo @ z, 0.0, A_blocks, b_blocks, counts, (Vo / so**2) @ Vo.T
+    )
+    s2 = np.einsum("ki,kl,li->i", Vo, cov, Vo) + z**2 / ((so / noise[ok]) ** 2 - 1.0)
+    gain = tau2[ok] / (tau2[ok] + s2)
+    out = theta.copy()
+    out[free] = (theta + Vo @ (gain * z))[free]
+    return out, tau, converged

@@ -87,6 +87,7 @@ class IdentifiabilityReport:
         ``λ · diag(H_λ⁻¹)`` in (0, 1] (for λ = 0: 1 for an exactly unconstrained
         parameter, else 0).
     residual_norm, residual_noise, residual_ratio : float
+        At the resolved estimate (``Estimate.theta_resolved``; θ̂ itself for the ridge).
     lam : float
     std_errors : (n,) array or None
         Sandwich standard errors of θ̂ (inf for ``free_params``); None without noise blocks.
@@ -260,11 +261,17 @@ def analyse(
     dirs = singular_directions(A, A_blocks, counts, rank_threshold)
     s_full, V, sing_noise, resolved = dirs
     notes = []
-    res = A @ theta - b
+    # the residual, sandwich and intervals describe the resolved estimate (the parameters that
+    # are not identifiable may carry other point estimates, :func:`.intervals.fill_free`)
+    if estimate is not None and estimate.theta_resolved is not None:
+        theta_fit = estimate.theta_resolved
+    else:
+        theta_fit = theta
+    res = A @ theta_fit - b
     res_norm = float(np.linalg.norm(res))
     res_noise = res_ratio = None
     if sing_noise is not None:
-        r_blocks = (A_blocks @ theta - b_blocks)[..., None]
+        r_blocks = (A_blocks @ theta_fit - b_blocks)[..., None]
         res_noise = float(np.linalg.norm(col_se(r_blocks, res[:, None], counts)))
         res_ratio = res_norm / res_noise if res_noise > 0 else np.inf
     else:
@@ -315,6 +322,8 @@ def analyse(
 def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, estimate=None):
     """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
     free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
+    if estimate is not None and estimate.theta_resolved is not None:
+        theta = estimate.theta_resolved  # see analyse
     try:
         u = analyse_uncertainty(
             A,

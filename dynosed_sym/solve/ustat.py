@@ -50,8 +50,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import arguments
-from ..errors import ConvergenceWarning
+from ..errors import ConvergenceWarning, DataError
 from .directions import RANK_THRESHOLD, singular_directions
+from .intervals import fill_free
 from .linear import hinv, solve_tikhonov
 
 __all__ = [
@@ -75,8 +76,9 @@ GN_MAX_STEPS = 50
 #: Relative step size at which the corrected Gauss–Newton loop stops.
 GN_TOL = 1e-10
 
-#: The correction on R is scaled down until the smallest eigenvalue of the corrected Gram on R
-#: is at least this fraction of the smallest σ_R² (never triggered in the measurements).
+#: The correction on R is scaled down until the smallest eigenvalue of the corrected Gram on R,
+#: scaled by the resolved singular values, diag(σ_R)⁻¹(σ_R² − V_RᵀSV_R)diag(σ_R)⁻¹, is at least
+#: this.
 PD_FRACTION = 0.1
 
 
@@ -111,6 +113,9 @@ class Estimate:
         Scale of the correction on R (1: the full U-statistic; < 1: the positive-definiteness
         guard acted).
     subspace : (n, rank) resolved right singular vectors V_R the estimate was computed on
+    theta_resolved : (n,) or None
+        The resolved estimate before the parameters that are not identifiable get their
+        empirical-Bayes values (the sandwich and the honest intervals are taken there).
     notes : list of str
     """
 
@@ -122,6 +127,7 @@ class Estimate:
     second_order: np.ndarray
     alpha: float = 1.0
     subspace: np.ndarray | None = None
+    theta_resolved: np.ndarray | None = None
     notes: list = field(default_factory=list)
 
 
@@ -156,15 +162,35 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     return Hp @ (w @ (t1 + t2)) / (B - 1)
 
 
-def _guarded(G_R, S_R):
-    """Largest α ∈ (0, 1] (powers of 0.8) keeping G_R − α S_R ⪰ PD_FRACTION·min diag G_R."""
+def _guarded(G, K):
+    """Largest α ∈ (0, 1] (powers of 0.8) keeping G − αK ⪰ PD_FRACTION·min diag G (G, K scaled
+    by the resolved singular values: diag G = 1 on the SVD basis)."""
     alpha = 1.0
-    if G_R.shape[0] == 0:
+    if G.shape[0] == 0:
         return alpha
-    target = PD_FRACTION * float(np.min(np.diag(G_R)))
-    while np.linalg.eigvalsh(G_R - alpha * S_R).min() < target and alpha > 1e-3:
+    target = PD_FRACTION * float(np.min(np.diag(G)))
+    while np.linalg.eigvalsh(G - alpha * K).min() < target and alpha > 1e-3:
         alpha *= 0.8
     return alpha
+
+
+def _solve_scaled(M, rhs, c):
+    """z = diag(1/c) M⁻¹ rhs and diag(1/c) M⁻¹ diag(1/c); a DataError when M is singular."""
+    if M.shape[0] == 0:
+        return np.zeros(0), np.zeros((0, 0))
+    try:
+        Minv = np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        Minv = np.full(M.shape, np.nan)
+    z = (Minv @ rhs) / c
+    inv = Minv / np.outer(c, c)
+    if not (np.isfinite(z).all() and np.isfinite(inv).all()):
+        raise DataError(
+            "the corrected normal equations on the resolved directions are singular or not "
+            "finite (the system's entries are too large or too small for double precision); "
+            "rescale the state variables or the parameters, or pass statistic='v'"
+        )
+    return z, inv
 
 
 def solve_system(
@@ -181,6 +207,7 @@ def solve_system(
     rank_threshold=RANK_THRESHOLD,
     subspace=None,
     tikhonov=True,
+    prior_scale=None,
 ) -> Estimate:
     """θ̂ of ``A θ ≈ b`` by the chosen statistic and estimator (module docstring).
 
@@ -203,6 +230,10 @@ def solve_system(
         block bootstrap keeps the fit's subspace).
     tikhonov : bool
         Also compute the Tikhonov solution (``theta_tikhonov``; NaN when False).
+    prior_scale : "ml", float, (n,) array or None
+        Resolved estimator: τ of the empirical-Bayes point estimates of the parameters that are
+        not identifiable (:func:`~dynosed_sym.solve.intervals.fill_free`); None: they keep the
+        resolved estimate (0 along the unresolved directions).
 
     Returns
     -------
@@ -237,42 +268,50 @@ def solve_system(
         dirs = singular_directions(A, A_blocks, counts, rank_threshold)
         V = dirs.V
         VR = V[:, dirs.resolved]
-        G_R = np.diag(dirs.singular_values[dirs.resolved] ** 2)
+        c = dirs.singular_values[dirs.resolved]
+        G = np.eye(c.size)  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R on both sides
     else:
         VR = np.asarray(subspace, dtype=float)
         AV = A @ VR
-        G_R = AV.T @ AV
+        c = np.linalg.norm(AV, axis=0)
+        c = np.where(c > 0, c, 1.0)
+        G = (AV.T @ AV) / np.outer(c, c)
     if statistic == "u":
         S, s = block_covariance(A, b, A_blocks, b_blocks, counts)
     else:
         S, s = np.zeros((n, n)), np.zeros(n)
-    S_R = VR.T @ S @ VR
-    alpha = _guarded(G_R, S_R)
-    H_R = G_R - alpha * S_R
-    g_R = VR.T @ (A.T @ b) - alpha * (VR.T @ s)
+    # everything on R is scaled by the resolved singular values (diag K < 1/9 by the rank rule)
+    K = (VR.T @ S @ VR) / np.outer(c, c)
+    alpha = _guarded(G, K)
+    rhs = (VR.T @ (A.T @ b) - alpha * (VR.T @ s)) / c
+    z, Hp = _solve_scaled(G - alpha * K, rhs, c)
+    Hp = VR @ Hp @ VR.T
     if estimator == "resolved":
-        z = np.linalg.solve(H_R, g_R) if VR.shape[1] else np.zeros(0)
         theta = VR @ z
-        bread = VR @ np.linalg.solve(H_R, VR.T) if VR.shape[1] else np.zeros((n, n))
-        Hp = bread
+        bread = Hp
     else:
         # the correction acts on R only and AᵀA is diagonal in the V basis: R and its complement
         # decouple; the complement keeps the Tikhonov gain
         unres = ~dirs.resolved
-        H_Rl = H_R + lam * np.eye(VR.shape[1])
-        z = np.linalg.solve(H_Rl, g_R) if VR.shape[1] else np.zeros(0)
+        z, inv_R = _solve_scaled(G - alpha * K + np.diag(lam / c**2), rhs, c)
         VU = V[:, unres]
         sU = dirs.singular_values[unres]
         denom = sU * sU + lam
         inv = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0)
         theta = VR @ z + VU @ (inv * (VU.T @ (A.T @ b)))
-        bread = (VR @ np.linalg.solve(H_Rl, VR.T) if VR.shape[1] else 0.0) + (VU * inv) @ VU.T
-        Hp = VR @ np.linalg.solve(H_R, VR.T) if VR.shape[1] else np.zeros((n, n))
+        bread = VR @ inv_R @ VR.T + (VU * inv) @ VU.T
     b2 = np.zeros(n)
     if statistic == "u" and second_order and VR.shape[1]:
         b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
         theta = theta - b2
+    theta_resolved = theta
     notes = []
+    if estimator == "resolved" and subspace is None:
+        theta, _, converged = fill_free(
+            theta, bread, (A, b, A_blocks, b_blocks, counts), dirs, prior_scale
+        )
+        if converged is False:
+            notes.append("WARNING: the maximum-likelihood scale τ did not converge")
     if alpha < 1.0:
         notes.append(
             f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
@@ -287,6 +326,7 @@ def solve_system(
         second_order=b2,
         alpha=float(alpha),
         subspace=VR,
+        theta_resolved=theta_resolved,
         notes=notes,
     )
 
@@ -301,6 +341,7 @@ def corrected_gauss_newton(
     rank_threshold=RANK_THRESHOLD,
     max_steps=GN_MAX_STEPS,
     tol=GN_TOL,
+    prior_scale=None,
 ):
     """Non-affine drift: the corrected fit by re-linearisation (module docstring).
 
@@ -311,11 +352,13 @@ def corrected_gauss_newton(
         ``b = J(θ)θ − r(θ)`` and their per-block means
         (:meth:`~dynosed_sym.solve.gradient.GlobalProblem.linearisation`).
     theta0 : (n,) start (the V-statistic optimum of the gradient route)
-    lam, statistic, estimator, rank_threshold
-        As :func:`solve_system`.
+    lam, statistic, estimator, rank_threshold, prior_scale
+        As :func:`solve_system` (the resolved estimator updates θ on the resolved directions
+        only, keeping the start's components along the others, where the model is linearised).
     max_steps : int
     tol : float
-        Stop when ``max |Δθ| ≤ tol · (1 + max |θ|)``.
+        Stop when the full step ``max |Δθ| ≤ tol · (1 + max |θ|)``; steps that stop contracting
+        are damped (halved, down to 1/64; the fixed point is the same).
 
     Returns
     -------
@@ -329,11 +372,11 @@ def corrected_gauss_newton(
     """
     theta = np.asarray(theta0, dtype=float).copy()
     converged = False
-    steps = 0
+    steps, step, prev, eta = 0, np.inf, np.inf, 1.0
     for k in range(1, int(max_steps) + 1):
         steps = k
         system = linearisation(theta)
-        new = solve_system(
+        est = solve_system(
             *system,
             lam,
             statistic=statistic,
@@ -341,15 +384,29 @@ def corrected_gauss_newton(
             second_order=False,
             rank_threshold=rank_threshold,
             tikhonov=False,
-        ).theta
-        step = float(np.abs(new - theta).max(initial=0.0))
-        theta = new
+        )
+        new = est.theta
+        if est.estimator == "resolved":  # keep the components the data do not resolve
+            VR = est.subspace
+            new = new + theta - VR @ (VR.T @ theta)
+        full = new - theta
+        step = float(np.abs(full).max(initial=0.0))
         if step <= tol * (1.0 + float(np.abs(theta).max(initial=0.0))):
+            theta = new
             converged = True
             break
+        if step > 0.9 * prev:  # not contracting: damp the steps (the fixed point is the same)
+            eta = max(0.5 * eta, 1.0 / 64)
+        prev = step
+        theta = theta + eta * full
     system = linearisation(theta)
     est = solve_system(
-        *system, lam, statistic=statistic, estimator=estimator, rank_threshold=rank_threshold
+        *system,
+        lam,
+        statistic=statistic,
+        estimator=estimator,
+        rank_threshold=rank_threshold,
+        prior_scale=prior_scale,
     )
     if not converged:
         msg = (

@@ -141,6 +141,44 @@ def test_intervals_are_calibrated_when_theta_follows_the_scale_prior():
     assert np.min(cover_plain / finite) < 0.8
 
 
+def test_not_identifiable_parameters_get_the_posterior_mean(models):
+    """Lorenz at N = 300 with σ's direction just below the rank threshold: σ is not identifiable
+    (infinite interval) and its point estimate is the empirical-Bayes posterior mean along that
+    direction, close to the truth, where the resolved estimate (0 along it) says σ ≈ 0; the
+    identified parameters keep the resolved estimate."""
+    m = models["lorenz"]
+    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 300, seed=10_096), seed=96)
+    rep = fit.report
+    assert rep.status[0] == "not identifiable" and np.isinf(fit.conf_int()[0]).all()
+    Ab, bb, counts = rep._blocks
+    zero = solve_system(fit.A, fit.b, Ab, bb, counts, 1e-6)  # prior_scale=None: 0 along U
+    assert abs(zero.theta[0]) < 2.0
+    assert abs(fit.theta[0] / 10.0 - 1) < 0.15
+    np.testing.assert_array_equal(fit.theta[1:], zero.theta[1:])
+
+
+def test_posterior_mean_keeps_zero_along_a_pure_noise_direction():
+    """A direction whose singular value is below its own noise (r ≤ 1) carries no signal: the
+    parameter living on it keeps the resolved estimate 0 along it, whatever τ."""
+    from dynosed_sym.solve.directions import Directions
+    from dynosed_sym.solve.intervals import fill_free
+
+    rng = np.random.default_rng(3)
+    B, m = 16, 12
+    A0 = np.zeros((m, 2))
+    A0[:, 0] = rng.standard_normal(m)
+    Ab = A0[None] + 0.01 * rng.standard_normal((B, m, 2))
+    bb = Ab[:, :, 0] * 2.0 + 0.01 * rng.standard_normal((B, m))
+    counts = np.full(B, 10.0)
+    A, b = Ab.mean(0), bb.mean(0)
+    est = solve_system(A, b, Ab, bb, counts, 1e-6)
+    dirs = Directions(
+        np.array([1.0, 1e-3]), np.eye(2), np.array([0.01, 2e-3]), np.array([True, False])
+    )
+    out, tau, _ = fill_free(est.theta, est.bread, (A, b, Ab, bb, counts), dirs, 1e6)
+    assert tau == 1e6 and np.array_equal(out, est.theta)
+
+
 # ================================================================================ FitResult
 @pytest.fixture(scope="module")
 def loaded_ou(models, ou_samples):

@@ -155,7 +155,7 @@ def test_corrected_gram_is_positive_definite_on_the_resolved_subspace(models, ou
         Ab, bb, counts = fit.report._blocks
         S, _ = block_covariance(fit.A, fit.b, Ab, bb, counts)
         raw_indefinite += np.linalg.eigvalsh(fit.A.T @ fit.A - S).min() < 0
-        est = solve_system(fit.A, fit.b, Ab, bb, counts, 1e-6)
+        est = solve_system(fit.A, fit.b, Ab, bb, counts, 1e-6, prior_scale="ml")
         assert est.alpha == 1.0 and np.array_equal(est.theta, fit.theta)
         VR = est.subspace
         assert np.linalg.eigvalsh(VR.T @ (fit.A.T @ fit.A - S) @ VR).min() > 0
@@ -238,24 +238,27 @@ def test_corrected_gauss_newton_reports_non_convergence(models):
 
 # ================================================================================ small-N bias
 @pytest.mark.slow
-def test_lorenz_n300_unbiased_over_100_data_sets(models):
-    """Issue 13: Lorenz at N = 300, 100 simulated data sets: |mean relative bias| ≤ 3 % for every
-    parameter with the default U-statistic, while the V-statistic shrinks σ by ≈ 7 %."""
+def test_lorenz_n300_unbiased_over_200_data_sets(models):
+    """Issue 13: Lorenz at N = 300, 200 simulated data sets: |mean relative bias| ≤ 3 % for every
+    parameter with the default U-statistic (Monte-Carlo standard error of the mean ≈ 1 % for σ),
+    while the V-statistic shrinks σ by several per cent (first 50 sets)."""
     m = models["lorenz"]
     truth = np.array(m.nominal)
     est_u, est_v = [], []
-    for k in range(100):
+    for k in range(200):
         X = ds.simulate(m, truth, 300, seed=10_000 + k)
         est_u.append(ds.fit_global(m, X, seed=k).theta)
-        est_v.append(ds.fit_global(m, X, seed=k, statistic="v").theta)
+        if k < 50:
+            est_v.append(ds.fit_global(m, X, seed=k, statistic="v").theta)
     bias_u = np.mean(est_u, axis=0) / truth - 1
-    bias_v = np.mean(est_v, axis=0) / truth - 1
-    se = np.std(est_u, axis=0, ddof=1) / truth / 10
+    se_u = np.std(est_u, axis=0, ddof=1) / truth / np.sqrt(200)
+    shrink = np.mean(np.array(est_v)[:, 0] - np.array(est_u)[:50, 0]) / truth[0]
     print(
-        f"\nLorenz N = 300, 100 sets: bias U {bias_u.round(4)} ± {se.round(4)}, V {bias_v.round(4)}"
+        f"\nLorenz N = 300, 200 sets: bias U {bias_u.round(4)} ± {se_u.round(4)}; "
+        f"V − U (σ) {shrink:.4f}"
     )
     assert np.all(np.abs(bias_u) <= 0.03), bias_u
-    assert bias_v[0] < -0.04  # the V-statistic's shrinkage of σ is real at this N
+    assert shrink < -0.04  # the V-statistic's shrinkage of σ, paired on the same data
 
 
 @pytest.mark.slow

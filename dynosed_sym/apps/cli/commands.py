@@ -446,13 +446,12 @@ def simulate(
 )
 @click.option(
     "--statistic",
-    type=click.Choice(["u", "v"]),
-    default="u",
+    type=click.Choice(["auto", "u", "v"]),
+    default="auto",
     show_default=True,
     help="u: the unbiased U-statistic (global: drops the within-block pairs of the Stein "
     "discrepancy that shrink the drift; local: subtracts the jackknife noise of the rows); v: "
-    "the reference paper's V-statistic (with the default --estimator, earlier versions' "
-    "numbers).",
+    "the reference paper's V-statistic. auto: u for the global route, v for the local one.",
 )
 @click.option(
     "--estimator",
@@ -461,7 +460,8 @@ def simulate(
     show_default=True,
     help="resolved: no regularisation on the directions the data resolve, honest "
     "intervals (bias from unresolved directions included, estimable combinations named); "
-    "ridge: Tikhonov on every direction. auto: resolved with --statistic u, ridge with v.",
+    "ridge: Tikhonov on every direction. auto: resolved, except ridge for --statistic v on the "
+    "global route (earlier versions' numbers; local: --statistic v --estimator ridge).",
 )
 @click.option(
     "--prior-scale",
@@ -531,6 +531,11 @@ def fit(
                 f"expected 'median' or a number, got {bandwidth!r}", param_hint="--bandwidth"
             ) from None
     prior_scale = _parse_prior_scale(prior_scale)
+    stat_args = {"prior_scale": prior_scale}
+    if statistic != "auto":
+        stat_args["statistic"] = statistic
+    if estimator != "auto":
+        stat_args["estimator"] = estimator
     if route == "local" and score == "score_matching" and radius is None:
         raise click.UsageError(
             "--score score_matching needs --radius (the balls around the probes)"
@@ -569,9 +574,7 @@ def fit(
                 seed=seed,
                 n_blocks=n_blocks,
                 progress=progress,
-                statistic=statistic,
-                estimator=None if estimator == "auto" else estimator,
-                prior_scale=prior_scale,
+                **stat_args,
                 **solver_args,
             )
         else:
@@ -594,9 +597,7 @@ def fit(
                 n_blocks=n_blocks,
                 progress=progress,
                 seed=seed,
-                statistic=statistic,
-                estimator=None if estimator == "auto" else estimator,
-                prior_scale=prior_scale,
+                **stat_args,
                 **solver_args,
             )
     except NotAffineError as exc:
