@@ -281,7 +281,14 @@ def solve_system(
     else:
         S, s = np.zeros((n, n)), np.zeros(n)
     # everything on R is scaled by the resolved singular values (diag K < 1/9 by the rank rule)
-    K = (VR.T @ S @ VR) / np.outer(c, c)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        K = (VR.T @ S @ VR) / np.outer(c, c)
+    if not (np.isfinite(K).all() and np.isfinite(G).all()):
+        raise DataError(
+            "the noise of the assembled system is not finite on its resolved directions (entries "
+            "too large or too small for double precision); rescale the state variables or the "
+            "parameters, or pass statistic='v'"
+        )
     alpha = _guarded(G, K)
     rhs = (VR.T @ (A.T @ b) - alpha * (VR.T @ s)) / c
     z, Hp = _solve_scaled(G - alpha * K, rhs, c)
