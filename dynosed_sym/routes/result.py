@@ -295,6 +295,8 @@ _IDENTIFIABLE = {
 
 def _resolution_notes(rep, widened):
     """Footnote lines of the summary on loadings, bias.sd and τ."""
+    if not np.any(np.asarray(rep.loading) > 0):
+        return ["loading, bias.sd: 0 — every direction is resolved above its noise"]
     out = [
         "loading: norm of the parameter's projection on the unresolved directions "
         "(≥ 0.5: not identifiable)"

@@ -44,8 +44,8 @@ projection
 calibration
     Not timings: coverage of the 95 % intervals, uniformity of the misspecification p-value and
     the small-N bias over ≥ 100 data sets each (exact OU, simulated Lorenz, five GRN data sets of
-    the paper's protocol), default fit against ``statistic="v"``; about 15 minutes, so only with
-    ``--only calibration`` (results: benchmarks/calibration.txt).
+    the paper's protocol), default fit against ``statistic="v"``; 2–3 minutes; not in the
+    default run, only with ``--only calibration`` (results: benchmarks/calibration.txt).
 
 Every timing is preceded by an explicit warm-up call (compilation is never mixed with
 run time) and is the median over repeats.  No timing is asserted anywhere; the printed

@@ -191,7 +191,11 @@ def _grn(seeds, out):
                 print(f"    cause (v): {_ridge_bias_text(fit, truth, k15)}")
         print(f"    ({time.perf_counter() - t0:.0f} s)")
         if s == seeds[0]:
-            lines = [ln for ln in fits["u"][-1].summary().splitlines() if "W[1,5]" in ln]
+            lines = [
+                ln
+                for ln in fits["u"][-1].summary().splitlines()
+                if ln.startswith("W[1,5] ") or "W[1,5] is determined" in ln
+            ]
             print("    summary() lines naming W[1,5] (default fit):")
             for ln in lines:
                 print("      " + ln.strip())
