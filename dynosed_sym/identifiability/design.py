@@ -9,7 +9,6 @@ followed across nested subsets of the data blocks: a structurally unconstrained 
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -23,7 +22,7 @@ from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
 from ..simulation.simulate import simulate as _simulate
 from ..solve.combinations import short_combination
-from ..solve.report import RANK_THRESHOLD, col_se
+from ..solve.report import FREE_PROJECTION, RANK_THRESHOLD, col_se
 from ..solve.uncertainty import t_quantile
 from .designs import check_design
 from .structural import StructuralReport, nominal_vector, structural_check
@@ -68,12 +67,21 @@ class IdentifiabilityCheck:
         N at which the direction crosses the resolution threshold (σ = 3·noise, noise ∝ N^-½);
         inf for unconstrained directions.
     std_errors : (n,) array
-        Predicted standard errors at ``n_samples`` (sandwich; inf when not identifiable).
+        Sandwich standard errors at ``n_samples`` (inf when not identifiable).
+    bias_sd : (n,) array or None
+        Standard deviation of the resolution bias at ``n_samples`` (τ·loading on the unresolved
+        directions, :mod:`dynosed_sym.solve.intervals`); :meth:`se_at` and ``n_required`` use the
+        honest width √(se² + bias_sd²), following each weak direction as it gets resolved.
+    prior_scale : float, array or None
+        τ of the report.
+    directions : (n, n) array or None
+        The followed right singular directions (columns).
     rel_error, level : float
         The requested relative error and confidence level.
     n_required : (n,) array
-        Samples needed for the half-width of the ``level`` interval to reach ``rel_error·|θ_k|``
-        (for a zero nominal value: ``rel_error`` times the RMS of the nonzero nominal values).
+        Samples needed for the half-width of the ``level`` interval (honest width) to reach
+        ``rel_error·|θ_k|`` (for a zero nominal value: ``rel_error`` times the RMS of the nonzero
+        nominal values); inf when the bias of directions that stay unresolved is too large.
     timings : dict
     notes : list of str
     """
@@ -92,6 +100,9 @@ class IdentifiabilityCheck:
     direction_verdict: list | None = None
     direction_n_resolve: np.ndarray | None = None
     std_errors: np.ndarray | None = None
+    bias_sd: np.ndarray | None = None
+    prior_scale: object = None
+    directions: np.ndarray | None = None
     rel_error: float = 0.1
     level: float = 0.95
     n_required: np.ndarray | None = None
@@ -132,16 +143,57 @@ class IdentifiabilityCheck:
     def freeness_normalised(self):
         return None if self.report is None else self.report.freeness_normalised
 
+    def _schedule(self):
+        """Directions with a finite resolution point, by that point: (indices, N_i, f_i) with
+        f_i = noise_i²/signal_i² the variance a resolved direction adds per unit loading² (at
+        ``n_samples``)."""
+        if self.directions is None or self.direction_verdict is None:
+            return np.zeros(0, int), np.zeros(0), np.zeros(0)
+        n_res = self.direction_n_resolve
+        idx = np.array(sorted(np.flatnonzero(np.isfinite(n_res)), key=lambda i: n_res[i]), int)
+        noise, sv = self.direction_noise[-1, idx], self.direction_sv[-1, idx]
+        sig2 = np.maximum(sv**2 - noise**2, np.finfo(float).tiny)
+        return idx, n_res[idx], noise**2 / sig2
+
+    def _coefficients(self, n_res_max):
+        """(a, c, free) (n,): honest variance a/N + c when exactly the directions with
+        resolution point ≤ ``n_res_max`` are resolved (a: the sandwich, minus directions resolved
+        now but not then, plus directions resolved then but not now; c: the bias of the
+        unresolved ones; free: loading ≥ 0.5 then)."""
+        a = self.std_errors**2 * self.n_samples
+        n = a.size
+        if self.prior_scale is None or self.directions is None:
+            return a, np.zeros(n), ~np.isfinite(a)
+        V = self.directions
+        idx, n_res, f = self._schedule()
+        now = np.array([v == "resolved" for v in self.direction_verdict])
+        then = np.zeros(n, dtype=bool)
+        then[idx[n_res <= n_res_max]] = True
+        fi = np.zeros(n)
+        fi[idx] = f
+        gain, lost = then & ~now, now & ~then
+        a = np.maximum(
+            a + self.n_samples * ((V[:, gain] ** 2) @ fi[gain] - (V[:, lost] ** 2) @ fi[lost]), 0.0
+        )
+        VU = V[:, ~then]
+        c = np.sum((VU @ VU.T * np.broadcast_to(self.prior_scale, (n,))[None, :]) ** 2, axis=1)
+        free = np.linalg.norm(VU, axis=1) >= FREE_PROJECTION
+        return np.where(free, np.inf, a), c, free
+
     def se_at(self, N):
-        """Predicted standard errors (n,) — or (len(N), n) — at sample size(s) N (∝ N^-½)."""
+        """Predicted honest standard deviation (n,) — or (len(N), n) — of the error at sample
+        size(s) N: the sandwich (∝ N^-½) over the directions resolved at N (each direction is
+        resolved from its ``direction_n_resolve``) and the bias τ·loading from the others
+        (``bias_sd`` at ``n_samples``); inf when not identifiable at N."""
         if self.std_errors is None:
             raise DynosedError("no design-time simulation was run (simulate=False)")
-        N = np.asarray(N, dtype=float)
-        return (
-            self.std_errors * np.sqrt(self.n_samples / N)[..., None]
-            if N.ndim
-            else self.std_errors * math.sqrt(self.n_samples / float(N))
-        )
+        Ns = np.atleast_1d(np.asarray(N, dtype=float))
+        out = np.empty((Ns.size, self.n_params))
+        for k, Nk in enumerate(Ns):
+            a, c, _ = self._coefficients(Nk)
+            with np.errstate(invalid="ignore"):
+                out[k] = np.sqrt(a / Nk + c)
+        return out if np.ndim(N) else out[0]
 
     def samples_for(self, rel_error=None, level=None):
         """Samples per parameter for a ``level`` interval of half-width ``rel_error·|θ_k|``."""
@@ -155,10 +207,18 @@ class IdentifiabilityCheck:
         scale = np.abs(self.nominal)
         nz = scale[scale > 0]
         typical = float(np.sqrt(np.mean(nz**2))) if nz.size else 1.0
-        tol = rel_error * np.where(scale > 0, scale, typical)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            need = self.n_samples * (q * self.std_errors / tol) ** 2
-        return np.where(np.isfinite(self.std_errors), np.ceil(need), np.inf)
+        target = (rel_error * np.where(scale > 0, scale, typical) / q) ** 2  # variance allowed
+        _, n_res, _ = self._schedule()
+        edges = np.concatenate([[0.0], n_res, [np.inf]])
+        need = np.full(self.n_params, np.inf)
+        # the honest variance is a/N + c between consecutive resolution points of the directions
+        for k in range(edges.size - 1):
+            a, c, _ = self._coefficients(edges[k])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                N = np.maximum(edges[k], a / (target - c))
+            ok = np.isinf(need) & (target > c) & (N < edges[k + 1]) & np.isfinite(a)
+            need[ok] = N[ok]
+        return np.where(np.isfinite(need), np.ceil(need), np.inf)
 
     def __str__(self):
         lines = [
@@ -210,8 +270,8 @@ class IdentifiabilityCheck:
         head = (
             f"{'parameter':<{w}}  {'nominal':>9}  "
             + "  ".join(f"{'se@' + _short(N):>9}" for N in Ns)
-            + f"  {'N for ±' + format(100 * self.rel_error, 'g') + '%':>12}  {'normalised':>10}  "
-            "identifiable"
+            + f"  {'N for ±' + format(100 * self.rel_error, 'g') + '%':>12}  {'bias.sd':>9}"
+            f"  {'normalised':>10}  identifiable"
         )
         lines += ["", head, "-" * len(head)]
         free = set(self.free_params)
@@ -220,18 +280,29 @@ class IdentifiabilityCheck:
             row = f"{nm:<{w}}  {self.nominal[k]:>9.4g}  " + "  ".join(
                 f"{se[j, k]:>9.3g}" for j in range(len(Ns))
             )
+            bias = 0.0 if self.bias_sd is None else self.bias_sd[k]
             row += (
-                f"  {_short(need[k]) if np.isfinite(need[k]) else '∞':>12}  "
+                f"  {_short(need[k]) if np.isfinite(need[k]) else '∞':>12}  {bias:>9.3g}  "
                 f"{rep.freeness_normalised[k]:>10.3g}  "
             )
-            row += "no" if nm in free else "yes"
+            if rep.status is not None and nm not in free:
+                row += {"identified": "yes"}.get(rep.status[k], rep.status[k])
+            else:
+                row += "no" if nm in free else "yes"
             lines.append(row)
         lines.append(
-            "se@N: predicted standard error at N samples (sandwich, ∝ N^-½); N for ±x%: samples "
-            "for a "
-            f"{100 * self.level:g}% interval of half-width x% of |nominal| (extrapolated: "
-            "below a few hundred samples the asymptotics are optimistic)"
+            "se@N: predicted standard deviation of the error at N samples: the sandwich standard "
+            "error (∝ N^-½) and, "
+            + (
+                f"with τ = {self.prior_scale:.3g}, "
+                if self.prior_scale is not None and np.ndim(self.prior_scale) == 0
+                else ""
+            )
+            + "the bias from directions still unresolved at N (bias.sd: at the simulated N); "
+            f"N for ±x%: samples for a {100 * self.level:g}% interval of half-width x% of "
+            "|nominal| (extrapolated: below a few hundred samples the asymptotics are optimistic)"
         )
+        lines.extend(rep.combination_lines())
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -315,6 +386,7 @@ def check_identifiability(
     temperature=49.0,
     score="kernel",
     simulate=True,
+    prior_scale="ml",
     n_blocks=DEFAULT_BLOCKS,
     progress=None,
     out_dir=None,
@@ -358,6 +430,9 @@ def check_identifiability(
         :func:`dynosed_sym.fit_local`.
     simulate : bool
         False: the structural check only.
+    prior_scale : "ml", float, array, dict or None
+        τ of the honest intervals, as :func:`dynosed_sym.fit_global`: the predicted widths
+        include the bias τ·loading of directions still unresolved at each N.
     inputs : dict, optional
         A *design* (docs/designs.md): ``{environment: {input: value}}`` — several stationary
         environments with shared parameters (env parameters one value each) — or one
@@ -479,11 +554,11 @@ def check_identifiability(
     t2 = time.perf_counter()
     if route == "global":
         rep, A_blocks, counts, n_used = _global_design(
-            model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir
+            model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir, prior_scale
         )
     else:
         rep, A_blocks, counts, n_used = _local_design(
-            model, X, probes, temperature, score, lam, n_blocks, seed
+            model, X, probes, temperature, score, lam, n_blocks, seed, prior_scale
         )
         check.notes.append(
             f"local route: {n_used:,} of {X.shape[0]:,} simulated samples fall in the probe "
@@ -529,6 +604,8 @@ def check_identifiability(
             n_res,
         )
     check.std_errors = rep.std_errors
+    if rep.bias_sd is not None and rep.estimator == "resolved" and check.levels is not None:
+        check.bias_sd, check.prior_scale, check.directions = rep.bias_sd, rep.prior_scale, V
     if rep.std_errors is not None:
         check.n_required = check.samples_for()
     _compare(check)
@@ -541,7 +618,7 @@ def _probe_points(probes):
     return np.asarray(centres if centres is not None else probes, dtype=float)
 
 
-def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir):
+def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir, prior_scale):
     """The global system through :func:`dynosed_sym.fit_global` itself (same bandwidth, features,
     blocks and report); the per-block means come from the report (``report._blocks``)."""
     fit = fit_global(
@@ -553,6 +630,7 @@ def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir
         seed=seed,
         n_blocks=n_blocks,
         out_dir=out_dir,
+        prior_scale=prior_scale,
     )
     rep = fit.report
     if rep._blocks is None:
@@ -560,7 +638,7 @@ def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir
     return rep, rep._blocks[0], rep._blocks[2], X.shape[0]
 
 
-def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed):
+def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed, prior_scale):
     """The local route's system via :func:`dynosed_sym.fit_local` (noise from its jackknife)."""
     if probes is None:
         raise DynosedError(
@@ -570,7 +648,14 @@ def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed):
     if hasattr(probes, "restrict") and hasattr(probes, "centres"):
         X = probes.restrict(X, seed=seed)  # region-restricted sampling: only data inside the balls
     fit = fit_local(
-        model, X, probes, temperature=temperature, score=score, lam=lam, n_blocks=n_blocks
+        model,
+        X,
+        probes,
+        temperature=temperature,
+        score=score,
+        lam=lam,
+        n_blocks=n_blocks,
+        prior_scale=prior_scale,
     )
     rep = fit.report
     blocks = rep._blocks

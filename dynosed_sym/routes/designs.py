@@ -32,9 +32,11 @@ from ..data.checks import diffusion_psd, distinct_samples
 from ..data.sources import open_source
 from ..errors import DataError, ModelError, NotAffineError
 from ..options import BANDWIDTH_ROWS
+from ..solve.intervals import check_prior_scale
 from ..solve.linear import solve_tikhonov, system_scale
 from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
+from ..solve.ustat import solve_system
 from .result import FitResult
 
 __all__ = ["DesignInfo", "fit_global_design", "environment_models", "env_residuals"]
@@ -256,6 +258,9 @@ def fit_global_design(
     n_blocks,
     chunk_rows,
     out_dir=None,
+    statistic="u",
+    estimator="resolved",
+    prior_scale="ml",
 ) -> FitResult:
     """Fit a :class:`~dynosed_sym.data.designs.Design` by the global route (module docstring).
 
@@ -296,11 +301,35 @@ def fit_global_design(
     dmap = design_map(design, per_env, names, columns, order)
     A, b, A_blocks, b_blocks, weights, ids, kappa = pseudo_blocks(dmap, snaps)
     system_scale(A, b, "global")
-    # Gram correction: a per-snapshot (C_g, c_g) would be stacked by dmap (assembly/designs.py,
-    # module docstring) and enter the solve and the report here as AᵀA − C, Aᵀb − c
-    theta = solve_tikhonov(A, b, lam)
+    # the estimator of the global route on the stacked system: its U-statistic correction is
+    # taken from the pseudo-blocks, whose spread is the grouped noise of the stacked A and b
+    prior_scale = check_prior_scale(prior_scale, names)
+    estimate = solve_system(
+        A,
+        b,
+        A_blocks,
+        b_blocks,
+        weights,
+        lam,
+        statistic=statistic,
+        estimator=estimator,
+        prior_scale=prior_scale,
+    )
+    theta = estimate.theta
     grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
-    report = analyse(A, b, theta, lam, names, A_blocks, b_blocks, weights, grouping=grouping)
+    report = analyse(
+        A,
+        b,
+        theta,
+        lam,
+        names,
+        A_blocks,
+        b_blocks,
+        weights,
+        grouping=grouping,
+        estimate=estimate,
+        prior_scale=prior_scale,
+    )
     info = DesignInfo(
         environments=[_env_record(env, per_env[env.name], dmap, model) for env in design.envs],
         param_names=names,
@@ -317,12 +346,13 @@ def fit_global_design(
             row_scale[sl] = 1.0 / math.sqrt(dmap.weights[e])
         info.residuals = env_residuals(slices, row_scale, A, b, A_blocks, b_blocks, weights, theta)
     info.quadrature = _quadrature_check(
-        design, per_env, names, columns, dmap, snaps, lam, theta, report
+        design, per_env, names, columns, dmap, snaps, lam, solve_tikhonov(A, b, lam), report
     )
     if info.quadrature is not None:
         info.notes.append(_quadrature_note(info.quadrature, dmap))
     N = int(sum(s.n_samples for s in snaps))
     settings = {"m": int(n_features), "bandwidth": round(ell, 6), "lam": lam, "seed": seed}
+    settings["statistic"], settings["estimator"] = estimate.statistic, estimate.estimator
     if len(design.envs) > 1:
         settings["environments"] = len(design.envs)
     if design.has_time_course:
@@ -353,7 +383,8 @@ def env_record(env, n_samples, model):
 
 
 def _quadrature_check(design, per_env, names, columns, dmap, snaps, lam, theta, report):
-    """θ̂ with the trapezoid against θ̂ with the chosen order, in standard errors."""
+    """θ̂ with the trapezoid against θ̂ with the chosen order (both the Tikhonov solve of their
+    stacked systems, ``theta``), in standard errors."""
     if not any(p > 2 for p in dmap.orders.values()) or report.std_errors is None:
         return None
     dmap2 = design_map(design, per_env, names, columns, order=2)

@@ -24,8 +24,10 @@ from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, DEFAULT_BLOCKS, Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
-from ..solve.linear import solve_tikhonov, system_scale
+from ..solve.intervals import check_prior_scale
+from ..solve.linear import system_scale
 from ..solve.report import analyse
+from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
 from .result import FitResult
 
@@ -53,6 +55,9 @@ def fit_global(
     projection=True,
     n_starts=1,
     max_nfev=None,
+    statistic="u",
+    estimator=None,
+    prior_scale="ml",
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
     progress=None,
@@ -123,6 +128,24 @@ def fit_global(
         Gradient route: evaluations allowed per search (default: SciPy's, 100·n).  A search
         stopped by it is reported: ``FitResult.converged`` False, ``NOT CONVERGED`` in the
         summary and a :class:`~dynosed_sym.errors.ConvergenceWarning`.
+    statistic : {"u", "v"}
+        "u" (default): the unbiased U-statistic of the kernel Stein discrepancy — the pairs of
+        samples inside one noise block are dropped (they shrink the drift by O(1/N)), plus the
+        second-order bias term, both from the per-block sums (:mod:`dynosed_sym.solve.ustat`).
+        "v": the V-statistic ‖Aθ − b‖² of the reference paper; with the default ``estimator``
+        it reproduces earlier versions' estimates and intervals bit for bit.
+    estimator : {"resolved", "ridge"}, optional
+        "resolved" (default with ``statistic="u"``): no regularisation on the directions the
+        data resolve above their noise, nothing along the others; intervals include the bias
+        from what the data cannot separate (``prior_scale``) and parameters determined only
+        in combination are named with that combination (:mod:`dynosed_sym.solve.intervals`).
+        "ridge" (default with ``statistic="v"``): Tikhonov λ on every direction; its intervals
+        are the sandwich ones and do not include the regularisation bias.
+    prior_scale : "ml", float, array, dict or None
+        Scale τ of the parameters behind the honest intervals of the resolved estimator
+        (bias standard deviation τ·loading): "ml" (default) the maximum-likelihood scale of the
+        identified estimates; a number, or one per parameter, if you know their typical size;
+        None: no widening (variance-only intervals).
 
     <execution options>
 
@@ -153,6 +176,8 @@ def fit_global(
     n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
     if max_nfev is not None:
         max_nfev = arguments.integer(max_nfev, "max_nfev", minimum=1)
+    statistic, estimator = estimator_options(statistic, estimator)
+    prior_scale = check_prior_scale(prior_scale, model.param_names)
     cm = compile_model(model, ex.out_dir)
     gradient = solver == "gradient" or (solver is None and not cm.is_affine)
     start = starting_point(model, cm, theta0, gradient)
@@ -240,10 +265,46 @@ def fit_global(
     if N < 2:
         raise DataError(f"X: {N} sample(s); at least 2 are needed")
     system_scale(A, b, "global")
+    estimate, gn = None, None
     if not gradient:
-        theta = solve_tikhonov(A, b, lam)
-    report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
+        estimate = solve_system(
+            A,
+            b,
+            A_blocks,
+            b_blocks,
+            counts,
+            lam,
+            statistic=statistic,
+            estimator=estimator,
+            prior_scale=prior_scale,
+        )
+        theta = estimate.theta
+    elif (statistic, estimator) != ("v", "ridge"):
+        # re-linearise and solve the corrected system per step, from the V-statistic optimum
+        estimate, system, gn = corrected_gauss_newton(
+            prob.linearisation,
+            theta,
+            lam,
+            statistic=statistic,
+            estimator=estimator,
+            prior_scale=prior_scale,
+        )
+        A, b, A_blocks, b_blocks, counts = system
+        theta = estimate.theta
+    report = analyse(
+        A,
+        b,
+        theta,
+        lam,
+        model.param_names,
+        A_blocks,
+        b_blocks,
+        counts,
+        estimate=estimate,
+        prior_scale=prior_scale,
+    )
     info = {"m": int(n_features), "bandwidth": round(ell, 6), "lam": lam, "seed": seed}
+    info["statistic"], info["estimator"] = statistic, estimator
     if dlogp_dt is not None:
         info["dlogp_dt"] = "given"
     if gradient:
@@ -255,6 +316,9 @@ def fit_global(
             info["message"] = ginfo["message"]
         if ginfo["projected"]:
             info["projected"] = ",".join(ginfo["projected"])
+        if gn is not None:
+            info["gn_steps"] = gn["steps"]
+            info["gn_converged"] = gn["converged"]
     if source.streamed or use_dask:
         info["input"] = (
             source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
@@ -285,6 +349,7 @@ def _design(model, design, args):
             f"{unsupported[0]}= (designs need a drift affine in θ; a time course replaces "
             "dlogp_dt=)"
         )
+    statistic, estimator = estimator_options(args["statistic"], args["estimator"])
     bandwidth = args["bandwidth"]
     if isinstance(bandwidth, str):
         arguments.choice(bandwidth, "bandwidth", ("median",))
@@ -306,4 +371,7 @@ def _design(model, design, args):
         n_blocks=ex.n_blocks,
         chunk_rows=ex.chunk_rows,
         out_dir=ex.out_dir,
+        statistic=statistic,
+        estimator=estimator,
+        prior_scale=args["prior_scale"],
     )

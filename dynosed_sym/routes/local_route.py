@@ -52,14 +52,22 @@ from ..model.declaration import require_parameters
 from ..options import DEFAULT_BLOCKS, Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
-from ..solve.linear import solve_tikhonov, system_scale
+from ..solve.intervals import check_prior_scale
+from ..solve.linear import system_scale
 from ..solve.report import analyse
+from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
 from .probes import as_probes
 from .result import FitResult
 from .scores import ScoreEstimate, check_scores, make_estimator
 
 __all__ = ["fit_local", "local_system"]
+
+#: Default statistic of the local route (see fit_local's ``statistic``): the V-statistic.  The
+#: U-statistic's correction (the jackknife covariance of the rows) moves local estimates by far
+#: less than their error, which the score estimator's bias dominates, and widens their intervals
+#: (docs/uncertainty-honest.md); the resolved estimator and honest intervals are the default.
+LOCAL_STATISTIC = "v"
 
 #: Kernel widths 1/√T that must fit inside a ball for the kernel estimators (warning otherwise).
 KERNEL_WIDTHS = 3.0
@@ -123,6 +131,9 @@ def fit_local(
     n_starts=1,
     max_nfev=None,
     seed=0,
+    statistic=LOCAL_STATISTIC,
+    estimator="resolved",
+    prior_scale="ml",
     n_blocks=DEFAULT_BLOCKS,
     chunk_rows=None,
     progress=None,
@@ -200,6 +211,16 @@ def fit_local(
         summary and a :class:`~dynosed_sym.errors.ConvergenceWarning`.
     seed : int
         Seeds the perturbed starts of the gradient route (the scores do not use randomness).
+    statistic : {"v", "u"}
+        As :func:`dynosed_sym.fit_global`, with the jackknife pseudo-values as the noise blocks:
+        "u" subtracts their covariance from the Gram matrix (errors in variables).  Default "v"
+        (``LOCAL_STATISTIC``: measured, the correction does not help here).
+    estimator : {"resolved", "ridge"}
+        "resolved" (default): no ridge on the resolved directions, intervals widened by the bias
+        from unresolved ones, estimable combinations named (as :func:`dynosed_sym.fit_global`);
+        ``statistic="v", estimator="ridge"`` reproduces earlier versions bit for bit.
+    prior_scale : "ml", float, array, dict or None
+        As :func:`dynosed_sym.fit_global`.
     <execution options>
         (For the local route ``n_blocks`` counts the blocks of its delete-one-block jackknife; 0
         or 1: no noise estimate.)
@@ -290,6 +311,8 @@ def _fit_local_single(
     """:func:`fit_local` on one snapshot (its docstring lists the arguments)."""
     require_parameters(model)
     lam = arguments.number(lam, "lam", nonnegative=True)
+    statistic, solve_as = estimator_options(statistic, estimator)
+    prior_scale = check_prior_scale(prior_scale, model.param_names)
     ex = Execution.resolve(
         n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir, min_blocks=0
     )
@@ -396,6 +419,26 @@ def _fit_local_single(
     if B:
         S_all = np.concatenate([S_all, est.score_blocks])
         J_all = np.concatenate([J_all, est.jacobian_blocks])
+    notes = []
+    if kmeans and not kmeans["converged"]:
+        notes.append(
+            f"note: the k-means placement of the probes stopped after {kmeans['iterations']} "
+            "iterations without converging (valid probes, but not k-means centres)"
+        )
+
+    def pseudo(A_all, b_all):
+        """Full-data system and its jackknife pseudo-values as noise blocks (module docstring)."""
+        A, b = A_all[0], b_all[0]
+        if not B:
+            return A, b, None, None, None
+        Ab, bb = A_all[1:], b_all[1:]
+        if not (np.isfinite(Ab).all() and np.isfinite(bb).all()):
+            return A, b, None, None, None
+        pa = B * A[None] - (B - 1) * Ab
+        pb = B * b[None] - (B - 1) * bb
+        return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
+
+    estimate = None
     if gradient:
         # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
         # for the full-data scores and each delete-one-block replicate (jackknife below).
@@ -403,9 +446,19 @@ def _fit_local_single(
         theta, ginfo = fit_gradient(
             prob, lam, start, projection=projection, n_starts=n_starts, seed=seed, max_nfev=max_nfev
         )
-        A_all, b_all = prob.linearisation(theta)
-        A, b = A_all[0], b_all[0]
-        system_scale(A, b, "local")
+        system = pseudo(*prob.linearisation(theta))
+        system_scale(system[0], system[1], "local")
+        if (statistic, solve_as) != ("v", "ridge") and system[2] is not None:
+            estimate, system, gn = corrected_gauss_newton(
+                lambda th: pseudo(*prob.linearisation(th)),
+                theta,
+                lam,
+                statistic=statistic,
+                estimator=solve_as,
+                prior_scale=prior_scale,
+            )
+            theta = estimate.theta
+            info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
         info["solver"] = "gradient"
         info["nfev"] = ginfo["nfev"]
         info["converged"] = ginfo["converged"]
@@ -425,32 +478,35 @@ def _fit_local_single(
             )
         A_all = A_all.reshape(B + 1, M, model.n) * scale
         b_all = b_all.reshape(B + 1, M) * scale
-        A, b = A_all[0], b_all[0]
-        system_scale(A, b, "local")
-        theta = solve_tikhonov(A, b, lam)
-    A_blocks = b_blocks = counts = None
-    notes = []
-    if kmeans and not kmeans["converged"]:
-        notes.append(
-            f"note: the k-means placement of the probes stopped after {kmeans['iterations']} "
-            "iterations without converging (valid probes, but not k-means centres)"
+        system_scale(A_all[0], b_all[0], "local")
+        system = pseudo(A_all, b_all)
+        estimate = solve_system(
+            *system, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
         )
-    if B:
-        Ab, bb = A_all[1:], b_all[1:]
-        if np.isfinite(Ab).all() and np.isfinite(bb).all():
-            # jackknife pseudo-values, centred on the full-data system (module docstring)
-            pa = B * A[None] - (B - 1) * Ab
-            pb = B * b[None] - (B - 1) * bb
-            A_blocks = pa - pa.mean(axis=0) + A[None]
-            b_blocks = pb - pb.mean(axis=0) + b[None]
-            counts = np.ones(B)
-            info["blocks"] = B
-        else:
-            notes.append(
-                "note: a delete-one-block score estimate was not finite (too little data "
-                "near a probe without one block); no noise estimate"
-            )
-    report = analyse(A, b, theta, lam, model.param_names, A_blocks, b_blocks, counts)
+        theta = estimate.theta
+    A, b, A_blocks, b_blocks, counts = system
+    if A_blocks is not None:
+        info["blocks"] = B
+    elif B:
+        notes.append(
+            "note: a delete-one-block score estimate was not finite (too little data "
+            "near a probe without one block); no noise estimate"
+        )
+    info["statistic"], info["estimator"] = (
+        ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
+    )
+    report = analyse(
+        A,
+        b,
+        theta,
+        lam,
+        model.param_names,
+        A_blocks,
+        b_blocks,
+        counts,
+        estimate=estimate,
+        prior_scale=prior_scale,
+    )
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)

@@ -82,21 +82,31 @@ class FitResult:
         level : float, optional
             Coverage (default: the report's, 0.95).
         method : {"sandwich", "bootstrap"}
-            Student-t intervals from the sandwich covariance, or block-bootstrap percentiles
-            (computed with 200 replicates if :meth:`bootstrap` was not called).
+            Student-t intervals from the sandwich covariance (with the resolved estimator:
+            ``θ̂ ± t·√(se² + bias_sd²)``, the honest intervals of ``report.ci``), or
+            block-bootstrap percentiles (computed with 200 replicates if :meth:`bootstrap` was
+            not called).
         """
         rep = self.report
         level = rep.ci_level if level is None else float(level)
         if method == "sandwich":
             if rep.std_errors is None:
                 raise DynosedError("this fit has no noise blocks, hence no standard errors")
-            return confidence_intervals(self.theta, rep.std_errors, level, rep.dof)
+            return confidence_intervals(self.theta, self._total_sd(), level, rep.dof)
         if method == "bootstrap":
             res = rep.bootstrap_result
             if res is None or res.level != level:
                 res = rep.bootstrap(level=level)
             return res.ci
         raise DynosedError(f"method must be 'sandwich' or 'bootstrap', got {method!r}")
+
+    def _total_sd(self):
+        """(n,) √(se² + bias_sd²): the honest intervals' scale (the sandwich se for the ridge)."""
+        rep = self.report
+        se = np.asarray(rep.std_errors, dtype=float)
+        if rep.bias_sd is None or rep.estimator != "resolved":
+            return se
+        return np.sqrt(se**2 + np.asarray(rep.bias_sd, dtype=float) ** 2)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
         """Block bootstrap reusing the per-block partial sums (no new pass over the data).
@@ -107,8 +117,10 @@ class FitResult:
         return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
 
     def summary(self, truth=None, bootstrap=None) -> str:
-        """A readable table: estimate, standard error, confidence interval, freeness,
-        identifiability, then rank, consistency and the misspecification test.
+        """A readable table: estimate, standard error, bias standard deviation, confidence
+        interval, loading on unresolved directions, freeness, identifiability (yes, no, or only in
+        combination), then rank, the estimable combinations, consistency and the
+        misspecification test.
 
         Parameters
         ----------
@@ -126,13 +138,17 @@ class FitResult:
             rep.bootstrap()
         boot = rep.bootstrap_result if bootstrap is not False else None
         has_se = rep.std_errors is not None
+        honest = has_se and rep.loading is not None
+        widened = honest and rep.estimator == "resolved"
         pct = f"{100 * rep.ci_level:g}% CI"
         w = max(9, max(len(nm) for nm in names))
         head = f"{'parameter':<{w}}  {'estimate':>12}" + (
             f"  {'truth':>10}" if tv is not None else ""
         )
         if has_se:
-            head += f"  {'std.err':>9}  {pct:^23}"
+            head += f"  {'std.err':>9}" + (f"  {'bias.sd':>9}" if widened else "") + f"  {pct:^23}"
+        if honest:
+            head += f"  {'loading':>7}"
         if boot is not None:
             head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
         head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
@@ -157,11 +173,16 @@ class FitResult:
             if tv is not None:
                 row += f"  {tv[k]:>10.4g}"
             if has_se:
-                row += f"  {rep.std_errors[k]:>9.3g}  " + interval(*rep.ci[k])
+                row += f"  {rep.std_errors[k]:>9.3g}"
+                row += (
+                    (f"  {rep.bias_sd[k]:>9.3g}" if widened else "") + "  " + interval(*rep.ci[k])
+                )
+            if honest:
+                row += f"  {rep.loading[k]:>7.3f}"
             if boot is not None:
                 row += f"  {boot.se[k]:>9.3g}  " + interval(*boot.ci[k])
             row += f"  {rep.freeness[k]:>10.3g}  {rep.freeness_normalised[k]:>10.3g}  "
-            row += "no" if nm in free else "yes"
+            row += _IDENTIFIABLE.get(rep.status[k]) if honest else ("no" if nm in free else "yes")
             lines.append(row)
         if has_se:
             groups = f" in {rep.n_groups} independent groups" if rep.n_groups > 1 else ""
@@ -174,6 +195,8 @@ class FitResult:
                     else ""
                 )
             )
+        if honest:
+            lines.extend(_resolution_notes(rep, widened))
         lines.append("")
         lines.append(str(rep))
         if self.design is not None:
@@ -196,15 +219,30 @@ class FitResult:
         cols["freeness"] = np.asarray(rep.freeness, dtype=float).copy()
         cols["freeness_normalised"] = np.asarray(rep.freeness_normalised, dtype=float).copy()
         cols["identifiable"] = np.array([nm not in free for nm in self.param_names])
+        honest = rep.loading is not None
+        cols["loading"] = np.asarray(rep.loading, dtype=float).copy() if honest else nan.copy()
+        cols["bias_sd"] = np.asarray(rep.bias_sd, dtype=float).copy() if honest else nan.copy()
+        cols["status"] = np.array(rep.status if honest else ["" for _ in range(n)], dtype=object)
+        cols["combination"] = np.array(rep.combinations if honest else [None] * n, dtype=object)
+        c_ci = rep.combination_ci if honest else np.column_stack([nan, nan])
+        cols["combination_estimate"] = (
+            np.asarray(rep.combination_estimate, dtype=float).copy() if honest else nan.copy()
+        )
+        cols["combination_low"], cols["combination_high"] = c_ci[:, 0].copy(), c_ci[:, 1].copy()
         return cols
 
     def to_dataframe(self, truth=None):
         """One row per parameter (index: parameter names).
 
         Columns: ``estimate`` (``truth`` when given), ``std_error``, ``ci_low``, ``ci_high`` (at
-        ``report.ci_level``; NaN without noise blocks, ±inf when not identifiable), ``freeness``
-        diag(H_λ⁻¹), ``freeness_normalised`` λ·diag(H_λ⁻¹) and ``identifiable`` (bool);
-        ``df.attrs["converged"]`` is :attr:`converged`.  Needs pandas.
+        ``report.ci_level``; NaN without noise blocks, ±inf when not identifiable; with the
+        resolved estimator they include ``bias_sd``), ``freeness`` diag(H_λ⁻¹),
+        ``freeness_normalised`` λ·diag(H_λ⁻¹), ``identifiable`` (bool), ``loading`` (on the
+        unresolved directions), ``bias_sd`` (τ·loading), ``status`` ("identified", "only in
+        combination", "not identifiable"), ``combination`` (the estimable combination of a
+        parameter determined only in combination, else None) with ``combination_estimate``,
+        ``combination_low``, ``combination_high``; ``df.attrs["converged"]`` is
+        :attr:`converged`.  Needs pandas.
         """
         try:
             import pandas as pd
@@ -225,16 +263,21 @@ class FitResult:
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, ci_level, lam,
-        singular_values, null_space, free_params, notes); for a design also ``design``
-        (environments with their inputs, sizes and times, per-environment residuals, the
-        quadrature check).
+        singular_values, null_space, free_params, notes, statistic, estimator, prior_scale,
+        prior_scale_method); for a design also ``design`` (environments with their inputs,
+        sizes and times, per-environment residuals, the quadrature check).
         """
         cols = self._param_columns(truth)
         params = []
         for k, nm in enumerate(self.param_names):
             rec = {"name": nm}
             for key, vals in cols.items():
-                rec[key] = bool(vals[k]) if key == "identifiable" else float(vals[k])
+                if key == "identifiable":
+                    rec[key] = bool(vals[k])
+                elif key in ("status", "combination"):
+                    rec[key] = vals[k]
+                else:
+                    rec[key] = float(vals[k])
             params.append(rec)
         rep = self.report
         out = {
@@ -261,6 +304,10 @@ class FitResult:
                 "null_space": list(rep.null_space),
                 "free_params": list(rep.free_params),
                 "notes": list(rep.notes),
+                "statistic": rep.statistic,
+                "estimator": rep.estimator,
+                "prior_scale": plain(rep.prior_scale),
+                "prior_scale_method": rep.prior_scale_method,
             },
         }
         if self.design is not None:
@@ -284,6 +331,44 @@ class FitResult:
         more = ", ..." if n > 6 else ""
         flag = "" if self.converged else ", NOT CONVERGED"
         return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{n}{flag})"
+
+
+_IDENTIFIABLE = {
+    "identified": "yes",
+    "only in combination": "only in combination",
+    "not identifiable": "no",
+}
+
+
+def _resolution_notes(rep, widened):
+    """Footnote lines of the summary on loadings, bias.sd and τ."""
+    if not np.any(np.asarray(rep.loading) > 0):
+        return ["loading, bias.sd: 0 — every direction is resolved above its noise"]
+    out = [
+        "loading: norm of the parameter's projection on the unresolved directions "
+        "(≥ 0.5: not identifiable)"
+    ]
+    if not widened:
+        out.append(
+            f"{rep.estimator} estimator: its intervals do not include the regularisation bias; "
+            "estimator='resolved' gives intervals that do"
+        )
+        return out
+    if rep.prior_scale_method is None:
+        out.append("bias.sd: not included (prior_scale=None): intervals are variance only")
+        return out
+    tau = rep.prior_scale
+    how = (
+        "maximum-likelihood scale of the identified estimates"
+        if rep.prior_scale_method == "ml"
+        else "given prior_scale"
+    )
+    tau_text = f"{tau:.3g}" if np.ndim(tau) == 0 else "per parameter"
+    out.append(
+        f"bias.sd = τ·(loading): the bias from directions the data cannot separate, τ = {tau_text} "
+        f"({how}); intervals θ̂ ± t·√(std.err² + bias.sd²)"
+    )
+    return out
 
 
 def plain(obj):

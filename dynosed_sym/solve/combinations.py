@@ -3,7 +3,9 @@
 * :func:`format_combination` — a numerical direction (unit vector, largest entry positive);
 * :func:`exact_combination` — an exact (rational / algebraic) direction, largest coefficient 1;
 * :func:`short_combination` — only the largest entries of a long direction, with a count of the
-  rest.
+  rest;
+* :func:`estimable_combination` — row j of a resolution matrix as ``θ_j + Σ c_k·θ_k``
+  (coefficient 1 on θ_j).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-__all__ = ["format_combination", "exact_combination", "short_combination"]
+__all__ = ["format_combination", "exact_combination", "short_combination", "estimable_combination"]
 
 
 def format_combination(vec, names, tol=1e-3):
@@ -72,4 +74,18 @@ def short_combination(vec, names, tol=0.05, max_terms=6):
     text = " ".join(f"{'−' if vec[k] < 0 else '+'} {abs(vec[k]):.3g}·{names[k]}" for k in keep)
     text = text[2:] if text.startswith("+ ") else text
     hidden = int(np.sum(np.abs(vec) >= 1e-3)) - len(keep)
+    return text + (f" + … ({hidden} smaller terms)" if hidden > 0 else "")
+
+
+def estimable_combination(row, names, j, tol=1e-3, max_terms=6):
+    """``W[1,5] − 0.0142·W[1,4] + 0.0048·W[1,6]``: row j of a resolution matrix normalised to
+    coefficient 1 on parameter j, its other terms by decreasing size (at most ``max_terms``, none
+    below ``tol``; the number left out is appended)."""
+    c = np.asarray(row, dtype=float) / float(row[j])
+    order = [k for k in np.argsort(-np.abs(c), kind="stable") if k != j and abs(c[k]) >= tol]
+    shown = order[:max_terms]
+    text = names[j] + "".join(
+        f" {'−' if c[k] < 0 else '+'} {abs(c[k]):.3g}·{names[k]}" for k in shown
+    )
+    hidden = int(np.sum((np.abs(c) >= 1e-8) & (np.arange(c.size) != j))) - len(shown)
     return text + (f" + … ({hidden} smaller terms)" if hidden > 0 else "")

@@ -37,8 +37,11 @@ import numpy as np
 
 from ..errors import DynosedError
 from .combinations import format_combination
+from .directions import RANK_THRESHOLD, col_se, singular_directions
+from .intervals import COMBINATION, FREE_PROJECTION, check_prior_scale, honest_intervals
 from .misspecification import TailProbability
-from .uncertainty import analyse_uncertainty, block_bootstrap
+from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
+from .ustat import solve_system
 
 __all__ = [
     "IdentifiabilityReport",
@@ -50,13 +53,7 @@ __all__ = [
 ]
 
 
-RANK_THRESHOLD = 3.0
-
-
 CONSISTENCY_THRESHOLD = 3.0
-
-
-FREE_PROJECTION = 0.5
 
 
 KEEP_BLOCKS_BYTES = 256 * 2**20  # per-block means kept for the bootstrap up to this size
@@ -91,6 +88,7 @@ class IdentifiabilityReport:
         ``λ · diag(H_λ⁻¹)`` in (0, 1] (for λ = 0: 1 for an exactly unconstrained
         parameter, else 0).
     residual_norm, residual_noise, residual_ratio : float
+        At the resolved estimate (``Estimate.theta_resolved``; θ̂ itself for the ridge).
     lam : float
     std_errors : (n,) array or None
         Sandwich standard errors of θ̂ (inf for ``free_params``); None without noise blocks.
@@ -122,6 +120,23 @@ class IdentifiabilityReport:
         Independent groups of blocks (1, or the snapshots of a design).
     bootstrap_result : BootstrapResult or None
         Set by :meth:`bootstrap`.
+    statistic, estimator : str
+        How θ̂ was computed (:mod:`.ustat`): ``"u"``/``"v"`` and ``"resolved"``/``"ridge"``.
+    second_order : (n,) array or None
+        The second-order bias b̂₂ subtracted from θ̂ (U-statistic).
+    loading : (n,) array or None
+        Each parameter's loading ρ_j on the unresolved directions (:mod:`.intervals`).
+    bias_sd : (n,) array or None
+        Standard deviation τρ_j of the resolution bias, included in ``ci``.
+    prior_scale : float, (n,) array or None
+        τ; ``prior_scale_method`` says how it was chosen ("ml", "given", None).
+    status : list of str or None
+        Per parameter: "identified", "only in combination" or "not identifiable".
+    combinations : list of (str or None)
+        The estimable combination of each parameter determined only in combination, with its
+        estimate ``combination_estimate`` (n,) and interval ``combination_ci`` (n, 2).
+    resolution : (n, n) array or None
+        The resolution matrix Q = V_RV_Rᵀ.
     """
 
     param_names: list
@@ -155,8 +170,21 @@ class IdentifiabilityReport:
     dof: int = 0
     n_groups: int = 1
     bootstrap_result: object = None
+    statistic: str = "v"
+    estimator: str = "ridge"
+    second_order: np.ndarray | None = None
+    loading: np.ndarray | None = None
+    bias_sd: np.ndarray | None = None
+    prior_scale: object = None
+    prior_scale_method: str | None = None
+    status: list | None = None
+    combinations: list | None = None
+    combination_estimate: np.ndarray | None = None
+    combination_ci: np.ndarray | None = None
+    resolution: np.ndarray | None = None
     _blocks: tuple | None = field(default=None, repr=False)
     _grouping: object = field(default=None, repr=False)
+    _solve: object = field(default=None, repr=False)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
         """Block bootstrap of θ̂ from the kept per-block means
@@ -179,8 +207,25 @@ class IdentifiabilityReport:
             seed=seed,
             level=self.ci_level if level is None else level,
             grouping=self._grouping,
+            solve=self._solve,
         )
         return self.bootstrap_result
+
+    def combination_lines(self):
+        """Lines naming each parameter determined only in combination, with its interval."""
+        if not self.status:
+            return []
+        pct = f"{100 * self.ci_level:g}%"
+        out = []
+        for j, st in enumerate(self.status):
+            if st == COMBINATION:
+                lo, hi = self.combination_ci[j]
+                out.append(
+                    f"  {self.param_names[j]} is determined only in combination: "
+                    f"{self.combinations[j]} = {self.combination_estimate[j]:.4g}, {pct} CI "
+                    f"[{lo:.4g}, {hi:.4g}]"
+                )
+        return out
 
     def __str__(self):
         lines = [
@@ -189,6 +234,7 @@ class IdentifiabilityReport:
         ]
         for combo in self.null_space:
             lines.append(f"  unresolved combination: {combo}")
+        lines.extend(self.combination_lines())
         if self.residual_ratio is not None:
             lines.append(
                 f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
@@ -226,32 +272,36 @@ def analyse(
     rank_threshold=RANK_THRESHOLD,
     consistency_threshold=CONSISTENCY_THRESHOLD,
     grouping=None,
+    *,
+    estimate=None,
+    prior_scale="ml",
 ):
     """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``.
 
     ``grouping`` (:class:`~dynosed_sym.solve.uncertainty.Grouping`): the blocks are the
     pseudo-blocks of a design's independent groups (degrees of freedom, bootstrap).
+    ``estimate``: the :class:`~dynosed_sym.solve.ustat.Estimate` behind ``theta`` (its bread
+    enters the sandwich, its Tikhonov solution the misspecification test); None: the Tikhonov
+    solve.  ``prior_scale``: τ of the honest intervals of the resolved estimator
+    (:mod:`.intervals`).
     """
     m, n = A.shape
-    _, s, Vt = (
-        np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
-    )
-    s_full = np.zeros(n)
-    s_full[: s.size] = s
-    V = Vt.T
-    floor = np.finfo(float).eps * max(m, n) * (s_full[0] if n else 0.0)
-    resolved = s_full > floor
+    if counts is not None:
+        counts = np.asarray(counts, dtype=float)
+    dirs = singular_directions(A, A_blocks, counts, rank_threshold)
+    s_full, V, sing_noise, resolved = dirs
     notes = []
-    sing_noise = None
-    res = A @ theta - b
+    # the residual, sandwich and intervals describe the resolved estimate (the parameters that
+    # are not identifiable may carry other point estimates, :func:`.intervals.fill_free`)
+    if estimate is not None and estimate.theta_resolved is not None:
+        theta_fit = estimate.theta_resolved
+    else:
+        theta_fit = theta
+    res = A @ theta_fit - b
     res_norm = float(np.linalg.norm(res))
     res_noise = res_ratio = None
-    if A_blocks is not None and len(A_blocks) >= 2:
-        counts = np.asarray(counts, dtype=float)
-        AV_blocks = A_blocks @ V  # (B, m, n)
-        sing_noise = np.linalg.norm(col_se(AV_blocks, A @ V, counts), axis=0)
-        resolved &= s_full > rank_threshold * sing_noise
-        r_blocks = (A_blocks @ theta - b_blocks)[..., None]
+    if sing_noise is not None:
+        r_blocks = (A_blocks @ theta_fit - b_blocks)[..., None]
         res_noise = float(np.linalg.norm(col_se(r_blocks, res[:, None], counts)))
         res_ratio = res_norm / res_noise if res_noise > 0 else np.inf
     else:
@@ -289,14 +339,23 @@ def analyse(
         lam=float(lam),
         notes=notes,
     )
+    if estimate is not None:
+        rep.statistic, rep.estimator = estimate.statistic, estimate.estimator
+        rep.second_order = estimate.second_order
+        notes.extend(estimate.notes)
     if sing_noise is not None:
-        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping)
+        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate)
+        _attach_resolution(rep, theta, V, resolved, prior_scale)
     return rep
 
 
-def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping=None):
+def _attach_uncertainty(
+    rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping=None, estimate=None
+):
     """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
     free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
+    if estimate is not None and estimate.theta_resolved is not None:
+        theta = estimate.theta_resolved  # see analyse
     try:
         u = analyse_uncertainty(
             A,
@@ -310,6 +369,8 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, group
             level=rep.ci_level,
             rank=rep.rank,
             dof=None if grouping is None else grouping.dof,
+            Hinv=None if estimate is None else estimate.bread,
+            theta_test=None if estimate is None else estimate.theta_tikhonov,
         )
     except (np.linalg.LinAlgError, DynosedError) as exc:
         rep.notes.append(f"note: no standard errors ({exc})")
@@ -324,11 +385,56 @@ def _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, group
     rep._grouping = grouping
     if np.asarray(A_blocks).nbytes <= KEEP_BLOCKS_BYTES:
         rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
+        if estimate is not None and (rep.statistic, rep.estimator) != ("v", "ridge"):
+            rep._solve = _bootstrap_solver(rep, estimate)
 
 
-def col_se(blocks, mean, counts):
-    """Per-entry standard errors (m, k) of ``mean`` from per-block means (B, m, k)."""
-    B = blocks.shape[0]
-    w = counts / counts.sum()
-    dev = blocks - mean[None]
-    return np.sqrt(np.einsum("b,bmk->mk", w, dev * dev) / (B - 1))
+def _bootstrap_solver(rep, estimate):
+    """The estimator of the fit for the block bootstrap: the correction recomputed from the drawn
+    blocks; the resolved estimator keeps the fit's resolved subspace."""
+    subspace = estimate.subspace if estimate.estimator == "resolved" else None
+
+    def solve(A, b, A_blocks, b_blocks, counts):
+        return solve_system(
+            A,
+            b,
+            A_blocks,
+            b_blocks,
+            counts,
+            rep.lam,
+            statistic=estimate.statistic,
+            estimator=estimate.estimator,
+            subspace=subspace,
+            tikhonov=False,
+        ).theta
+
+    return solve
+
+
+def _attach_resolution(rep, theta, V, resolved, prior_scale):
+    """Loadings on unresolved directions, honest intervals and estimable combinations
+    (:mod:`.intervals`); the resolved estimator's intervals include the resolution bias."""
+    if rep.std_errors is None:
+        return
+    res = honest_intervals(
+        theta,
+        rep.std_errors,
+        V,
+        resolved,
+        rep.param_names,
+        level=rep.ci_level,
+        dof=rep.dof,
+        prior_scale=check_prior_scale(prior_scale, rep.param_names),
+        widen=rep.estimator == "resolved",
+        t_quantile=t_quantile,
+    )
+    rep.loading, rep.bias_sd, rep.resolution = res.loading, res.bias_sd, res.resolution
+    rep.prior_scale, rep.prior_scale_method = res.prior_scale, res.prior_scale_method
+    rep.status, rep.combinations = res.status, res.combinations
+    rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
+    if rep.estimator == "resolved":
+        rep.ci = res.ci
+    if res.prior_scale_converged is False:
+        rep.notes.append(
+            "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"
+        )

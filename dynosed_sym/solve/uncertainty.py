@@ -155,7 +155,15 @@ class Grouping:
 
 
 def block_bootstrap(
-    A_blocks, b_blocks, counts, lam, n_boot=200, seed=0, level=DEFAULT_LEVEL, grouping=None
+    A_blocks,
+    b_blocks,
+    counts,
+    lam,
+    n_boot=200,
+    seed=0,
+    level=DEFAULT_LEVEL,
+    grouping=None,
+    solve=None,
 ):
     """Block bootstrap of the Tikhonov solution reusing the per-block means (module docstring).
 
@@ -170,6 +178,10 @@ def block_bootstrap(
     grouping : Grouping, optional
         Pseudo-blocks of a design: blocks are resampled within each group, and a group's
         resampled mean enters the stacked system with its deviation scaled back by 1/κ_g.
+    solve : callable, optional
+        ``solve(A*, b*, A_blocks*, b_blocks*, counts*) -> θ*`` for another estimator (the
+        U-statistic ones, :mod:`.ustat`, recompute their correction from the drawn blocks);
+        default the Tikhonov solve.
 
     Returns
     -------
@@ -187,7 +199,10 @@ def block_bootstrap(
             w = mult / mult.sum()
             A_s = np.tensordot(w, A_blocks, axes=1)
             b_s = w @ b_blocks
-            thetas[k] = solve_tikhonov(A_s, b_s, lam)
+            if solve is None:
+                thetas[k] = solve_tikhonov(A_s, b_s, lam)
+            else:
+                thetas[k] = solve(A_s, b_s, A_blocks[idx], b_blocks[idx], counts[idx])
     else:
         w0 = counts / counts.sum()
         A = np.tensordot(w0, A_blocks, axes=1)
@@ -195,14 +210,20 @@ def block_bootstrap(
         members = [np.flatnonzero(grouping.ids == g) for g in range(grouping.n_groups)]
         for k in range(int(n_boot)):
             coef = np.zeros(B)
+            drawn = []
             for g, idx in enumerate(members):
                 mult = np.bincount(rng.integers(0, idx.size, idx.size), minlength=idx.size)
                 wg = mult * counts[idx]
                 coef[idx] = wg / wg.sum() / grouping.kappa[g]
+                drawn.append(np.repeat(idx, mult))
             # A* = A + Σ_g (1/κ_g) Σ_j w*_gj (A_gj − A): each group's resampled mean deviation
             A_s = A + np.tensordot(coef, A_blocks, axes=1) - coef.sum() * A
             b_s = b + coef @ b_blocks - coef.sum() * b
-            thetas[k] = solve_tikhonov(A_s, b_s, lam)
+            if solve is None:
+                thetas[k] = solve_tikhonov(A_s, b_s, lam)
+            else:  # the drawn pseudo-blocks carry the estimator's block correction
+                idx = np.concatenate(drawn)
+                thetas[k] = solve(A_s, b_s, A_blocks[idx], b_blocks[idx], counts[idx])
     alpha = (1.0 - level) / 2.0
     ci = np.quantile(thetas, [alpha, 1.0 - alpha], axis=0).T
     return BootstrapResult(
@@ -258,20 +279,26 @@ def analyse_uncertainty(
     level=DEFAULT_LEVEL,
     rank=None,
     dof=None,
+    Hinv=None,
+    theta_test=None,
 ) -> Uncertainty:
     """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`).
 
     ``dof``: degrees of freedom of the noise estimate (default B − 1; a design's grouped
-    pseudo-blocks: :attr:`Grouping.dof`).
+    pseudo-blocks: :attr:`Grouping.dof`).  ``Hinv``: the bread of the estimator (default
+    ``H_λ⁻¹``, the Tikhonov solve's; the U-statistic and resolved estimators pass theirs,
+    :mod:`.ustat`).  ``theta_test``: where the misspecification test is taken (default θ̂;
+    :mod:`.ustat` passes the Tikhonov solution).
     """
-    Hinv = hinv(A, lam)
+    Hinv = hinv(A, lam) if Hinv is None else Hinv
     cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     if free_mask is not None:
         se = np.where(free_mask, np.inf, se)
     dof = int(np.asarray(counts).size - 1) if dof is None else int(dof)
     ci = confidence_intervals(theta, se, level, dof)
-    stat, p, h = misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank, dof)
+    theta_test = theta if theta_test is None else theta_test
+    stat, p, h = misspecification_test(A, b, theta_test, lam, A_blocks, b_blocks, counts, rank, dof)
     return Uncertainty(
         covariance=cov,
         se=se,

@@ -67,6 +67,26 @@ def test_check_nominal_override_and_rel_error(runner, project_root):
     assert "N for ±5%" in res.output and "0.8" in res.output
 
 
+def test_check_reports_status_bias_and_combinations(runner, project_root):
+    """All-free OU whose null direction loads on every entry: the design check names the entries
+    determined only in combination and includes their bias in the predicted widths."""
+    import json
+
+    args = ["check", _model(project_root, "ou2d"), "-N", "4000"]
+    for item in ("M11=-1", "M12=1", "M21=0", "M22=-2"):
+        args += ["--nominal", item]
+    res = runner.invoke(main, args + ["--json"])
+    assert res.exit_code == 0, res.output
+    params = json.loads(res.output)["parameters"]
+    assert params[1]["status"] == "not identifiable" and params[1]["n_required"] is None
+    flagged = [p for p in params if p["status"] == "only in combination"]
+    assert flagged and all(p["bias_sd_at_n"] > 0 and p["combination"] for p in flagged)
+    text = runner.invoke(main, args).output
+    for p in flagged:
+        assert f"{p['name']} is determined only in combination" in text
+    assert "bias.sd" in text
+
+
 def test_check_errors(runner, project_root, tmp_path):
     res = runner.invoke(main, ["check", _model(project_root, "lorenz"), "--nominal", "nope=1"])
     assert res.exit_code == 2 and "not a parameter" in res.output
@@ -406,6 +426,50 @@ def test_fit_usage_errors_exit_2(runner, project_root, tmp_path):
     assert res.exit_code == 2 and "--seed" in res.output, res.output
     res = runner.invoke(main, ["check", ou, "--seed", "-1"])
     assert res.exit_code == 2 and "--seed" in res.output, res.output
+    for bad in ("mle", "-1", "nan"):
+        res = runner.invoke(main, ["fit", ou, str(csv), "--prior-scale", bad])
+        assert res.exit_code == 2 and "--prior-scale" in res.output, res.output
+    res = runner.invoke(main, ["fit", ou, str(csv), "--statistic", "w"])
+    assert res.exit_code == 2 and "--statistic" in res.output, res.output
+
+
+def test_fit_statistic_estimator_prior_scale_options(runner, project_root, tmp_path, ou_samples):
+    """--statistic/--estimator/--prior-scale reach the library; the text shows bias.sd, loading
+    and the estimable combinations, the JSON their per-parameter records."""
+    import json
+
+    import numpy as np
+
+    import dynosed_sym as ds
+
+    M = np.array([[-1.0, 1.0], [0.0, -2.0]])  # the null direction loads on every entry
+    X = ou_samples(M, 1.0, 20_000, 3)
+    data = tmp_path / "ou.npy"
+    np.save(data, X)
+    ou = _model(project_root, "ou2d")
+    model = ds.load_model(ou)
+    res = runner.invoke(main, ["fit", ou, str(data), "--json"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.output)
+    ref = ds.fit_global(model, X)
+    np.testing.assert_array_equal([p["estimate"] for p in rec["parameters"]], ref.theta)
+    assert [p["status"] for p in rec["parameters"]] == ref.report.status
+    assert "only in combination" in ref.report.status
+    np.testing.assert_allclose([p["bias_sd"] for p in rec["parameters"]], ref.report.bias_sd)
+    res = runner.invoke(main, ["fit", ou, str(data)])
+    assert "bias.sd" in res.output and "is determined only in combination" in res.output
+    res = runner.invoke(
+        main, ["fit", ou, str(data), "--statistic", "v", "--prior-scale", "none", "--json"]
+    )
+    rec = json.loads(res.output)
+    ref = ds.fit_global(model, X, statistic="v", prior_scale=None)
+    np.testing.assert_array_equal([p["estimate"] for p in rec["parameters"]], ref.theta)
+    assert rec["report"]["statistic"] == "v" and rec["report"]["estimator"] == "ridge"
+    res = runner.invoke(
+        main, ["fit", ou, str(data), "--estimator", "resolved", "--prior-scale", "2", "--json"]
+    )
+    rec = json.loads(res.output)
+    assert rec["report"]["prior_scale"] == 2.0 and rec["report"]["prior_scale_method"] == "given"
 
 
 def test_fit_show_nominal_loads_the_model_once(runner, project_root, tmp_path, monkeypatch):

@@ -225,7 +225,9 @@ def test_fit_report_quantities(lorenz_fit):
     np.testing.assert_allclose(rep.freeness, np.diag(np.linalg.inv(H)), rtol=1e-9)
     np.testing.assert_allclose(rep.freeness_normalised, lam * rep.freeness, rtol=1e-12)
     assert np.all((rep.freeness_normalised > 0) & (rep.freeness_normalised <= 1))
-    np.testing.assert_allclose(fit.theta, np.linalg.solve(H, A.T @ b), rtol=1e-9)
+    # statistic="v" is the Tikhonov solve (the default: tests/solve/test_ustat.py)
+    v = ds.fit_global(m, X, seed=0, statistic="v")
+    np.testing.assert_allclose(v.theta, np.linalg.solve(H, A.T @ b), rtol=1e-9)
     np.testing.assert_allclose(rep.residual_norm, np.linalg.norm(A @ fit.theta - b), rtol=1e-12)
     assert rep.singular_noise is not None and rep.singular_noise.shape == (3,)
 
@@ -269,8 +271,10 @@ def test_explicit_bandwidth_and_lambda(lorenz_fit):
     m, X, fit = lorenz_fit
     f2 = ds.fit_global(m, X, bandwidth=fit.info["bandwidth"], seed=0)
     np.testing.assert_allclose(f2.theta, fit.theta, rtol=1e-4)
-    heavy = ds.fit_global(m, X, lam=1e6, seed=0)
+    heavy = ds.fit_global(m, X, lam=1e6, seed=0, estimator="ridge")
     assert np.linalg.norm(heavy.theta) < 0.1 * np.linalg.norm(fit.theta)  # shrunk towards 0
+    # the resolved estimator (default) does not regularise the directions the data resolve
+    assert np.array_equal(ds.fit_global(m, X, lam=1e6, seed=0).theta, fit.theta)
     unreg = ds.fit_global(m, X, lam=0, seed=0)
     np.testing.assert_allclose(unreg.theta, fit.theta, rtol=1e-3)
 

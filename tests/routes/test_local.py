@@ -149,6 +149,28 @@ def test_local_fit_result(models, ou_samples):
     np.testing.assert_allclose(np.sum((fit.A @ fit.theta - fit.b) ** 2), np.mean(R**2), rtol=1e-10)
 
 
+def test_local_defaults_resolved_estimator_and_the_earlier_fit(models, ou_samples):
+    """fit_local defaults: V-statistic, resolved estimator (the unidentified pair M12, M21 of the
+    all-free OU at its minimum-norm value, infinite intervals, loadings reported);
+    statistic="v", estimator="ridge" is the Tikhonov solve of the same system, bit for bit."""
+    from dynosed_sym.solve.linear import solve_tikhonov
+
+    model = models["ou2d"]
+    X = ou_samples(np.array([[-1.0, 0.5], [-0.5, -1.0]]), 1.0, 200_000, seed=2)
+    balls = ds.Balls(np.array([[0.0, 0.0], [1.0, 0.3], [-0.4, 1.0], [0.6, -1.0]]), 1.0)
+    Xin = balls.restrict(X)
+    fit = ds.fit_local(model, Xin, balls, score="score_matching")
+    assert fit.info["statistic"] == "v" and fit.info["estimator"] == "resolved"
+    rep = fit.report
+    assert rep.rank == 3 and rep.status[1] == rep.status[2] == "not identifiable"
+    null = rep.null_vectors[:, 0]
+    assert abs(null @ fit.theta) < 1e-12  # nothing along the unresolved direction
+    assert np.isinf(fit.conf_int()[1:3]).all() and rep.loading[1] > 0.5
+    old = ds.fit_local(model, Xin, balls, score="score_matching", statistic="v", estimator="ridge")
+    assert np.array_equal(old.A, fit.A)
+    assert np.array_equal(old.theta, solve_tikhonov(old.A, old.b, 1e-6))
+
+
 def test_local_fit_dataframe_and_balls(models, ou_samples):
     import pandas as pd
 

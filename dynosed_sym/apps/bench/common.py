@@ -10,7 +10,10 @@ import time
 import numba
 import numpy as np
 
-SECTIONS = ("fill", "scaling", "compile", "simulator", "large", "projection")
+SECTIONS = ("fill", "scaling", "compile", "simulator", "large", "projection", "calibration")
+
+#: Sections of a run without --only (calibration is a long statistical sweep: --only calibration).
+DEFAULT_SECTIONS = SECTIONS[:-1]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -6,7 +6,8 @@ import argparse
 import json
 import time
 
-from .common import SECTIONS, TARGETS, machine_info
+from .calibration import section_calibration
+from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
 from .compile import section_compile
 from .fill import section_fill, section_scaling
 from .large import section_large
@@ -22,8 +23,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     ap.add_argument(
         "--only",
-        default=",".join(SECTIONS),
-        help=f"comma-separated sections among {', '.join(SECTIONS)} (default: all)",
+        default=",".join(DEFAULT_SECTIONS),
+        help=f"comma-separated sections among {', '.join(SECTIONS)} (default: all but "
+        + "calibration)",
     )
     ap.add_argument(
         "--repeats", type=int, default=None, help="timed repeats per measurement (median reported)"
@@ -54,6 +56,7 @@ def main(argv=None):
         "simulator": section_simulator,
         "large": section_large,
         "projection": section_projection,
+        "calibration": section_calibration,
     }
     for name in SECTIONS:
         if name in only:

@@ -18,6 +18,7 @@ from .io import (
     _load_data,
     _load_model,
     _parse_nominal,
+    _parse_prior_scale,
     _structural_dict,
     _suffix,
     _write_samples,
@@ -504,6 +505,33 @@ def simulate(
     help="[gradient solver] Starts: theta0 plus seeded perturbations; the lowest loss wins.",
 )
 @click.option(
+    "--statistic",
+    type=click.Choice(["auto", "u", "v"]),
+    default="auto",
+    show_default=True,
+    help="u: the unbiased U-statistic (global: drops the within-block pairs of the Stein "
+    "discrepancy that shrink the drift; local: subtracts the jackknife noise of the rows); v: "
+    "the reference paper's V-statistic. auto: u for the global route, v for the local one.",
+)
+@click.option(
+    "--estimator",
+    type=click.Choice(["auto", "resolved", "ridge"]),
+    default="auto",
+    show_default=True,
+    help="resolved: no regularisation on the directions the data resolve, honest "
+    "intervals (bias from unresolved directions included, estimable combinations named); "
+    "ridge: Tikhonov on every direction. auto: resolved, except ridge for --statistic v on the "
+    "global route (earlier versions' numbers; local: --statistic v --estimator ridge).",
+)
+@click.option(
+    "--prior-scale",
+    default="ml",
+    show_default=True,
+    help="[resolved] Scale τ of the parameters behind the honest intervals: 'ml' "
+    "(maximum likelihood from the identified estimates), a positive number, or 'none' "
+    "(variance-only intervals).",
+)
+@click.option(
     "--show-nominal", is_flag=True, help="Show the model's nominal values beside the estimates."
 )
 @click.option(
@@ -540,6 +568,9 @@ def fit(
     theta0_items,
     solver,
     n_starts,
+    statistic,
+    estimator,
+    prior_scale,
     show_nominal,
     as_json,
     out,
@@ -566,6 +597,12 @@ def fit(
             raise click.BadParameter(
                 f"expected 'median' or a number, got {bandwidth!r}", param_hint="--bandwidth"
             ) from None
+    prior_scale = _parse_prior_scale(prior_scale)
+    stat_args = {"prior_scale": prior_scale}
+    if statistic != "auto":
+        stat_args["statistic"] = statistic
+    if estimator != "auto":
+        stat_args["estimator"] = estimator
     if route == "local" and score == "score_matching" and radius is None:
         raise click.UsageError(
             "--score score_matching needs --radius (the balls around the probes)"
@@ -639,6 +676,7 @@ def fit(
                 seed=seed,
                 n_blocks=n_blocks,
                 progress=progress,
+                **stat_args,
                 **solver_args,
             )
         else:
@@ -661,6 +699,7 @@ def fit(
                 n_blocks=n_blocks,
                 progress=progress,
                 seed=seed,
+                **stat_args,
                 **solver_args,
             )
     except NotAffineError as exc:

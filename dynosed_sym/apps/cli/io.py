@@ -84,6 +84,25 @@ def _parse_nominal(model, items):
     return _full_theta(model, items, "--nominal", "pass --nominal NAME=VALUE for each parameter")
 
 
+def _parse_prior_scale(text):
+    """--prior-scale: 'ml', 'none' or a non-negative number."""
+    low = str(text).strip().lower()
+    if low == "ml":
+        return "ml"
+    if low == "none":
+        return None
+    try:
+        val = float(low)
+    except ValueError:
+        val = -1.0
+    if not (val >= 0 and val < float("inf")):
+        raise click.BadParameter(
+            f"expected 'ml', 'none' or a non-negative number, got {text!r}",
+            param_hint="--prior-scale",
+        )
+    return val
+
+
 def _suffix(path, option):
     low = str(path).lower()
     for s in DATA_SUFFIXES:
@@ -167,15 +186,25 @@ def _check_dict(chk):
     if chk.report is not None:
         need = chk.n_required if chk.n_required is not None else [None] * chk.n_params
         se = chk.std_errors if chk.std_errors is not None else [None] * chk.n_params
+        rep = chk.report
+        bias = chk.bias_sd if chk.bias_sd is not None else [0.0] * chk.n_params
+        status = rep.status or [
+            "not identifiable" if nm in rep.free_params else "identified" for nm in chk.param_names
+        ]
+        combos = rep.combinations or [None] * chk.n_params
         out["parameters"] = [
             {
                 "name": nm,
                 "nominal": float(chk.nominal[k]),
                 "std_error_at_n": se[k],
+                "bias_sd_at_n": bias[k],
                 "freeness_normalised": float(chk.freeness_normalised[k]),
                 "n_required": need[k],
+                "status": status[k],
+                "combination": combos[k],
             }
             for k, nm in enumerate(chk.param_names)
         ]
+        out["prior_scale"] = chk.prior_scale
         out["rel_error"], out["level"] = chk.rel_error, chk.level
     return out

@@ -13,7 +13,8 @@ from .app import main
     "--only",
     default=None,
     metavar="SECTIONS",
-    help="Comma-separated sections among fill, scaling, compile, simulator, large [default: all].",
+    help="Comma-separated sections among fill, scaling, compile, simulator, large, projection, "
+    "calibration [default: all but calibration].",
 )
 @click.option(
     "--repeats",
@@ -30,7 +31,7 @@ from .app import main
 )
 def bench(quick, only, repeats, json_file):
     """Benchmarks of the compiled kernels against the NumPy reference, measured in the same run
-    (the full set takes about 5 minutes on 2 cores; see dynosed_sym/bench.py)."""
+    (see python -m dynosed_sym.apps.bench --help and docs/testing-and-benchmarks.md)."""
     from .. import bench as bench_module
 
     if only is not None:
