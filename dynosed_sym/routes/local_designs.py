@@ -34,9 +34,11 @@ from ..assembly.designs import grouped_blocks, param_layout
 from ..data.arrays import as_samples
 from ..data.blocks import block_edges
 from ..errors import DataError
-from ..solve.linear import solve_tikhonov, system_scale
+from ..solve.intervals import check_prior_scale
+from ..solve.linear import system_scale
 from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
+from ..solve.ustat import estimator_options, solve_system
 from .designs import DesignInfo, env_record, env_residuals, environment_models
 from .probes import Balls, as_probes
 from .result import FitResult
@@ -193,7 +195,9 @@ def fit_local_design(
                     part[r] = (dA, db + dev_b)
                 else:
                     part[r] = (np.zeros_like(dA), dev_b)
-    return _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, env_sizes)
+    return _stack_and_solve(
+        model, design, rows, groups, names, columns, lam, notes, env_sizes, options
+    )
 
 
 def _transient_note(kde, times, k, g, env):
@@ -231,7 +235,7 @@ def _kde_bandwidth(h, Xs, temperature):
     return 2.0 / math.sqrt(float(temperature))
 
 
-def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, env_sizes):
+def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, env_sizes, options):
     N_rows = np.array([r["N"] for r in rows], dtype=float)
     w = N_rows / N_rows.sum()
     n_glob = len(names)
@@ -257,14 +261,42 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
             db[:, sl] = math.sqrt(w[i]) * pb
         devs.append((dA, db, np.ones(g["B"])))
     system_scale(A, b, "local")
-    theta = solve_tikhonov(A, b, lam)
     if len(devs) == 1:
         A_blocks, b_blocks = A[None] + devs[0][0], b[None] + devs[0][1]
         weights, grouping = np.ones(devs[0][2].size), None
     else:
         A_blocks, b_blocks, weights, ids, kappa = grouped_blocks(A, b, devs)
         grouping = Grouping(ids, kappa)
-    report = analyse(A, b, theta, lam, names, A_blocks, b_blocks, weights, grouping=grouping)
+    # the stacked system is solved by the route's own estimator (routes.local_route)
+    statistic, estimator = estimator_options(
+        options.get("statistic", "v"), options.get("estimator", "resolved")
+    )
+    prior_scale = check_prior_scale(options.get("prior_scale", "ml"), names)
+    estimate = solve_system(
+        A,
+        b,
+        A_blocks,
+        b_blocks,
+        weights,
+        lam,
+        statistic=statistic,
+        estimator=estimator,
+        prior_scale=prior_scale,
+    )
+    theta = estimate.theta
+    report = analyse(
+        A,
+        b,
+        theta,
+        lam,
+        names,
+        A_blocks,
+        b_blocks,
+        weights,
+        grouping=grouping,
+        estimate=estimate,
+        prior_scale=prior_scale,
+    )
     info = DesignInfo(
         environments=[env_record(env, env_sizes[env.name], model) for env in design.envs],
         param_names=names,
