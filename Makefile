@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench golden clean
+.PHONY: demo test test-fast bench golden docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m dynosed_sym.demo
+	$(PY) -m dynosed_sym.apps.demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -22,10 +22,14 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
-	$(PY) -m dynosed_sym.bench
+	$(PY) -m dynosed_sym.apps.bench
 
 golden: $(STAMP)  ## regenerate generated/ for every model in models/
 	$(PY) -m dynosed_sym.codegen --prune --out generated models/*.py
 
+docs: $(STAMP)  ## guide pages + API reference into docs/_build/html (warnings are errors)
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[docs]"
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis docs/_build

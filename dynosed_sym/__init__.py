@@ -1,42 +1,101 @@
 """dynosed_sym — identify SDE parameters from unordered snapshot data.
 
-Pipeline (one module per stage, data flowing one way)::
+The package is a symbolic model compiler.  Its folders are the stages of one pipeline, data
+flowing one way (a lower layer never imports a higher one; ``tests/test_layers.py`` checks it):
 
-    model.py (declaration) → symbolic.py (derivation) → spec.py (kernel spec)
-      → codegen/ (printed source in generated/) → compiled.py (loaded kernels)
-      → assembly.py (A, b) → report.py + fit.py (solve and report)
+=====================  ==========================================================================
+``model/``             declaration (:class:`SDEModel`) → derivation (SymPy: affine split,
+                       divergences, Stein pieces, local rows)
+``codegen/``           kernel spec → printed source in ``generated/`` → loaded Numba kernels
+``kernels/``           shared Numba helpers (polynomial sin/cos, the fill, the kernel sums)
+``data/``              sources that yield checked chunks → noise blocks
+``assembly/``          chunks → per-block sums of the linear system A θ ≈ b
+``backends/``          the fill and the simulator on Dask workers
+``simulation/``        snapshots from the generated integrator
+``solve/``             θ̂ (linear or gradient) → report, uncertainty, misspecification
+``routes/``            :func:`fit_global`, :func:`fit_local` (probes, scores) → :class:`FitResult`
+``identifiability/``   before data: the exact structural check and the simulated design check
+``density/``           dynamics → density (:func:`density_from_dynamics`)
+``apps/``              command line, demo, benchmarks, figures (not imported by the library)
+=====================  ==========================================================================
 
-``simulate.py`` draws snapshots with the generated integrator; ``reference.py``
-is the NumPy oracle used by tests and benchmarks.
+Every entry point follows one signature rule, ``f(model, data…, *, options…)``, and shares the
+execution options of :mod:`dynosed_sym.options`.  ``reference`` is the slow NumPy oracle of every
+kernel, used by the tests and the benchmarks.
 """
 
-from .compiled import CompiledModel, compile_model, default_output_dir
-from .errors import CodegenError, DataError, DynosedError, ModelError, NotAffineError
-from .fit import FitResult, fit_global
-from .model import SDEModel, load_model
-from .report import IdentifiabilityReport
-from .identifiability import IdentifiabilityCheck, StructuralReport, check_identifiability, structural_check
-from .uncertainty import BootstrapResult
-from .simulate import simulate
-from .data import from_anndata
-from .local import fit_local, local_system
-from .probes import Balls, choose_probes, restrict_to_balls
-from .scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
-from . import distributed
-from .density import LearnedDensity, TrainingDivergedError, density_from_dynamics
-from .spec import GENERATOR_VERSION, RELEASE
+from importlib import metadata as _metadata
 
-__version__ = RELEASE
+from .codegen import CompiledModel, compile_model
+from .data import TimeCourse, from_anndata, split_by
+from .density import LearnedDensity, density_from_dynamics
+from .errors import (
+    CodegenError,
+    ConvergenceWarning,
+    DaskUnavailableError,
+    DataError,
+    DynosedError,
+    ModelError,
+    NotAffineError,
+    TrainingDivergedError,
+)
+from .identifiability import (
+    IdentifiabilityCheck,
+    StructuralReport,
+    check_identifiability,
+    structural_check,
+)
+from .model import SDEModel, load_model
+from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
+from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
+from .simulation import simulate
+from .solve import BootstrapResult, IdentifiabilityReport
+
+try:
+    __version__ = _metadata.version("dynosed_sym")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
-    "SDEModel", "load_model", "compile_model", "CompiledModel", "default_output_dir",
-    "simulate", "fit_global", "FitResult", "IdentifiabilityReport",
-    "DynosedError", "ModelError", "NotAffineError", "DataError", "CodegenError",
-    "GENERATOR_VERSION", "__version__", "distributed",
-    "check_identifiability", "structural_check", "IdentifiabilityCheck", "StructuralReport",
-    "BootstrapResult",
-    "fit_local", "local_system", "Balls", "choose_probes", "restrict_to_balls",
-    "KernelScore", "ScoreMatching", "ScoreEstimate", "estimate_scores",
+    # declare
+    "SDEModel",
+    "load_model",
+    # compile
+    "compile_model",
+    "CompiledModel",
+    # simulate
+    "simulate",
+    # fit
+    "fit_global",
+    "fit_local",
+    "FitResult",
+    "choose_probes",
+    "Balls",
+    "estimate_scores",
+    "KernelScore",
+    "ScoreMatching",
+    "ScoreEstimate",
     "from_anndata",
-    "density_from_dynamics", "LearnedDensity", "TrainingDivergedError",
+    "TimeCourse",
+    "split_by",
+    # diagnose
+    "check_identifiability",
+    "structural_check",
+    "IdentifiabilityCheck",
+    "StructuralReport",
+    "IdentifiabilityReport",
+    "BootstrapResult",
+    # density
+    "density_from_dynamics",
+    "LearnedDensity",
+    # errors and warnings
+    "DynosedError",
+    "ModelError",
+    "NotAffineError",
+    "DataError",
+    "CodegenError",
+    "TrainingDivergedError",
+    "DaskUnavailableError",
+    "ConvergenceWarning",
+    "__version__",
 ]

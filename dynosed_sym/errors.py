@@ -3,7 +3,9 @@
 Every error the package raises on purpose is a :class:`DynosedError`.  Where a
 built-in category fits, the subclass also derives from it (``ValueError`` for
 bad values, ``TypeError`` for bad types) so generic ``except`` clauses work.
-Messages always name the offending symbol, argument or column.
+Messages always name the offending symbol, argument or column.  Every error class of the
+package is defined here, and so is :class:`ConvergenceWarning`, the warning an iterative
+solver gives when it stopped before its convergence criterion was met.
 """
 
 __all__ = [
@@ -12,6 +14,9 @@ __all__ = [
     "NotAffineError",
     "DataError",
     "CodegenError",
+    "TrainingDivergedError",
+    "DaskUnavailableError",
+    "ConvergenceWarning",
 ]
 
 
@@ -49,3 +54,19 @@ class DataError(DynosedError, ValueError):
 
 class CodegenError(DynosedError, RuntimeError):
     """Code generation or loading of generated kernels failed."""
+
+
+class TrainingDivergedError(DynosedError, RuntimeError):
+    """Density training became non-finite (names the step; lower the learning rate)."""
+
+
+class DaskUnavailableError(DynosedError, ImportError):
+    """The Dask backend was requested but dask / distributed is not installed."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative solver stopped before its convergence criterion was met.
+
+    The result it returned carries a flag saying so (``converged`` or a note in its summary);
+    treat its numbers as provisional.
+    """

@@ -71,8 +71,15 @@ def progress_bar(enabled, total=None, desc=None, unit="rows"):
         from tqdm import tqdm
     except ImportError:
         return _NoBar()
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, leave=False,
-                dynamic_ncols=True, file=sys.stderr)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=True,
+        leave=False,
+        dynamic_ncols=True,
+        file=sys.stderr,
+    )
 
 
 def cold_kernels(module) -> tuple:
@@ -108,7 +115,10 @@ def note_first_compile(module, model_name, stream=None) -> bool:
     cold, total = cold_kernels(module)
     if not total or len(cold) < total:
         return False
-    print(f"dynosed: first use of model {model_name!r}: Numba compiles its kernels as they are "
-          "first called (a few seconds each; cached on disk afterwards)", file=stream or sys.stderr,
-          flush=True)
+    print(
+        f"dynosed: first use of model {model_name!r}: Numba compiles its kernels as they are "
+        "first called (a few seconds each; cached on disk afterwards)",
+        file=stream or sys.stderr,
+        flush=True,
+    )
     return True

@@ -13,8 +13,16 @@ import math
 import numpy as np
 import sympy as sp
 
-__all__ = ["lambdified", "drift_reference", "stein_system_reference", "simulate_reference",
-           "stein_vstat", "local_residual_reference", "local_rows_reference", "kernel_score_reference"]
+__all__ = [
+    "lambdified",
+    "drift_reference",
+    "stein_system_reference",
+    "simulate_reference",
+    "stein_vstat",
+    "local_residual_reference",
+    "local_rows_reference",
+    "kernel_score_reference",
+]
 
 
 def _vectorise(fn, shape, X):
@@ -24,7 +32,9 @@ def _vectorise(fn, shape, X):
     cols = [X[:, j] for j in range(X.shape[1])]
     vals = fn(*cols)
     for idx in np.ndindex(shape):
-        out[(slice(None),) + idx] = np.broadcast_to(np.asarray(vals[idx[0]][idx[1]], dtype=float), (N,))
+        out[(slice(None),) + idx] = np.broadcast_to(
+            np.asarray(vals[idx[0]][idx[1]], dtype=float), (N,)
+        )
     return out
 
 
@@ -60,10 +70,11 @@ def drift_reference(model, X, theta):
 
 
 def stein_system_reference(model, X, omega, phase, lam_fns=None, dlogp_dt=None):
-    """A (m, n) and b (m,) of the global route by the formulas of DESIGN §2, in NumPy.
+    """A (m, n) and b (m,) of the global route by the formulas of docs/design.md §2, in NumPy.
 
     ``dlogp_dt`` (N,), optional: ∂ₜlog p at each sample (non-stationary snapshot); the Stein
-    feature gains ``−z_r(x)·∂ₜlog p(x)``, i.e. b gains ``√(2/m)/N Σ_i cos(ω_rᵀx_i + c_r) ∂ₜlog p(x_i)``.
+    feature gains ``−z_r(x)·∂ₜlog p(x)``, i.e. b gains
+    ``√(2/m)/N Σ_i cos(ω_rᵀx_i + c_r) ∂ₜlog p(x_i)``.
     """
     L = lam_fns or lambdified(model)
     X = np.asarray(X, dtype=float)
@@ -106,7 +117,7 @@ def stein_vstat(model, X, theta, lengthscale):
         return out
 
     ell = sp.Float(lengthscale)
-    k = sp.exp(-sum((a - b) ** 2 for a, b in zip(xs, ys)) / (2 * ell ** 2))
+    k = sp.exp(-sum((a - b) ** 2 for a, b in zip(xs, ys)) / (2 * ell**2))
     expr = generator(generator(k, ys), xs)
     fn = sp.lambdify(list(xs) + list(ys), expr, ["scipy", "numpy"])
     X = np.asarray(X, dtype=float)
@@ -135,7 +146,7 @@ def simulate_reference(model, theta, n_chains, n_steps, dt, seed=0, x0=None):
 
 
 def local_residual_reference(model, P, S, J, theta, dlogp_dt=None):
-    """Local Fokker–Planck residual R(x_i; θ) at probes, straight from DESIGN §2 (M,).
+    """Local Fokker–Planck residual R(x_i; θ) at probes, straight from docs/design.md §2 (M,).
 
     ``R = sᵀ(f − ∇·D − Ds) + ∇·(f − ∇·D − Ds) + ∂ₜlog p`` with every derivative of f and D
     taken here by SymPy from the declaration (no use of the package's derivation), and
@@ -147,7 +158,9 @@ def local_residual_reference(model, P, S, J, theta, dlogp_dt=None):
     f = model.drift.xreplace(dict(zip(model.params, [sp.Float(t) for t in theta])))
     D = model.D
     divD = [sum(sp.diff(D[i, j], xs[j]) for j in range(d)) for i in range(d)]
-    scal = sum(sp.diff(f[j], xs[j]) for j in range(d)) - sum(sp.diff(divD[i], xs[i]) for i in range(d))
+    scal = sum(sp.diff(f[j], xs[j]) for j in range(d)) - sum(
+        sp.diff(divD[i], xs[i]) for i in range(d)
+    )
     dD = [[[sp.diff(D[i, j], xs[i]) for j in range(d)] for i in range(d)]]  # ∂_i D_ij
     fn = sp.lambdify(xs, [list(f), divD, D.tolist(), scal, dD[0]], ["scipy", "numpy"])
     P = np.asarray(P, dtype=float)
@@ -182,7 +195,8 @@ def local_rows_reference(model, P, S, J, dlogp_dt=None):
 
 
 def kernel_score_reference(X, P, temperature):
-    """Gaussian-kernel score and Jacobian at probes P by the DESIGN §2 formulas (dense, O(M N)).
+    """Gaussian-kernel score and Jacobian at probes P by the formulas of docs/design.md §2 (dense,
+    O(M N)).
 
     ``w_j ∝ exp(−T‖x − x_j‖²/2)``, ``ŝ = T(Σ_j w_j x_j − x)``, ``∇ŝ = T² Cov_w(x_j) − T I``.
     """

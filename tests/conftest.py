@@ -26,6 +26,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.linalg
+import sympy as sp
 from hypothesis import HealthCheck, settings
 
 import dynosed_sym as ds
@@ -37,7 +38,9 @@ MODEL_FILES = sorted(p for p in MODELS_DIR.glob("*.py") if not p.name.startswith
 MODEL_STEMS = [p.stem for p in MODEL_FILES]
 
 #: {file name: text} of generated/*.py as checked out, read before any test runs.
-GENERATED_SNAPSHOT = {p.name: p.read_text(encoding="utf-8") for p in sorted(GENERATED_DIR.glob("*.py"))}
+GENERATED_SNAPSHOT = {
+    p.name: p.read_text(encoding="utf-8") for p in sorted(GENERATED_DIR.glob("*.py"))
+}
 
 # --------------------------------------------------------------------------- Hypothesis
 settings.register_profile(
@@ -222,3 +225,91 @@ def assert_memory_flat(small, large, data_bytes):
     """Streaming 8× more rows: peak far below the data and barely above the small run's."""
     assert large < 0.35 * data_bytes
     assert large < 1.2 * small + 1e6
+
+
+# --------------------------------------------------------------------------- designs (issue 16)
+def ou_transient_law(M, D, mu0, S0, t, c=None):
+    """Exact law N(μ(t), Σ(t)) of dx = (Mx + c)dt + √(2D)dW started from N(μ0, S0).
+
+    μ(t) = e^{Mt}μ0 (+ ∫ e^{Ms}c ds), Σ(t) = e^{Mt}S0e^{Mᵀt} + Q(t), Q from Van Loan's exponential
+    of [[−M, 2D], [0, Mᵀ]] (an oracle independent of the package's own helpers).
+    """
+    M = np.asarray(M, dtype=float)
+    d = M.shape[0]
+    D = float(D) * np.eye(d) if np.ndim(D) == 0 else np.asarray(D, dtype=float)
+    c = np.zeros(d) if c is None else np.asarray(c, dtype=float)
+    C = np.zeros((2 * d, 2 * d))
+    C[:d, :d], C[:d, d:], C[d:, d:] = -M, 2.0 * D, M.T
+    F = scipy.linalg.expm(C * t)
+    Q = F[d:, d:].T @ F[:d, d:]
+    E = scipy.linalg.expm(M * t)
+    aug = np.zeros((d + 1, d + 1))
+    aug[:d, :d], aug[:d, d] = M, c
+    mu = (scipy.linalg.expm(aug * t) @ np.append(mu0, 1.0))[:d]
+    S = E @ np.asarray(S0, dtype=float) @ E.T + Q
+    return mu, 0.5 * (S + S.T)
+
+
+def gaussian_samples(mu, S, n, seed):
+    """n exact draws (n, d) of N(μ, S)."""
+    L = np.linalg.cholesky(np.asarray(S, dtype=float))
+    z = np.random.default_rng(seed).standard_normal((int(n), len(mu)))
+    return z @ L.T + np.asarray(mu, dtype=float)
+
+
+def ou_noise_model(kind="aniso", name=None):
+    """2-D OU, all of M free, a known noise input s: D = diag(s, 1) ("aniso") or s·I ("iso")."""
+    x, y, s = sp.symbols("x y s", real=True)
+    M = sp.Matrix(2, 2, sp.symbols("M11 M12 M21 M22", real=True))
+    return ds.SDEModel(
+        [x, y],
+        M,
+        list(M * sp.Matrix([x, y])),
+        [s, 1] if kind == "aniso" else s,
+        inputs=[s],
+        name=name or f"ou2d_{kind}",
+        nominal={"M11": -1.0, "M12": 0.5, "M21": -0.5, "M22": -1.0},
+    )
+
+
+@pytest.fixture(scope="session")
+def aniso():
+    """The OU with a known noise input, D = diag(s, 1)."""
+    return ou_noise_model("aniso")
+
+
+@pytest.fixture(scope="session")
+def iso():
+    """The OU with a scalar noise scale, D = s·I."""
+    return ou_noise_model("iso")
+
+
+def ou_noise_diffusion(kind, s):
+    return np.diag([s, 1.0]) if kind == "aniso" else s * np.eye(2)
+
+
+def ou_noise_sampler(kind):
+    """``sampler(inputs, theta, n, seed, time=None, initial=None)`` of the exact law (stationary
+    from the Lyapunov equation; transient from a Gaussian initial law)."""
+
+    def sample(inputs, theta, n, seed, time=None, initial=None):
+        M = np.asarray(theta, dtype=float).reshape(2, 2)
+        D = ou_noise_diffusion(kind, inputs["s"])
+        if time is None:
+            return ou_stationary_samples(M, D, n, seed)
+        mu, S = ou_transient_law(M, D, initial[0], initial[1], time)
+        return gaussian_samples(mu, S, n, seed)
+
+    return sample
+
+
+OU_M = np.array([[-1.0, 0.5], [-0.5, -1.0]])
+OU_START = (np.array([2.0, -1.0]), 0.1 * np.eye(2))
+
+
+def ou_time_course(times, n, seed, M=OU_M, D=1.0, start=OU_START):
+    """{t: exact samples} of the OU started from ``start`` (the issue's N((2, −1), 0.1 I))."""
+    return {
+        float(t): gaussian_samples(*ou_transient_law(M, D, *start, t), n, seed + 7 * k)
+        for k, t in enumerate(times)
+    }

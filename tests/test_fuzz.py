@@ -1,28 +1,37 @@
-"""Fuzzing (issue 9): random models and random, often hostile, inputs.
+"""Fuzzing: random models and random, often hostile, inputs — each family with an oracle or an
+invariant that a wrong answer breaks.
 
-Complements tests/test_hypothesis_models.py (affine models: split, fill, noise — 734
-examples) and the Hypothesis tests of tests/test_local.py (local rows — 153 examples) with:
+Complements tests/model/test_hypothesis_models.py (affine models: split, fill, noise) and the
+Hypothesis tests of the local route with:
 
 * non-affine drifts (parameters inside exp, sin, tanh, powers and rational functions) and
-  state-dependent *full* noise matrices G(x): drift, ∂f/∂θ, G(x) and the gradient route's
-  Stein residual and Jacobian against NumPy references (``.py_func`` point kernels, the
-  model-independent fill compiled once);
+  state-dependent *full* noise matrices G(x): drift, ∂f/∂θ, G(x) and the gradient route's Stein
+  residual and Jacobian against NumPy references (``.py_func`` point kernels);
 * affine drifts with a full state-dependent G(x): global A, b and local rows vs the reference;
-* the entry points ``fit_global`` / ``fit_local`` on random arrays with NaN, inf, huge and tiny
-  values, constant columns, wrong shapes and random argument values: every call returns a
-  finite fit or raises a DynosedError — nothing else (also for a compiled non-affine model,
-  by the global and the local gradient routes, with hostile starting points);
-* random model declarations with undeclared symbols, time, unsupported and undefined
-  functions, parameters in D: SDEModel returns a model whose derivation and emitted module
-  work, or raises ModelError.
+* exact laws: N(0, I) data are exact stationary samples of ou2d (M = −I) and limit_cycle
+  (a = −1/10, c = 0, any ω); both routes resolve exactly the identifiable directions, the truth
+  lies in the 1 − 10⁻⁶ interval and the misspecification test does not reject;
+* the entry points on valid and hostile input (one defect at a time): valid input must fit, and
+  the fit is invariant under rescaling the state and the model together (x ↦ c·x with time
+  rescaled, θ_k ↦ θ_k/c^(p_k+1), c a power of two: the residual scales exactly, θ̂ maps
+  exactly); each defect of the data or of an argument gives the DataError that names it;
+* random model declarations: valid ones are accepted (and derive and print), invalid ones raise
+  the ModelError naming the component and the offending atom;
+* the gradient route on an affine model equals the linear solve (hostile data and starts:
+  the errors of the linear route, a flagged non-convergence);
+* a non-affine model by both gradient routes: valid input ends at a stationary point of the
+  loss on the reported linearisation, or is flagged unconverged with a ConvergenceWarning; on
+  exact samples of its stationary law (a 1-D gradient drift) the truth — zero for an added
+  parameter — lies in the 1 − 10⁻⁶ interval.
 
-Examples per CI run (``dynosed`` profile): 150 + 100 + 150 + 100 + 80 + 80 = 660 here, 1547
-with the two files above.
+Examples per CI run (``dynosed`` profile): 150 + 100 + 40 + 150 + 100 + 60 + 60 + 20 = 680.
 """
 
 from __future__ import annotations
 
+import re
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -30,22 +39,37 @@ import sympy as sp
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from strategies import (
+    COEFS,
+    PARAMS,
+    STATE,
+    PyFuncModel,
+    _check_against_reference,
+    _random_inputs,
+    _rows_py,
+    assert_rel_close,
+    basis_functions,
+    sample_1d,
+)
 
 import dynosed_sym as ds
-from dynosed_sym.assembly import draw_features
-from dynosed_sym.data import block_edges
-from dynosed_sym.nonaffine import GlobalProblem
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.data.blocks import block_edges
 from dynosed_sym.reference import local_rows_reference
-
-from test_hypothesis_models import (COEFS, PARAMS, STATE, PyFuncModel, _check_against_reference,
-                                    assert_rel_close, basis_functions)
-from test_local import _random_inputs, _rows_py
+from dynosed_sym.solve.gradient import GlobalProblem
 
 
 # --------------------------------------------------------------------------- strategies
 def _nonaffine_terms(p, xi, xj):
-    return [p**2 * xi, sp.exp(p / 2) * xj, sp.sin(p * xi), sp.tanh(p * xi - xj),
-            p * xi / (1 + p**2), sp.exp(-(p * xi) ** 2), p**3 * sp.cos(xj)]
+    return [
+        p**2 * xi,
+        sp.exp(p / 2) * xj,
+        sp.sin(p * xi),
+        sp.tanh(p * xi - xj),
+        p * xi / (1 + p**2),
+        sp.exp(-((p * xi) ** 2)),
+        p**3 * sp.cos(xj),
+    ]
 
 
 @st.composite
@@ -56,8 +80,9 @@ def noise_matrices(draw, xs):
     for i in range(d):
         G[i, i] = draw(st.sampled_from([sp.Integer(1), sp.Rational(1, 2), 1 + xs[i] ** 2 / 4]))
         for j in range(i):
-            G[i, j] = draw(st.sampled_from([sp.Integer(0), sp.sin(xs[j]) / 2, xs[i] / 3,
-                                            sp.Rational(1, 3)]))
+            G[i, j] = draw(
+                st.sampled_from([sp.Integer(0), sp.sin(xs[j]) / 2, xs[i] / 3, sp.Rational(1, 3)])
+            )
     if not any(e.free_symbols for e in G):
         G[0, 0] = 1 + sp.cos(xs[0]) ** 2
     return G
@@ -71,15 +96,24 @@ def nonaffine_models(draw):
     comps = [sp.Integer(0)] * d
     for k in range(n):  # every parameter enters non-affinely once, plus affine extras
         j, i, jj = (draw(st.integers(0, d - 1)) for _ in range(3))
-        comps[j] += draw(st.sampled_from(COEFS)) * draw(st.sampled_from(_nonaffine_terms(ps[k], xs[i], xs[jj])))
+        comps[j] += draw(st.sampled_from(COEFS)) * draw(
+            st.sampled_from(_nonaffine_terms(ps[k], xs[i], xs[jj]))
+        )
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3]))):
         j = draw(st.integers(0, d - 1))
-        comps[j] += draw(st.sampled_from(COEFS)) * ps[draw(st.integers(0, n - 1))] * draw(basis_functions(d))
+        comps[j] += (
+            draw(st.sampled_from(COEFS))
+            * ps[draw(st.integers(0, n - 1))]
+            * draw(basis_functions(d))
+        )
     for j in range(d):
         comps[j] += -xs[j]
     kind = draw(st.sampled_from(["isotropic", "state_noise"]))
-    kw = ({"diffusion": draw(st.sampled_from([sp.Rational(1, 10), sp.Integer(1)]))} if kind == "isotropic"
-          else {"noise": draw(noise_matrices(xs))})
+    kw = (
+        {"diffusion": draw(st.sampled_from([sp.Rational(1, 10), sp.Integer(1)]))}
+        if kind == "isotropic"
+        else {"noise": draw(noise_matrices(xs))}
+    )
     return ds.SDEModel(list(xs), list(ps), comps, name="fuzz_na", **kw)
 
 
@@ -101,8 +135,13 @@ def affine_models_state_noise(draw):
 
 def _data(draw, d, max_rows=30):
     N = draw(st.integers(4, max_rows))
-    return draw(hnp.arrays(np.float64, (N, d), elements=st.floats(-2.5, 2.5, allow_nan=False,
-                                                                  allow_subnormal=False)))
+    return draw(
+        hnp.arrays(
+            np.float64,
+            (N, d),
+            elements=st.floats(-2.5, 2.5, allow_nan=False, allow_subnormal=False),
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -112,13 +151,16 @@ def fuzz_dir(tmp_path_factory):
 
 def _py_module(module):
     """The generated module with its batch kernels replaced by loops over ``.py_func``."""
-    ns = types.SimpleNamespace(**{k: getattr(module, k) for k in dir(module) if not k.startswith("__")})
+    ns = types.SimpleNamespace(
+        **{k: getattr(module, k) for k in dir(module) if not k.startswith("__")}
+    )
 
     def loop(point):
         def run(X, *args):
             *ins, out = args
             for i in range(X.shape[0]):
                 point.py_func(X[i], *ins, out[i])
+
         return run
 
     ns.drift = loop(module.drift_point)
@@ -127,6 +169,7 @@ def _py_module(module):
     def stein_features(X, out_sin, out_cos):
         for i in range(X.shape[0]):
             module.stein_features_point.py_func(X[i], out_sin[i], out_cos[i])
+
     ns.stein_features = stein_features
     return ns
 
@@ -145,8 +188,11 @@ def _lambdified(model):
         return out
 
     d, n = model.d, model.n
-    return (lambda X, th: vec(f, (d, 1), X, *th)[:, :, 0], lambda X, th: vec(jac, (d, n), X, *th),
-            lambda X: vec(D, (d, d), X))
+    return (
+        lambda X, th: vec(f, (d, 1), X, *th)[:, :, 0],
+        lambda X, th: vec(jac, (d, n), X, *th),
+        lambda X: vec(D, (d, d), X),
+    )
 
 
 # --------------------------------------------------------------------------- non-affine kernels
@@ -154,7 +200,9 @@ def _lambdified(model):
 @given(nonaffine_models(), st.data())
 def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
     X = _data(data.draw, model.d)
-    theta = data.draw(hnp.arrays(np.float64, (model.n,), elements=st.floats(-2.0, 2.0, allow_nan=False)))
+    theta = data.draw(
+        hnp.arrays(np.float64, (model.n,), elements=st.floats(-2.0, 2.0, allow_nan=False))
+    )
     loaded = ds.compile_model(model, fuzz_dir)  # emit + import; no Numba compilation
     mod = _py_module(loaded.module)
     f_ref, jac_ref, D_ref = _lambdified(model)
@@ -172,7 +220,9 @@ def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
             np.testing.assert_allclose(Gx @ Gx.T / 2, Dx[i], rtol=1e-12, atol=1e-13)
     # the gradient route's residual r(θ) and Jacobian, per data block, against NumPy sums
     m = data.draw(st.sampled_from([8, 37, 130]))
-    feats = draw_features(model.d, m, data.draw(st.floats(0.4, 3.0)), seed=data.draw(st.integers(0, 2**31)))
+    feats = draw_features(
+        model.d, m, data.draw(st.floats(0.4, 3.0)), seed=data.draw(st.integers(0, 2**31))
+    )
     cm = types.SimpleNamespace(model=model, module=mod)
     edges = block_edges(X.shape[0], 3)
     r, J = GlobalProblem(cm, X, feats, edges).sums(theta)
@@ -184,7 +234,9 @@ def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
     scale = np.sqrt(2.0 / m)
     for g in range(edges.size - 1):
         rows = slice(edges[g], edges[g + 1])
-        assert_rel_close(r[g], -scale * (S[rows] * wf[rows] + C[rows] * wDw[rows]).sum(axis=0), 1e-10, "r(θ)")
+        assert_rel_close(
+            r[g], -scale * (S[rows] * wf[rows] + C[rows] * wDw[rows]).sum(axis=0), 1e-10, "r(θ)"
+        )
         assert_rel_close(J[g], -scale * np.einsum("ir,irk->rk", S[rows], wJ[rows]), 1e-10, "∂r/∂θ")
 
 
@@ -196,8 +248,14 @@ def test_state_dependent_full_noise_matches_reference(fuzz_dir, model, data):
     theta = np.linspace(-1.0, 1.5, model.n)
     loaded = ds.compile_model(model, fuzz_dir)
     cm = PyFuncModel(model, loaded.module, loaded.path)
-    _check_against_reference(cm, X, theta, data.draw(st.sampled_from([16, 130])),
-                             data.draw(st.floats(0.4, 3.0)), data.draw(st.integers(0, 2**31)))
+    _check_against_reference(
+        cm,
+        X,
+        theta,
+        data.draw(st.sampled_from([16, 130])),
+        data.draw(st.floats(0.4, 3.0)),
+        data.draw(st.integers(0, 2**31)),
+    )
     S, J, g = _random_inputs(model, X, data.draw(st.integers(0, 2**31)))
     A, b = _rows_py(loaded.module, X, S, J, g, model.n)
     A_ref, b_ref = local_rows_reference(model, X, S, J, g)
@@ -207,195 +265,608 @@ def test_state_dependent_full_noise_matches_reference(fuzz_dir, model, data):
     assert_rel_close(b, b_ref, 1e-10, "local b")
 
 
+# --------------------------------------------------------------------------- exact laws
+# Standard normal data are exact stationary samples of both zoo models used below: ou2d
+# (dx = Mx dt + √2 dW) at M = −I, and limit_cycle (D = 1/10, p ∝ exp((a r²/2 − c r⁴/4)/D)) at
+# a = −1/10, c = 0 (a parameter on a basis function with zero truth), any ω (invisible).
+EXACT = {"ou2d": np.array([-1.0, 0.0, 0.0, -1.0]), "limit_cycle": np.array([-0.1, 0.0, np.nan])}
+#: rank and free parameters of the population system (structural check, README)
+RANK = {"ou2d": 3, "limit_cycle": 2}
+FREE = {"ou2d": {"M12", "M21"}, "limit_cycle": {"omega"}}
+#: degree p in x of the term each parameter multiplies: for x ↦ c·x with time rescaled by c²
+#: (same D) the drift becomes f(y/c)/c, i.e. θ_k ↦ θ_k / c^(p_k + 1)
+DEGREE = {"ou2d": np.array([1, 1, 1, 1]), "limit_cycle": np.array([1, 3, 1])}
+#: probe points of the local route where N(0, I) data are dense
+NEAR_ORIGIN = st.lists(
+    st.tuples(st.floats(-0.7, 0.7), st.floats(-0.7, 0.7)), min_size=1, max_size=10
+).map(np.array)
+
+
+def _local_kw(draw):
+    """Valid estimator settings of the local route (scale-dependent ones marked for rescaling)."""
+    score = draw(st.sampled_from(["kernel", "kernel", "local_gaussian", "score_matching"]))
+    if score == "score_matching":
+        return {"score": score, "radius": 1.5, "degree": draw(st.sampled_from([2, 3]))}
+    return {"score": score, "temperature": draw(st.sampled_from([1.0, 2.0]))}
+
+
+def _rescaled(kw, c):
+    """The same settings for data multiplied by c (lengths × c, precisions ÷ c²)."""
+    out = dict(kw)
+    if "temperature" in out:
+        out["temperature"] = kw["temperature"] / c**2
+    for key in ("radius", "bandwidth"):
+        if isinstance(out.get(key), float):
+            out[key] = kw[key] * c
+    return out
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_exact_laws_are_recovered(compiled, models, data):
+    """Exact N(0, I) samples (N ≥ 1500): both routes resolve exactly the identifiable directions,
+    the truth — zero for limit_cycle's c — lies in the 1 − 10⁻⁶ interval of every identified
+    parameter, and the misspecification test does not reject the true model."""
+    name = data.draw(st.sampled_from(["ou2d", "limit_cycle"]))
+    model = models[name]
+    X = np.random.default_rng(data.draw(st.integers(0, 2**31))).standard_normal(
+        (data.draw(st.integers(1500, 4000)), 2)
+    )
+    lam = data.draw(st.sampled_from([0.0, 1e-6]))
+    route = data.draw(st.sampled_from(["global", "local"]))
+    if route == "global":
+        fit = ds.fit_global(
+            model,
+            X,
+            n_features=data.draw(st.sampled_from([64, 256])),
+            bandwidth=data.draw(st.sampled_from(["median", "median", 1.0])),
+            lam=lam,
+            seed=data.draw(st.integers(0, 5)),
+        )
+        assert fit.report.rank == RANK[name]
+    else:
+        P = np.random.default_rng(data.draw(st.integers(0, 2**31))).uniform(-0.7, 0.7, (10, 2))
+        kw = {"score": "local_gaussian", "temperature": data.draw(st.sampled_from([1.0, 2.0]))}
+        fit = ds.fit_local(model, X, P, lam=lam, **kw)
+        assert fit.report.rank <= RANK[name]  # few probes may resolve fewer directions
+    assert FREE[name] <= set(fit.report.free_params)
+    ci = fit.conf_int(level=1 - 1e-6)
+    truth = EXACT[name]
+    known = np.isfinite(truth)
+    assert np.all((ci[known, 0] <= truth[known]) & (truth[known] <= ci[known, 1])), fit.summary(
+        truth=np.nan_to_num(truth)
+    )
+    assert fit.report.p_value >= 1e-6 and not fit.report.p_value_bound
+
+
 # --------------------------------------------------------------------------- hostile inputs
+#: (expected outcome, message) per defect and route: "fit" (valid input: must not raise),
+#: "raise" (a DataError whose message matches), "either" (a fit, or a DataError that matches)
+OUTCOMES = {
+    None: ("fit", ""),
+    "tiny": ("fit", ""),
+    "nan": ("raise", r"^X: \d+ row\(s\) contain NaN or inf"),
+    "inf": ("raise", r"^X: \d+ row\(s\) contain NaN or inf"),
+    "dup_rows": ("raise", r"^X: all \d+ samples are the same point"),
+    "cols": ("raise", r"^X: has \d+ columns but model '\w+' has 2 state variables"),
+    "1d": ("raise", r"^X: expected a 2-D array \(N, 2\), got 1 dimension"),
+    "3d": ("raise", r"^X: expected a 2-D array \(N, 2\), got 3 dimension"),
+}
+GLOBAL_OUTCOMES = {
+    "subnormal": ("fit", ""),
+    "const_col": ("fit", ""),
+    "huge": ("raise", r"^X: \d+ row\(s\) lie so far from the origin compared with the kernel"),
+    "offset3": ("fit", ""),
+    "offset": ("raise", r"^X: \d+ row\(s\) lie so far from the origin compared with the kernel"),
+    "few_rows": ("raise", r"^X: [01] sample\(s\); at least 2 are needed"),
+    "rows": ("fit", ""),
+    "scale": (
+        "either",
+        r"^X: |^the assembled global system|Stein feature .* not finite|^the drift is not finite",
+    ),
+    "lam": ("raise", r"^lam must be (non-negative|finite|a number)"),
+    "n_features": ("raise", r"^n_features must be (at least 1|an integer)"),
+    "bandwidth": ("raise", r"^bandwidth must be (positive|finite|one of 'median')"),
+    "bandwidth_tiny": ("raise", r"lie so far from the origin .* \(bandwidth = 1e-300\)"),
+    "seed": ("raise", r"^seed must be at least 0"),
+    "n_blocks": ("raise", r"^n_blocks must be at least 1"),
+}
+_SCORE_FAILS = r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "
+LOCAL_OUTCOMES = {
+    "huge": ("fit", ""),  # one far outlier carries no kernel weight at the probes
+    "subnormal": ("either", _SCORE_FAILS),  # a column of zeros: degenerate local covariances
+    "const_col": ("either", _SCORE_FAILS),
+    "offset3": ("raise", _SCORE_FAILS),  # the data far from the probes
+    "offset": ("raise", _SCORE_FAILS),
+    "few_rows": ("raise", r"^X: 0 sample\(s\); at least 1 are needed"),
+    "rows": ("either", _SCORE_FAILS),
+    "scale": ("either", _SCORE_FAILS),
+    "lam": GLOBAL_OUTCOMES["lam"],
+    "temperature": ("raise", r"^temperature must be positive and finite"),
+    "temperature_huge": (
+        "raise",
+        r"^kernel score: probe \d+ .* (effective data point|kernel widths)",
+    ),
+    "score": ("raise", r"^score must be 'kernel', 'local_gaussian', 'score_matching'"),
+    "probes_nan": ("raise", r"^probes: contain NaN or inf"),
+    "probes_shape": ("raise", r"^probes: expected an array of shape \(M, 2\)"),
+    "probes_empty": ("raise", r"^probes: no probe points"),
+    "radius": ("raise", r"^score matching: radius must be a positive number"),
+    "degree": ("raise", r"^score matching: degree must be an integer ≥ 2"),
+}
+DATA_DEFECTS = [None] * 14 + [
+    "tiny",
+    "nan",
+    "inf",
+    "huge",
+    "subnormal",
+    "const_col",
+    "offset3",
+    "offset",
+    "dup_rows",
+    "cols",
+    "1d",
+    "3d",
+    "few_rows",
+    "rows",
+    "scale",
+]
+ARG_DEFECTS = {
+    "global": {
+        "lam": [-1.0, np.inf, np.nan, "a"],
+        "n_features": [0, -3, 2.5],
+        "bandwidth": [0.0, -1.0, np.nan, np.inf, "mean"],
+        "bandwidth_tiny": [1e-300],
+        "seed": [-1],
+        "n_blocks": [0],
+    },
+    "local": {
+        "lam": [-1.0, np.inf, np.nan],
+        "temperature": [0.0, -1.0, np.inf, np.nan],
+        "temperature_huge": [1e300],
+        "score": ["nope", 3],
+        "probes_nan": [np.array([[np.nan, 0.0]])],
+        "probes_shape": [np.zeros((2, 3)), np.zeros(5)],
+        "probes_empty": [np.zeros((0, 2))],
+        "radius": [-1.0, 0.0],
+        "degree": [0, 1],
+    },
+}
+
+
 @st.composite
-def hostile_arrays(draw, d):
-    shape_kind = draw(st.sampled_from(["ok"] * 12 + ["cols", "1d", "3d", "rows"]))
-    N = draw(st.integers(0, 60)) if shape_kind == "rows" else draw(st.integers(20, 200))
+def hostile_inputs(draw, route):
+    """(X, defect, value): N(0, I) samples (exact for the models above) with at most one defect of
+    the data, or one invalid argument ``defect = value``."""
+    args = ARG_DEFECTS[route]
+    defect = draw(st.sampled_from(DATA_DEFECTS + sorted(args)))
+    N = draw(st.integers(20 if route == "global" else 50, 200))
+    if defect == "few_rows":
+        N = draw(st.integers(0, 1)) if route == "global" else 0
+    elif defect == "rows":
+        N = draw(st.integers(2, 5) if route == "global" else st.integers(1, 5))
     rng = np.random.default_rng(draw(st.integers(0, 2**31)))
-    X = rng.standard_normal((N, d))
-    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3]))):
-        what = draw(st.sampled_from(["nan", "inf", "huge", "tiny", "scale", "const_col", "offset",
-                                     "dup_rows", "subnormal"]))
-        if N == 0:
-            break
-        i, j = draw(st.integers(0, N - 1)), draw(st.integers(0, d - 1))
-        if what == "nan":
-            X[i, j] = np.nan
-        elif what == "inf":
-            X[i, j] = draw(st.sampled_from([np.inf, -np.inf]))
-        elif what == "huge":
-            X[i, j] = draw(st.sampled_from([1e300, -1e200, 1e154, 1e20]))
-        elif what == "tiny":
-            X[i, j] = draw(st.sampled_from([1e-300, 5e-324, -1e-200]))
-        elif what == "scale":
-            with np.errstate(over="ignore", under="ignore"):
-                X *= 10.0 ** draw(st.integers(-300, 300))
-        elif what == "const_col":
-            X[:, j] = draw(st.sampled_from([0.0, 1.0, -3.5]))
-        elif what == "offset":
-            X += 10.0 ** draw(st.integers(3, 16))
-        elif what == "dup_rows":
-            X[:] = X[i]
-        else:
-            X[:, j] *= 1e-310
-    if shape_kind == "cols":
-        X = np.ones((N, d + draw(st.sampled_from([-1, 1]))))
-    elif shape_kind == "1d":
+    X = rng.standard_normal((N, 2))
+    i, j = (int(rng.integers(max(N, 1))), int(rng.integers(2)))
+    value = None
+    if defect in args:
+        value = draw(st.sampled_from(args[defect]))
+    elif defect in ("nan", "inf"):
+        X[i, j] = np.nan if defect == "nan" else draw(st.sampled_from([np.inf, -np.inf]))
+    elif defect == "huge":
+        X[i, j] = draw(st.sampled_from([1e300, -1e200, 1e154, 1e20]))
+    elif defect == "tiny":
+        X[i, j] = draw(st.sampled_from([1e-300, 5e-324, -1e-200]))
+    elif defect == "subnormal":
+        X[:, j] *= 1e-310
+    elif defect == "const_col":
+        X[:, j] = draw(st.sampled_from([0.0, 1.0, -3.5]))
+    elif defect == "offset3":
+        X += 1e3
+    elif defect == "offset":
+        X += 10.0 ** draw(st.sampled_from([8, 12, 16]))
+    elif defect == "dup_rows":
+        X[:] = X[i]
+    elif defect == "scale":
+        value = draw(st.sampled_from([-300, -150, -100, -30, 30, 100, 150, 300]))
+        with np.errstate(over="ignore", under="ignore"):
+            X *= 10.0**value
+    elif defect == "cols":
+        X = np.ones((N, 2 + draw(st.sampled_from([-1, 1]))))
+    elif defect == "1d":
         X = X.ravel()
-    elif shape_kind == "3d":
-        X = X.reshape(N, d, 1)
-    return X
+    elif defect == "3d":
+        X = X.reshape(N, 2, 1)
+    return X, defect, value
+
+
+def _outcome(route, defect):
+    table = GLOBAL_OUTCOMES if route == "global" else LOCAL_OUTCOMES
+    return table.get(defect) or OUTCOMES[defect]
 
 
 def _assert_finite_fit(fit):
     assert np.isfinite(fit.theta).all()
     assert np.isfinite(fit.A).all() and np.isfinite(fit.b).all()
     assert np.isfinite(fit.report.singular_values).all()
-    fit.summary()
+    assert fit.summary()
+
+
+def _run(route, expected, call):
+    """Call ``call()``; check the outcome against ``expected`` = (kind, pattern)."""
+    kind, pattern = expected
+    try:
+        fit = call()
+    except ds.DynosedError as exc:
+        event(f"{route}: {type(exc).__name__}")
+        assert kind != "fit", f"valid input raised {type(exc).__name__}: {exc}"
+        assert isinstance(exc, ds.DataError), f"{type(exc).__name__}: {exc}"
+        assert re.search(pattern, str(exc)), f"unexpected message: {exc}"
+        return None
+    event(f"{route}: fit")
+    assert kind != "raise", f"expected a DataError matching {pattern!r}, got a fit"
+    _assert_finite_fit(fit)
+    return fit
+
+
+def _search_warnings(caught):
+    """The ConvergenceWarnings of the gradient search among recorded warnings."""
+    return [
+        w
+        for w in caught
+        if issubclass(w.category, ds.ConvergenceWarning) and "gradient search" in str(w.message)
+    ]
+
+
+def _assert_rescaling_invariance(fit, fit_c, c, degree):
+    """x ↦ c·x (model rewritten by time scaling, θ_k ↦ θ_k/c^(p_k+1), λ = 0): the residual scales
+    by 1/c², and so θ̂ maps exactly when A has full column rank.  With every parameter scaled
+    alike (A unchanged) the report is the same too: rank, scaled SEs, test statistic.  (With
+    unequal scalings the rank, judged on the singular values of A in the given units, may differ
+    near its threshold: only the estimate is compared then.)"""
+    S = c ** -(degree + 1.0)
+    r, r_c = fit.A @ fit.theta - fit.b, fit_c.A @ fit_c.theta - fit_c.b
+    tol = 1e-9 * (np.abs(fit.b).max() + np.abs(fit.A).max() * np.abs(fit.theta).max())
+    assert np.abs(r_c * c**2 - r).max() <= tol + 1e-300
+    sv = np.linalg.svd(fit.A, compute_uv=False)
+    if fit.A.shape[0] >= fit.A.shape[1] and sv[-1] > 1e-6 * sv[0]:
+        event("rescaling: θ̂ compared")
+        np.testing.assert_allclose(fit_c.theta / S, fit.theta, rtol=1e-7, atol=1e-9)
+    if np.all(degree == degree[0]):
+        event("rescaling: report compared")
+        rep, rep_c = fit.report, fit_c.report
+        assert rep_c.rank == rep.rank and rep_c.free_params == rep.free_params
+        if rep.std_errors is not None:
+            np.testing.assert_allclose(rep_c.std_errors / S, rep.std_errors, rtol=1e-6)
+            np.testing.assert_allclose(rep_c.misspec_stat, rep.misspec_stat, rtol=1e-6)
 
 
 @settings(max_examples=150)
 @given(st.data())
-def test_entry_points_never_crash(compiled, models, data):
-    """Each call returns a finite fit or raises a DynosedError (any other exception fails)."""
-    name = data.draw(st.sampled_from(["ou2d_m12", "limit_cycle"]))
+def test_entry_points_on_hostile_and_valid_input(compiled, models, data):
+    """Valid input fits (and the fit is invariant under rescaling the state and the model
+    together); every defect gives the DataError that names it."""
+    name = data.draw(st.sampled_from(["ou2d", "limit_cycle"]))
     model = models[name]
-    X = data.draw(hostile_arrays(model.d))
     route = data.draw(st.sampled_from(["global", "local"]))
-    lam = data.draw(st.sampled_from([1e-6] * 6 + [0.0, -1.0, np.inf, 1e300]))
-    try:
-        if route == "global":
-            fit = ds.fit_global(model, X, lam=lam,
-                                n_features=data.draw(st.sampled_from([64] * 6 + [1, 0, -3, 7])),
-                                bandwidth=data.draw(st.sampled_from(["median"] * 8 + [1.0, 0.0, -1.0,
-                                                                     1e-300, 1e300, np.nan])),
-                                seed=data.draw(st.integers(0, 5)))
+    X, defect, value = data.draw(hostile_inputs(route))
+    lam = data.draw(st.sampled_from([0.0] * 4 + [1e-6, 1e300]))
+    if route == "global":
+        kw = {
+            "lam": lam,
+            "n_features": data.draw(st.sampled_from([64] * 6 + [1, 7])),
+            "bandwidth": data.draw(st.sampled_from(["median"] * 6 + [1.0, 1e300])),
+            "seed": data.draw(st.integers(0, 5)),
+        }
+    else:
+        kw = {"lam": lam, **_local_kw(data.draw)}
+        P = data.draw(NEAR_ORIGIN)
+    if defect in ARG_DEFECTS[route]:
+        key = "probes" if defect.startswith("probes") else defect.removesuffix("_tiny")
+        key = key.removesuffix("_huge")
+        if key == "probes":
+            P = value
         else:
-            M = data.draw(st.integers(1, 6))
-            if np.ndim(X) == 2 and X.shape[0] >= M and data.draw(st.booleans()):
-                P = X[:M].copy()  # probes on the data (hostile when the data are)
-            else:
-                P = data.draw(hnp.arrays(np.float64, (M, model.d), elements=st.floats(-1.5, 1.5)))
-            kw = data.draw(st.sampled_from([{"temperature": 1.0}] * 4 + [
-                {"temperature": 0.0}, {"temperature": 1e300}, {"score": "local_gaussian", "temperature": 1.0},
-                {"score": "score_matching", "radius": 2.0}, {"score": "score_matching", "radius": 2.0,
-                                                             "degree": 3}]))
-            fit = ds.fit_local(model, X, P, lam=lam, **kw)
-    except ds.DynosedError as exc:
-        event(f"{route}: {type(exc).__name__}")
+            if key in ("radius", "degree"):
+                kw = {"lam": lam, "score": "score_matching", "radius": 1.5, "degree": 2}
+            if key == "temperature":
+                kw = {"lam": lam, "score": "kernel"}
+            kw[key] = value
+    expected = _outcome(route, defect)
+    if kw.get("bandwidth") == 1e300 and defect in ("huge", "offset"):
+        expected = ("either", expected[1])  # nothing is far compared with a 1e300 length scale
+    if route == "global":
+        fit = _run(route, expected, lambda: ds.fit_global(model, X, **kw))
+    else:
+        fit = _run(route, expected, lambda: ds.fit_local(model, X, P, **kw))
+    if fit is None or defect is not None or lam != 0.0 or kw.get("bandwidth") == 1e300:
         return
-    event(f"{route}: fit")
-    _assert_finite_fit(fit)
+    c = 2.0 ** data.draw(st.sampled_from([-6, -3, -1, 1, 2, 5]))
+    kw_c = _rescaled(kw, c)
+    if route == "global":
+        fit_c = ds.fit_global(model, c * X, **kw_c)
+    else:
+        fit_c = ds.fit_local(model, c * X, c * P, **kw_c)
+    _assert_rescaling_invariance(fit, fit_c, c, DEGREE[name])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 13 (honest intervals): with fewer features than parameters the minimum-norm "
+    "θ̂ puts a parameter that is not identified on its own (c of limit_cycle, partly in the "
+    "null space) at a biased value, and the report gives it a finite interval that excludes the "
+    "truth by ~15 standard errors",
+)
+def test_underdetermined_fit_does_not_claim_a_confident_wrong_interval(models):
+    X = np.random.default_rng(5).standard_normal((3000, 2))  # exact samples: c = 0
+    fit = ds.fit_global(models["limit_cycle"], X, n_features=1, lam=0.0)
+    lo, hi = fit.conf_int(level=1 - 1e-6)[1]
+    assert lo <= 0.0 <= hi
 
 
 # --------------------------------------------------------------------------- hostile declarations
 def _bad_atoms(xs):
     t, z, k = sp.symbols("t z k", real=True)
     g = sp.Function("g")
-    return [t, z, g(xs[0]), sp.gamma(xs[0]), sp.Piecewise((xs[0], xs[0] > 0), (0, True)),
-            sp.Mod(xs[0], 2), sp.I * xs[0], sp.zoo, sp.Integral(xs[0], xs[0]), k]
+    return [
+        (t, r"depends on time t"),
+        (z, r"symbol z is"),
+        (g(xs[0]), r"undefined function g\(\)"),
+        (sp.gamma(xs[0]), r"function gamma\(\) cannot be compiled"),
+        (sp.Piecewise((xs[0], xs[0] > 0), (0, True)), r"Piecewise\(\) cannot be compiled"),
+        (sp.Mod(xs[0], 2), r"function Mod\(\) cannot be compiled"),
+        (sp.I * xs[0], r"complex numbers are not supported"),
+        (sp.zoo, r"contains an infinity or NaN"),
+        (sp.Integral(xs[0], xs[0]), r"unevaluated Integral cannot be compiled"),
+        (k, r"symbol k is"),
+    ]
 
 
 @st.composite
 def declarations(draw):
+    """A declaration and the ModelError messages it must raise (none: it must be accepted)."""
     d = draw(st.integers(1, 2))
     n = draw(st.integers(0, 2))
     xs, ps, comps = _affine_drift(draw, d, n, coefs=[1])
+    errors = []
     if draw(st.sampled_from([False, False, True])):
-        comps[draw(st.integers(0, d - 1))] += draw(st.sampled_from(_bad_atoms(xs)))
-    diff = draw(st.sampled_from(["ok", "ok", "state", "state", "param", "bad_atom", "neg", "matrix"]))
+        atom, msg = draw(st.sampled_from(_bad_atoms(xs)))
+        j = draw(st.integers(0, d - 1))
+        comps[j] += atom
+        errors.append(rf"^drift\[{j}\] \(dx{j}\): .*{msg}")
+    diff = draw(
+        st.sampled_from(["ok", "ok", "state", "state", "param", "bad_atom", "neg", "matrix"])
+    )
     if diff == "ok":
         D = sp.Rational(1, 2)
     elif diff == "param":
         D = 1 + (ps[0] ** 2 if n else xs[0] ** 2)
+        if n:
+            errors.append(r"^diffusion D\[0,0\]: parameter p0 appears in the diffusion")
     elif diff == "bad_atom":
-        D = 1 + draw(st.sampled_from(_bad_atoms(xs))) ** 2
+        atom, msg = draw(st.sampled_from(_bad_atoms(xs)))
+        D = 1 + atom**2
+        if atom != sp.I * xs[0]:  # (i x)² = −x²: D = 1 − x² is real and not negative everywhere
+            errors.append(rf"^diffusion D\[0,0\]: .*{msg}")
     elif diff == "neg":
         D = -1 - xs[0] ** 2
+        errors.append(r"^diffusion D\[0,0\] = .* is negative for every state")
     elif diff == "matrix":
         D = sp.Matrix(d, d, lambda i, j: draw(st.sampled_from([0, 1, 2, xs[0], -1])))
+        if D != D.T:
+            errors.append(r"^diffusion D is not symmetric")
+        elif not D.free_symbols:
+            if min(np.linalg.eigvalsh(np.array(D.tolist(), dtype=float))) < 0:
+                errors.append(r"^diffusion D is not positive semi-definite")
+        else:  # state-dependent and symmetric: judged where it is evaluated
+            errors.append(r"^diffusion D")
+            errors.append(None)
     else:
         D = [1 + xs[j] ** 2 / 2 for j in range(d)]
-    return xs, ps, comps, D
+    return xs, ps, comps, D, errors
 
 
 @settings(max_examples=100)
 @given(declarations())
 def test_declarations_are_accepted_or_named(fuzz_dir, decl):
-    xs, ps, comps, D = decl
+    """A valid declaration is accepted (and derives and prints); an invalid one raises the
+    ModelError that names the offending component and atom."""
+    xs, ps, comps, D, errors = decl
     try:
         model = ds.SDEModel(list(xs), list(ps), comps, diffusion=D, name="fuzz_decl")
     except ds.ModelError as exc:
-        assert str(exc)
         event("ModelError")
+        patterns = [e for e in errors if e is not None]
+        assert patterns, f"a valid declaration was rejected: {exc}"
+        assert any(re.search(p, str(exc)) for p in patterns), f"unexpected message: {exc}"
         return
     event("accepted")
+    assert not errors or None in errors, f"accepted, expected an error matching {errors}"
     der = model.derivation  # an accepted model derives and prints without error
     assert der.is_affine
-    from dynosed_sym.codegen.emit import render_module
-    from dynosed_sym.spec import build_spec
+    from dynosed_sym.codegen.render import render_module
+    from dynosed_sym.codegen.spec import build_spec
 
     assert "def drift_point" in render_module(build_spec(model))
 
 
 # --------------------------------------------------------------------------- a few compiled
-@settings(max_examples=80)
+THETA0 = {  # starting point → expected outcome
+    None: ("fit", ""),
+    (0.5, -1.0, 2.0, 0.0): ("fit", ""),
+    (1e10, 0.0, 0.0, -1e10): ("fit", ""),
+    (np.nan, 0.0, 0.0, 0.0): ("model", r"^theta0: value of 'M11' is not finite"),
+    (0.0, 1.0): ("model", r"^theta0: expected 4 values"),
+}
+
+
+@settings(max_examples=60)
 @given(st.data())
-def test_compiled_nonaffine_gradient_fit_never_crashes(compiled, models, data):
-    """The gradient route on hostile data for a compiled zoo model (solver='gradient'):
-    finite or a DynosedError."""
-    model = models["ou2d_m12"]
-    X = data.draw(hostile_arrays(model.d))
-    theta0 = data.draw(st.sampled_from([None, [0.5], [1e300], [np.nan], [0.0, 1.0]]))
-    try:
-        fit = ds.fit_global(model, X, n_features=32, solver="gradient", theta0=theta0)
-    except ds.DynosedError as exc:
-        event(type(exc).__name__)
+def test_gradient_route_on_an_affine_model_is_the_linear_solve(compiled, models, data):
+    """The gradient route on hostile data and starting points (ou2d, solver='gradient'): the
+    errors of the linear route, and on valid input the linear solve's optimum."""
+    model = models["ou2d"]
+    X, defect, _ = data.draw(hostile_inputs("global"))
+    if defect in ARG_DEFECTS["global"]:
+        defect = None  # (arguments are covered above; keep the data)
+    theta0 = data.draw(st.sampled_from(sorted(THETA0, key=str)))
+    kind, pattern = THETA0[theta0]
+    kw = dict(n_features=32, lam=data.draw(st.sampled_from([0.0, 1e-6])))
+    expected = _outcome("global", defect)
+    if kind == "model":  # the starting point is checked before the data
+        with pytest.raises(ds.ModelError, match=pattern):
+            ds.fit_global(model, X, solver="gradient", theta0=theta0, **kw)
+        event("gradient: ModelError (theta0)")
         return
-    event("fit")
-    _assert_finite_fit(fit)
+    projection = data.draw(st.booleans())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ds.ConvergenceWarning)
+        fit = _run(
+            "gradient",
+            expected,
+            lambda: ds.fit_global(
+                model, X, solver="gradient", theta0=theta0, projection=projection, **kw
+            ),
+        )
+    if fit is None:
+        return
+    assert fit.converged == (not _search_warnings(caught))
+    if not fit.converged:
+        event("gradient: not converged (flagged)")
+        assert theta0 is not None and abs(theta0[0]) > 1e3, "a start near the optimum converges"
+        return
+    if defect not in (None, "tiny", "const_col"):
+        return  # degenerate data (1e±100 scales, subnormal columns) that fit: finite suffices
+    lin = ds.fit_global(model, X, **kw)
+    # the same objective; along weakly resolved directions the optimum is flat, so compare fits
+    d = lin.A @ (fit.theta - lin.theta)
+    assert np.linalg.norm(d) <= 1e-6 * (np.linalg.norm(lin.b) + 1e-300)
+    np.testing.assert_allclose(fit.A, lin.A, rtol=1e-9, atol=1e-12 * np.abs(lin.A).max())
 
 
 @pytest.fixture(scope="module")
 def nonaffine_compiled(fuzz_dir):
-    """A small non-affine model (θ inside exp, a square and sin), emitted once; its gradient
-    kernels compile on the first example and are shared by the rest."""
+    """dx = (a tanh(kx) − x + e x²) dt + √2 dW₁, dy = −y dt + √2 dW₂: not affine in k, emitted
+    once; its gradient kernels compile on the first example and are shared by the two families
+    below.  For e = 0 the stationary law is p ∝ cosh(kx)^(a/k) exp(−(x² + y²)/2), sampled
+    exactly; e is a parameter on a basis function with zero truth (even, where the law is
+    symmetric: not confounded with the odd tanh; an e x³ term would be, with a·tanh(kx) ≈
+    ak·x − ak³x³/3)."""
     x, y = STATE[:2]
-    a, b = PARAMS[:2]
-    model = ds.SDEModel([x, y], [a, b], [-sp.exp(a) * x + y, -x - b**2 * y + sp.sin(b * x) / 4],
-                        diffusion=sp.Rational(1, 2), nominal=[0.0, 1.0], name="fuzz_na_fit")
+    a, k, e = PARAMS[:3]
+    model = ds.SDEModel(
+        [x, y],
+        [a, k, e],
+        [a * sp.tanh(k * x) - x + e * x**2, -y],
+        diffusion=1,
+        nominal=[1.0, 0.5, 0.0],
+        name="fuzz_tanh",
+    )
     cm = ds.compile_model(model, fuzz_dir)
     assert not cm.is_affine
     return model, fuzz_dir
 
 
-@settings(max_examples=80)
+NA_THETA0 = {
+    None: ("fit", ""),
+    (2.0, 0.7, 0.0): ("fit", ""),
+    (0.5, -1.0, 0.1): ("fit", ""),
+    (1e300, 1.0, 0.0): ("either", r"not finite|too large|overflow"),
+    (np.nan, 0.0, 0.0): ("model", r"^theta0: value of 'p0' is not finite"),
+    (1.0,): ("model", r"^theta0: expected 3 values"),
+}
+
+
+@settings(max_examples=60)
 @given(st.data())
-def test_compiled_truly_nonaffine_fits_never_crash(nonaffine_compiled, data):
-    """A non-affine model (no linear route at all) on hostile data and starting points, by the
-    global and the local gradient routes: finite or a DynosedError."""
+def test_truly_nonaffine_fits_end_at_a_stationary_point(nonaffine_compiled, data):
+    """A non-affine model (no linear route) on hostile data and starting points, by the global and
+    the local gradient routes: named errors; on valid input a fit whose θ̂, when the search
+    converged, is a stationary point of the loss on the reported linearisation
+    (‖Aᵀ(Aθ̂ − b) + λθ̂‖ ≈ 0), and a flag with a ConvergenceWarning when it did not."""
     model, out = nonaffine_compiled
-    X = data.draw(hostile_arrays(model.d))
-    theta0 = data.draw(st.sampled_from([[1.0], [40.0, 0.0], [1e300, 1.0], [np.nan, 0.0]]
-                                       + [[0.5, -1.0]] * 3 + [None] * 4))
-    n_starts = data.draw(st.sampled_from([1, 1, 2]))
     route = data.draw(st.sampled_from(["global", "local"]))
-    try:
-        if route == "global":
-            fit = ds.fit_global(model, X, n_features=32, theta0=theta0, n_starts=n_starts,
-                                projection=data.draw(st.booleans()), out_dir=out)
-        else:
-            M = data.draw(st.integers(1, 4))
-            if np.ndim(X) == 2 and X.shape[0] >= M and data.draw(st.booleans()):
-                P = X[:M].copy()  # probes on the data (hostile when the data are)
-            else:
-                P = data.draw(hnp.arrays(np.float64, (M, model.d), elements=st.floats(-1.5, 1.5)))
-            kw = data.draw(st.sampled_from([{"temperature": 1.0}] * 3 + [
-                {"temperature": 1e300}, {"score": "score_matching", "radius": 2.0}]))
-            fit = ds.fit_local(model, X, P, theta0=theta0, n_starts=n_starts, out_dir=out, **kw)
-    except ds.DynosedError as exc:
-        event(f"{route}: {type(exc).__name__}")
+    X, defect, value = data.draw(hostile_inputs(route))
+    theta0 = data.draw(st.sampled_from(sorted(NA_THETA0, key=str)))
+    kind, pattern = NA_THETA0[theta0]
+    lam = data.draw(st.sampled_from([0.0, 1e-6]))
+    kw = dict(theta0=theta0, lam=lam, n_starts=data.draw(st.sampled_from([1, 1, 2])), out_dir=out)
+    expected = _outcome(route, defect) if defect not in ARG_DEFECTS[route] else ("fit", "")
+    if kind == "model":
+        expected = ("model", pattern)
+    elif kind == "either" and expected[0] != "raise":  # a data or a starting-point failure
+        expected = (kind, "|".join(filter(None, [expected[1], pattern])))
+    if route == "global":
+
+        def call():
+            return ds.fit_global(model, X, n_features=32, projection=data.draw(st.booleans()), **kw)
+    else:
+        P = data.draw(NEAR_ORIGIN)
+        local = {"score": "kernel", "temperature": 1.0}
+
+        def call():
+            return ds.fit_local(model, X, P, **local, **kw)
+
+    if expected[0] == "model":
+        with pytest.raises(ds.ModelError, match=expected[1]):
+            call()
+        event(f"{route}: ModelError (theta0)")
         return
-    event(f"{route}: fit")
-    _assert_finite_fit(fit)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ds.ConvergenceWarning)
+        fit = _run(route, expected, call)
+    if fit is None:
+        return
+    assert fit.converged == (not _search_warnings(caught))
+    if not fit.converged:
+        event(f"{route}: not converged (flagged)")
+        assert "NOT CONVERGED" in fit.summary()
+        return
+    if not (defect in (None, "tiny") or defect in ARG_DEFECTS[route]):
+        return  # degenerate data (a zero column, 1e-300 scales) that fit: finite is all we ask
+    r = fit.A @ fit.theta - fit.b
+    grad = fit.A.T @ r + lam * fit.theta
+    nA, nr = np.linalg.norm(fit.A), np.linalg.norm(r)
+    if nr <= 1e-6 * (np.linalg.norm(fit.b) + nA * np.linalg.norm(fit.theta)):
+        event(f"{route}: residual at rounding level")  # nothing left to fit: no direction
+        return
+    # ‖Aᵀr‖ ≤ ‖A‖‖r‖ always; far below it, r has (almost) no component left in the range of A
+    assert np.linalg.norm(grad) <= 1e-5 * (nA * nr + lam * np.linalg.norm(fit.theta))
+
+
+@settings(max_examples=20)
+@given(
+    a=st.floats(1.5, 3.0),  # a·k > 0.75: a bimodal law whose data reach where tanh bends
+    k=st.floats(0.5, 1.2),
+    start=st.lists(st.floats(-0.3, 0.3), min_size=3, max_size=3),
+    route=st.sampled_from(["global", "local"]),
+    seed=st.integers(0, 2**31),
+)
+def test_nonaffine_exact_law_and_a_zero_parameter(nonaffine_compiled, a, k, start, route, seed):
+    """Exact samples of a non-affine gradient drift: the search converges, the truth — e = 0
+    for the added x² term — lies in the 1 − 10⁻⁶ interval of every identified parameter, and the
+    misspecification test does not reject the true model."""
+    model, out = nonaffine_compiled
+    truth = np.array([a, k, 0.0])
+    x = sample_1d(lambda g: a / k * np.log(np.cosh(k * g)) - g**2 / 2, 2000, seed)
+    X = np.column_stack([x[:, 0], np.random.default_rng(seed).standard_normal(x.shape[0])])
+    theta0 = truth * (1.0 + np.array(start)) + [0.0, 0.0, 0.1 * start[2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        if route == "global":
+            fit = ds.fit_global(model, X, theta0=theta0, n_features=64, out_dir=out)
+        else:
+            P = np.array([[u, v] for u in (-1.2, -0.4, 0.4, 1.2) for v in (-0.5, 0.5)])
+            fit = ds.fit_local(
+                model, X, P, theta0=theta0, score="local_gaussian", temperature=4.0, out_dir=out
+            )
+    assert fit.converged
+    assert fit.report.p_value >= 1e-6
+    if fit.report.rank < model.n:
+        # a direction left unresolved: the linearised intervals of the other parameters do not
+        # account for it (see the xfail above; issue 13, honest intervals)
+        event("not identifiable: intervals not checked")
+        return
+    event("identifiable: intervals checked")
+    ci = fit.conf_int(level=1 - 1e-6)
+    assert np.all((ci[:, 0] <= truth) & (truth <= ci[:, 1])), fit.summary(truth=truth)

@@ -2,42 +2,50 @@
 
 Every ``numba.njit`` decorator writes all of its options out, so a reader sees
 exactly how each kernel is compiled.  Arrays are always arguments, never module
-globals, so Numba's on-disk cache stays valid.
+globals, so Numba's on-disk cache stays valid.  Model-independent code (the
+counter RNG, the lane-block bookkeeping of the simulator) lives in
+:mod:`dynosed_sym.kernels` and is imported; a template line is a line of a
+generated module, so it stays within 100 columns too.
 """
 
-TEMPLATE_NAME = "kernels_v1"
+TEMPLATE_NAME = "kernels_v2"
 
-BANNER = '''\
+BANNER = """\
 # ============================================================================
 # GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym {version}, template {template}.
-# model: {name}    spec hash: {hash}
+# model: {name}
+# spec hash: {hash}
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
 # content-sha256: {content_hash}
 # ============================================================================
-'''
+"""
 
 HEADER = '''\
 """Numba kernels for the SDE model ``{name}``.
 
-State (d = {d}): {state}
-Parameters (n = {n}): {params}
-Affine in the parameters: {affine}
+d = {d} states, n = {n} parameters, affine in the parameters: {affine}.
 
-Kernels and argument shapes (N samples, C chains, K_sin = {n_sin}, K_cos = {n_cos}):
+Slots (where each symbol sits in the kernels' arrays):
 
-    drift(X, theta, out)                     X (N, {d}), theta ({n},), out (N, {d})
-    drift_jacobian(X, theta, out)            X (N, {d}), theta ({n},), out (N, {d}, {n}) = df/dtheta
-{stein_doc}{local_doc}    simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
-                                             x0 (C, {d}), G ({d}, {dn}), keys (C,) uint64,
-                                             out (n_keep, C, {d}), status (C,) int64
+{legend}
 
-Operation counts after joint CSE: {op_counts}.
+Kernels and argument shapes (N samples, M probes, C chains, K_sin = {n_sin}, K_cos = {n_cos}):
+
+{kernel_doc}
+
+Operation counts of the printed kernels (after joint CSE; terms: intermediate CSE terms;
+written: outputs assigned, structural zeros are not; inputs: slots read of each array):
+
+{op_table}
 """
 
 import math
 
 import numba
 import numpy as np
+
+from dynosed_sym.kernels import lanes
+from dynosed_sym.kernels.lanes import LANES
 
 NAME = {name!r}
 SPEC_HASH = {hash!r}
@@ -51,347 +59,150 @@ NOISE_DIM = {dn}
 STATE_DEPENDENT_NOISE = {state_noise}
 '''
 
-STEIN_DOC = '''\
-    stein_features(X, out_sin, out_cos)      X (N, {d}), out_sin (N, {n_sin}), out_cos (N, {n_cos})
-'''
+# The kernel list of the header: call, then the argument shapes from column 45.
+KERNEL_DOC_WIDTH = 41
+KERNEL_DOCS = {
+    "drift": ("drift(X, theta, out)", ("X (N, {d})", "theta ({n},)", "out (N, {d})")),
+    "drift_jacobian": (
+        "drift_jacobian(X, theta, out)",
+        ("X (N, {d})", "theta ({n},)", "out (N, {d}, {n}) = df/dtheta"),
+    ),
+    "stein_features": (
+        "stein_features(X, out_sin, out_cos)",
+        ("X (N, {d})", "out_sin (N, {n_sin})", "out_cos (N, {n_cos})"),
+    ),
+    "local_rows": (
+        "local_rows(X, S, J, dlogp_dt, A, b)",
+        ("X (M, {d})", "S (M, {d})", "J (M, {d}, {d})", "dlogp_dt (M,)", "A (M, {n})", "b (M,)"),
+    ),
+    "local_residual": (
+        "local_residual(X, S, J, dlogp_dt, theta, R, dR)",
+        ("X (M, {d})", "S (M, {d})", "J (M, {d}, {d})", "dlogp_dt (M,)", "theta ({n},)")
+        + ("R (M,)", "dR (M, {n}) = dR/dtheta"),
+    ),
+    "simulate_chains": (
+        "simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)",
+        ("x0 (C, {d})", "G ({d}, {dn})", "keys (C,) uint64", "out (n_keep, C, {d})")
+        + ("status (C,) int64",),
+    ),
+}
 
-STEIN_TABLES = '''
-# Contraction tables of the global Stein fill (see dynosed_sym.symbolic.SteinPieces):
-#   A[:, k] gets coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])  for (e, j, k, coef) in A_TERMS
-#   b       gets coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])  for (e, j, coef) in B_SIN_TERMS
-#   b       gets coef * omega[:, j] * omega[:, l] * (sum_i cos_i * out_cos[i, e])
-#                                                                    for (e, j, l, coef) in B_COS_TERMS
+STEIN_TABLES = """
+# Contraction tables of the global Stein fill (see dynosed_sym.model.derivation.SteinPieces):
+#   A[:, k] += coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])    (e, j, k, coef) in A_TERMS
+#   b       += coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])    (e, j, coef) in B_SIN_TERMS
+#   b       += coef * omega[:, j] * omega[:, l] * (sum_i cos_i * out_cos[i, e])
+#                                                                    (e, j, l, coef) in B_COS_TERMS
 A_TERMS = {a_terms}
 B_SIN_TERMS = {b_sin_terms}
 B_COS_TERMS = {b_cos_terms}
-'''
+"""
 
-LOCAL_DOC = '''\
-    local_rows(X, S, J, dlogp_dt, A, b)      X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score
-                                             Jacobians (J[i, j, l] = ds_j/dx_l), dlogp_dt (M,),
-                                             A (M, {n}), b (M,)
-'''
+POINT_DECORATOR = (
+    '@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", '
+    "boundscheck=False,\n"
+    '            nogil=True, inline="never")'
+)
+BATCH_DECORATOR = (
+    '@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", '
+    "boundscheck=False,\n"
+    "            nogil=True)"
+)
+# Local residual and its theta-gradient at given theta (gradient route of the local loss).
+# Serial: it runs once per trust-region step over M probes (about 100 ns each), where waking
+# threads costs more than the work and, on a busy machine, made the search 10-50x slower.
+SERIAL_BATCH_DECORATOR = (
+    '@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", '
+    "boundscheck=False,\n"
+    "            nogil=True)"
+)
 
-POINT_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
-              'boundscheck=False, nogil=True, inline="never"')
-BATCH_OPTS = ('parallel=True, fastmath=False, cache=True, error_model="numpy", '
-              'boundscheck=False, nogil=True')
+# {counts}: "# 112 ops, 18 intermediate terms, 7 of 7 outputs written"; {zero}: the zeroing of
+# output arrays with structural zeros (or nothing); {body}: the printed assignments.
+POINT_FUNCTION = """
 
-POINT_FUNCTION = '''
-
-@numba.njit({opts})
+{decorator}
 def {fname}({args}):
-    """{doc}"""
-{body}
-'''
+    {doc}
+    {counts}
+{zero}{body}
+"""
 
-BATCH_FUNCTION = '''
+BATCH_FUNCTION = """
 
-@numba.njit({opts})
+{decorator}
 def {fname}(X, {args}):
-    """{doc}"""
+    {doc}
     for i in numba.prange(X.shape[0]):
         {point}(X[i], {call_args})
-'''
+"""
 
 # Rows of the local route: one probe per iteration, no reduction (A[i], b[i] belong to probe i).
 LOCAL_BATCH_FUNCTION = '''
 
-@numba.njit({opts})
+{decorator}
 def local_rows(X, S, J, dlogp_dt, A, b):
-    """Local-route rows at M probes: A[i] = a(x_i), b[i] = beta(x_i), so that A theta = b at the truth.
-
-    X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score Jacobians (J[i, j, l] = ds_j/dx_l),
-    dlogp_dt (M,) time derivative of log p (zeros for a stationary snapshot), A (M, {n}), b (M,).
-    """
+    """Local-route rows A[i] = a(x_i), b[i] = beta(x_i) (A theta = b at the truth) at probes X[i]:
+    X, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,) (zeros if stationary), A (M, {n}), b (M,)."""
     for i in numba.prange(X.shape[0]):
-        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i:i + 1])
+        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i : i + 1])
 '''
-
-# Local residual and its theta-gradient at given theta (gradient route of the local loss).
-# Serial: it runs once per trust-region step over M probes (about 100 ns each), where waking
-# threads costs more than the work and, on a busy machine, made the search 10-50x slower.
-SERIAL_BATCH_OPTS = ('parallel=False, fastmath=False, cache=True, error_model="numpy", '
-                     'boundscheck=False, nogil=True')
 
 LOCAL_RESIDUAL_BATCH_FUNCTION = '''
 
-@numba.njit({opts})
+{decorator}
 def local_residual(X, S, J, dlogp_dt, theta, R, dR):
-    """Local Fokker-Planck residual R(x_i; theta) and dR/dtheta at M probes.
-
-    X (M, {d}) probes, S (M, {d}) scores, J (M, {d}, {d}) score Jacobians (J[i, j, l] = ds_j/dx_l),
-    dlogp_dt (M,), theta ({n},), R (M,), dR (M, {n}) with dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k).
-    """
+    """Local residual R[i] and dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k) at probes X[i]:
+    X, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,), theta ({n},), R (M,), dR (M, {n})."""
     for i in range(X.shape[0]):
-        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i:i + 1], dR[i])
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i : i + 1], dR[i])
 '''
 
-LOCAL_RESIDUAL_DOC = '''\
-    local_residual(X, S, J, dlogp_dt, theta, R, dR)
-                                             X (M, {d}) probes, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,),
-                                             theta ({n},), R (M,) residual, dR (M, {n}) = dR/dtheta
-'''
+# The simulator (scheme, layout, streams: dynosed_sym.kernels.lanes).  A lane kernel evaluates
+# the drift (or G(x)) at the lanes of a block, state j of lane l at x[j*LANES + l]; its printed
+# body ({body}) is indented for the lane loop.  No banner or other text common to every module
+# here: the shared code stays in the package (see tests/codegen/test_lean.py).
+LANE_FUNCTION = """
 
-# The simulator: RK4 for the drift plus an Euler-Maruyama noise increment (the
-# reference paper's scheme) when the noise is constant; plain Euler-Maruyama
-# when G depends on the state.  Chains are integrated in blocks of lanes held as
-# structure-of-arrays rows, so every inner loop runs over lanes and LLVM
-# vectorises the drift, the normals and the update across chains.  Each chain
-# draws its normals from a counter-based generator keyed by ``keys[c]``; a
-# lane's arithmetic never depends on the other lanes, the block or the thread,
-# so results do not depend on the number of threads or on scheduling.
-#
-# ``{drift_lanes}`` / ``{noise_lanes}``: the printed bodies of the lane kernels
-# (joint CSE of the drift / of G(x)), indented for the body of the lane loop,
-# with state j of lane l at ``x[j*LANES + l]``, drift output j at
-# ``out[j*LANES + l]`` and G(x)[i, q] at ``out[(i*d' + q)*LANES + l]``.
-SIMULATOR = '''
-
-# ---------------------------------------------------------------------------
-# Simulator.  Chains run in blocks of up to LANES lanes; a block holds state j
-# of lane l at [j, l] (flat: j*LANES + l) and every inner loop runs over lanes.
-LANES = 64
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="never")
-def drift_lanes(x, theta, out, nl):
-    """Drift at lanes l < nl of a block: x (d*LANES,), theta (n,), out (d*LANES,); row j at j*LANES."""
+{decorator}
+def {fname}({args}):
+    {doc}
+    {counts}
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-{drift_lanes}
+{body}
+"""
 
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="never")
-def noise_lanes(x, out, nl):
-    """G(x) at lanes l < nl of a block: x (d*LANES,), out (d*d'*LANES,); G[i, q] at (i*d' + q)*LANES."""
-    for l in range(min(nl, LANES)):
-{noise_lanes}
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _mix64(z):
-    """SplitMix64 finaliser: a bijective 64-bit hash."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _unit_float(h):
-    """1 + (top 52 bits of h) / 2**52: a uniform double in [1, 2), built from bits."""
-    return np.uint64((h >> np.uint64(12)) | np.uint64(0x3FF0000000000000)).view(np.float64)
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _log_unit(u):
-    """log(u) for a normal double u in (0, 1]; error below 4e-16 relative (no libm call)."""
-    b = np.float64(u).view(np.uint64)
-    # u = 2**e * m with m in [1, 2); e as a double by the 2**52 trick (no int -> float conversion)
-    m = np.uint64((b & np.uint64(0x000FFFFFFFFFFFFF)) | np.uint64(0x3FF0000000000000)).view(np.float64)
-    e = np.uint64((b >> np.uint64(52)) | np.uint64(0x4330000000000000)).view(np.float64) - 4503599627371519.0
-    big = m > 1.4142135623730951
-    m = 0.5 * m if big else m
-    e = e + 1.0 if big else e
-    # log m = 2 atanh(s), s = (m - 1)/(m + 1), |s| <= 0.1716: odd series to s^19
-    s = (m - 1.0) / (m + 1.0)
-    z = s * s
-    p = 0.10526315789473684
-    p = p * z + 0.11764705882352941
-    p = p * z + 0.13333333333333333
-    p = p * z + 0.15384615384615385
-    p = p * z + 0.18181818181818182
-    p = p * z + 0.2222222222222222
-    p = p * z + 0.2857142857142857
-    p = p * z + 0.4
-    p = p * z + 0.6666666666666666
-    # log 2 split into an exact high part and a low part: e * 0.693147180369... is exact
-    return e * 0.6931471803691238 + (e * 1.9082149292705877e-10 + (2.0 * s + s * z * p))
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _sqrt_nonneg(a):
-    """sqrt(a) for finite a >= 0: Newton steps on 1/sqrt(a) (Numba's sqrt is a libm call that
-    blocks vectorisation); error about 1 ulp."""
-    y = np.uint64(np.uint64(0x5FE6EB50C7B537A9) - (np.float64(a).view(np.uint64) >> np.uint64(1))).view(np.float64)
-    h = 0.5 * a
-    y = y * (1.5 - h * y * y)
-    y = y * (1.5 - h * y * y)
-    y = y * (1.5 - h * y * y)
-    y = y * (1.5 - h * y * y)
-    r = a * y
-    return r + y * (h - 0.5 * r * r)
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _sin_turns(v):
-    """sin(2 pi v) for v in [-1/4, 1/4]: Taylor series to v^19 (error < 4e-16)."""
-    v2 = v * v
-    p = -0.012031585942120619
-    p = p * v2 + 0.10422916220813978
-    p = p * v2 - 0.7181223017785001
-    p = p * v2 + 3.8199525848482803
-    p = p * v2 - 15.094642576822984
-    p = p * v2 + 42.058693944897634
-    p = p * v2 - 76.70585975306136
-    p = p * v2 + 81.60524927607504
-    p = p * v2 - 41.341702240399755
-    p = p * v2 + 6.283185307179586
-    return p * v
-
-
-@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
-            nogil=True, inline="always")
-def _fold(u):
-    """Map u in [-1/2, 1/2] (turns) to v in [-1/4, 1/4] with sin(2 pi v) = sin(2 pi u)."""
-    v = min(u, 0.5 - u)
-    return max(v, -0.5 - v)
-
-
-# fastmath={{"contract"}} only: FMA contraction of the polynomials (every lane runs the same
-# instructions, so results stay independent of lane, block and thread); no other fast-math
-# assumptions, so the hash and the bit manipulations are exact.
-@numba.njit(parallel=False, fastmath={{"contract"}}, cache=True, error_model="numpy",
-            boundscheck=False, nogil=True, inline="never")
-def normals_lanes(keys, counter, eta, nq, nl):
-    """Standard normals eta[q, l] (q < nq, l < nl) from the streams keyed by keys[l] (LANES,).
-
-    Uniform number k of a stream is the SplitMix64 hash of key + k * golden; a Box-Muller pair
-    uses numbers counter + p + 1 and counter + p + 2.  Returns the counter advanced past the
-    2 * ceil(nq / 2) numbers used.  eta (>= nq + nq % 2, LANES).
-    """
-    golden = np.uint64(0x9E3779B97F4A7C15)
-    counter = np.uint64(counter)  # an int64 counter would promote the hash input to float64
-    for p in range(0, nq, 2):
-        s1 = (counter + np.uint64(p + 1)) * golden
-        s2 = (counter + np.uint64(p + 2)) * golden
-        for l in range(min(nl, LANES)):
-            u1 = 2.0 - _unit_float(_mix64(keys[l] + s1))  # (0, 1], multiples of 2**-52
-            t = _unit_float(_mix64(keys[l] + s2)) - 1.5   # angle in turns, [-1/2, 1/2)
-            rad = _sqrt_nonneg(-2.0 * _log_unit(u1))      # at most 8.49
-            w = t + 0.25                                  # cos(2 pi t) = sin(2 pi (t + 1/4)); exact
-            w = w - np.floor(w + 0.5)
-            eta[p, l] = rad * _sin_turns(_fold(w))
-            eta[p + 1, l] = rad * _sin_turns(_fold(t))
-    return counter + np.uint64(2 * ((nq + 1) // 2))
-
+SIMULATOR = '''
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
-    """Integrate C independent chains and record every ``thin``-th step after ``n_burn`` steps.
+    """{scheme}: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
 
-    x0 (C, d) start states, theta (n,), G (d, d') constant noise matrix (ignored when the
-    noise depends on the state), keys (C,) uint64 per-chain stream keys, out (n_keep, C, d)
-    recorded states, status (C,) int64: 0, or the first step at which a state was not finite.
-
-    Chains run in blocks of ``width`` lanes (a multiple of 8, at most LANES, set by C alone).
-    When a chain diverges its block stops: chains of that block that were still finite keep
-    status 0 and incomplete records.
-    """
-    n_chains, d = x0.shape
-    dn = G.shape[1]
-    hdt = 0.5 * dt
-    dt6 = dt / 6.0
-    sqdt = math.sqrt(dt)
-    total = n_burn + thin * n_keep
-    width = min(LANES, 8 * max(1, -(-n_chains // 64)))  # >= 8 blocks when C allows
-    n_blocks = -(-n_chains // width)
+    x0 (C, {d}), theta ({n},), G ({d}, {dn}){g_note}, keys (C,) uint64, out (n_keep, C, {d}): every
+    thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
+    width, n_blocks = lanes.layout(x0.shape[0])
     for blk in numba.prange(n_blocks):
-        c0 = blk * width
-        nr = min(width, n_chains - c0)  # real lanes; lanes nr..width-1 repeat chain c0 + nr - 1
-        x = np.empty((d, LANES))
-        xs = np.empty((d, LANES))
-        k1 = np.empty((d, LANES))
-        k2 = np.empty((d, LANES))
-        acc = np.empty((d, LANES))
-        eta = np.empty((dn + 1, LANES))
-        Gx = np.empty((d, dn, LANES if STATE_DEPENDENT_NOISE else 0))  # G(x) per lane (EM only)
-        lkeys = np.empty(LANES, dtype=np.uint64)
-        # flat views of the same buffers for the lane kernels (constant row offsets vectorise)
-        xf = x.reshape(d * LANES)
-        xsf = xs.reshape(d * LANES)
-        k1f = k1.reshape(d * LANES)
-        k2f = k2.reshape(d * LANES)
-        Gxf = Gx.reshape(Gx.size)
-        for l in range(width):
-            c = c0 + min(l, nr - 1)
-            lkeys[l] = keys[c]
-            for j in range(d):
-                x[j, l] = x0[c, j]
-        for l in range(nr):
-            status[c0 + l] = 0
-        counter = np.uint64(0)
-        kept = 0
-        for step in range(1, total + 1):
-{step_body}
-            # a non-finite coordinate stays non-finite (x + anything); v - v is nan exactly then
-            nbad = 0
-            for j in range(d):
-                for l in range(nr):
-                    v = x[j, l]
-                    nbad += (v - v) != 0.0
-            if nbad > 0:
-                for l in range(nr):
-                    for j in range(d):
-                        v = x[j, l]
-                        if (v - v) != 0.0:
-                            status[c0 + l] = step
+        x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
+{steps}
+            if lanes.stopped(x, out, status, blk, width, step, n_burn, thin):
                 break
-            if step > n_burn and (step - n_burn) % thin == 0:
-                for l in range(nr):
-                    for j in range(d):
-                        out[kept, c0 + l, j] = x[j, l]
-                kept += 1
 '''
 
-RK4_STEP = '''\
-            # RK4 for the drift; acc collects k1 + 2 k2 + 2 k3 + k4 in that order
-            drift_lanes(xf, theta, k1f, width)
-            for j in range(d):
-                for l in range(width):
-                    xs[j, l] = x[j, l] + hdt * k1[j, l]
-                    acc[j, l] = k1[j, l]
-            drift_lanes(xsf, theta, k2f, width)
-            for j in range(d):
-                for l in range(width):
-                    xs[j, l] = x[j, l] + hdt * k2[j, l]
-                    acc[j, l] = acc[j, l] + 2.0 * k2[j, l]
-            drift_lanes(xsf, theta, k2f, width)
-            for j in range(d):
-                for l in range(width):
-                    xs[j, l] = x[j, l] + dt * k2[j, l]
-                    acc[j, l] = acc[j, l] + 2.0 * k2[j, l]
-            drift_lanes(xsf, theta, k2f, width)
-            # Euler-Maruyama noise increment sqrt(dt) G eta (zero entries of G skipped)
-            counter = normals_lanes(lkeys, counter, eta, dn, width)
-            for j in range(d):
-                for l in range(width):
-                    acc[j, l] = dt6 * (acc[j, l] + k2[j, l])
-                for q in range(dn):
-                    g = sqdt * G[j, q]
-                    if g != 0.0:
-                        for l in range(width):
-                            acc[j, l] += g * eta[q, l]
-                for l in range(width):
-                    x[j, l] = x[j, l] + acc[j, l]'''
+RK4_STEPS = """\
+        for step in range(1, n_burn + thin * n_keep + 1):
+            drift_lanes(x, theta, k1, width)
+            lanes.rk4_first(x, k1, xs, acc, dt, width)
+            drift_lanes(xs, theta, k2, width)
+            lanes.rk4_middle(x, k2, xs, acc, 0.5 * dt, width)
+            drift_lanes(xs, theta, k2, width)
+            lanes.rk4_middle(x, k2, xs, acc, dt, width)
+            drift_lanes(xs, theta, k2, width)
+            lanes.rk4_last(x, k2, acc, G, eta, lkeys, step, dt, width)"""
 
-EM_STEP = '''\
-            # Euler-Maruyama with the state-dependent noise matrix G(x)
-            drift_lanes(xf, theta, k1f, width)
-            noise_lanes(xf, Gxf, width)
-            counter = normals_lanes(lkeys, counter, eta, dn, width)
-            for j in range(d):
-                for l in range(width):
-                    acc[j, l] = dt * k1[j, l]
-                for q in range(dn):
-                    for l in range(width):
-                        acc[j, l] += sqdt * (Gx[j, q, l] * eta[q, l])
-                for l in range(width):
-                    x[j, l] = x[j, l] + acc[j, l]'''
+EM_STEPS = """\
+        Gx = np.zeros(G.size * LANES)  # G(x) of every lane; entries never written stay zero
+        for step in range(1, n_burn + thin * n_keep + 1):
+            drift_lanes(x, theta, k1, width)
+            noise_lanes(x, Gx, width)
+            lanes.em_step(x, k1, Gx, acc, eta, lkeys, step, dt, width)"""

@@ -7,9 +7,17 @@ near-identity affine-coupling flow (:mod:`.flow_mixture`) on the stationary Fokk
 optional).
 """
 
-from .diagnostics import ConvergenceWarning, DensityDiagnostic
+from ..errors import ConvergenceWarning, TrainingDivergedError
+from .diagnostics import DensityDiagnostic
 from .flow_mixture import FlowMixtureSpec
-from .train import LearnedDensity, TrainingDivergedError, density_from_dynamics, residual_loss
+from .train import LearnedDensity, density_from_dynamics, residual_loss
 
-__all__ = ["density_from_dynamics", "LearnedDensity", "FlowMixtureSpec", "TrainingDivergedError",
-           "ConvergenceWarning", "DensityDiagnostic", "residual_loss"]
+__all__ = [
+    "density_from_dynamics",
+    "LearnedDensity",
+    "FlowMixtureSpec",
+    "TrainingDivergedError",
+    "ConvergenceWarning",
+    "DensityDiagnostic",
+    "residual_loss",
+]

@@ -97,7 +97,9 @@ def neg(a):
 def mul(a, b):
     va, vb = value_of(a), value_of(b)
     sa, sb = np.shape(va), np.shape(vb)
-    return _node(va * vb, (a, lambda g: _unbroadcast(g * vb, sa)), (b, lambda g: _unbroadcast(g * va, sb)))
+    return _node(
+        va * vb, (a, lambda g: _unbroadcast(g * vb, sa)), (b, lambda g: _unbroadcast(g * va, sb))
+    )
 
 
 def reciprocal(a):
@@ -149,7 +151,7 @@ _PATHS: dict = {}
 
 
 def _einsum(spec, values):
-    """``numpy.einsum`` with the contraction order of 3+ operands planned once per spec and shapes."""
+    """``numpy.einsum``; the contraction order of 3+ operands is planned once per spec/shapes."""
     if len(values) <= 2:
         return np.einsum(spec, *values)
     key = (spec, tuple(np.shape(v) for v in values))
@@ -183,6 +185,7 @@ def einsum(spec, *operands):
                 r = np.expand_dims(r, [i for i, ch in enumerate(target) if ch not in present])
                 r = np.broadcast_to(r, shape)
             return r
+
         return vjp
 
     return _node(result, *[(a, make_vjp(k)) for k, a in enumerate(operands)])
@@ -224,5 +227,7 @@ def backward(output, leaves):
                 grads[key] = np.array(contribution, dtype=float)
         if id(node) in leaf_ids:
             grads[id(node)] = g  # keep a leaf's adjoint for the caller
-    return [np.asarray(grads.get(id(leaf), np.zeros(leaf.shape)), dtype=float).reshape(leaf.shape)
-            for leaf in leaves]
+    return [
+        np.asarray(grads.get(id(leaf), np.zeros(leaf.shape)), dtype=float).reshape(leaf.shape)
+        for leaf in leaves
+    ]

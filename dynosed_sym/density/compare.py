@@ -16,7 +16,10 @@ __all__ = ["grid_points", "tv_to_exact", "tv_to_samples"]
 
 
 def grid_points(extent, n):
-    """Cell centres of an n × n grid over extent = (xmin, xmax, ymin, ymax) → (xs, ys, P (n², 2), cell area)."""
+    """Cell centres of an n × n grid over extent = (xmin, xmax, ymin, ymax).
+
+    Returns xs, ys, P (n², 2) and the cell area.
+    """
     xmin, xmax, ymin, ymax = (float(v) for v in extent)
     if not (xmax > xmin and ymax > ymin):
         raise DataError(f"extent: expected (xmin, xmax, ymin, ymax) with max > min, got {extent}")

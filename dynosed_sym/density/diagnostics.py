@@ -1,4 +1,4 @@
-"""Is the learned density the stationary law?  Two scale-free checks, and the warning class.
+"""Is the learned density the stationary law?  Two scale-free checks.
 
 1. **Residual ratio** ρ = E_q[R²] / E_q[(sᵀc)² + (sᵀDs)² + ⟨D, ∇s⟩² + e²]: the mean square of the
    stationary residual R = sᵀc − sᵀDs − ⟨D, ∇s⟩ + e (notation of :mod:`.dynamics`) relative to the
@@ -25,8 +25,13 @@ import numpy as np
 
 from . import flow_mixture as fm
 
-__all__ = ["ConvergenceWarning", "DensityDiagnostic", "residual_ratio", "sim_tv",
-           "RESIDUAL_RATIO_THRESHOLD", "SIM_TV_THRESHOLD"]
+__all__ = [
+    "DensityDiagnostic",
+    "residual_ratio",
+    "sim_tv",
+    "RESIDUAL_RATIO_THRESHOLD",
+    "SIM_TV_THRESHOLD",
+]
 
 #: ρ above this flags the run (calibration in docs/density.md).
 RESIDUAL_RATIO_THRESHOLD = 2e-2
@@ -35,10 +40,6 @@ RESIDUAL_RATIO_THRESHOLD = 2e-2
 SIM_TV_THRESHOLD = 0.04
 #: Multiple of the noise level below which the soft-cell TV is not significant.
 SIM_NOISE_FACTOR = 2.0
-
-
-class ConvergenceWarning(UserWarning):
-    """:func:`density_from_dynamics` did not converge, or its result failed a convergence check."""
 
 
 def residual_parts(spec, params, X, terms):
@@ -129,7 +130,11 @@ class DensityDiagnostic:
     @property
     def sim_limit(self):
         """The soft-cell TV above which the simulation check fails."""
-        return None if self.sim_tv is None else max(self.sim_threshold, SIM_NOISE_FACTOR * self.sim_noise)
+        return (
+            None
+            if self.sim_tv is None
+            else max(self.sim_threshold, SIM_NOISE_FACTOR * self.sim_noise)
+        )
 
     @property
     def sim_ok(self):
@@ -139,23 +144,32 @@ class DensityDiagnostic:
 
     def short(self):
         """One line: verdict, ρ and the simulation check."""
-        txt = (f"converged={self.converged}, residual_ratio={self.residual_ratio:.2g} "
-               f"({'≤' if self.residual_ok else '>'} {self.residual_threshold:g})")
+        txt = (
+            f"converged={self.converged}, residual_ratio={self.residual_ratio:.2g} "
+            f"({'≤' if self.residual_ok else '>'} {self.residual_threshold:g})"
+        )
         if self.sim_tv is not None:
-            txt += (f", sim_tv={self.sim_tv:.3f} ({'≤' if self.sim_ok else '>'} "
-                    f"{self.sim_limit:.3f})")
+            txt += (
+                f", sim_tv={self.sim_tv:.3f} ({'≤' if self.sim_ok else '>'} {self.sim_limit:.3f})"
+            )
         return txt
 
     def __str__(self):
-        lines = [f"density diagnostic: {self.short()}",
-                 f"  stopped by: {self.stop_reason} after {self.steps} steps "
-                 f"({self.total_steps} over {len(self.runs) or 1} run{'s' if len(self.runs) > 1 else ''})"]
+        lines = [
+            f"density diagnostic: {self.short()}",
+            f"  stopped by: {self.stop_reason} after {self.steps} steps "
+            f"({self.total_steps} over {len(self.runs) or 1} "
+            f"run{'s' if len(self.runs) > 1 else ''})",
+        ]
         if self.simulation is not None:
             s = self.simulation
-            lines.append(f"  starting simulation: {s['n_chains']} chains × {s['steps']} steps of dt={s['dt']:.3g} "
-                         f"(time {s['time']:.3g}, slowest relaxation ≈ {s['relaxation_time']:.3g}), "
-                         f"{s['n_samples']} samples; mass drift {s['drift_tv']:.3f} ± {s['noise_tv']:.3f} "
-                         f"({'settled' if s['equilibrated'] else 'NOT settled'})")
+            lines.append(
+                f"  starting simulation: {s['n_chains']} chains × {s['steps']} steps "
+                f"of dt={s['dt']:.3g} "
+                f"(time {s['time']:.3g}, slowest relaxation ≈ {s['relaxation_time']:.3g}), "
+                f"{s['n_samples']} samples; mass drift {s['drift_tv']:.3f} ± {s['noise_tv']:.3f} "
+                f"({'settled' if s['equilibrated'] else 'NOT settled'})"
+            )
         for r in self.reasons:
             lines.append(f"  - {r}")
         return "\n".join(lines)

@@ -1,6 +1,6 @@
 """The known-dynamics side of the residual: f, ∇·f, D, ∇·D and ∇·∇·D at collocation points.
 
-With the model's score s and its Jacobian ∇s, the stationary residual of DESIGN §2,
+With the model's score s and its Jacobian ∇s, the stationary residual of docs/design.md §2,
 
     R = sᵀ(f − ∇·D − D s) + ∇·(f − ∇·D − D s),
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from ..codegen.loading import check_finite_output, compile_model
 from ..codegen.printer import SlotPrinter, cse_block
-from ..compiled import check_finite_output, compile_model
 
 __all__ = ["DynamicsTerms", "dynamics_terms"]
 
@@ -41,25 +41,31 @@ def _kernel_source(model):
     outputs += [(f"out_divD[n, {i}]", div_D[i]) for i in range(d)]
     outputs += [("out_divdivD[n]", div_div_D)]
     lines, _ = cse_block(outputs, SlotPrinter(slots), indent=" " * 8)
-    return "\n".join([
-        "import math",
-        "import numba",
-        "",
-        "@numba.njit(parallel=False, cache=False, fastmath=False, error_model='numpy', boundscheck=False)",
-        "def terms(X, theta, out_divf, out_D, out_divD, out_divdivD):",
-        "    for n in range(X.shape[0]):",
-        *lines,
-        "",
-    ])
+    return "\n".join(
+        [
+            "import math",
+            "import numba",
+            "",
+            "@numba.njit(parallel=False, cache=False, fastmath=False, error_model='numpy',"
+            " boundscheck=False)",
+            "def terms(X, theta, out_divf, out_D, out_divD, out_divdivD):",
+            "    for n in range(X.shape[0]):",
+            *lines,
+            "",
+        ]
+    )
 
 
 def _terms_kernel(model):
-    from ..spec import spec_hash
+    from ..codegen.spec import spec_hash
 
     key = spec_hash(model)
     if key not in _KERNELS:
         namespace: dict = {}
-        exec(compile(_kernel_source(model), f"<dynosed density terms {model.name}>", "exec"), namespace)
+        exec(
+            compile(_kernel_source(model), f"<dynosed density terms {model.name}>", "exec"),
+            namespace,
+        )
         _KERNELS[key] = namespace["terms"]
     return _KERNELS[key]
 

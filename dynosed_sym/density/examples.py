@@ -36,9 +36,21 @@ import sympy as sp
 
 from ..model import SDEModel
 
-__all__ = ["hopf_oscillator", "hopf_log_density", "swirl_bistable", "ring", "ring_log_density",
-           "double_well_1d", "double_well_1d_log_density", "double_well_2d", "double_well_2d_log_density",
-           "ou", "ou_covariance", "state_dependent_well", "state_dependent_well_log_density"]
+__all__ = [
+    "hopf_oscillator",
+    "hopf_log_density",
+    "swirl_bistable",
+    "ring",
+    "ring_log_density",
+    "double_well_1d",
+    "double_well_1d_log_density",
+    "double_well_2d",
+    "double_well_2d_log_density",
+    "ou",
+    "ou_covariance",
+    "state_dependent_well",
+    "state_dependent_well_log_density",
+]
 
 
 def hopf_oscillator(D=0.5, beta=2.0, ell=0.7, omega=2.0):
@@ -64,8 +76,14 @@ def hopf_oscillator(D=0.5, beta=2.0, ell=0.7, omega=2.0):
     ell_ = sp.nsimplify(ell)
     D_ = sp.nsimplify(D)
     radial = D_ * (b / ell_**2 * sp.exp(-(x**2 + y**2) / (2 * ell_**2)) - 1)
-    model = SDEModel(state=[x, y], params=[b, w], drift=[radial * x - w * y, radial * y + w * x],
-                     diffusion=D_, name="hopf_ring", nominal={b: beta, w: omega})
+    model = SDEModel(
+        state=[x, y],
+        params=[b, w],
+        drift=[radial * x - w * y, radial * y + w * x],
+        diffusion=D_,
+        name="hopf_ring",
+        nominal={b: beta, w: omega},
+    )
     return model, np.array([beta, omega], dtype=float)
 
 
@@ -89,9 +107,14 @@ def swirl_bistable(D=0.4):
     """
     x, y = sp.symbols("x y", real=True)
     k, g = sp.symbols("k g", real=True)
-    model = SDEModel(state=[x, y], params=[k, g],
-                     drift=[-x + 2 * sp.tanh(2 * x) - k * y, -y + g * sp.tanh(x)],
-                     diffusion=sp.nsimplify(D), name="swirl_bistable", nominal={k: 0.8, g: 1.5})
+    model = SDEModel(
+        state=[x, y],
+        params=[k, g],
+        drift=[-x + 2 * sp.tanh(2 * x) - k * y, -y + g * sp.tanh(x)],
+        diffusion=sp.nsimplify(D),
+        name="swirl_bistable",
+        nominal={k: 0.8, g: 1.5},
+    )
     return model, np.array([0.8, 1.5])
 
 
@@ -111,8 +134,14 @@ def ring(alpha=1.0, beta=1.0, omega=1.5, D=0.25):
     w = sp.Symbol("omega", real=True)
     a, b = sp.nsimplify(alpha), sp.nsimplify(beta)
     r2 = x**2 + y**2
-    model = SDEModel(state=[x, y], params=[w], drift=[(a - b * r2) * x - w * y, (a - b * r2) * y + w * x],
-                     diffusion=sp.nsimplify(D), name="ring", nominal={w: omega})
+    model = SDEModel(
+        state=[x, y],
+        params=[w],
+        drift=[(a - b * r2) * x - w * y, (a - b * r2) * y + w * x],
+        diffusion=sp.nsimplify(D),
+        name="ring",
+        nominal={w: omega},
+    )
     return model, np.array([omega], dtype=float)
 
 
@@ -128,8 +157,14 @@ def double_well_1d(D=0.2, a=1.0, b=1.0, tilt=0.0):
     """
     x = sp.Symbol("x", real=True)
     a_ = sp.Symbol("a", real=True)
-    model = SDEModel(state=[x], params=[a_], drift=[a_ * x - sp.nsimplify(b) * x**3 + sp.nsimplify(tilt)],
-                     diffusion=sp.nsimplify(D), name="double_well_1d", nominal={a_: a})
+    model = SDEModel(
+        state=[x],
+        params=[a_],
+        drift=[a_ * x - sp.nsimplify(b) * x**3 + sp.nsimplify(tilt)],
+        diffusion=sp.nsimplify(D),
+        name="double_well_1d",
+        nominal={a_: a},
+    )
     return model, np.array([a], dtype=float)
 
 
@@ -149,8 +184,14 @@ def double_well_2d(D=0.125, omega=0.5, c=0.5):
     c_ = sp.nsimplify(c)
     V = (x**2 - 1) ** 2 / 4 + (y - c_ * x) ** 2 / 2
     gx, gy = sp.diff(V, x), sp.diff(V, y)
-    model = SDEModel(state=[x, y], params=[w], drift=[-gx + w * gy, -gy - w * gx],
-                     diffusion=sp.nsimplify(D), name="double_well_2d", nominal={w: omega})
+    model = SDEModel(
+        state=[x, y],
+        params=[w],
+        drift=[-gx + w * gy, -gy - w * gx],
+        diffusion=sp.nsimplify(D),
+        name="double_well_2d",
+        nominal={w: omega},
+    )
     return model, np.array([omega], dtype=float)
 
 
@@ -173,7 +214,9 @@ def ou(M, D):
     Ms = sp.Matrix(d, d, lambda i, j: sp.nsimplify(M[i, j]))
     drift = [s * sum(Ms[i, j] * xs[j] for j in range(d)) for i in range(d)]
     Dm = sp.Matrix(d, d, lambda i, j: sp.nsimplify(D[i, j]))
-    model = SDEModel(state=list(xs), params=[s], drift=drift, diffusion=Dm, name=f"ou{d}d", nominal={s: 1.0})
+    model = SDEModel(
+        state=list(xs), params=[s], drift=drift, diffusion=Dm, name=f"ou{d}d", nominal={s: 1.0}
+    )
     return model, np.array([1.0])
 
 
@@ -206,8 +249,14 @@ def state_dependent_well(d=1, D0=0.25, k=0.5, omega=0.5):
     else:
         w = sp.Symbol("s", real=True)
         theta = 1.0
-    model = SDEModel(state=list(xs), params=[w], drift=drift, diffusion=g * sp.eye(d) if d > 1 else g,
-                     name=f"state_dependent_well_{d}d", nominal={w: theta})
+    model = SDEModel(
+        state=list(xs),
+        params=[w],
+        drift=drift,
+        diffusion=g * sp.eye(d) if d > 1 else g,
+        name=f"state_dependent_well_{d}d",
+        nominal={w: theta},
+    )
     return model, np.array([theta], dtype=float)
 
 

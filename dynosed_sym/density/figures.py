@@ -30,8 +30,17 @@ def _new_figure(figsize):
     return fig
 
 
-def plot_density_comparison(density, *, log_density=None, samples=None, extent=(-4, 4, -4, 4),
-                            grid=161, bins=60, title=None, path=None):
+def plot_density_comparison(
+    density,
+    *,
+    log_density=None,
+    samples=None,
+    extent=(-4, 4, -4, 4),
+    grid=161,
+    bins=60,
+    title=None,
+    path=None,
+):
     """Learned density, reference density and the training loss side by side.
 
     Parameters
@@ -57,7 +66,9 @@ def plot_density_comparison(density, *, log_density=None, samples=None, extent=(
     if density.d != 2:
         raise DynosedError(f"plot_density_comparison draws 2-D densities, got d={density.d}")
     if (log_density is None) == (samples is None):
-        raise DynosedError("give exactly one reference: log_density= (exact) or samples= (histogram)")
+        raise DynosedError(
+            "give exactly one reference: log_density= (exact) or samples= (histogram)"
+        )
     fig = _new_figure((13.5, 4.2))
     xs, ys, P, area = grid_points(extent, grid)
     q = density.prob(P).reshape(grid, grid).T
@@ -72,8 +83,9 @@ def plot_density_comparison(density, *, log_density=None, samples=None, extent=(
         axes[1].contourf(xs, ys, p, levels=levels, cmap="viridis", extend="max")
         axes[1].set_title("exact stationary density")
     else:
-        H, xe, ye = np.histogram2d(samples[:, 0], samples[:, 1], bins=bins,
-                                   range=[extent[:2], extent[2:]], density=True)
+        H, xe, ye = np.histogram2d(
+            samples[:, 0], samples[:, 1], bins=bins, range=[extent[:2], extent[2:]], density=True
+        )
         axes[1].pcolormesh(xe, ye, H.T, cmap="viridis", vmin=0, vmax=q.max())
         axes[1].set_title(f"histogram of {samples.shape[0]:,} simulated samples")
     for ax in axes[:2]:
@@ -114,7 +126,7 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
         Per example: ``png`` (path), ``tv`` and ``train_seconds``; the closed-form example also
         ``integral``, the simulated one ``tv_sampling_noise`` (half vs half of the simulation).
     """
-    from ..simulate import simulate
+    from ..simulation import simulate
     from .examples import hopf_log_density, hopf_oscillator, swirl_bistable
     from .train import density_from_dynamics
 
@@ -125,14 +137,21 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
     extent = (-4.5, 4.5, -4.5, 4.5)
     tv, integral = tv_to_exact(dens, hopf_log_density, extent, n=300)
     png = os.path.join(out_dir, "density_hopf_ring.png")
-    plot_density_comparison(dens, log_density=hopf_log_density, extent=extent, path=png,
-                            title=f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}")
+    plot_density_comparison(
+        dens,
+        log_density=hopf_log_density,
+        extent=extent,
+        path=png,
+        title=f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}",
+    )
     results["hopf_ring"] = dict(png=png, tv=tv, integral=integral, train_seconds=dens.train_seconds)
 
     model, theta = swirl_bistable()
     dens = density_from_dynamics(model, theta, seed=seed, progress=progress)
     t0 = time.perf_counter()
-    X = simulate(model, theta, n_simulated, dt=0.01, burn_in=3000, thin=25, n_chains=2000, seed=seed + 1)
+    X = simulate(
+        model, theta, n_simulated, dt=0.01, burn_in=3000, thin=25, n_chains=2000, seed=seed + 1
+    )
     sim_seconds = time.perf_counter() - t0
     extent = (-5, 5, -5, 5)
     tv = tv_to_samples(dens, X, extent, bins=40)
@@ -140,16 +159,30 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
     H2, _, _ = np.histogram2d(X[1::2, 0], X[1::2, 1], bins=40, range=[extent[:2], extent[2:]])
     noise = 0.5 * float(np.abs(H1 / X[::2].shape[0] - H2 / X[1::2].shape[0]).sum())
     png = os.path.join(out_dir, "density_swirl_bistable.png")
-    plot_density_comparison(dens, samples=X, extent=extent, path=png,
-                            title=f"non-gradient bistable drift: TV to simulation = {tv:.3f}")
-    results["swirl_bistable"] = dict(png=png, tv=tv, tv_sampling_noise=noise,
-                                     train_seconds=dens.train_seconds, simulate_seconds=sim_seconds)
+    plot_density_comparison(
+        dens,
+        samples=X,
+        extent=extent,
+        path=png,
+        title=f"non-gradient bistable drift: TV to simulation = {tv:.3f}",
+    )
+    results["swirl_bistable"] = dict(
+        png=png,
+        tv=tv,
+        tv_sampling_noise=noise,
+        train_seconds=dens.train_seconds,
+        simulate_seconds=sim_seconds,
+    )
     if verbose:
         r = results["hopf_ring"]
-        print(f"density hopf_ring: TV to exact = {r['tv']:.4f}, integral = {r['integral']:.6f}, "
-              f"training {r['train_seconds']:.1f} s")
+        print(
+            f"density hopf_ring: TV to exact = {r['tv']:.4f}, integral = {r['integral']:.6f}, "
+            f"training {r['train_seconds']:.1f} s"
+        )
         r = results["swirl_bistable"]
-        print(f"density swirl_bistable: TV to {n_simulated:,} simulated samples = {r['tv']:.4f} "
-              f"(half-vs-half sampling noise {r['tv_sampling_noise']:.4f}), "
-              f"training {r['train_seconds']:.1f} s")
+        print(
+            f"density swirl_bistable: TV to {n_simulated:,} simulated samples = {r['tv']:.4f} "
+            f"(half-vs-half sampling noise {r['tv_sampling_noise']:.4f}), "
+            f"training {r['train_seconds']:.1f} s"
+        )
     return results

@@ -41,8 +41,17 @@ import numpy as np
 
 from . import _tape as tp
 
-__all__ = ["FlowMixtureSpec", "init_params", "mixture_params", "jets", "sample_latent", "inverse_flow",
-           "forward_flow", "tail_to_latent", "param_names"]
+__all__ = [
+    "FlowMixtureSpec",
+    "init_params",
+    "mixture_params",
+    "jets",
+    "sample_latent",
+    "inverse_flow",
+    "forward_flow",
+    "tail_to_latent",
+    "param_names",
+]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Tail strength γ of :func:`init_params` when the spec has a tail map.
@@ -77,8 +86,14 @@ class FlowMixtureSpec:
         self.n_layers = int(n_layers) if d > 1 else 0
         self.n_hidden = int(n_hidden)
         self.tail = bool(tail)
-        self.center = np.zeros(self.d) if center is None else np.asarray(center, dtype=float).reshape(self.d)
-        self.whiten = np.eye(self.d) if whiten is None else np.asarray(whiten, dtype=float).reshape(self.d, self.d)
+        self.center = (
+            np.zeros(self.d) if center is None else np.asarray(center, dtype=float).reshape(self.d)
+        )
+        self.whiten = (
+            np.eye(self.d)
+            if whiten is None
+            else np.asarray(whiten, dtype=float).reshape(self.d, self.d)
+        )
         self.log_det_whiten = float(np.linalg.slogdet(self.whiten)[1])
         half = (self.d + 1) // 2
         first = np.zeros(self.d)
@@ -100,8 +115,10 @@ class FlowMixtureSpec:
         return out
 
     def __repr__(self):
-        return (f"FlowMixtureSpec(d={self.d}, n_components={self.n_components}, "
-                f"n_layers={self.n_layers}, n_hidden={self.n_hidden})")
+        return (
+            f"FlowMixtureSpec(d={self.d}, n_components={self.n_components}, "
+            f"n_layers={self.n_layers}, n_hidden={self.n_hidden})"
+        )
 
 
 def param_names(spec):
@@ -147,8 +164,11 @@ def mixture_params(spec, centroids, weights, cov, rng, log_gamma=None, log_gamma
     }
     if spec.tail:
         p["tail_log_gamma"] = np.array(log_gamma, dtype=float).reshape(1)
-        p["tail_log_gamma_axes"] = (np.full(d, np.log(AXES_GAMMA_OFF)) if log_gamma_axes is None
-                                    else np.array(log_gamma_axes, dtype=float).reshape(d))
+        p["tail_log_gamma_axes"] = (
+            np.full(d, np.log(AXES_GAMMA_OFF))
+            if log_gamma_axes is None
+            else np.array(log_gamma_axes, dtype=float).reshape(d)
+        )
     for l in range(spec.n_layers):
         # latent coordinates are whitened-scale, so unit-scale conditioner weights
         p[f"W{l}"] = rng.standard_normal((M, d))
@@ -204,23 +224,27 @@ def _tail_jets(spec, log_gamma, X):
     W = spec.whiten
     WtW = W.T @ W
     u = (X - spec.center) @ W.T
-    v = u @ W                      # v_a = Σ_j u_j W_ja
+    v = u @ W  # v_a = Σ_j u_j W_ja
     rho = np.einsum("ni,ni->n", u, u)
-    gam = tp.exp(log_gamma)        # (1,)
-    a = gam * rho + 1.0            # 1 + γρ
-    b = gam * (2.0 * rho) + 1.0    # 1 + 2γρ
+    gam = tp.exp(log_gamma)  # (1,)
+    a = gam * rho + 1.0  # 1 + γρ
+    b = gam * (2.0 * rho) + 1.0  # 1 + 2γρ
     la, lb = tp.log(a), tp.log(b)
     phi = tp.exp(0.5 * la)
-    gphi = gam * tp.exp(-0.5 * la)                 # γ/φ
-    g3 = gam * gam * tp.exp(-1.5 * la)             # γ²/φ³
+    gphi = gam * tp.exp(-0.5 * la)  # γ/φ
+    g3 = gam * gam * tp.exp(-1.5 * la)  # γ²/φ³
     z = tp.einsum("n,ni->ni", phi, u)
     Jz = tp.einsum("n,ia->nia", phi, W) + tp.einsum("n,ni,na->nia", gphi, u, v)
-    Hz = (tp.einsum("n,ia,nb->niab", gphi, W, v) + tp.einsum("n,ib,na->niab", gphi, W, v)
-          + tp.einsum("n,ni,ab->niab", gphi, u, WtW) - tp.einsum("n,ni,na,nb->niab", g3, u, v, v))
+    Hz = (
+        tp.einsum("n,ia,nb->niab", gphi, W, v)
+        + tp.einsum("n,ib,na->niab", gphi, W, v)
+        + tp.einsum("n,ni,ab->niab", gphi, u, WtW)
+        - tp.einsum("n,ni,na,nb->niab", g3, u, v, v)
+    )
     ld = 0.5 * (d - 2) * la + lb + spec.log_det_whiten
     ia, ib = tp.exp(-1.0 * la), tp.exp(-1.0 * lb)
-    g1 = gam * (0.5 * (d - 2) * ia + 2.0 * ib)                      # dg/dρ
-    g2 = gam * gam * (-0.5 * (d - 2) * ia * ia - 4.0 * ib * ib)     # d²g/dρ²
+    g1 = gam * (0.5 * (d - 2) * ia + 2.0 * ib)  # dg/dρ
+    g2 = gam * gam * (-0.5 * (d - 2) * ia * ia - 4.0 * ib * ib)  # d²g/dρ²
     Jld = tp.einsum("n,na->na", 2.0 * g1, v)
     Hld = tp.einsum("n,ab->nab", 2.0 * g1, WtW) + tp.einsum("n,na,nb->nab", 4.0 * g2, v, v)
     return z, Jz, Hz, ld, Jld, Hld
@@ -233,18 +257,19 @@ def _axes_jets(log_gamma_axes, z, Jz, Hz, ld, Jld, Hld):
     log h' has derivatives ℓ' = 4γz/(1 + 2γz²) − γz/(1 + γz²), ℓ'' = 4γ(1 − 2γz²)/(1 + 2γz²)² −
     γ(1 − γz²)/(1 + γz²)².
     """
-    gam = tp.exp(log_gamma_axes)                       # (d,)
+    gam = tp.exp(log_gamma_axes)  # (d,)
     z2 = z * z
-    a = gam * z2 + 1.0                                 # 1 + γz²
-    b = gam * (2.0 * z2) + 1.0                         # 1 + 2γz²
+    a = gam * z2 + 1.0  # 1 + γz²
+    b = gam * (2.0 * z2) + 1.0  # 1 + 2γz²
     ia, ib = tp.exp(-1.0 * tp.log(a)), tp.exp(-1.0 * tp.log(b))
-    isa = tp.exp(-0.5 * tp.log(a))                     # 1/√a
-    h = z * a * isa                                    # z √a
-    h1 = b * isa                                       # h'
-    h2 = gam * z * (b + 2.0) * ia * isa                # h'' = γz(3 + 2γz²)/a^{3/2}
-    l1 = 4.0 * gam * z * ib - gam * z * ia             # (log h')'
-    l2 = (4.0 * gam * (1.0 - 2.0 * gam * z2) * ib * ib
-          - gam * (1.0 - gam * z2) * ia * ia)          # (log h')''
+    isa = tp.exp(-0.5 * tp.log(a))  # 1/√a
+    h = z * a * isa  # z √a
+    h1 = b * isa  # h'
+    h2 = gam * z * (b + 2.0) * ia * isa  # h'' = γz(3 + 2γz²)/a^{3/2}
+    l1 = 4.0 * gam * z * ib - gam * z * ia  # (log h')'
+    l2 = (
+        4.0 * gam * (1.0 - 2.0 * gam * z2) * ib * ib - gam * (1.0 - gam * z2) * ia * ia
+    )  # (log h')''
     Hn = tp.einsum("ni,nij,nik->nijk", h2, Jz, Jz) + tp.einsum("ni,nijk->nijk", h1, Hz)
     Jn = tp.einsum("ni,nij->nij", h1, Jz)
     ld = ld + tp.total(tp.log(h1), axis=1)
@@ -279,8 +304,9 @@ def _flow_jets(spec, params, X):
     """T(x) with its x-Jacobian and x-Hessian, and log|det ∂T/∂x| with its gradient and Hessian."""
     N, d = X.shape
     if spec.tail:
-        z, Jz, Hz, ld, Jld, Hld = _axes_jets(params["tail_log_gamma_axes"],
-                                             *_tail_jets(spec, params["tail_log_gamma"], X))
+        z, Jz, Hz, ld, Jld, Hld = _axes_jets(
+            params["tail_log_gamma_axes"], *_tail_jets(spec, params["tail_log_gamma"], X)
+        )
     else:
         z = X
         Jz = np.broadcast_to(np.eye(d), (N, d, d))
@@ -294,8 +320,8 @@ def _flow_jets(spec, params, X):
         Ja = tp.einsum("mi,nij->nmj", Wm, Jz)
         Ha = tp.einsum("mi,nijk->nmjk", Wm, Hz) if (l > 0 or spec.tail) else None
         h = tp.tanh(a)
-        h1 = 1.0 - h * h          # tanh'
-        h2 = -2.0 * h * h1        # tanh''
+        h1 = 1.0 - h * h  # tanh'
+        h2 = -2.0 * h * h1  # tanh''
         Jh = tp.einsum("nm,nmj->nmj", h1, Ja)
         Hh = tp.einsum("nm,nmj,nmk->nmjk", h2, Ja, Ja)
         if Ha is not None:
@@ -304,14 +330,24 @@ def _flow_jets(spec, params, X):
         outs = []
         for name in (f"A{l}", f"B{l}"):
             Wo = params[name] * keep_out  # (d, M): only the transformed coordinates move
-            outs.append((tp.einsum("im,nm->ni", Wo, h), tp.einsum("im,nmj->nij", Wo, Jh),
-                         tp.einsum("im,nmjk->nijk", Wo, Hh)))
+            outs.append(
+                (
+                    tp.einsum("im,nm->ni", Wo, h),
+                    tp.einsum("im,nmj->nij", Wo, Jh),
+                    tp.einsum("im,nmjk->nijk", Wo, Hh),
+                )
+            )
         (s, Js, Hs), (t, Jt, Ht) = outs
         E = tp.exp(s)
         JE = tp.einsum("ni,nij->nij", E, Js)
         HE = tp.einsum("ni,nij,nik->nijk", E, Js, Js) + tp.einsum("ni,nijk->nijk", E, Hs)
-        Hz = (tp.einsum("nijk,ni->nijk", Hz, E) + tp.einsum("nij,nik->nijk", Jz, JE)
-              + tp.einsum("nik,nij->nijk", Jz, JE) + tp.einsum("ni,nijk->nijk", z, HE) + Ht)
+        Hz = (
+            tp.einsum("nijk,ni->nijk", Hz, E)
+            + tp.einsum("nij,nik->nijk", Jz, JE)
+            + tp.einsum("nik,nij->nijk", Jz, JE)
+            + tp.einsum("ni,nijk->nijk", z, HE)
+            + Ht
+        )
         Jz = tp.einsum("nij,ni->nij", Jz, E) + tp.einsum("ni,nij->nij", z, JE) + Jt
         z = z * E + t
         ld = ld + tp.total(s, axis=1)
@@ -346,8 +382,12 @@ def jets(spec, params, X, order=2):
     eta = tp.einsum("ki,ni->nk", Pmu, xi) + (lw - 0.5 * tp.einsum("ki,ki->k", mu, Pmu))
     lse_eta = tp.lse(eta, axis=1)
     Pxi = tp.einsum("ij,nj->ni", P, xi)
-    logp = (-0.5 * tp.einsum("ni,ni->n", xi, Pxi) + lse_eta
-            + (0.5 * logdetP - tp.lse(lw, axis=0) - 0.5 * d * _LOG_2PI) + ld)
+    logp = (
+        -0.5 * tp.einsum("ni,ni->n", xi, Pxi)
+        + lse_eta
+        + (0.5 * logdetP - tp.lse(lw, axis=0) - 0.5 * d * _LOG_2PI)
+        + ld
+    )
     if order == 0:
         return logp, None, None
     alpha = tp.exp(eta - tp.einsum("n,k->nk", lse_eta, np.ones(spec.n_components)))
@@ -358,7 +398,9 @@ def jets(spec, params, X, order=2):
         return logp, score, None
     C = tp.einsum("nk,ki,kj->nij", alpha, mu, mu) - tp.einsum("ni,nj->nij", mbar, mbar)
     H_xi = tp.einsum("ia,nab,bj->nij", P, C, P) - P
-    hess = (tp.einsum("nki,nkl,nlj->nij", J, H_xi, J) + tp.einsum("nk,nkij->nij", g_xi, Hxi_map) + Hld)
+    hess = (
+        tp.einsum("nki,nkl,nlj->nij", J, H_xi, J) + tp.einsum("nk,nkij->nij", g_xi, Hxi_map) + Hld
+    )
     return logp, score, hess
 
 
@@ -386,5 +428,7 @@ def inverse_flow(spec, params, xi):
         t = (h @ params[f"B{l}"].T) * (1.0 - m)
         z = (z - t) * np.exp(-s)
     if spec.tail:
-        z = _tail_inverse(spec, params["tail_log_gamma"], _axes_inverse(params["tail_log_gamma_axes"], z))
+        z = _tail_inverse(
+            spec, params["tail_log_gamma"], _axes_inverse(params["tail_log_gamma_axes"], z)
+        )
     return z

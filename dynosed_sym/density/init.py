@@ -35,24 +35,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compiled import compile_model
+from ..codegen.loading import compile_model
 from ..errors import DataError
 from . import flow_mixture as fm
 
-__all__ = ["SimulationStart", "simulation_start", "fit_tied_mixture", "starting_mixture", "tail_exponents",
-           "tail_exponent", "starting_gamma", "soft_bins"]
+__all__ = [
+    "SimulationStart",
+    "simulation_start",
+    "fit_tied_mixture",
+    "starting_mixture",
+    "tail_exponents",
+    "tail_exponent",
+    "starting_gamma",
+    "soft_bins",
+]
 
 #: Smallest γ used for "0" (γ is trained through log γ).
 GAMMA_FLOOR = 1e-3
-_RECORDS = 4            # recorded states per chain (second half of the run)
-_N_CHAINS = 20000       # chains: the share of mass between wells that do not mix is ±0.5/√n_chains
-_FIRST_STEPS = 2000     # steps of the first run (doubled while the chains have not settled)
-_BUDGET = 2e9           # chain-steps over all runs (≈ 17 s at 1.2·10⁸ chain-steps/s)
-_DT_FACTOR = 0.02       # dt = _DT_FACTOR / κ
-_DRIFT_Z = 4.0          # the mass is still moving when some cell's drift exceeds 4 standard errors
-_DRIFT_TV = 0.005       # ... and the drift (as a TV) exceeds this
-_RELAX_TIMES = 3.0      # settled after this many slowest relaxation times (e^{-3} ≈ 5 % left) ...
-_LEFT_TV = 0.01         # ... or when the imbalance that can be left undetected is below this
+_RECORDS = 4  # recorded states per chain (second half of the run)
+_N_CHAINS = 20000  # chains: the share of mass between wells that do not mix is ±0.5/√n_chains
+_FIRST_STEPS = 2000  # steps of the first run (doubled while the chains have not settled)
+_BUDGET = 2e9  # chain-steps over all runs (≈ 17 s at 1.2·10⁸ chain-steps/s)
+_DT_FACTOR = 0.02  # dt = _DT_FACTOR / κ
+_DRIFT_Z = 4.0  # the mass is still moving when some cell's drift exceeds 4 standard errors
+_DRIFT_TV = 0.005  # ... and the drift (as a TV) exceeds this
+_RELAX_TIMES = 3.0  # settled after this many slowest relaxation times (e^{-3} ≈ 5 % left) ...
+_LEFT_TV = 0.01  # ... or when the imbalance that can be left undetected is below this
 
 
 @dataclass
@@ -90,9 +98,17 @@ class SimulationStart:
     history: list = field(default_factory=list)
 
     def summary(self):
-        return {"n_samples": int(self.samples.shape[0]), "n_chains": self.n_chains, "dt": self.dt,
-                "steps": self.steps, "time": self.time, "relaxation_time": self.relaxation_time,
-                "equilibrated": self.equilibrated, "drift_tv": self.drift_tv, "noise_tv": self.noise_tv}
+        return {
+            "n_samples": int(self.samples.shape[0]),
+            "n_chains": self.n_chains,
+            "dt": self.dt,
+            "steps": self.steps,
+            "time": self.time,
+            "relaxation_time": self.relaxation_time,
+            "equilibrated": self.equilibrated,
+            "drift_tv": self.drift_tv,
+            "noise_tv": self.noise_tv,
+        }
 
 
 def _drift_rate(cm, theta, X):
@@ -103,12 +119,14 @@ def _drift_rate(cm, theta, X):
     for j in range(d):
         E = np.zeros_like(X)
         E[:, j] = h[:, j]
-        J[:, :, j] = (cm.drift(X + E, theta) - cm.drift(X - E, theta)) / (2.0 * h[:, j:j + 1])
+        J[:, :, j] = (cm.drift(X + E, theta) - cm.drift(X - E, theta)) / (2.0 * h[:, j : j + 1])
     norms = np.linalg.norm(J, ord=2, axis=(1, 2))
     norms = norms[np.isfinite(norms)]
     if norms.size == 0:
-        raise DataError("density_from_dynamics: the drift Jacobian is not finite at the start points; "
-                        "pass init_center/init_scale where the drift is defined")
+        raise DataError(
+            "density_from_dynamics: the drift Jacobian is not finite at the start points; "
+            "pass init_center/init_scale where the drift is defined"
+        )
     return float(np.quantile(norms, 0.9))
 
 
@@ -151,15 +169,17 @@ def _drift_check(records, rng):
     lags : float       slowest relaxation time in record spacings
     """
     n, R, d = records.shape
-    sd = records[:, R // 2:].reshape(-1, d).std(0)
+    sd = records[:, R // 2 :].reshape(-1, d).std(0)
     sd[sd == 0] = 1.0
     scaled = records / sd
-    late_pts = scaled[:, R // 2:].reshape(-1, d)
+    late_pts = scaled[:, R // 2 :].reshape(-1, d)
     C = _kmeans(late_pts[:: max(1, late_pts.shape[0] // 4000)], 8, rng)
     k = C.shape[0]
-    lab = np.argmin(((scaled.reshape(-1, d)[:, None, :] - C[None]) ** 2).sum(-1), axis=1).reshape(n, R)
+    lab = np.argmin(((scaled.reshape(-1, d)[:, None, :] - C[None]) ** 2).sum(-1), axis=1).reshape(
+        n, R
+    )
     onehot = lab[:, :, None] == np.arange(k)[None, None, :]
-    diff = onehot[:, R // 2:].mean(1) - onehot[:, : R // 2].mean(1)     # (n, cells)
+    diff = onehot[:, R // 2 :].mean(1) - onehot[:, : R // 2].mean(1)  # (n, cells)
     drift = diff.mean(0)
     se = diff.std(0) / np.sqrt(n) + 1e-12
     counts = np.zeros((k, k))
@@ -174,12 +194,17 @@ def _drift_check(records, rng):
     ev = np.sort(np.linalg.eigvalsh(0.5 * (S + S.T)))[::-1]
     lam2 = float(ev[1]) if ev.size > 1 else 0.0
     lags = np.inf if lam2 >= 1.0 - 1e-12 else (0.0 if lam2 <= 0 else -1.0 / np.log(lam2))
-    return (0.5 * float(np.abs(drift).sum()), 0.5 * float(se.sum()), float(np.max(np.abs(drift) / se)),
-            float(lags))
+    return (
+        0.5 * float(np.abs(drift).sum()),
+        0.5 * float(se.sum()),
+        float(np.max(np.abs(drift) / se)),
+        float(lags),
+    )
 
 
-def simulation_start(model, theta, *, center, scale, seed, out_dir=None, n_chains=_N_CHAINS,
-                     budget=_BUDGET) -> SimulationStart:
+def simulation_start(
+    model, theta, *, center, scale, seed, out_dir=None, n_chains=_N_CHAINS, budget=_BUDGET
+) -> SimulationStart:
     """Run the compiled simulator until the coarse mass stops drifting (see the module notes).
 
     Parameters
@@ -200,7 +225,7 @@ def simulation_start(model, theta, *, center, scale, seed, out_dir=None, n_chain
     DataError
         When the chains diverge even at a 16 times smaller step (names dt).
     """
-    from ..simulate import simulate
+    from ..simulation import simulate
 
     cm = compile_model(model, out_dir)
     root = np.random.SeedSequence([seed, 0x5EED])
@@ -217,14 +242,26 @@ def simulation_start(model, theta, *, center, scale, seed, out_dir=None, n_chain
             thin = max(1, steps // (2 * n_rec))
             burn = max(0, steps - n_rec * thin)
             try:
-                out = simulate(model, theta, n_chains * n_rec, dt=dt, burn_in=burn, thin=thin,
-                               n_chains=n_chains, seed=seed_, x0=x0, out_dir=out_dir)
+                out = simulate(
+                    model,
+                    theta,
+                    n_chains * n_rec,
+                    dt=dt,
+                    burn_in=burn,
+                    thin=thin,
+                    n_chains=n_chains,
+                    seed=seed_,
+                    x0=x0,
+                    out_dir=out_dir,
+                )
                 return out.reshape(n_chains, n_rec, d), dt, (burn + n_rec * thin) * dt, thin * dt
             except DataError as exc:
                 if "diverged" not in str(exc) or attempt == 4:
-                    raise DataError(f"density_from_dynamics: the starting simulation diverged at dt={dt:.3g} "
-                                    f"({exc}); pass init_center/init_scale where the dynamics live, or "
-                                    "samples as init=") from None
+                    raise DataError(
+                        f"density_from_dynamics: the starting simulation diverged at dt={dt:.3g} "
+                        f"({exc}); pass init_center/init_scale where the dynamics live, or "
+                        "samples as init="
+                    ) from None
                 dt /= 2.0
                 steps *= 2
 
@@ -238,11 +275,21 @@ def simulation_start(model, theta, *, center, scale, seed, out_dir=None, n_chain
         elapsed += t_run
         chain_steps += n_chains * int(round(t_run / dt))
         drift, noise, z, lags = _drift_check(rec, k_rng)
-        relax = lags * spacing                                  # slowest relaxation time
-        history.append({"steps": steps, "dt": dt, "time": elapsed, "relaxation_time": relax,
-                        "drift_tv": drift, "noise_tv": noise, "z": z})
-        # what is left of a relaxing imbalance δ e^{-t/τ} at the end: the records' halves are 2 record
-        # spacings apart, so an undetected drift (< 4 s.e.) bounds it by 4 s.e. / (e^{2 spacing/τ} − 1)
+        relax = lags * spacing  # slowest relaxation time
+        history.append(
+            {
+                "steps": steps,
+                "dt": dt,
+                "time": elapsed,
+                "relaxation_time": relax,
+                "drift_tv": drift,
+                "noise_tv": noise,
+                "z": z,
+            }
+        )
+        # what is left of a relaxing imbalance δ e^{-t/τ} at the end: the records' halves are 2
+        # record spacings apart, so an undetected drift (< 4 s.e.) bounds it by
+        # 4 s.e. / (e^{2 spacing/τ} − 1)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             left = _DRIFT_Z * noise / np.expm1(2.0 * spacing / relax) if relax > 0 else 0.0
         still = z >= _DRIFT_Z and drift >= _DRIFT_TV
@@ -252,9 +299,18 @@ def simulation_start(model, theta, *, center, scale, seed, out_dir=None, n_chain
         if equilibrated or chain_steps + 2 * steps * n_chains > budget:
             break
         steps *= 2
-    return SimulationStart(samples=np.ascontiguousarray(rec.reshape(-1, d)), n_chains=n_chains, dt=dt,
-                           steps=int(round(chain_steps / n_chains)), equilibrated=equilibrated, drift_tv=drift,
-                           noise_tv=noise, time=elapsed, relaxation_time=relax, history=history)
+    return SimulationStart(
+        samples=np.ascontiguousarray(rec.reshape(-1, d)),
+        n_chains=n_chains,
+        dt=dt,
+        steps=int(round(chain_steps / n_chains)),
+        equilibrated=equilibrated,
+        drift_tv=drift,
+        noise_tv=noise,
+        time=elapsed,
+        relaxation_time=relax,
+        history=history,
+    )
 
 
 def fit_tied_mixture(Z, K, rng, iters=150, tol=1e-7):
@@ -280,7 +336,12 @@ def fit_tied_mixture(Z, K, rng, iters=150, tol=1e-7):
         L = np.linalg.cholesky(S)
         m = np.linalg.solve(L, (Z[:, None, :] - mu[None]).reshape(-1, d).T).T.reshape(N, K, d)
         logdet = 2.0 * np.log(np.diag(L)).sum()
-        lq = -0.5 * (m**2).sum(-1) + np.log(np.maximum(w, 1e-300)) - 0.5 * logdet - 0.5 * d * np.log(2 * np.pi)
+        lq = (
+            -0.5 * (m**2).sum(-1)
+            + np.log(np.maximum(w, 1e-300))
+            - 0.5 * logdet
+            - 0.5 * d * np.log(2 * np.pi)
+        )
         top = lq.max(1, keepdims=True)
         lse = top[:, 0] + np.log(np.exp(lq - top).sum(1))
         ll = float(lse.mean())
@@ -318,7 +379,7 @@ def tail_exponents(terms_of, center, whiten, rng, n_dir=32):
     with np.errstate(divide="ignore", invalid="ignore"):
         m = np.log(a2 / a1) / np.log(2.0)
     m = np.where(np.isfinite(m), m, 1.0)
-    m_axes = np.minimum(m[:d], m[d:2 * d])
+    m_axes = np.minimum(m[:d], m[d : 2 * d])
     return m_axes, float(np.median(m))
 
 
@@ -370,16 +431,23 @@ def starting_mixture(samples, spec_args, rng, tail=True, terms_of=None, n_fit=60
     C = np.atleast_2d(np.cov(X.T))
     C = C + 1e-9 * np.trace(C) / d * np.eye(d)
     whiten = np.linalg.inv(np.linalg.cholesky(C))
-    spec = fm.FlowMixtureSpec(d, spec_args["n_components"], spec_args["n_layers"], spec_args["n_hidden"],
-                              tail=tail, center=center, whiten=whiten)
+    spec = fm.FlowMixtureSpec(
+        d,
+        spec_args["n_components"],
+        spec_args["n_layers"],
+        spec_args["n_hidden"],
+        tail=tail,
+        center=center,
+        whiten=whiten,
+    )
     info = {}
     lg = lga = None
     if tail:
         # quartic in every direction: the radial map; only along some axes: the per-axis maps
         if terms_of is not None:
-            m_axes, m_med = tail_exponents(terms_of, center, whiten, rng)
+            m_axes, _ = tail_exponents(terms_of, center, whiten, rng)
         else:
-            m_axes, m_med = np.full(d, 3.0), 3.0
+            m_axes = np.full(d, 3.0)
         if m_axes.min() >= 2.0:
             g_r, g_axes = starting_gamma(m_axes.min()), np.full(d, fm.AXES_GAMMA_OFF)
         else:

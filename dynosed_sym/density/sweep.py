@@ -49,12 +49,12 @@ class Case:
     """A sweep case: how to build it and which oracle measures it."""
 
     name: str
-    kind: str                  # "dev" or "held-out"
-    build: object              # () -> (model, theta)
-    oracle: str                # "grid" (exact, d ≤ 2), "kl" (exact, d = 3), "sim" (histogram)
+    kind: str  # "dev" or "held-out"
+    build: object  # () -> (model, theta)
+    oracle: str  # "grid" (exact, d ≤ 2), "kl" (exact, d = 3), "sim" (histogram)
     log_density: object = None  # exact unnormalised log p (grid)
-    extent: tuple = ()         # grid box (lo..., hi...) per axis: ((lo, hi), ...)
-    sampler: object = None     # (n, rng) -> exact draws with normalised log p: (X, logp)
+    extent: tuple = ()  # grid box (lo..., hi...) per axis: ((lo, hi), ...)
+    sampler: object = None  # (n, rng) -> exact draws with normalised log p: (X, logp)
     note: str = ""
 
 
@@ -89,73 +89,180 @@ def _well3_sampler(D0=0.25):
     def draw(n, rng):
         x1 = np.interp(rng.random(n), cdf, g)
         rest = rng.standard_normal((n, 2)) * np.sqrt(D0)
-        logp = (-((x1**2 - 1) ** 2 / 4.0) / D0 - lp1.max() - np.log(Z1)
-                - 0.5 * (rest**2).sum(1) / D0 - np.log(2 * np.pi * D0))
+        logp = (
+            -((x1**2 - 1) ** 2 / 4.0) / D0
+            - lp1.max()
+            - np.log(Z1)
+            - 0.5 * (rest**2).sum(1) / D0
+            - np.log(2 * np.pi * D0)
+        )
         return np.column_stack([x1, rest]), logp
 
     return draw
 
 
-CASES = {c.name: c for c in [
-    # --- development cases (issue 14's reports, the bundled examples, one of each kind)
-    _grid_case("ring_issue", "dev", lambda: ex.ring(1.0, 1.0, 1.5, 0.25),
-               lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.25), ((-2.5, 2.5), (-2.5, 2.5)),
-               "ring α=β=1, ω=1.5, D=0.25 (issue: TV 0.10-0.17)"),
-    _grid_case("dw1_issue", "dev", lambda: ex.double_well_1d(0.2),
-               lambda P: ex.double_well_1d_log_density(P, 0.2), ((-3.0, 3.0),),
-               "1-D double well x − x³, D=0.2, barrier 1.25 D (issue: TV 0.23)"),
-    _grid_case("dw1_b3", "dev", lambda: ex.double_well_1d(1.0 / 12.0),
-               lambda P: ex.double_well_1d_log_density(P, 1.0 / 12.0), ((-3.0, 3.0),),
-               "1-D double well, barrier 3 D"),
-    _grid_case("dw2_b2", "dev", lambda: ex.double_well_2d(0.125, 0.5, 0.5),
-               lambda P: ex.double_well_2d_log_density(P, 0.125, 0.5), ((-2.5, 2.5), (-3.0, 3.0)),
-               "2-D double well, barrier 2 D, rotation ω=0.5, coupling c=0.5"),
-    _grid_case("hopf", "dev", lambda: ex.hopf_oscillator(),
-               lambda P: ex.hopf_log_density(P), ((-5.0, 5.0), (-5.0, 5.0)),
-               "bundled limit-cycle oscillator (Gaussian tails)"),
-    Case("ou3_nonnormal", "dev", lambda: ex.ou(_OU_M1, _OU_D1), "kl", sampler=_ou_sampler(_OU_M1, _OU_D1),
-         note="3-D non-normal OU"),
-    Case("swirl", "dev", lambda: ex.swirl_bistable(), "sim", extent=((-5.0, 5.0), (-5.0, 5.0)),
-         note="bundled non-gradient bistable (vs simulation)"),
-    # --- held-out cases
-    _grid_case("ring_wide_still", "held-out", lambda: ex.ring(1.0, 1.0, 0.0, 0.5),
-               lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.5), ((-3.0, 3.0), (-3.0, 3.0)),
-               "ring D=0.5 (wide), no rotation"),
-    _grid_case("ring_narrow_fast", "held-out", lambda: ex.ring(2.0, 1.0, 5.0, 0.2),
-               lambda P: ex.ring_log_density(P, 2.0, 1.0, 0.2), ((-2.5, 2.5), (-2.5, 2.5)),
-               "ring α=2 (radius √2), D=0.2 (narrow), fast rotation ω=5"),
-    _grid_case("ring_sl_D0.1", "held-out", lambda: ex.ring(1.0, 1.0, 2.0, 0.1),
-               lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.1), ((-2.0, 2.0), (-2.0, 2.0)),
-               "models/limit_cycle.py's Stuart–Landau law at D=0.1, ω=2 (README before: TV 0.33)"),
-    _grid_case("dw1_b1", "held-out", lambda: ex.double_well_1d(0.25),
-               lambda P: ex.double_well_1d_log_density(P, 0.25), ((-3.0, 3.0),),
-               "1-D double well, barrier 1 D"),
-    _grid_case("dw1_b2_tilted", "held-out", lambda: ex.double_well_1d(0.125, tilt=0.05),
-               lambda P: ex.double_well_1d_log_density(P, 0.125, tilt=0.05), ((-3.0, 3.0),),
-               "1-D tilted double well (x − x³ + 0.05), barrier ≈ 2 D, wells 69 : 31"),
-    _grid_case("dw2_b3", "held-out", lambda: ex.double_well_2d(1.0 / 12.0, 1.0, 0.0),
-               lambda P: ex.double_well_2d_log_density(P, 1.0 / 12.0, 0.0), ((-2.5, 2.5), (-2.0, 2.0)),
-               "2-D double well, barrier 3 D, rotation ω=1"),
-    _grid_case("dw2_b1", "held-out", lambda: ex.double_well_2d(0.25, 2.0, -0.5),
-               lambda P: ex.double_well_2d_log_density(P, 0.25, -0.5), ((-3.0, 3.0), (-3.5, 3.5)),
-               "2-D double well, barrier 1 D, rotation ω=2, coupling c=−0.5"),
-    _grid_case("sdw1", "held-out", lambda: ex.state_dependent_well(1),
-               lambda P: ex.state_dependent_well_log_density(P), ((-3.0, 3.0),),
-               "1-D double well with D(x) = 0.25(1 + x²/2), barrier 1 D₀"),
-    _grid_case("sdw2", "held-out", lambda: ex.state_dependent_well(2),
-               lambda P: ex.state_dependent_well_log_density(P), ((-3.0, 3.0), (-2.5, 2.5)),
-               "2-D double well with D(x) = 0.25(1 + |x|²/2) I, rotation ω=0.5"),
-    Case("ou3_rotating", "held-out", lambda: ex.ou(_OU_M2, _OU_D2), "kl", sampler=_ou_sampler(_OU_M2, _OU_D2),
-         note="3-D OU with rotation and anisotropic D"),
-    Case("sdw3", "held-out", lambda: ex.state_dependent_well(3), "kl", sampler=_well3_sampler(0.25),
-         note="3-D double well with state-dependent D"),
-    Case("swirl_variant", "held-out", lambda: ex.swirl_bistable_variant(), "sim",
-         extent=((-5.0, 5.0), (-5.0, 5.0)), note="non-gradient bistable, D=0.3, k=0.5, g=2 (vs simulation)"),
-]}
+CASES = {
+    c.name: c
+    for c in [
+        # --- development cases (issue 14's reports, the bundled examples, one of each kind)
+        _grid_case(
+            "ring_issue",
+            "dev",
+            lambda: ex.ring(1.0, 1.0, 1.5, 0.25),
+            lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.25),
+            ((-2.5, 2.5), (-2.5, 2.5)),
+            "ring α=β=1, ω=1.5, D=0.25 (issue: TV 0.10-0.17)",
+        ),
+        _grid_case(
+            "dw1_issue",
+            "dev",
+            lambda: ex.double_well_1d(0.2),
+            lambda P: ex.double_well_1d_log_density(P, 0.2),
+            ((-3.0, 3.0),),
+            "1-D double well x − x³, D=0.2, barrier 1.25 D (issue: TV 0.23)",
+        ),
+        _grid_case(
+            "dw1_b3",
+            "dev",
+            lambda: ex.double_well_1d(1.0 / 12.0),
+            lambda P: ex.double_well_1d_log_density(P, 1.0 / 12.0),
+            ((-3.0, 3.0),),
+            "1-D double well, barrier 3 D",
+        ),
+        _grid_case(
+            "dw2_b2",
+            "dev",
+            lambda: ex.double_well_2d(0.125, 0.5, 0.5),
+            lambda P: ex.double_well_2d_log_density(P, 0.125, 0.5),
+            ((-2.5, 2.5), (-3.0, 3.0)),
+            "2-D double well, barrier 2 D, rotation ω=0.5, coupling c=0.5",
+        ),
+        _grid_case(
+            "hopf",
+            "dev",
+            lambda: ex.hopf_oscillator(),
+            lambda P: ex.hopf_log_density(P),
+            ((-5.0, 5.0), (-5.0, 5.0)),
+            "bundled limit-cycle oscillator (Gaussian tails)",
+        ),
+        Case(
+            "ou3_nonnormal",
+            "dev",
+            lambda: ex.ou(_OU_M1, _OU_D1),
+            "kl",
+            sampler=_ou_sampler(_OU_M1, _OU_D1),
+            note="3-D non-normal OU",
+        ),
+        Case(
+            "swirl",
+            "dev",
+            lambda: ex.swirl_bistable(),
+            "sim",
+            extent=((-5.0, 5.0), (-5.0, 5.0)),
+            note="bundled non-gradient bistable (vs simulation)",
+        ),
+        # --- held-out cases
+        _grid_case(
+            "ring_wide_still",
+            "held-out",
+            lambda: ex.ring(1.0, 1.0, 0.0, 0.5),
+            lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.5),
+            ((-3.0, 3.0), (-3.0, 3.0)),
+            "ring D=0.5 (wide), no rotation",
+        ),
+        _grid_case(
+            "ring_narrow_fast",
+            "held-out",
+            lambda: ex.ring(2.0, 1.0, 5.0, 0.2),
+            lambda P: ex.ring_log_density(P, 2.0, 1.0, 0.2),
+            ((-2.5, 2.5), (-2.5, 2.5)),
+            "ring α=2 (radius √2), D=0.2 (narrow), fast rotation ω=5",
+        ),
+        _grid_case(
+            "ring_sl_D0.1",
+            "held-out",
+            lambda: ex.ring(1.0, 1.0, 2.0, 0.1),
+            lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.1),
+            ((-2.0, 2.0), (-2.0, 2.0)),
+            "models/limit_cycle.py's Stuart–Landau law at D=0.1, ω=2 (README before: TV 0.33)",
+        ),
+        _grid_case(
+            "dw1_b1",
+            "held-out",
+            lambda: ex.double_well_1d(0.25),
+            lambda P: ex.double_well_1d_log_density(P, 0.25),
+            ((-3.0, 3.0),),
+            "1-D double well, barrier 1 D",
+        ),
+        _grid_case(
+            "dw1_b2_tilted",
+            "held-out",
+            lambda: ex.double_well_1d(0.125, tilt=0.05),
+            lambda P: ex.double_well_1d_log_density(P, 0.125, tilt=0.05),
+            ((-3.0, 3.0),),
+            "1-D tilted double well (x − x³ + 0.05), barrier ≈ 2 D, wells 69 : 31",
+        ),
+        _grid_case(
+            "dw2_b3",
+            "held-out",
+            lambda: ex.double_well_2d(1.0 / 12.0, 1.0, 0.0),
+            lambda P: ex.double_well_2d_log_density(P, 1.0 / 12.0, 0.0),
+            ((-2.5, 2.5), (-2.0, 2.0)),
+            "2-D double well, barrier 3 D, rotation ω=1",
+        ),
+        _grid_case(
+            "dw2_b1",
+            "held-out",
+            lambda: ex.double_well_2d(0.25, 2.0, -0.5),
+            lambda P: ex.double_well_2d_log_density(P, 0.25, -0.5),
+            ((-3.0, 3.0), (-3.5, 3.5)),
+            "2-D double well, barrier 1 D, rotation ω=2, coupling c=−0.5",
+        ),
+        _grid_case(
+            "sdw1",
+            "held-out",
+            lambda: ex.state_dependent_well(1),
+            lambda P: ex.state_dependent_well_log_density(P),
+            ((-3.0, 3.0),),
+            "1-D double well with D(x) = 0.25(1 + x²/2), barrier 1 D₀",
+        ),
+        _grid_case(
+            "sdw2",
+            "held-out",
+            lambda: ex.state_dependent_well(2),
+            lambda P: ex.state_dependent_well_log_density(P),
+            ((-3.0, 3.0), (-2.5, 2.5)),
+            "2-D double well with D(x) = 0.25(1 + |x|²/2) I, rotation ω=0.5",
+        ),
+        Case(
+            "ou3_rotating",
+            "held-out",
+            lambda: ex.ou(_OU_M2, _OU_D2),
+            "kl",
+            sampler=_ou_sampler(_OU_M2, _OU_D2),
+            note="3-D OU with rotation and anisotropic D",
+        ),
+        Case(
+            "sdw3",
+            "held-out",
+            lambda: ex.state_dependent_well(3),
+            "kl",
+            sampler=_well3_sampler(0.25),
+            note="3-D double well with state-dependent D",
+        ),
+        Case(
+            "swirl_variant",
+            "held-out",
+            lambda: ex.swirl_bistable_variant(),
+            "sim",
+            extent=((-5.0, 5.0), (-5.0, 5.0)),
+            note="non-gradient bistable, D=0.3, k=0.5, g=2 (vs simulation)",
+        ),
+    ]
+}
 
 
 def _grid_tv(dens, log_density, extent, n):
-    d = len(extent)
     axes = [lo + (hi - lo) / n * (np.arange(n) + 0.5) for lo, hi in extent]
     area = float(np.prod([(hi - lo) / n for lo, hi in extent]))
     G = np.meshgrid(*axes, indexing="ij")
@@ -168,7 +275,7 @@ def _grid_tv(dens, log_density, extent, n):
 
 
 def _sim_reference(model, theta, seed, n=2_000_000):
-    from ..simulate import simulate
+    from ..simulation import simulate
 
     return simulate(model, theta, n, dt=0.005, burn_in=6000, thin=50, n_chains=4000, seed=seed)
 
@@ -181,7 +288,11 @@ def _hist_tv(dens, X, extent, bins=40, sub=4):
     cx = xmin + hx * (np.arange(bins * sub) + 0.5)
     cy = ymin + hy * (np.arange(bins * sub) + 0.5)
     XX, YY = np.meshgrid(cx, cy, indexing="ij")
-    q = (dens.prob(np.column_stack([XX.ravel(), YY.ravel()])) * hx * hy).reshape(bins, sub, bins, sub).sum((1, 3))
+    q = (
+        (dens.prob(np.column_stack([XX.ravel(), YY.ravel()])) * hx * hy)
+        .reshape(bins, sub, bins, sub)
+        .sum((1, 3))
+    )
     return 0.5 * float(np.abs(q - H).sum() + abs(H.sum() - q.sum()))
 
 
@@ -194,7 +305,11 @@ def measure(case, dens, seed=0, reference=None):
     if case.oracle == "kl":
         X, logp = case.sampler(200_000, np.random.default_rng(10_000 + seed))
         diff = logp - dens.log_prob(X)
-        return {"metric": "KL", "value": float(diff.mean()), "noise": float(diff.std() / np.sqrt(diff.size))}
+        return {
+            "metric": "KL",
+            "value": float(diff.mean()),
+            "noise": float(diff.std() / np.sqrt(diff.size)),
+        }
     X = reference
     if X is None:
         model, theta = case.build()
@@ -220,36 +335,58 @@ def run_case(case, seed, reference=None, **kwargs):
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     m = measure(case, dens, seed, reference)
     dg = dens.diagnostic
-    return dict(case=case.name, kind=case.kind, seed=seed, metric=m["metric"], value=m["value"],
-                noise=m["noise"], converged=dg.converged, stop=dg.stop_reason, steps=dg.total_steps,
-                runs=len(dg.runs), rho=dg.residual_ratio, sim_tv=dg.sim_tv,
-                warned=any("ConvergenceWarning" in type(w.message).__name__ for w in caught),
-                wall=wall, cpu=cpu, density=dens)
+    return dict(
+        case=case.name,
+        kind=case.kind,
+        seed=seed,
+        metric=m["metric"],
+        value=m["value"],
+        noise=m["noise"],
+        converged=dg.converged,
+        stop=dg.stop_reason,
+        steps=dg.total_steps,
+        runs=len(dg.runs),
+        rho=dg.residual_ratio,
+        sim_tv=dg.sim_tv,
+        warned=any("ConvergenceWarning" in type(w.message).__name__ for w in caught),
+        wall=wall,
+        cpu=cpu,
+        density=dens,
+    )
 
 
 def _row(r):
     stv = "—" if r["sim_tv"] is None else f"{r['sim_tv']:.3f}"
     noise = f" ±{r['noise']:.3f}" if r["noise"] else ""
-    return (f"{r['case']:<18} {r['kind']:<8} {r['seed']:>4} {r['metric']:>3} {r['value']:7.4f}{noise:<8} "
-            f"{str(r['converged']):<6} {r['stop']:<8} {r['steps']:>5} {r['runs']:>2} {r['rho']:9.2e} {stv:>6} "
-            f"{r['wall']:6.1f} {r['cpu']:6.1f}")
+    return (
+        f"{r['case']:<18} {r['kind']:<8} {r['seed']:>4} {r['metric']:>3} {r['value']:7.4f}"
+        f"{noise:<8} {str(r['converged']):<6} {r['stop']:<8} {r['steps']:>5} {r['runs']:>2} "
+        f"{r['rho']:9.2e} {stv:>6} {r['wall']:6.1f} {r['cpu']:6.1f}"
+    )
 
 
 #: Settings that reproduce the model class and start of before issue 14 (``--legacy``).
 LEGACY = dict(tail=False, init="blob", anchor=0.0, restarts=0, n_steps=1500, tol=0.0)
 
-HEADER = (f"{'case':<18} {'kind':<8} {'seed':>4} {'':>3} {'dist':>7}{'':<8} {'conv':<6} {'stop':<8} "
-          f"{'steps':>5} {'rn':>2} {'rho':>9} {'simTV':>6} {'wall s':>6} {'cpu s':>6}")
+HEADER = (
+    f"{'case':<18} {'kind':<8} {'seed':>4} {'':>3} {'dist':>7}{'':<8} {'conv':<6} {'stop':<8} "
+    f"{'steps':>5} {'rn':>2} {'rho':>9} {'simTV':>6} {'wall s':>6} {'cpu s':>6}"
+)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m dynosed_sym.density.sweep", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dynosed_sym.density.sweep", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--cases", nargs="*", default=None, help="case names (default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3])
     parser.add_argument("--kind", choices=["dev", "held-out"], default=None)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--legacy", action="store_true",
-                        help="pre-issue-14 settings: tail=False, init='blob', anchor=0, restarts=0, n_steps=1500")
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="pre-issue-14 settings: tail=False, init='blob', anchor=0, restarts=0, n_steps=1500",
+    )
     args = parser.parse_args(argv)
     if args.list:
         for c in CASES.values():
@@ -263,14 +400,24 @@ def main(argv=None):
     import platform
 
     kwargs = LEGACY if args.legacy else {}
-    print(f"# dynosed_sym density sweep: {'pre-issue-14 settings ' + str(LEGACY) if args.legacy else 'default settings'}, "
-          f"seeds {args.seeds}; "
-          f"{platform.machine()}, {os.cpu_count()} cores, load average at start "
-          f"{os.getloadavg()[0]:.1f}")
-    print("# dist: TV (d ≤ 2; grid quadrature against the exact law, or a 2·10⁶-sample histogram ± its "
-          "noise for 'sim' cases) or KL(p‖q) (d = 3, Monte Carlo over exact draws ± s.e.)")
-    print("# conv/stop/steps/rn: converged flag, stopping reason, Adam steps over all runs, runs; rho: "
-          "residual ratio; simTV: soft-cell TV to the starting simulation")
+    which = f"pre-issue-14 settings {LEGACY}" if args.legacy else "default settings"
+    command = " ".join(
+        ["python -m dynosed_sym.density.sweep"] + list(sys.argv[1:] if argv is None else argv)
+    )
+    print(f"# command: {command}")
+    print(
+        f"# dynosed_sym density sweep: {which}, seeds {args.seeds}; "
+        f"{platform.machine()}, {os.cpu_count()} cores, load average at start "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "# dist: TV (d ≤ 2; grid quadrature against the exact law, or a 2·10⁶-sample histogram "
+        "± its noise for 'sim' cases) or KL(p‖q) (d = 3, Monte Carlo over exact draws ± s.e.)"
+    )
+    print(
+        "# conv/stop/steps/rn: converged flag, stopping reason, Adam steps over all runs, runs; "
+        "rho: residual ratio; simTV: soft-cell TV to the starting simulation"
+    )
     print(HEADER)
     rows = []
     for name in names:
@@ -285,15 +432,20 @@ def main(argv=None):
             rows.append(r)
             print(_row(r), flush=True)
     print()
-    print(f"{'case':<18} {'kind':<8} {'dist':>4} {'max':>7} {'mean':>7} {'conv':>5} {'warned':>6} "
-          f"{'max rho':>9} {'mean wall s':>11} {'mean cpu s':>10}")
+    print(
+        f"{'case':<18} {'kind':<8} {'dist':>4} {'max':>7} {'mean':>7} {'conv':>5} {'warned':>6} "
+        f"{'max rho':>9} {'mean wall s':>11} {'mean cpu s':>10}"
+    )
     for name in names:
         rs = [r for r in rows if r["case"] == name]
         v = np.array([r["value"] for r in rs])
-        print(f"{name:<18} {rs[0]['kind']:<8} {rs[0]['metric']:>4} {v.max():7.4f} {v.mean():7.4f} "
-              f"{sum(r['converged'] for r in rs):>2}/{len(rs):<2} {sum(r['warned'] for r in rs):>3}/{len(rs):<2} "
-              f"{max(r['rho'] for r in rs):9.2e} {np.mean([r['wall'] for r in rs]):11.1f} "
-              f"{np.mean([r['cpu'] for r in rs]):10.1f}")
+        print(
+            f"{name:<18} {rs[0]['kind']:<8} {rs[0]['metric']:>4} {v.max():7.4f} {v.mean():7.4f} "
+            f"{sum(r['converged'] for r in rs):>2}/{len(rs):<2} "
+            f"{sum(r['warned'] for r in rs):>3}/{len(rs):<2} "
+            f"{max(r['rho'] for r in rs):9.2e} {np.mean([r['wall'] for r in rs]):11.1f} "
+            f"{np.mean([r['cpu'] for r in rs]):10.1f}"
+        )
     return 0
 
 

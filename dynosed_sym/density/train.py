@@ -4,7 +4,7 @@ The objective is the residual's mean square under the model's own density,
 
     J(ψ) = ∫ q_ψ(x) R_ψ(x)² dx,
 
-with R the local residual of DESIGN §2 evaluated with the model's own score and score Jacobian.
+with R the local residual of docs/design.md §2, evaluated with the model's own score and Jacobian.
 J ≥ 0 and J = 0 exactly at the stationary law.  Each step draws fresh collocation points from
 q_ψ (exact samples: latent mixture through the inverted flow) and takes one Adam step along a
 Monte-Carlo estimate of ∇J, formed from the exact derivatives of one recorded computation
@@ -34,10 +34,13 @@ What makes this converge on the textbook family (issue 14; numbers in ``docs/den
   barrier ΔV changes R by ~ the spectral gap (∝ e^{−ΔV/D}); J changes by its square (≈ 10⁻⁶ for
   ΔV = 3D), far below the Monte-Carlo noise, so Adam's noise random-walks the share between wells
   (seen: 50 % → 47 % at ΔV = 1.25D, 50 % → 52.5 % at ΔV = 3D, 45 % from a blob start).  A weak
-  anchor keeps the mixture weights w near those fitted to the simulation ŵ:
-  J + a·S₀·Σ_k (w_k − ŵ_k)²/ŵ_k, with S₀ the mean square of the residual's terms at the start (so
+  anchor keeps q's mass m_k in the soft cells of the starting mixture (its components'
+  responsibilities, fixed functions of x) near the simulation's m̂_k:
+  J + a·S₀·Σ_k (m_k − m̂_k)²/m̂_k, with S₀ the mean square of the residual's terms at the start (so
   a is scale-free, default 10⁻²).  Along directions J sees, its curvature dwarfs the anchor's and
-  the residual decides; along the slow ones the anchor holds the simulated share.
+  the residual decides; along the slow ones the anchor holds the simulated share.  (Anchoring
+  the mixture weights instead left the share free to move through the flow: 2-D double well,
+  barrier 2 D, TV 0.013-0.022 against 0.003-0.004 with the cells.)
 * **Stopping rule and best iterate.**  Every 50 steps the exponential average of the iterates is
   scored by the residual ratio ρ (:mod:`.diagnostics`) on 4096 fixed draws (common random
   numbers); the best one is kept.  Training stops when ρ ≤ ``tol`` at two scorings in a row, or
@@ -55,63 +58,31 @@ import warnings
 
 import numpy as np
 
-from .. import validate
-from ..errors import DataError, DynosedError, ModelError
+from .. import arguments
+from ..errors import ConvergenceWarning, DataError, ModelError
 from ..model import SDEModel
 from ..progress import progress_bar, progress_enabled
-from . import _tape as tp
 from . import flow_mixture as fm
-from .diagnostics import (RESIDUAL_RATIO_THRESHOLD, SIM_NOISE_FACTOR, SIM_TV_THRESHOLD, ConvergenceWarning,
-                          DensityDiagnostic, residual_parts, residual_ratio, sim_tv)
+from .diagnostics import (
+    RESIDUAL_RATIO_THRESHOLD,
+    SIM_NOISE_FACTOR,
+    SIM_TV_THRESHOLD,
+    DensityDiagnostic,
+    residual_ratio,
+    sim_tv,
+)
 from .dynamics import DynamicsTerms
 from .init import simulation_start, starting_mixture
+from .optimize import (
+    _CHECK_EVERY,
+    _N_CHECK,
+    _CellAnchor,
+    _collocation_points,
+    _train_run,
+    residual_loss,
+)
 
-__all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss", "TrainingDivergedError",
-           "ConvergenceWarning"]
-
-
-class TrainingDivergedError(DynosedError, RuntimeError):
-    """Training diverged (names the step): the residual loss, a parameter or the collocation
-    points drawn from the current density became non-finite."""
-
-
-def residual_loss(spec, params, X, terms, extra_weight=None):
-    """Surrogate whose value estimates J = ∫ q R² and whose gradient is the estimate of ∇J.
-
-    Parameters
-    ----------
-    spec : FlowMixtureSpec
-    params : dict of name → array or tape node
-    X : numpy.ndarray (N, d)
-        Collocation points: draws from the current density q.
-    terms : tuple (c (N, d), e (N,), D (N, d, d))
-        From :class:`DynamicsTerms`.
-    extra_weight : numpy.ndarray (N,), optional
-        Added to the score-function weights: the gradient then also holds mean_i g_i ∇log q(x_i),
-        the estimate of ∇E_q[g] for a g with mean zero over the points (the cell anchor of
-        :func:`density_from_dynamics`).  The value is unchanged.
-
-    Returns
-    -------
-    surrogate : scalar (tape node when ``params`` holds nodes)
-        (1/N) Σ_i [R_i² + (log q(x_i) − log q(x_i)|fixed) (R_i² − b)], b = mean R².  Its value is
-        the mean R²; the second term is zero in value and supplies the score-function part of
-        the gradient.
-    R : (N,) numpy.ndarray
-        Residual at the points.
-    """
-    c, e, D = terms
-    N = X.shape[0]
-    logq, s, H = fm.jets(spec, params, X, order=2)
-    Ds = tp.einsum("nij,nj->ni", D, s)
-    R = tp.einsum("ni,ni->n", s, c - Ds) - tp.einsum("nij,nij->n", D, H) + e
-    R2 = R * R
-    R2v = np.asarray(tp.value_of(R2))
-    weight = R2v - R2v.mean()
-    if extra_weight is not None:
-        weight = weight + extra_weight
-    measure_term = tp.total((logq - tp.value_of(logq)) * weight)
-    return (tp.total(R2) + measure_term) * (1.0 / N), np.asarray(tp.value_of(R))
+__all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss"]
 
 
 def _as_points(P, d, state_names, name="P"):
@@ -121,7 +92,9 @@ def _as_points(P, d, state_names, name="P"):
     if hasattr(P, "columns"):
         missing = [s for s in state_names if s not in P.columns]
         if missing:
-            raise DataError(f"{name}: DataFrame has no column {missing[0]!r} (state: {', '.join(state_names)})")
+            raise DataError(
+                f"{name}: DataFrame has no column {missing[0]!r} (state: {', '.join(state_names)})"
+            )
         P = P[state_names].to_numpy()
     try:
         arr = np.asarray(P, dtype=float)
@@ -133,7 +106,9 @@ def _as_points(P, d, state_names, name="P"):
     if arr.ndim != 2 or arr.shape[1] != d:
         raise DataError(f"{name}: expected shape (M, {d}), got {arr.shape}")
     if not np.isfinite(arr).all():
-        raise DataError(f"{name}: contains NaN or inf (row {int(np.flatnonzero(~np.isfinite(arr).all(1))[0])})")
+        raise DataError(
+            f"{name}: contains NaN or inf (row {int(np.flatnonzero(~np.isfinite(arr).all(1))[0])})"
+        )
     return np.ascontiguousarray(arr)
 
 
@@ -144,29 +119,13 @@ def _as_center(center, d):
     except (TypeError, ValueError) as exc:
         raise DataError(f"init_center: cannot convert to a float array ({exc})") from None
     if arr.size != d or arr.ndim > 2 or (arr.ndim == 2 and arr.shape[0] != 1):
-        raise DataError(f"init_center: expected {d} value{'s' if d != 1 else ''}, got shape {arr.shape}")
+        raise DataError(
+            f"init_center: expected {d} value{'s' if d != 1 else ''}, got shape {arr.shape}"
+        )
     arr = arr.reshape(d)
     if not np.isfinite(arr).all():
         raise DataError(f"init_center: contains NaN or inf ({arr.tolist()})")
     return arr
-
-
-def _diverged(step, what):
-    return TrainingDivergedError(
-        f"density_from_dynamics: training diverged at step {step} ({what}); "
-        "lower learning_rate or change init_scale/init_center")
-
-
-def _collocation_points(spec, params, n, rng, step):
-    """Fresh exact draws from the current density; TrainingDivergedError when they overflow."""
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            X = fm.inverse_flow(spec, params, fm.sample_latent(spec, params, n, rng))
-    except np.linalg.LinAlgError:
-        raise _diverged(step, "the mixture covariance became singular") from None
-    if not np.isfinite(X).all():
-        raise _diverged(step, "the inverted flow overflowed: collocation points are not finite")
-    return X
 
 
 class LearnedDensity:
@@ -192,7 +151,9 @@ class LearnedDensity:
         Convergence verdict and checks (None for a density built by hand).
     """
 
-    def __init__(self, model, theta, spec, params, loss_history, train_seconds, settings, diagnostic=None):
+    def __init__(
+        self, model, theta, spec, params, loss_history, train_seconds, settings, diagnostic=None
+    ):
         self.model = model
         self.theta = theta
         self.spec = spec
@@ -208,7 +169,7 @@ class LearnedDensity:
 
     @property
     def converged(self):
-        """True when training converged and passed its checks (``diagnostic``); None when unknown."""
+        """True when training converged and passed its checks (``diagnostic``); None if unknown."""
         return None if self.diagnostic is None else bool(self.diagnostic.converged)
 
     def _points(self, P):
@@ -241,168 +202,27 @@ class LearnedDensity:
         return np.asarray(residual_loss(self.spec, self.params, X, terms)[1])
 
     def residual_ratio(self, n=8192, seed=0) -> float:
-        """ρ = E_q[R²] / E_q[Σ terms²] by ``n`` fresh draws (the residual check of ``diagnostic``)."""
+        """ρ = E_q[R²] / E_q[Σ terms²] on ``n`` fresh draws (``diagnostic``'s residual check)."""
         X = self.sample(n, seed=seed)
         terms_of = DynamicsTerms(self.model, self.theta, self.settings.get("out_dir"))
         return residual_ratio(self.spec, self.params, terms_of, X)[0]
 
     def sample(self, n, seed=0) -> np.ndarray:
         """Exact draws from the learned density (latent mixture, inverted flow) → (n, d)."""
-        n = validate.integer(n, "n", minimum=1)
-        rng = np.random.default_rng(validate.seed(seed))
+        n = arguments.integer(n, "n", minimum=1)
+        rng = np.random.default_rng(arguments.seed(seed))
         xi = fm.sample_latent(self.spec, self.params, n, rng)
         return fm.inverse_flow(self.spec, self.params, xi)
 
     def __repr__(self):
         final = self.loss_history[-1] if self.loss_history.size else float("nan")
         check = "" if self.diagnostic is None else f"{self.diagnostic.short()}, "
-        return (f"LearnedDensity(model={self.model.name!r}, d={self.d}, "
-                f"components={self.spec.n_components}, flow_layers={self.spec.n_layers}, "
-                f"steps={self.loss_history.size}, final_loss={final:.4g}, {check}"
-                f"train_seconds={self.train_seconds:.1f})")
-
-
-class _CellAnchor:
-    """Pulls q's mass in the soft cells of the starting mixture towards the simulation's.
-
-    Penalty a·S₀·Σ_k (m_k − m̂_k)²/m̂_k, m_k = E_q[φ_k] with φ_k the responsibilities of the starting
-    mixture's components (fixed functions of x) and m̂_k their mean over the simulated samples.  Its
-    gradient is E_q[g ∇log q] with g = Σ_k c_k (φ_k − m_k), c_k = 2aS₀(m_k − m̂_k)/m̂_k, estimated on
-    each step's collocation points; m_k in c_k is an exponential average over steps (less noise).
-    """
-
-    def __init__(self, spec, params, reference, strength):
-        from .init import soft_bins
-
-        self._bins = soft_bins
-        self.spec, self.params = spec, {k: v.copy() for k, v in params.items()}
-        self.target = np.maximum(soft_bins(spec, self.params, reference).mean(0), 1e-6)
-        self.strength = strength
-        self.mass = None
-
-    def point_weights(self, X, scale):
-        phi = self._bins(self.spec, self.params, X)
-        m = phi.mean(0)
-        self.mass = m if self.mass is None else 0.9 * self.mass + 0.1 * m
-        c = 2.0 * self.strength * scale * (self.mass - self.target) / self.target
-        return (phi - m) @ c
-
-
-_CHECK_EVERY = 50      # steps between scorings of the averaged iterate
-_N_EVAL = 4096         # fixed (common-random-number) points of that scoring
-_WARMUP = 50           # steps of linear learning-rate warm-up
-_EMA = 0.98            # decay of the exponential average of the iterates
-_LR_DROP = 4.0         # step-size factor at a plateau
-_SPIKE = 3.0           # a scoring this many times above the best counts as a plateau at once
-_N_CHECK = 8192        # fresh points of the final residual check
-_TRACE_HOOK = None     # experiments: called as hook(step, averaged_params, rho) at every scoring
-
-
-def _eval_points(spec, params, u, eps):
-    """Draws from q for fixed uniforms u (component choice) and normals eps (common random numbers)."""
-    lw = params["log_weights"]
-    w = np.exp(lw - lw.max())
-    cdf = np.cumsum(w / w.sum())
-    k = np.minimum(np.searchsorted(cdf, u), spec.n_components - 1)
-    q = params["precision_chol"]
-    L = q * spec.strict_lower + np.exp(q) * spec.eye
-    xi = params["centroids"][k] + np.linalg.solve(L.T, eps.T).T
-    return fm.inverse_flow(spec, params, xi)
-
-
-def _train_run(spec, params, terms_of, *, n_steps, n_points, learning_rate, final_learning_rate,
-               anchor, tol, rtol, window, rng, eval_rng, bar):
-    """One Adam run with the plateau schedule → (best params, history, stop reason, steps, trace).
-
-    The model's drift kernel runs on one Numba thread here: a step evaluates it at a few hundred
-    points, where thread start-up (and, on a busy machine, threads fighting for cores) costs more
-    than it saves.  Results do not depend on the thread count.
-    """
-    import numba
-
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        return _train_loop(spec, params, terms_of, n_steps=n_steps, n_points=n_points,
-                           learning_rate=learning_rate, final_learning_rate=final_learning_rate,
-                           anchor=anchor, tol=tol, rtol=rtol, window=window,
-                           rng=rng, eval_rng=eval_rng, bar=bar)
-    finally:
-        numba.set_num_threads(threads)
-
-
-def _train_loop(spec, params, terms_of, *, n_steps, n_points, learning_rate, final_learning_rate,
-                anchor, tol, rtol, window, rng, eval_rng, bar):
-    names = list(params)
-    params = {k: v.copy() for k, v in params.items()}
-    m1 = {k: np.zeros_like(v) for k, v in params.items()}
-    m2 = {k: np.zeros_like(v) for k, v in params.items()}
-    beta1, beta2, eps = 0.9, 0.999, 1e-8
-    u_eval = eval_rng.random(_N_EVAL)
-    e_eval = eval_rng.standard_normal((_N_EVAL, spec.d))
-    history = []
-    averaged = {k: v.copy() for k, v in params.items()}
-    lr_level = learning_rate
-    best = (np.inf, averaged, 0)
-    ref, ref_step = np.inf, 0
-    stop = "n_steps"
-    scale = None
-    trace = []
-    for step in range(n_steps):
-        X = _collocation_points(spec, params, n_points, rng, step)
-        terms = terms_of(X)
-        extra = None
-        if anchor is not None:
-            if scale is None:  # S₀: mean square of the residual's terms at the start (fixed)
-                scale = float(np.mean(residual_parts(spec, params, X, terms)[1]))
-            extra = anchor.point_weights(X, scale)
-        nodes = {k: tp.var(v) for k, v in params.items()}
-        loss, R = residual_loss(spec, nodes, X, terms, extra)
-        value = float(loss.value)
-        if not np.isfinite(value):
-            raise _diverged(step, "the residual loss is not finite")
-        history.append(value)
-        grads = tp.backward(loss, [nodes[k] for k in names])
-        lr = lr_level * min(1.0, (step + 1) / _WARMUP)
-        for k, g in zip(names, grads):
-            m1[k] = beta1 * m1[k] + (1 - beta1) * g
-            m2[k] = beta2 * m2[k] + (1 - beta2) * g * g
-            mhat = m1[k] / (1 - beta1 ** (step + 1))
-            vhat = m2[k] / (1 - beta2 ** (step + 1))
-            params[k] = params[k] - lr * mhat / (np.sqrt(vhat) + eps)
-            if not np.isfinite(params[k]).all():
-                raise _diverged(step, f"the update made parameter {k!r} non-finite")
-        averaged = {k: _EMA * averaged[k] + (1 - _EMA) * params[k] for k in names}
-        bar.update(1)
-        if (step + 1) % _CHECK_EVERY == 0:
-            with np.errstate(over="ignore", invalid="ignore"):
-                Xe = _eval_points(spec, averaged, u_eval, e_eval)
-                rho = residual_ratio(spec, averaged, terms_of, Xe)[0] if np.isfinite(Xe).all() else np.inf
-            if not np.isfinite(rho):
-                rho = np.inf
-            trace.append((step + 1, rho, lr_level))
-            if _TRACE_HOOK is not None:
-                _TRACE_HOOK(step + 1, averaged, rho)
-            if rho < best[0]:
-                best = (rho, {k: v.copy() for k, v in averaged.items()}, step + 1)
-            if rho <= tol and len(trace) > 1 and trace[-2][1] <= tol:  # twice in a row
-                stop = "tol"
-                break
-            if rho < (1.0 - rtol) * ref:
-                ref, ref_step = rho, step + 1
-            elif step + 1 - ref_step >= window or rho > _SPIKE * best[0]:
-                # a plateau (or a jump away from the best): back to the best average, smaller steps
-                if lr_level <= final_learning_rate * (1 + 1e-12):
-                    stop = "plateau"
-                    break
-                lr_level = max(final_learning_rate, lr_level / _LR_DROP)
-                params = {k: v.copy() for k, v in best[1].items()}
-                averaged = {k: v.copy() for k, v in best[1].items()}
-                ref, ref_step = best[0], step + 1
-            bar.set_postfix_str(f"rho={rho:.3g} lr={lr_level:.2g}")
-    if best[0] == np.inf:  # fewer steps than one scoring: the last average
-        best = (np.inf, averaged, len(history))
-    return best[1], np.array(history), stop, len(history), trace
+        return (
+            f"LearnedDensity(model={self.model.name!r}, d={self.d}, "
+            f"components={self.spec.n_components}, flow_layers={self.spec.n_layers}, "
+            f"steps={self.loss_history.size}, final_loss={final:.4g}, {check}"
+            f"train_seconds={self.train_seconds:.1f})"
+        )
 
 
 def _verdict(rho, stv, snoise):
@@ -415,28 +235,53 @@ def _validate_init(init, model, n_components):
     d = model.d
     if isinstance(init, str):
         if init not in ("simulation", "blob"):
-            raise DataError(f"init must be 'simulation', 'blob' or an (N, {d}) array of samples, got {init!r}")
+            raise DataError(
+                f"init must be 'simulation', 'blob' or an (N, {d}) array of samples, got {init!r}"
+            )
         return init, None
     X = _as_points(init, d, model.state_names, name="init")
     if X.shape[0] < max(4 * n_components, 20):
-        raise DataError(f"init: need at least {max(4 * n_components, 20)} samples for "
-                        f"{n_components} components, got {X.shape[0]}")
+        raise DataError(
+            f"init: need at least {max(4 * n_components, 20)} samples for "
+            f"{n_components} components, got {X.shape[0]}"
+        )
     return "samples", X
 
 
-def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_hidden=8,
-                          n_steps=3000, n_points=512, learning_rate=0.02, final_learning_rate=1.25e-3,
-                          init="simulation", tail=True, anchor=1e-2, tol=1e-4, rtol=0.3, window=200,
-                          restarts=1,
-                          init_center=None, init_scale=1.0, n_chains=20000, seed=0, progress=None,
-                          out_dir=None, warn=True) -> LearnedDensity:
+def density_from_dynamics(
+    model,
+    theta=None,
+    *,
+    n_components=16,
+    n_layers=2,
+    n_hidden=8,
+    n_steps=3000,
+    n_points=512,
+    learning_rate=0.02,
+    final_learning_rate=1.25e-3,
+    init="simulation",
+    tail=True,
+    anchor=1e-2,
+    tol=1e-4,
+    rtol=0.3,
+    window=200,
+    restarts=1,
+    init_center=None,
+    init_scale=1.0,
+    n_chains=20000,
+    seed=0,
+    progress=None,
+    out_dir=None,
+    warn=True,
+) -> LearnedDensity:
     """Learn the stationary density of a known SDE from its drift and diffusion alone (no data).
 
     Parameters
     ----------
     model : SDEModel
     theta : array (n,) or dict, optional
-        Parameter values (dict keyed by symbol or name); default ``model.nominal``.
+        Parameter values (dict keyed by symbol or name); default ``model.nominal``.  A model
+        without parameters (``params=[]``) takes None, ``[]`` or ``{}``.
     n_components : int
         Latent mixture components K (a restart doubles them).
     n_layers, n_hidden : int
@@ -507,40 +352,60 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     """
     if not isinstance(model, SDEModel):
         raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
-    if theta is None:
+    if theta is None and model.n > 0:
         if model.nominal is None:
             raise ModelError(f"theta: model {model.name!r} has no nominal values; pass theta")
         theta = model.nominal
     theta = model.theta_vector(theta)
-    n_components = validate.integer(n_components, "n_components", minimum=1)
-    n_layers = validate.integer(n_layers, "n_layers", minimum=0)
-    n_hidden = validate.integer(n_hidden, "n_hidden", minimum=1)
-    n_steps = validate.integer(n_steps, "n_steps", minimum=1)
-    n_points = validate.integer(n_points, "n_points", minimum=2)
-    learning_rate = validate.number(learning_rate, "learning_rate", positive=True)
-    final_learning_rate = validate.number(final_learning_rate, "final_learning_rate", positive=True)
+    n_components = arguments.integer(n_components, "n_components", minimum=1)
+    n_layers = arguments.integer(n_layers, "n_layers", minimum=0)
+    n_hidden = arguments.integer(n_hidden, "n_hidden", minimum=1)
+    n_steps = arguments.integer(n_steps, "n_steps", minimum=1)
+    n_points = arguments.integer(n_points, "n_points", minimum=2)
+    learning_rate = arguments.number(learning_rate, "learning_rate", positive=True)
+    final_learning_rate = arguments.number(
+        final_learning_rate, "final_learning_rate", positive=True
+    )
     if final_learning_rate > learning_rate:
-        raise DataError(f"final_learning_rate ({final_learning_rate}) must not exceed learning_rate ({learning_rate})")
-    anchor = validate.number(anchor, "anchor", nonnegative=True)
-    tol = validate.number(tol, "tol", nonnegative=True)
-    rtol = validate.number(rtol, "rtol", positive=True)
+        raise DataError(
+            f"final_learning_rate ({final_learning_rate}) must not exceed "
+            f"learning_rate ({learning_rate})"
+        )
+    anchor = arguments.number(anchor, "anchor", nonnegative=True)
+    tol = arguments.number(tol, "tol", nonnegative=True)
+    rtol = arguments.number(rtol, "rtol", positive=True)
     if rtol >= 1:
         raise DataError(f"rtol must be in (0, 1), got {rtol}")
-    window = validate.integer(window, "window", minimum=_CHECK_EVERY)
-    restarts = validate.integer(restarts, "restarts", minimum=0)
+    window = arguments.integer(window, "window", minimum=_CHECK_EVERY)
+    restarts = arguments.integer(restarts, "restarts", minimum=0)
     if not isinstance(tail, (bool, np.bool_)):
         raise DataError(f"tail must be True or False, got {tail!r}")
-    init_scale = validate.number(init_scale, "init_scale", positive=True)
-    n_chains = validate.integer(n_chains, "n_chains", minimum=100)
-    seed = validate.seed(seed)
+    init_scale = arguments.number(init_scale, "init_scale", positive=True)
+    n_chains = arguments.integer(n_chains, "n_chains", minimum=100)
+    seed = arguments.seed(seed)
     center = np.zeros(model.d) if init_center is None else _as_center(init_center, model.d)
     init_kind, init_samples = _validate_init(init, model, n_components)
-    settings = dict(n_components=n_components, n_layers=n_layers, n_hidden=n_hidden, n_steps=n_steps,
-                    n_points=n_points, learning_rate=learning_rate,
-                    final_learning_rate=final_learning_rate, init=init_kind, tail=bool(tail),
-                    anchor=anchor, tol=tol, rtol=rtol, window=window, restarts=restarts,
-                    init_center=center.tolist(), init_scale=init_scale, n_chains=n_chains, seed=seed,
-                    out_dir=out_dir)
+    settings = dict(
+        n_components=n_components,
+        n_layers=n_layers,
+        n_hidden=n_hidden,
+        n_steps=n_steps,
+        n_points=n_points,
+        learning_rate=learning_rate,
+        final_learning_rate=final_learning_rate,
+        init=init_kind,
+        tail=bool(tail),
+        anchor=anchor,
+        tol=tol,
+        rtol=rtol,
+        window=window,
+        restarts=restarts,
+        init_center=center.tolist(),
+        init_scale=init_scale,
+        n_chains=n_chains,
+        seed=seed,
+        out_dir=out_dir,
+    )
 
     t0 = time.perf_counter()
     terms_of = DynamicsTerms(model, theta, out_dir)
@@ -549,44 +414,88 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     sim_seed = int(root.spawn(1)[0].generate_state(1)[0])
 
     start = None
-    if init_samples is None:  # the simulation is the start ("simulation") or only the check ("blob")
-        start = simulation_start(model, theta, center=center, scale=init_scale, seed=sim_seed,
-                                 out_dir=out_dir, n_chains=n_chains)
+    if (
+        init_samples is None
+    ):  # the simulation is the start ("simulation") or only the check ("blob")
+        start = simulation_start(
+            model,
+            theta,
+            center=center,
+            scale=init_scale,
+            seed=sim_seed,
+            out_dir=out_dir,
+            n_chains=n_chains,
+        )
     reference = init_samples if init_samples is not None else start.samples
     ref_chains = start.n_chains if start is not None else 2  # user samples: two halves by rows
 
     runs, results = [], []
     K = n_components
     for r in range(restarts + 1):
-        init_rng, colloc_rng, eval_rng, diag_rng = (np.random.default_rng(s) for s in run_seeds[r].spawn(4))
+        init_rng, colloc_rng, eval_rng, diag_rng = (
+            np.random.default_rng(s) for s in run_seeds[r].spawn(4)
+        )
         spec_args = dict(n_components=K, n_layers=n_layers, n_hidden=n_hidden)
-        spec, params, info = starting_mixture(reference, spec_args, init_rng, tail=bool(tail), terms_of=terms_of)
+        spec, params, info = starting_mixture(
+            reference, spec_args, init_rng, tail=bool(tail), terms_of=terms_of
+        )
         check_spec, check_params = spec, {k: v.copy() for k, v in params.items()}
         cells = _CellAnchor(spec, params, reference, anchor) if anchor > 0 else None
         if init_kind == "blob":  # the fitted mixture only defines the check's cells
             cells = None
             if tail:
-                spec = fm.FlowMixtureSpec(model.d, K, n_layers, n_hidden, tail=True, center=center,
-                                          whiten=np.eye(model.d) / init_scale)
+                spec = fm.FlowMixtureSpec(
+                    model.d,
+                    K,
+                    n_layers,
+                    n_hidden,
+                    tail=True,
+                    center=center,
+                    whiten=np.eye(model.d) / init_scale,
+                )
                 params = fm.init_params(spec, np.zeros(model.d), 1.0, init_rng)
             else:
                 spec = fm.FlowMixtureSpec(model.d, K, n_layers, n_hidden)
                 params = fm.init_params(spec, center, init_scale, init_rng)
-        bar = progress_bar(progress_enabled(progress, streamed=True), total=n_steps,
-                           desc=f"density {model.name}" + (f" (restart {r}, K={K})" if r else ""), unit="steps")
+        bar = progress_bar(
+            progress_enabled(progress, streamed=True),
+            total=n_steps,
+            desc=f"density {model.name}" + (f" (restart {r}, K={K})" if r else ""),
+            unit="steps",
+        )
         try:
             best, history, stop, steps, trace = _train_run(
-                spec, params, terms_of, n_steps=n_steps, n_points=n_points, learning_rate=learning_rate,
-                final_learning_rate=final_learning_rate, anchor=cells, tol=tol, rtol=rtol,
-                window=window, rng=colloc_rng, eval_rng=eval_rng, bar=bar)
+                spec,
+                params,
+                terms_of,
+                n_steps=n_steps,
+                n_points=n_points,
+                learning_rate=learning_rate,
+                final_learning_rate=final_learning_rate,
+                anchor=cells,
+                tol=tol,
+                rtol=rtol,
+                window=window,
+                rng=colloc_rng,
+                eval_rng=eval_rng,
+                bar=bar,
+            )
         finally:
             bar.close()
         # the checks on the returned iterate: fresh points, then the simulation
         Xc = _collocation_points(spec, best, _N_CHECK, diag_rng, steps)
         rho = residual_ratio(spec, best, terms_of, Xc)[0]
         stv, snoise = sim_tv(spec, best, check_spec, check_params, reference, ref_chains, diag_rng)
-        runs.append(dict(components=K, steps=steps, stop_reason=stop, residual_ratio=rho, sim_tv=stv,
-                         trace=trace))
+        runs.append(
+            dict(
+                components=K,
+                steps=steps,
+                stop_reason=stop,
+                residual_ratio=rho,
+                sim_tv=stv,
+                trace=trace,
+            )
+        )
         results.append((spec, best, history, stop, steps, rho, stv, snoise))
         ok_res, ok_sim, _ = _verdict(rho, stv, snoise)
         if stop == "n_steps" or (ok_res and ok_sim):
@@ -602,28 +511,49 @@ def density_from_dynamics(model, theta=None, *, n_components=16, n_layers=2, n_h
     ok_res, ok_sim, limit = _verdict(rho, stv, snoise)
     reasons = []
     if stop == "n_steps":
-        reasons.append(f"the stopping rule did not fire within n_steps={n_steps} (the residual ratio was "
-                       f"still improving): raise n_steps")
+        reasons.append(
+            f"the stopping rule did not fire within n_steps={n_steps} (the residual ratio was "
+            f"still improving): raise n_steps"
+        )
     if not ok_res:
-        reasons.append(f"residual ratio {rho:.3g} > {RESIDUAL_RATIO_THRESHOLD:g}: the learned density does "
-                       "not satisfy the stationary Fokker–Planck equation to the size of its terms; try more "
-                       "n_steps, n_components, n_layers/n_hidden, or init='simulation' if you used a blob")
+        reasons.append(
+            f"residual ratio {rho:.3g} > {RESIDUAL_RATIO_THRESHOLD:g}: the learned density does "
+            "not satisfy the stationary Fokker–Planck equation to the size of its terms; try more "
+            "n_steps, n_components, n_layers/n_hidden, or init='simulation' if you used a blob"
+        )
     if not ok_sim:
-        reasons.append(f"the mass in the starting mixture's cells differs from the simulation by TV "
-                       f"{stv:.3f} (> {limit:.3f}): compare with a longer simulation (ds.simulate), "
-                       "raise n_steps/n_components")
+        reasons.append(
+            f"the mass in the starting mixture's cells differs from the simulation by TV "
+            f"{stv:.3f} (> {limit:.3f}): compare with a longer simulation (ds.simulate), "
+            "raise n_steps/n_components"
+        )
     if start is not None and not start.equilibrated:
-        reasons.append("the starting simulation's mass was still drifting when its budget ran out "
-                       "(a high barrier?): the share of mass between wells may be off; pass samples of a "
-                       "longer simulation as init=")
+        reasons.append(
+            "the starting simulation's mass was still drifting when its budget ran out "
+            "(a high barrier?): the share of mass between wells may be off; pass samples of a "
+            "longer simulation as init="
+        )
     diagnostic = DensityDiagnostic(
-        converged=not reasons, stop_reason=stop, steps=steps, total_steps=int(sum(r_["steps"] for r_ in runs)),
-        residual_ratio=float(rho), residual_threshold=RESIDUAL_RATIO_THRESHOLD, sim_tv=stv,
-        sim_noise=snoise, sim_threshold=SIM_TV_THRESHOLD,
-        simulation=None if start is None else start.summary(), runs=runs, reasons=reasons)
+        converged=not reasons,
+        stop_reason=stop,
+        steps=steps,
+        total_steps=int(sum(r_["steps"] for r_ in runs)),
+        residual_ratio=float(rho),
+        residual_threshold=RESIDUAL_RATIO_THRESHOLD,
+        sim_tv=stv,
+        sim_noise=snoise,
+        sim_threshold=SIM_TV_THRESHOLD,
+        simulation=None if start is None else start.summary(),
+        runs=runs,
+        reasons=reasons,
+    )
     seconds = time.perf_counter() - t0
     dens = LearnedDensity(model, theta, spec, best, history, seconds, settings, diagnostic)
     if reasons and warn:
-        warnings.warn(ConvergenceWarning(
-            f"density_from_dynamics({model.name!r}) did not converge: " + "; ".join(reasons)), stacklevel=2)
+        warnings.warn(
+            ConvergenceWarning(
+                f"density_from_dynamics({model.name!r}) did not converge: " + "; ".join(reasons)
+            ),
+            stacklevel=2,
+        )
     return dens

@@ -1,0 +1,5 @@
+"""``python -m dynosed_sym.apps.bench``: the benchmarks."""
+
+from .run import main
+
+main()

@@ -1,0 +1,69 @@
+"""The benchmarks' command line: ``python -m dynosed_sym.apps.bench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from .calibration import section_calibration
+from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
+from .compile import section_compile
+from .fill import section_fill, section_scaling
+from .large import section_large
+from .projection import section_projection
+from .simulator import section_simulator
+
+
+# --------------------------------------------------------------------------- entry point
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="python -m dynosed_sym.apps.bench", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    ap.add_argument(
+        "--only",
+        default=",".join(DEFAULT_SECTIONS),
+        help=f"comma-separated sections among {', '.join(SECTIONS)} (default: all but "
+        + "calibration)",
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=None, help="timed repeats per measurement (median reported)"
+    )
+    ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
+    args = ap.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in only if s not in SECTIONS]
+    if unknown:
+        ap.error(f"unknown section(s) {unknown}; choose from {', '.join(SECTIONS)}")
+    repeats = args.repeats or (3 if args.quick else 7)
+    info = machine_info()
+    print("dynosed_sym benchmark" + (" (--quick)" if args.quick else ""))
+    print(
+        f"  CPU {info['cpu']}; LLVM target {info['llvm_target_cpu']} ({'+'.join(info['simd'])}); "
+        f"{info['os_cpus']} CPUs, {info['numba_threads']} Numba threads"
+    )
+    print(
+        f"  Python {info['python']}, NumPy {info['numpy']}, Numba {info['numba']}; "
+        f"medians of {repeats} timed runs after a warm-up"
+    )
+    results = {"machine": info, "quick": args.quick, "repeats": repeats, "targets": TARGETS}
+    t_all = time.perf_counter()
+    runners = {
+        "fill": section_fill,
+        "scaling": section_scaling,
+        "compile": section_compile,
+        "simulator": section_simulator,
+        "large": section_large,
+        "projection": section_projection,
+        "calibration": section_calibration,
+    }
+    for name in SECTIONS:
+        if name in only:
+            results[name] = runners[name](args.quick, repeats)
+    print(f"\ntotal benchmark time {time.perf_counter() - t_all:.0f} s")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=2, default=float)
+        print(f"wrote {args.json}")
+    return results

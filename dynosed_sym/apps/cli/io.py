@@ -1,0 +1,210 @@
+"""Reading models, parameter assignments and data files; writing samples and JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+import numpy as np
+
+from ...errors import DynosedError
+from .app import DATA_SUFFIXES
+
+
+def _echo_json(obj):
+    click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def _finite(obj):
+    """NaN/inf → None, numpy → Python, recursively (strict JSON), as FitResult.to_json does."""
+    from ...routes.result import finite_or_none as _finite_or_none
+    from ...routes.result import plain as _plain
+
+    return _finite_or_none(_plain(obj))
+
+
+# --------------------------------------------------------------------------- arguments
+def _load_model(model_file):
+    from ...model import load_model
+
+    if not str(model_file).endswith(".py"):
+        raise click.BadParameter(
+            f"{model_file!r}: expected a Python model file (.py) that defines "
+            "an SDEModel named 'model'",
+            param_hint="MODEL",
+        )
+    return load_model(model_file)
+
+
+def _parse_assignments(model, items, option):
+    """``("k=1.5", "W[0,1]=2")`` → {name: value}, names checked against the model's parameters."""
+    values = {}
+    for item in items:
+        if "=" not in item:
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
+        name, _, val = item.partition("=")
+        name = name.strip()
+        try:
+            values[name] = float(val)
+        except ValueError:
+            raise click.BadParameter(
+                f"value of {name!r} is not a number: {val!r}", param_hint=option
+            ) from None
+        if name not in model.param_names:
+            raise click.BadParameter(
+                f"{name!r} is not a parameter of {model.name!r} "
+                f"(parameters: {', '.join(model.param_names)})",
+                param_hint=option,
+            )
+    return values
+
+
+def _full_theta(model, items, option, required_for):
+    """Model nominal overridden by NAME=VALUE items → dict for every parameter, or None if no items
+    and no nominal."""
+    values = _parse_assignments(model, items, option)
+    base = {} if model.nominal is None else dict(zip(model.param_names, model.nominal.tolist()))
+    if not values and not base:
+        return None
+    base.update(values)
+    missing = [p for p in model.param_names if p not in base]
+    if missing:
+        raise click.BadParameter(
+            f"no value for {missing[0]!r} (the model file gives no nominal values; {required_for})",
+            param_hint=option,
+        )
+    return base
+
+
+def _parse_nominal(model, items):
+    """Backwards-compatible helper of ``check``: the full nominal vector or None."""
+    if not items:
+        return None
+    return _full_theta(model, items, "--nominal", "pass --nominal NAME=VALUE for each parameter")
+
+
+def _parse_prior_scale(text):
+    """--prior-scale: 'ml', 'none' or a non-negative number."""
+    low = str(text).strip().lower()
+    if low == "ml":
+        return "ml"
+    if low == "none":
+        return None
+    try:
+        val = float(low)
+    except ValueError:
+        val = -1.0
+    if not (val >= 0 and val < float("inf")):
+        raise click.BadParameter(
+            f"expected 'ml', 'none' or a non-negative number, got {text!r}",
+            param_hint="--prior-scale",
+        )
+    return val
+
+
+def _suffix(path, option):
+    low = str(path).lower()
+    for s in DATA_SUFFIXES:
+        if low.endswith(s):
+            return s
+    raise click.BadParameter(
+        f"{path!r}: expected a file ending in {', '.join(DATA_SUFFIXES)}", param_hint=option
+    )
+
+
+def _read_table(path, suffix):
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DynosedError(f"reading {suffix} files needs pandas: pip install pandas") from None
+    if suffix == ".csv":
+        return pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
+    try:
+        return pd.read_parquet(path)
+    except ImportError:
+        raise DynosedError(
+            "reading .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'"
+        ) from None
+
+
+def _load_data(path, model, in_memory):
+    """DATA → array/DataFrame (``.csv``/``.parquet``) or the ``.npy`` path (memory-mapped)."""
+    suffix = _suffix(path, "DATA")
+    if suffix == ".npy":
+        return np.load(path) if in_memory else path
+    return _read_table(path, suffix)
+
+
+def _write_samples(X, model, path, suffix):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise DynosedError(f"--out: folder {folder!r} does not exist")
+    if suffix == ".npy":
+        np.save(path, X)
+        return
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DynosedError(f"writing {suffix} files needs pandas: pip install pandas") from None
+    df = pd.DataFrame(X, columns=model.state_names)
+    if suffix == ".csv":
+        df.to_csv(path, index=False, float_format="%.17g")
+    else:
+        try:
+            df.to_parquet(path, index=False)
+        except ImportError:
+            raise DynosedError(
+                "writing .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'"
+            ) from None
+
+
+# --------------------------------------------------------------------------- check records
+def _structural_dict(rep):
+    return {
+        "rank": getattr(rep, "rank", None),
+        "n_params": getattr(rep, "n_params", None),
+        "identifiable": getattr(rep, "identifiable", None),
+        "rank_is_exact": getattr(rep, "rank_is_exact", None),
+        "combinations": [c.get("combination") for c in getattr(rep, "combinations", [])],
+        "free_params": list(getattr(rep, "free_params", [])),
+    }
+
+
+def _check_dict(chk):
+    out = {
+        "model": chk.model_name,
+        "route": chk.route,
+        "n_samples": chk.n_samples,
+        "structural": _structural_dict(chk.structural),
+        "rank": chk.rank,
+        "n_params": chk.n_params,
+        "unique": chk.unique,
+        "null_space": list(chk.null_space),
+        "free_params": list(chk.free_params),
+    }
+    if chk.report is not None:
+        need = chk.n_required if chk.n_required is not None else [None] * chk.n_params
+        se = chk.std_errors if chk.std_errors is not None else [None] * chk.n_params
+        rep = chk.report
+        bias = chk.bias_sd if chk.bias_sd is not None else [0.0] * chk.n_params
+        status = rep.status or [
+            "not identifiable" if nm in rep.free_params else "identified" for nm in chk.param_names
+        ]
+        combos = rep.combinations or [None] * chk.n_params
+        out["parameters"] = [
+            {
+                "name": nm,
+                "nominal": float(chk.nominal[k]),
+                "std_error_at_n": se[k],
+                "bias_sd_at_n": bias[k],
+                "freeness_normalised": float(chk.freeness_normalised[k]),
+                "n_required": need[k],
+                "status": status[k],
+                "combination": combos[k],
+            }
+            for k, nm in enumerate(chk.param_names)
+        ]
+        out["prior_scale"] = chk.prior_scale
+        out["rel_error"], out["level"] = chk.rel_error, chk.level
+    return out

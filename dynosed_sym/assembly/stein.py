@@ -1,0 +1,218 @@
+"""The global route's linear system A θ ≈ b, assembled per noise block.
+
+For every (sample, feature) pair the fill (:func:`dynosed_sym.kernels.stein_fill.accumulate_stein`,
+one model-independent kernel) evaluates ``sin``/``cos`` of ``ω_rᵀx_i + c_r`` and contracts them
+with the per-sample Stein-feature factors of the model's generated ``stein_features`` kernel, into
+partial sums per noise block.  The small contraction with ω (tables ``A_TERMS`` … of the generated
+module) then gives A and b, with the scaling of docs/design.md §2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..codegen.loading import check_finite_output
+from ..data.blocks import NoiseBlocks, block_edges
+from ..errors import DataError
+from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
+from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
+from .features import RandomFeatures, feature_arguments
+
+__all__ = [
+    "BlockSystem",
+    "assemble_source",
+    "assemble_array",
+    "assemble_global",
+    "accumulate",
+    "block_sums",
+    "contract",
+    "contract_blocks",
+]
+
+
+class BlockSystem(NamedTuple):
+    """A linear system of means over samples and its per-block means (what the solve reads).
+
+    Attributes
+    ----------
+    A : (m, n), b : (m,)
+        Means over all samples.
+    A_blocks : (B, m, n), b_blocks : (B, m)
+        Means over each noise block.
+    counts : (B,)
+        Samples per block.
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    A_blocks: np.ndarray
+    b_blocks: np.ndarray
+    counts: np.ndarray
+
+
+def contract(cm, feats: RandomFeatures, P_s, P_c, count):
+    """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with the scaling of
+    docs/design.md §2.
+
+    A ``P_c`` with one factor more than the model's cos factors carries ``Σ_i cos_ri ∂ₜlog p(x_i)``
+    (non-stationary snapshot, see :func:`block_sums`): the Stein feature's ``−z_r ∂ₜlog p`` term
+    adds ``√(2/m)/N Σ_i cos_ri ∂ₜlog p(x_i)`` to b.
+    """
+    m = feats.m
+    P_s, P_c = feats.unblock(P_s), feats.unblock(P_c)
+    Om = feats.omega
+    scale = math.sqrt(2.0 / m) / count
+    n = cm.model.n
+    A = np.zeros((m, n))
+    e, j, k = cm.a_terms.T if cm.a_terms.size else (np.zeros(0, int),) * 3
+    contrib = cm.a_coef[None, :] * Om[:, j] * P_s[e].T
+    np.add.at(A.T, k, contrib.T)
+    A *= -scale
+    b = np.zeros(m)
+    if cm.b_sin_terms.size:
+        e, j = cm.b_sin_terms.T
+        b += (cm.b_sin_coef[None, :] * Om[:, j] * P_s[e].T).sum(axis=1)
+    if cm.b_cos_terms.size:
+        e, j, l = cm.b_cos_terms.T
+        b += (cm.b_cos_coef[None, :] * Om[:, j] * Om[:, l] * P_c[e].T).sum(axis=1)
+    if P_c.shape[0] == cm.n_cos + 1:  # the ∂ₜlog p column of block_sums(..., dlogp_dt=...)
+        b += P_c[cm.n_cos]
+    b *= scale
+    return A, b
+
+
+def block_sums(cm, X, feats: RandomFeatures, edges=None, dlogp_dt=None):
+    """Sums P_s, P_c over the rows of samples X (N_b, d).
+
+    With ``edges`` (G + 1 row boundaries) the sums of every block come from one kernel
+    launch, stacked as (G, n_blocks, K, FEATURE_BLOCK); without, X is one block and the
+    arrays are (n_blocks, K, FEATURE_BLOCK).  ``dlogp_dt`` (N_b,), optional: ∂ₜlog p at each
+    sample, appended as one more per-sample cos factor (see :func:`contract`).
+    """
+    phi_s, phi_c = cm.stein_features(X)
+    check_finite_output(phi_s, "a Stein feature (drift term)", X)
+    check_finite_output(phi_c, "a Stein feature (diffusion term)", X)
+    if dlogp_dt is not None:
+        phi_c = np.ascontiguousarray(np.column_stack([phi_c, np.asarray(dlogp_dt, dtype=float)]))
+    one = edges is None
+    edges = np.array([0, X.shape[0]], dtype=np.int64) if one else np.asarray(edges, dtype=np.int64)
+    G = edges.size - 1
+    P_s = np.zeros((G, feats.n_blocks, phi_s.shape[1], FEATURE_BLOCK))
+    P_c = np.zeros((G, feats.n_blocks, phi_c.shape[1], FEATURE_BLOCK))
+    accumulate_stein(X, phi_s, phi_c, edges, feats.Wt, feats.ct, P_s, P_c)
+    return (P_s[0], P_c[0]) if one else (P_s, P_c)
+
+
+def contract_blocks(cm, feats: RandomFeatures, sums):
+    """Per-block sums → totals and per-block means.
+
+    Parameters
+    ----------
+    sums : sequence of (P_s, P_c, count), in block order
+
+    Returns
+    -------
+    BlockSystem
+        ``A`` (m, n), ``b`` (m,): means over all samples (block sums added in block order, then
+        contracted); ``A_blocks`` (B, m, n), ``b_blocks`` (B, m), ``counts`` (B,): per-block
+        means, from which the sampling noise of A and b is estimated.
+    """
+    if not sums:
+        raise DataError("X: no samples")
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite results are checked below
+        return BlockSystem(*_contract_blocks(cm, feats, sums))
+
+
+def _contract_blocks(cm, feats, sums):
+    A_blocks, b_blocks, counts = [], [], []
+    P_s_tot = P_c_tot = None
+    for P_s, P_c, count in sums:
+        Ab, bb = contract(cm, feats, P_s, P_c, count)
+        A_blocks.append(Ab)
+        b_blocks.append(bb)
+        counts.append(int(count))
+        if P_s_tot is None:
+            P_s_tot, P_c_tot = P_s.copy(), P_c.copy()
+        else:
+            P_s_tot += P_s
+            P_c_tot += P_c
+    A, b = contract(cm, feats, P_s_tot, P_c_tot, int(sum(counts)))
+    if not (np.isfinite(A).all() and np.isfinite(b).all()):
+        raise DataError(
+            f"the assembled system A θ = b is not finite: the kernel length scale "
+            f"(bandwidth = {feats.lengthscale:.3g}) is far too small for the data, or the "
+            "drift/diffusion overflow at these samples"
+        )
+    return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
+
+
+def assemble_global(cm, blocks, feats: RandomFeatures):
+    """Assemble A, b from an iterable of sample blocks (one kernel launch per block).
+
+    Parameters
+    ----------
+    cm : CompiledModel
+    blocks : iterable of (N_b, d) float arrays, processed in order
+    feats : RandomFeatures
+
+    Returns
+    -------
+    BlockSystem
+        See :func:`contract_blocks`.
+    """
+    return contract_blocks(cm, feats, [(*block_sums(cm, Xb, feats), Xb.shape[0]) for Xb in blocks])
+
+
+def assemble_array(cm, X, edges, feats: RandomFeatures, dlogp_dt=None):
+    """Assemble A, b from samples in memory with noise blocks ``X[edges[g]:edges[g+1]]``.
+
+    One kernel launch for all blocks; bitwise the same as :func:`assemble_global` over
+    the same blocks.  ``dlogp_dt`` (N,), optional: ∂ₜlog p at each sample (non-stationary
+    snapshot, docs/design.md §2).
+    """
+    P_s, P_c = block_sums(cm, X, feats, edges, dlogp_dt)
+    counts = np.diff(np.asarray(edges, dtype=np.int64))
+    return contract_blocks(cm, feats, [(P_s[g], P_c[g], counts[g]) for g in range(counts.size)])
+
+
+def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0):
+    """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``.
+
+    Each chunk's feature arguments are checked first (errors name global rows, counted from
+    ``start``); the data-level checks (finite rows, D(x), spread) are the source's
+    (:meth:`dynosed_sym.data.sources.DataSource.checked_chunks`).
+    """
+    row = int(start)
+    for chunk in chunks:
+        feature_arguments(chunk, feats, offset=row)
+        for k, piece in blocks.split(chunk):
+            P_s, P_c = block_sums(cm, piece, feats)
+            blocks.add(k, P_s, P_c, piece.shape[0])
+        row += chunk.shape[0]
+        if bar is not None:
+            bar.update(chunk.shape[0])
+    return blocks
+
+
+def assemble_source(
+    cm, source, feats, n_blocks=DEFAULT_BLOCKS, chunk_rows=CHUNK_ROWS, bar=None, dlogp_dt=None
+) -> BlockSystem:
+    """Assemble A, b from a :class:`~dynosed_sym.data.sources.DataSource` in this process.
+
+    Data in memory: one kernel launch over all noise blocks (:func:`assemble_array`).  A stream:
+    chunk by chunk with memory independent of N, into :class:`~dynosed_sym.data.blocks.NoiseBlocks`.
+    ``dlogp_dt`` (N,), data in memory only: ∂ₜlog p at each sample.
+    """
+    if source.kind == "array":
+        edges = block_edges(source.n_rows, n_blocks)
+        feature_arguments(source.array, feats)
+        system = assemble_array(cm, source.array, edges, feats, dlogp_dt)
+        if bar is not None:
+            bar.update(source.n_rows)
+        return system
+    blocks = NoiseBlocks(source.n_rows, n_blocks)
+    accumulate(cm, feats, blocks, source.checked_chunks(chunk_rows), bar)
+    return contract_blocks(cm, feats, blocks.finish())

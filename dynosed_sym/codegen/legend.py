@@ -1,0 +1,124 @@
+"""The header of a generated module: the slot legend and the table of operation counts.
+
+Slot legend.  Every symbol's array slot, written as ``theta[13] = W[1,6]``, packed into columns
+of at most 100 characters.  Up to :data:`EXPLICIT_LIMIT` (64) slots of an array are listed one by
+one; beyond that, runs of names that differ only in their last integer and follow the slots
+(``k0, k1, …, k999``, or ``W[3,0] … W[3,19]``) are written as one range entry
+``theta[0:1000] = k0 ... k999``, so a network with n = 1000 parameters takes a line, not 200.
+
+Operation counts (after SymForce's generated functions): for each printed kernel, the total
+operation count after joint CSE and constant folding, the intermediate terms, the outputs
+written (structural zeros are not), and the slots read of each input array.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .wrapping import WIDTH, pack_items
+
+__all__ = ["EXPLICIT_LIMIT", "slot_entries", "legend_table", "op_table", "inputs_read"]
+
+#: Arrays with at most this many slots are listed slot by slot in the legend.
+EXPLICIT_LIMIT = 64
+
+_LAST_INT = re.compile(r"(.*?)(\d+)(\D*)")
+
+
+def slot_entries(array, names):
+    """Legend entries ``array[k] = name`` (with range entries for long arrays, see above)."""
+    if len(names) <= EXPLICIT_LIMIT:
+        return [f"{array}[{k}] = {name}" for k, name in enumerate(names)]
+    parsed = [_LAST_INT.fullmatch(name) for name in names]
+    entries, k = [], 0
+    while k < len(names):
+        end = k + 1
+        m = parsed[k]
+        if m is not None:
+            while end < len(names):
+                nxt = parsed[end]
+                if (
+                    nxt is None
+                    or nxt.group(1, 3) != m.group(1, 3)
+                    or int(nxt.group(2)) != int(m.group(2)) + end - k
+                ):
+                    break
+                end += 1
+        if end - k >= 3:
+            entries.append(f"{array}[{k}:{end}] = {names[k]} ... {names[end - 1]}")
+        else:
+            entries += [f"{array}[{i}] = {names[i]}" for i in range(k, end)]
+        k = end
+    return entries
+
+
+def legend_table(entries, indent="    ", width=WIDTH):
+    """Entries in aligned columns (row by row), each line at most ``width`` characters."""
+    if not entries:
+        return []
+    cell = max(len(e) for e in entries) + 3
+    per_line = max(1, (width - len(indent) + 3) // cell)
+    lines = []
+    for start in range(0, len(entries), per_line):
+        row = entries[start : start + per_line]
+        lines.append(indent + "".join(e.ljust(cell) for e in row[:-1]) + row[-1])
+    return lines
+
+
+def inputs_read(block, arrays):
+    """``"x 7/7, theta 21/21"``: slots of each input array the printed block reads.
+
+    arrays : list of (name, symbols): a tuple of the array's slot symbols, or one Symbol for a
+    scalar input (named when read).
+    """
+    parts = []
+    for name, symbols in arrays:
+        if isinstance(symbols, tuple):
+            used = sum(1 for s in symbols if s in block.symbols)
+            parts.append(f"{name} {used}/{len(symbols)}")
+        elif symbols in block.symbols:
+            parts.append(name)
+    return ", ".join(parts)
+
+
+def op_table(rows, indent="    "):
+    """Lines of the operation-count table; rows of (kernel, PrintedBlock, inputs text).
+
+    Columns are as wide as their longest entry; inputs that do not fit continue on the next
+    line, aligned.
+    """
+    cells = [("kernel", "ops", "terms", "written", "inputs read")]
+    for name, block, inputs in rows:
+        cells.append(
+            (name, str(block.ops), str(block.n_terms), f"{block.n_written} of {block.n_outputs}")
+            + (inputs,)
+        )
+    w = [max(len(c[k]) for c in cells) for k in range(4)]
+    lines = []
+    for name, ops, terms, written, inputs in cells:
+        lead = f"{indent}{name:<{w[0]}}  {ops:>{w[1]}}  {terms:>{w[2]}}  {written:>{w[3]}}  "
+        packed = pack_items(inputs.split(", "), " " * len(lead))
+        lines.append(lead + packed[0].lstrip())
+        lines += packed[1:]
+    return lines
+
+
+def names_tuple(names, indent="    "):
+    """Source of a tuple of strings, packed into lines of at most 100 characters."""
+    items = [repr(str(n)) for n in names]
+    one_line = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if len(one_line) <= WIDTH - 12:
+        return one_line
+    return "(\n" + "\n".join(pack_items(items, indent)) + ",\n)"
+
+
+def ints_tuple(values, indent="    "):
+    """Source of a tuple of ints: ``tuple(range(a, b))`` for a contiguous run, else packed."""
+    values = [int(v) for v in values]
+    if len(values) > 3 and values == list(range(values[0], values[0] + len(values))):
+        start = "" if values[0] == 0 else f"{values[0]}, "
+        return f"tuple(range({start}{values[0] + len(values)}))"
+    one_line = "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
+    if len(one_line) <= WIDTH - 12:
+        return one_line
+    return "(\n" + "\n".join(pack_items([str(v) for v in values], indent)) + ",\n)"

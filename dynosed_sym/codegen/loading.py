@@ -1,0 +1,335 @@
+"""Loaded kernels: emit (if needed), import by path, wrap with checks.
+
+``compile_model`` is cheap for an unchanged model: the spec hash is computed
+from the declaration, the generated file is found by that hash and verified by
+its content hash, and Numba loads the compiled machine code from its on-disk
+cache.  No symbolic derivation and no recompilation happen on this path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+from ..errors import CodegenError, DataError
+from ..progress import note_first_compile
+from .files import (
+    content_hash_of,
+    default_output_dir,
+    module_filename,
+    split_banner,
+    user_cache_dir,
+    write_if_changed,
+)
+from .render import render_module
+from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
+
+__all__ = ["CompiledModel", "compile_model", "check_finite_output"]
+
+_LOADED: dict = {}
+_LOCK = threading.Lock()
+
+
+def _valid_file(path, expected_hash):
+    """True when ``path`` is an intact generated file for ``expected_hash``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    recorded, body = split_banner(text)
+    return (
+        recorded is not None
+        and recorded == content_hash_of(body)
+        and f"SPEC_HASH = {expected_hash!r}" in body
+        and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body
+    )
+
+
+def _numba_cache_files(module):
+    """Numba's on-disk cache files (index ``.nbi``, data ``.nbc``) of a loaded generated module.
+
+    Found through each kernel's own cache locator, as Numba finds them: ``__pycache__`` beside
+    the module, or the per-user / ``NUMBA_CACHE_DIR`` folder Numba uses when that one cannot
+    be written.  Only kernels defined in the module are looked at.
+    """
+    files = []
+    for obj in vars(module).values():
+        try:
+            cache_file = obj._cache._cache_file
+            folder, index = cache_file._cache_path, cache_file._index_path
+        except AttributeError:
+            continue
+        if getattr(getattr(obj, "py_func", None), "__module__", None) != module.__name__:
+            continue
+        index_name = os.path.basename(index)
+        base = index_name[: -len(".nbi")] + "."
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        files += [
+            os.path.join(folder, n)
+            for n in sorted(names)
+            if n == index_name
+            or (n.startswith(base) and n.endswith(".nbc") and n[len(base) : -len(".nbc")].isdigit())
+        ]
+    return files
+
+
+def _numba_cache_intact(files) -> bool:
+    """False when a cache file of the module is damaged (truncated, overwritten).
+
+    Numba writes them atomically, but a full disk or a copy gone wrong can leave a broken
+    one, and Numba then fails inside the first kernel call with an UnpicklingError.  An
+    index starts with the Numba version that wrote it; one of this version is unpickled
+    completely (small, plain data), one of another version is skipped (Numba ignores it and
+    rewrites it; its format may not load here).  A data file is only checked to be a complete
+    pickle frame, by its first and last byte (unpickling it would rebuild the machine code;
+    reading it would cost a disk read of the whole cache on every warm start).
+    """
+    import pickle
+
+    import numba
+
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                if f.endswith(".nbi"):
+                    if pickle.load(fh) != numba.__version__:
+                        continue
+                    pickle.loads(fh.read())
+                else:
+                    first = fh.read(1)
+                    size = fh.seek(0, os.SEEK_END)
+                    if size < 3 or first != b"\x80":
+                        return False
+                    fh.seek(size - 1)
+                    if fh.read(1) != b".":
+                        return False
+        except FileNotFoundError:
+            continue  # removed meanwhile by another process: Numba recompiles
+        except Exception:
+            return False
+    return True
+
+
+def _repair_numba_cache(module):
+    """Delete a damaged Numba cache of a loaded generated module (with a warning): it is rebuilt.
+
+    Runs after the import and before any kernel call (the kernels compile lazily, so nothing
+    has been read from the cache yet).  A file that cannot be deleted is named in a second
+    warning: the first call of its kernel will then fail inside Numba.
+    """
+    files = _numba_cache_files(module)
+    if files and not _numba_cache_intact(files):
+        warnings.warn(
+            f"Numba's cache of {os.path.basename(module.__file__)} is damaged; deleting it "
+            "(the kernels are compiled again)",
+            stacklevel=3,
+        )
+        for f in files:
+            try:
+                os.unlink(f)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                warnings.warn(
+                    f"cannot delete the damaged Numba cache file {f} ({exc}); delete it "
+                    "by hand, or Numba fails on the first call of this kernel",
+                    stacklevel=3,
+                )
+
+
+def _import_path(path, module_name):
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise CodegenError(f"generated module {path!r} failed to import: {exc}") from exc
+    return module
+
+
+class CompiledModel:
+    """A model together with its loaded kernel module.
+
+    Attributes
+    ----------
+    model : SDEModel
+    module : module
+        The generated module (``drift``, ``stein_features``, ``simulate_chains`` ...).
+    path : str
+        File the module was loaded from.
+    noise_matrix : numpy.ndarray (d, d') or None
+        Constant G with ½GGᵀ = D, or None when G depends on the state.
+    """
+
+    def __init__(self, model, module, path):
+        self.model = model
+        self.module = module
+        self.path = path
+        # constant G only (a numeric eigh); a state-dependent G lives in the generated module
+        self.noise_matrix = None if module.STATE_DEPENDENT_NOISE else _noise_matrix(model)[1]
+        self.noise_dim = module.NOISE_DIM
+        if module.IS_AFFINE:
+            self.a_terms = np.array([t[:3] for t in module.A_TERMS], dtype=np.int64).reshape(-1, 3)
+            self.a_coef = np.array([t[3] for t in module.A_TERMS], dtype=float)
+            self.b_sin_terms = np.array(
+                [t[:2] for t in module.B_SIN_TERMS], dtype=np.int64
+            ).reshape(-1, 2)
+            self.b_sin_coef = np.array([t[2] for t in module.B_SIN_TERMS], dtype=float)
+            self.b_cos_terms = np.array(
+                [t[:3] for t in module.B_COS_TERMS], dtype=np.int64
+            ).reshape(-1, 3)
+            self.b_cos_coef = np.array([t[3] for t in module.B_COS_TERMS], dtype=float)
+            self.n_sin = int(self.a_terms[:, 0].max(initial=-1)) + 1
+            self.n_sin = max(self.n_sin, int(self.b_sin_terms[:, 0].max(initial=-1)) + 1)
+            self.n_cos = int(self.b_cos_terms[:, 0].max(initial=-1)) + 1
+
+    @property
+    def is_affine(self):
+        return bool(self.module.IS_AFFINE)
+
+    def _rows(self, X):
+        """X as C-contiguous float64 (N, d); shape errors name X (kernels skip bounds checks)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.model.d:
+            raise DataError(
+                f"X: expected shape (N, {self.model.d}) for model {self.model.name!r}, "
+                f"got {X.shape}"
+            )
+        return X
+
+    def drift(self, X, theta) -> np.ndarray:
+        """f(x; θ) at the rows of X (N, d) → (N, d)."""
+        X = self._rows(X)
+        out = np.empty_like(X)
+        self.module.drift(X, self.model.theta_vector(theta), out)
+        return out
+
+    def stein_features(self, X):
+        """Per-sample Stein-feature factors → (sin (N, K_sin), cos (N, K_cos))."""
+        X = self._rows(X)
+        out_sin = np.empty((X.shape[0], self.n_sin))
+        out_cos = np.empty((X.shape[0], self.n_cos))
+        self.module.stein_features(X, out_sin, out_cos)
+        return out_sin, out_cos
+
+    def run_chains(self, x0, theta, G, dt, burn_in, thin, n_keep, keys):
+        """Run the generated integrator on chains: start states ``x0`` (C, d), stream ``keys`` (C,).
+
+        Returns
+        -------
+        out : (n_keep, C, d) recorded states
+        status : (C,) int64, 0 or the first step at which a chain was not finite
+        """
+        x0 = np.ascontiguousarray(x0, dtype=float)
+        out = np.empty((int(n_keep), x0.shape[0], x0.shape[1]))
+        status = np.zeros(x0.shape[0], dtype=np.int64)
+        self.module.simulate_chains(
+            x0,
+            np.ascontiguousarray(theta, dtype=float),
+            np.ascontiguousarray(G, dtype=float),
+            float(dt),
+            int(burn_in),
+            int(thin),
+            int(n_keep),
+            np.ascontiguousarray(keys, dtype=np.uint64),
+            out,
+            status,
+        )
+        return out, status
+
+    def __repr__(self):
+        return f"CompiledModel({self.model.name!r}, path={self.path!r})"
+
+
+def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
+    """Emit (when needed) and load the generated kernels of ``model``.
+
+    Parameters
+    ----------
+    model : SDEModel
+    out_dir : str, optional
+        Folder of generated modules (default: :func:`default_output_dir`).  A folder given here
+        or by ``$DYNOSED_GENERATED_DIR`` that cannot be written raises CodegenError; when the
+        automatic default cannot be written, the modules go to :func:`user_cache_dir` with a
+        warning.  A valid file already present is loaded without any write.
+    force : bool
+        Re-derive and rewrite even when a valid file exists (the file is still
+        only touched if its content changes).
+
+    Returns
+    -------
+    CompiledModel
+    """
+    h = spec_hash(model)
+    # a folder the user chose is used or fails loudly; the automatic default (e.g. a read-only
+    # installed project) falls back to the per-user cache with a warning
+    chosen = out_dir is not None or bool(os.environ.get("DYNOSED_GENERATED_DIR"))
+    out_dir = os.path.abspath(out_dir or default_output_dir(model))
+    key = (h, out_dir)
+    with _LOCK:
+        if key in _LOADED and not force:
+            cm = _LOADED[key]
+            return cm if cm.model is model else CompiledModel(model, cm.module, cm.path)
+        try:
+            path = _ensure_file(model, h, out_dir, force)
+        except CodegenError as exc:
+            fallback = os.path.abspath(user_cache_dir())
+            if chosen or out_dir == fallback:
+                raise
+            warnings.warn(f"{exc}; using the user cache {fallback!r} instead", stacklevel=2)
+            path = _ensure_file(model, h, fallback, force)
+        module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
+        _repair_numba_cache(module)
+        note_first_compile(module, model.name)  # one stderr line when Numba's disk cache is cold
+        cm = CompiledModel(model, module, path)
+        _LOADED[key] = cm
+        return cm
+
+
+def _ensure_file(model, h, out_dir, force) -> str:
+    """Path of a valid generated module for spec hash ``h`` in ``out_dir``, written if needed.
+
+    Another process may write the same file at the same time: every write is a whole-file
+    atomic replace of identical text (the output is deterministic), so a reader sees either
+    no file, or a complete one.
+    """
+    path = os.path.join(out_dir, module_filename(model.name, h))
+    if force or not _valid_file(path, h):
+        if os.path.exists(path) and not force:
+            warnings.warn(
+                f"generated file {path} was modified or truncated; regenerating it", stacklevel=3
+            )
+        text = render_module(build_spec(model))
+        try:
+            write_if_changed(path, text)
+        except OSError as exc:
+            raise CodegenError(
+                f"cannot write generated kernels to {out_dir!r} ({exc}); "
+                "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder"
+            ) from exc
+    return path
+
+
+def check_finite_output(arr, what, X=None):
+    """Raise DataError when a kernel produced non-finite values (names the first row)."""
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        where = f" at sample {row}" + (
+            f" (x = {np.array2string(X[row], precision=4)})" if X is not None else ""
+        )
+        raise DataError(
+            f"{what} is not finite{where}: the drift or diffusion overflowed or "
+            "was evaluated outside its domain"
+        )

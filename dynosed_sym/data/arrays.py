@@ -1,0 +1,162 @@
+"""In-memory samples: a NumPy array (N, d) in ``model.state`` column order, a pandas DataFrame
+whose columns include the state names (order and extra columns do not matter), or an AnnData
+(single-cell data; ``pip install 'dynosed_sym[anndata]'``) whose ``var_names`` include them —
+validated into C-contiguous float64 (N, d).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DataError
+
+__all__ = ["as_samples", "from_anndata", "check_finite", "validate_rows", "is_frame", "is_anndata"]
+
+
+def _from_frame(X, model, name):
+    cols = [str(c) for c in X.columns]
+    missing = [s for s in model.state_names if s not in cols]
+    if missing:
+        raise DataError(
+            f"{name}: DataFrame has no column {missing[0]!r} for state variable "
+            f"{missing[0]!r} (columns: {', '.join(cols)})"
+        )
+    return X[model.state_names].to_numpy(dtype=float)
+
+
+def is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "to_numpy")
+
+
+def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
+    """Validate in-memory samples → C-contiguous float64 (N, d).
+
+    Accepts a NumPy array (N, d) in ``model.state`` column order or a pandas
+    DataFrame whose columns include the state names (order and extra columns
+    do not matter), or an AnnData whose ``var_names`` include them (:func:`from_anndata`).
+    """
+    if is_anndata(X):
+        return from_anndata(X, model, name=name, min_samples=min_samples)
+    if is_frame(X):
+        arr = _from_frame(X, model, name)
+    else:
+        try:
+            arr = np.asarray(X, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"{name}: cannot convert to a float array ({exc})") from exc
+    if arr.ndim == 1 and model.d == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise DataError(f"{name}: expected a 2-D array (N, {model.d}), got {arr.ndim} dimension(s)")
+    if arr.shape[1] != model.d:
+        raise DataError(
+            f"{name}: has {arr.shape[1]} columns but model {model.name!r} has "
+            f"{model.d} state variables ({', '.join(model.state_names)})"
+        )
+    check_finite(arr, name)
+    if arr.shape[0] < min_samples:
+        raise DataError(f"{name}: {arr.shape[0]} sample(s); at least {min_samples} are needed")
+    return np.ascontiguousarray(arr)
+
+
+def is_anndata(X):
+    return type(X).__name__ == "AnnData" and (type(X).__module__ or "").startswith("anndata")
+
+
+def from_anndata(adata, model, var_names=None, layer=None, name="X", min_samples=2) -> np.ndarray:
+    """The model's state columns of an AnnData object → validated float64 (N, d).
+
+    Parameters
+    ----------
+    adata : anndata.AnnData
+        Cells × variables (genes, proteins ...).
+    model : SDEModel
+    var_names : None, sequence of str (length d) or dict
+        Which variables are the state: None → the variables named like the state variables;
+        a sequence → the variables in ``model.state`` order; a dict ``{state name: var name}``
+        (state variables not in it keep their own name).
+    layer : str, optional
+        Read ``adata.layers[layer]`` instead of ``adata.X``.
+
+    Returns
+    -------
+    (N, d) array in ``model.state`` order.  Dense or sparse storage; only the chosen
+    columns are densified.
+    """
+    if not is_anndata(adata):
+        raise DataError(f"{name}: expected an anndata.AnnData, got {type(adata).__name__}")
+    states = model.state_names
+    if var_names is None:
+        chosen = list(states)
+    elif isinstance(var_names, dict):
+        unknown = [k for k in var_names if str(k) not in states]
+        if unknown:
+            raise DataError(
+                f"{name}: var_names key {str(unknown[0])!r} is not a state variable of "
+                f"{model.name!r} ({', '.join(states)})"
+            )
+        chosen = [
+            str(var_names.get(s, var_names.get(sym, s))) for s, sym in zip(states, model.state)
+        ]
+    else:
+        chosen = [str(v) for v in var_names]
+        if len(chosen) != model.d:
+            raise DataError(
+                f"{name}: var_names has {len(chosen)} entries, model {model.name!r} has "
+                f"{model.d} state variables ({', '.join(states)})"
+            )
+    available = [str(v) for v in adata.var_names]
+    index = {v: i for i, v in enumerate(available)}
+    for s, v in zip(states, chosen):
+        if v not in index:
+            shown = ", ".join(available[:10]) + (" ..." if len(available) > 10 else "")
+            raise DataError(
+                f"{name}: AnnData has no variable {v!r} for state variable {s!r} "
+                f"(var_names: {shown}); pass var_names= to choose the state columns"
+            )
+    if layer is None:
+        mat = adata.X
+    else:
+        if layer not in adata.layers:
+            raise DataError(
+                f"{name}: AnnData has no layer {layer!r} (layers: "
+                f"{', '.join(adata.layers.keys()) or 'none'})"
+            )
+        mat = adata.layers[layer]
+    if mat is None:
+        raise DataError(f"{name}: AnnData.X is empty; pass layer=")
+    cols = mat[:, [index[v] for v in chosen]]
+    if hasattr(cols, "toarray"):  # scipy.sparse
+        cols = cols.toarray()
+    return as_samples(np.asarray(cols, dtype=float), model, name, min_samples=min_samples)
+
+
+def check_finite(arr, name, offset=0):
+    """Raise DataError naming the rows (counted from ``offset``) that hold NaN or inf."""
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        shown = ", ".join(str(int(r) + offset) for r in rows[:5]) + (
+            " ..." if rows.size > 5 else ""
+        )
+        raise DataError(f"{name}: {rows.size} row(s) contain NaN or inf (rows {shown})")
+
+
+def validate_rows(raw, d, name="X", offset=0) -> np.ndarray:
+    """Rows ``offset …`` of a streamed input → C-contiguous float64 (n, d), checked finite.
+
+    Used for reads from files, Zarr/HDF5 arrays and dask chunks (also on Dask workers),
+    where the columns are already in ``model.state`` order.
+    """
+    try:
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(
+            f"{name}: rows from {offset} cannot be converted to floats ({exc})"
+        ) from exc
+    if arr.ndim == 1 and d == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[1] != d:
+        raise DataError(f"{name}: rows from {offset} have shape {arr.shape}, expected (n, {d})")
+    check_finite(arr, name, offset=offset)
+    return np.ascontiguousarray(arr)

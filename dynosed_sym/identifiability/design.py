@@ -1,0 +1,691 @@
+"""Design-time check (:func:`check_identifiability`): the structural check plus a simulated study.
+
+Simulates the model at the nominal parameters with the compiled simulator, assembles A with
+per-block partial sums, and reports rank, free combinations, freeness, predicted standard errors
+as a function of N and the N needed for a requested relative error per parameter.  Directions are
+followed across nested subsets of the data blocks: a structurally unconstrained direction has
+``‖A_N v‖`` shrinking like N^(-1/2) (pure noise), a real one tends to a constant.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..data.arrays import as_samples
+from ..errors import DataError, DynosedError, ModelError
+from ..model.declaration import require_parameters
+from ..options import DEFAULT_BLOCKS, Execution, execution_doc
+from ..routes.global_route import fit_global
+from ..routes.local_route import fit_local
+from ..simulation.simulate import simulate as _simulate
+from ..solve.combinations import short_combination
+from ..solve.report import FREE_PROJECTION, RANK_THRESHOLD, col_se
+from ..solve.uncertainty import t_quantile
+from .designs import check_design
+from .structural import StructuralReport, nominal_vector, structural_check
+
+__all__ = ["IdentifiabilityCheck", "check_identifiability", "follow_directions"]
+
+
+SHRINK_EXPONENT = -0.25  # log-log slope below which an unresolved direction is "unconstrained"
+
+
+@dataclass
+class IdentifiabilityCheck:
+    """Result of :func:`check_identifiability`: structural verdict plus a simulated design study.
+
+    Attributes
+    ----------
+    model_name : str
+    route : str
+    param_names : list of str
+    nominal : (n,) array
+    structural : StructuralReport
+    report : IdentifiabilityReport or None
+        Report of the system assembled from ``n_samples`` simulated samples (None when
+        ``simulate=False``).
+    rank, unique, null_space, free_params, freeness, freeness_normalised
+        From ``report`` (the structural verdict when not simulated).
+    n_samples : int
+    levels : (L,) array
+        Sample sizes of the nested subsets of data blocks used to follow each direction.
+    direction_sv : (L, n) array
+        ``‖A_N v_i‖`` for each right singular vector v_i (of the full-N system) and level.
+    direction_noise : (L, n) array
+        Its standard error estimated from the blocks of that level.
+    direction_exponent : (n,) array
+        Log-log slope of ``‖A_N v_i‖`` against N: ≈ −½ for a direction the data cannot see
+        (pure noise), ≈ 0 for a real one.
+    direction_verdict : list of str
+        ``"resolved"``, ``"unconstrained"`` (unresolved and shrinking like N^-½ — or, when the
+        structural rank is exact, lying in the exact null space) or ``"weak"`` (unresolved but
+        real: more data will resolve it).
+    direction_n_resolve : (n,) array
+        N at which the direction crosses the resolution threshold (σ = 3·noise, noise ∝ N^-½);
+        inf for unconstrained directions.
+    std_errors : (n,) array
+        Sandwich standard errors at ``n_samples`` (inf when not identifiable).
+    bias_sd : (n,) array or None
+        Standard deviation of the resolution bias at ``n_samples`` (τ·loading on the unresolved
+        directions, :mod:`dynosed_sym.solve.intervals`); :meth:`se_at` and ``n_required`` use the
+        honest width √(se² + bias_sd²), following each weak direction as it gets resolved.
+    prior_scale : float, array or None
+        τ of the report.
+    directions : (n, n) array or None
+        The followed right singular directions (columns).
+    rel_error, level : float
+        The requested relative error and confidence level.
+    n_required : (n,) array
+        Samples needed for the half-width of the ``level`` interval (honest width) to reach
+        ``rel_error·|θ_k|`` (for a zero nominal value: ``rel_error`` times the RMS of the nonzero
+        nominal values); inf when the bias of directions that stay unresolved is too large.
+    timings : dict
+    notes : list of str
+    """
+
+    model_name: str
+    route: str
+    param_names: list
+    nominal: np.ndarray
+    structural: StructuralReport
+    report: object = None
+    n_samples: int = 0
+    levels: np.ndarray | None = None
+    direction_sv: np.ndarray | None = None
+    direction_noise: np.ndarray | None = None
+    direction_exponent: np.ndarray | None = None
+    direction_verdict: list | None = None
+    direction_n_resolve: np.ndarray | None = None
+    std_errors: np.ndarray | None = None
+    bias_sd: np.ndarray | None = None
+    prior_scale: object = None
+    directions: np.ndarray | None = None
+    rel_error: float = 0.1
+    level: float = 0.95
+    n_required: np.ndarray | None = None
+    timings: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    # ------------------------------------------------------------------ summaries
+    @property
+    def rank(self):
+        return self.structural.rank if self.report is None else self.report.rank
+
+    @property
+    def n_params(self):
+        return len(self.param_names)
+
+    @property
+    def unique(self):
+        return self.rank == self.n_params
+
+    @property
+    def null_space(self):
+        return self.structural.null_space if self.report is None else self.report.null_space
+
+    @property
+    def free_params(self):
+        if self.report is None:
+            return list(self.structural.free_params)
+        return sorted(
+            set(self.report.free_params) | set(self.structural.free_params),
+            key=self.param_names.index,
+        )
+
+    @property
+    def freeness(self):
+        return None if self.report is None else self.report.freeness
+
+    @property
+    def freeness_normalised(self):
+        return None if self.report is None else self.report.freeness_normalised
+
+    def _schedule(self):
+        """Directions with a finite resolution point, by that point: (indices, N_i, f_i) with
+        f_i = noise_i²/signal_i² the variance a resolved direction adds per unit loading² (at
+        ``n_samples``)."""
+        if self.directions is None or self.direction_verdict is None:
+            return np.zeros(0, int), np.zeros(0), np.zeros(0)
+        n_res = self.direction_n_resolve
+        idx = np.array(sorted(np.flatnonzero(np.isfinite(n_res)), key=lambda i: n_res[i]), int)
+        noise, sv = self.direction_noise[-1, idx], self.direction_sv[-1, idx]
+        sig2 = np.maximum(sv**2 - noise**2, np.finfo(float).tiny)
+        return idx, n_res[idx], noise**2 / sig2
+
+    def _coefficients(self, n_res_max):
+        """(a, c, free) (n,): honest variance a/N + c when exactly the directions with
+        resolution point ≤ ``n_res_max`` are resolved (a: the sandwich, minus directions resolved
+        now but not then, plus directions resolved then but not now; c: the bias of the
+        unresolved ones; free: loading ≥ 0.5 then)."""
+        a = self.std_errors**2 * self.n_samples
+        n = a.size
+        if self.prior_scale is None or self.directions is None:
+            return a, np.zeros(n), ~np.isfinite(a)
+        V = self.directions
+        idx, n_res, f = self._schedule()
+        now = np.array([v == "resolved" for v in self.direction_verdict])
+        then = np.zeros(n, dtype=bool)
+        then[idx[n_res <= n_res_max]] = True
+        fi = np.zeros(n)
+        fi[idx] = f
+        gain, lost = then & ~now, now & ~then
+        a = np.maximum(
+            a + self.n_samples * ((V[:, gain] ** 2) @ fi[gain] - (V[:, lost] ** 2) @ fi[lost]), 0.0
+        )
+        VU = V[:, ~then]
+        c = np.sum((VU @ VU.T * np.broadcast_to(self.prior_scale, (n,))[None, :]) ** 2, axis=1)
+        free = np.linalg.norm(VU, axis=1) >= FREE_PROJECTION
+        return np.where(free, np.inf, a), c, free
+
+    def se_at(self, N):
+        """Predicted honest standard deviation (n,) — or (len(N), n) — of the error at sample
+        size(s) N: the sandwich (∝ N^-½) over the directions resolved at N (each direction is
+        resolved from its ``direction_n_resolve``) and the bias τ·loading from the others
+        (``bias_sd`` at ``n_samples``); inf when not identifiable at N."""
+        if self.std_errors is None:
+            raise DynosedError("no design-time simulation was run (simulate=False)")
+        Ns = np.atleast_1d(np.asarray(N, dtype=float))
+        out = np.empty((Ns.size, self.n_params))
+        for k, Nk in enumerate(Ns):
+            a, c, _ = self._coefficients(Nk)
+            with np.errstate(invalid="ignore"):
+                out[k] = np.sqrt(a / Nk + c)
+        return out if np.ndim(N) else out[0]
+
+    def samples_for(self, rel_error=None, level=None):
+        """Samples per parameter for a ``level`` interval of half-width ``rel_error·|θ_k|``."""
+        if self.std_errors is None:
+            raise DynosedError("no design-time simulation was run (simulate=False)")
+        rel_error = self.rel_error if rel_error is None else float(rel_error)
+        level = self.level if level is None else float(level)
+        if not rel_error > 0:
+            raise DataError(f"rel_error must be positive, got {rel_error!r}")
+        q = t_quantile(level, np.inf)
+        scale = np.abs(self.nominal)
+        nz = scale[scale > 0]
+        typical = float(np.sqrt(np.mean(nz**2))) if nz.size else 1.0
+        target = (rel_error * np.where(scale > 0, scale, typical) / q) ** 2  # variance allowed
+        _, n_res, _ = self._schedule()
+        edges = np.concatenate([[0.0], n_res, [np.inf]])
+        need = np.full(self.n_params, np.inf)
+        # the honest variance is a/N + c between consecutive resolution points of the directions
+        for k in range(edges.size - 1):
+            a, c, _ = self._coefficients(edges[k])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                N = np.maximum(edges[k], a / (target - c))
+            ok = np.isinf(need) & (target > c) & (N < edges[k + 1]) & np.isfinite(a)
+            need[ok] = N[ok]
+        return np.where(np.isfinite(need), np.ceil(need), np.inf)
+
+    def __str__(self):
+        lines = [
+            f"identifiability of {self.model_name!r} ({self.route} route) at the nominal "
+            "parameters",
+            "",
+        ]
+        lines.append(str(self.structural))
+        rep = self.report
+        if rep is None:
+            lines.extend(self.notes)
+            return "\n".join(lines)
+        lines.append("")
+        names = self.param_names
+        t_sim = self.timings.get("simulate", float("nan"))
+        lines.append(
+            f"design-time check: {self.n_samples:,} simulated samples ({t_sim:.1f} s simulation, "
+            f"{self.timings.get('assemble', float('nan')):.1f} s assembly): rank {rep.rank} of "
+            f"{rep.n_params} ({'identifiable' if rep.unique else 'NOT identifiable'})"
+        )
+        for i in range(rep.null_vectors.shape[1]):
+            lines.append(
+                f"  unresolved combination: {short_combination(rep.null_vectors[:, i], names)}"
+            )
+        lines.append(
+            "  singular directions followed over N = "
+            + ", ".join(f"{int(n):,}" for n in self.levels)
+            + ":"
+        )
+        for i in range(rep.n_params):
+            sv = self.direction_sv[-1, i]
+            verdict = self.direction_verdict[i]
+            extra = ""
+            if verdict == "weak":
+                nr = self.direction_n_resolve[i]
+                extra = (
+                    f", resolved from N ≈ {nr:.2g}"
+                    if np.isfinite(nr)
+                    else ", needs more data (not yet above its noise)"
+                )
+            lines.append(
+                f"    σ{i + 1} = {sv:9.3g}  noise {self.direction_noise[-1, i]:9.3g}  "
+                f"N-exponent {self.direction_exponent[i]:+5.2f}  {verdict}{extra}"
+            )
+        names = self.param_names
+        w = max(9, max(len(nm) for nm in names))
+        Ns = [10**3, 10**4, 10**5, 10**6]
+        need = self.samples_for()
+        head = (
+            f"{'parameter':<{w}}  {'nominal':>9}  "
+            + "  ".join(f"{'se@' + _short(N):>9}" for N in Ns)
+            + f"  {'N for ±' + format(100 * self.rel_error, 'g') + '%':>12}  {'bias.sd':>9}"
+            f"  {'normalised':>10}  identifiable"
+        )
+        lines += ["", head, "-" * len(head)]
+        free = set(self.free_params)
+        se = self.se_at(np.array(Ns, dtype=float))
+        for k, nm in enumerate(names):
+            row = f"{nm:<{w}}  {self.nominal[k]:>9.4g}  " + "  ".join(
+                f"{se[j, k]:>9.3g}" for j in range(len(Ns))
+            )
+            bias = 0.0 if self.bias_sd is None else self.bias_sd[k]
+            row += (
+                f"  {_short(need[k]) if np.isfinite(need[k]) else '∞':>12}  {bias:>9.3g}  "
+                f"{rep.freeness_normalised[k]:>10.3g}  "
+            )
+            if rep.status is not None and nm not in free:
+                row += {"identified": "yes"}.get(rep.status[k], rep.status[k])
+            else:
+                row += "no" if nm in free else "yes"
+            lines.append(row)
+        lines.append(
+            "se@N: predicted standard deviation of the error at N samples: the sandwich standard "
+            "error (∝ N^-½) and, "
+            + (
+                f"with τ = {self.prior_scale:.3g}, "
+                if self.prior_scale is not None and np.ndim(self.prior_scale) == 0
+                else ""
+            )
+            + "the bias from directions still unresolved at N (bias.sd: at the simulated N); "
+            f"N for ±x%: samples for a {100 * self.level:g}% interval of half-width x% of "
+            "|nominal| (extrapolated: below a few hundred samples the asymptotics are optimistic)"
+        )
+        lines.extend(rep.combination_lines())
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def _short(N):
+    N = float(N)
+    if not np.isfinite(N):
+        return "∞"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if N >= div:
+            v = N / div
+            return f"{v:.3g}{unit}"
+    return f"{N:.0f}"
+
+
+def _col_norms_se(blocks_V, mean_V, counts):
+    return np.linalg.norm(col_se(blocks_V, mean_V, counts), axis=0)
+
+
+def follow_directions(A_blocks, counts, V, rank_threshold=None):
+    """Follow right singular directions over nested block prefixes.
+
+    Parameters
+    ----------
+    A_blocks : (B, m, n), counts : (B,)
+    V : (n, n) right singular vectors of the full system
+
+    Returns
+    -------
+    levels (L,), sv (L, n), noise (L, n), exponent (n,)
+    """
+    B = len(counts)
+    ks = sorted({k for k in (B // 8, B // 4, B // 2, B) if k >= 2}) or [B]
+    counts = np.asarray(counts, dtype=float)
+    levels, svs, noises = [], [], []
+    for k in ks:
+        w = counts[:k] / counts[:k].sum()
+        Ak = np.tensordot(w, A_blocks[:k], axes=1)
+        AkV = Ak @ V
+        svs.append(np.linalg.norm(AkV, axis=0))
+        noises.append(_col_norms_se(A_blocks[:k] @ V, AkV, counts[:k]))
+        levels.append(counts[:k].sum())
+    levels, svs, noises = np.array(levels), np.array(svs), np.array(noises)
+    if len(levels) >= 2:
+        lx = np.log(levels)
+        ly = np.log(np.maximum(svs, 1e-300))
+        lx0 = lx - lx.mean()
+        expo = (lx0 @ (ly - ly.mean(axis=0))) / (lx0 @ lx0)
+    else:
+        expo = np.full(V.shape[1], np.nan)
+    return levels, svs, noises, expo
+
+
+@execution_doc("n_blocks", "progress", "out_dir")
+def check_identifiability(
+    model,
+    nominal=None,
+    *,
+    inputs=None,
+    times=None,
+    initial=None,
+    sampler=None,
+    advise=True,
+    candidates=None,
+    candidate_times=None,
+    order=None,
+    route="global",
+    n_samples=20_000,
+    seed=0,
+    rel_error=0.1,
+    level=0.95,
+    n_features=2048,
+    bandwidth="median",
+    lam=1e-6,
+    dt=0.01,
+    burn_in=5000,
+    thin=10,
+    n_chains=None,
+    samples=None,
+    probes=None,
+    temperature=49.0,
+    score="kernel",
+    simulate=True,
+    prior_scale="ml",
+    n_blocks=DEFAULT_BLOCKS,
+    progress=None,
+    out_dir=None,
+) -> IdentifiabilityCheck:
+    """Can snapshots identify θ, which combinations can they not, and how many samples are needed?
+
+    1. :func:`structural_check` (exact, from the symbols; milliseconds).
+    2. Unless ``simulate=False``: ``n_samples`` stationary samples at the nominal θ from the
+       compiled simulator (:func:`dynosed_sym.simulate`), the system of the chosen route assembled
+       with per-block partial sums, and its :class:`~dynosed_sym.solve.report.IdentifiabilityReport`
+       (rank against sampling noise, named free combinations, freeness, sandwich standard errors).
+       Each right singular direction is followed over nested subsets of the blocks (N/8 … N): a
+       direction the route cannot see shrinks like N^-½, a real one does not (when the structural
+       rank is exact, its null space decides instead).  Standard errors are extrapolated as N^-½
+       and inverted into the N each parameter needs.  The simulation study needs a drift affine
+       in θ (a non-affine model gets the linearised structural check only: ``simulate=False``).
+
+    Parameters
+    ----------
+    model : SDEModel
+    nominal : array or dict, optional
+        Parameters to simulate at (default ``model.nominal``).
+    route : {"global", "local"}
+    n_samples : int
+        Simulated samples for the design study.
+    seed : int
+        Seeds the simulation and the random features.
+    rel_error : float
+        Target relative error per parameter for :attr:`IdentifiabilityCheck.n_required`.
+    level : float
+        Confidence level of that target.
+    n_features, bandwidth, lam
+        As :func:`dynosed_sym.fit_global`.
+    dt, burn_in, thin, n_chains
+        As :func:`dynosed_sym.simulate` (``n_chains`` default ``min(n_samples, 2048)``).
+    samples : (N, d) array, optional
+        Use these samples (e.g. an exact sampler) instead of simulating.  Rows should be ordered
+        so that contiguous blocks are independent (as the simulator's chain-by-chain output).
+    probes, temperature, score
+        Local route only: probe points (or regions) and the score estimator, as
+        :func:`dynosed_sym.fit_local`.
+    simulate : bool
+        False: the structural check only.
+    prior_scale : "ml", float, array, dict or None
+        τ of the honest intervals, as :func:`dynosed_sym.fit_global`: the predicted widths
+        include the bias τ·loading of directions still unresolved at each N.
+    inputs : dict, optional
+        A *design* (docs/designs.md): ``{environment: {input: value}}`` — several stationary
+        environments with shared parameters (env parameters one value each) — or one
+        environment's ``{input: value}``.  Returns a
+        :class:`~dynosed_sym.identifiability.designs.DesignCheck`: the structural verdict of
+        the design (exact for linear drifts with constant D), a simulated check of it, and
+        advice on what to add.
+    times : sequence of float or dict, optional
+        Snapshot times of a time course (every environment, or ``{environment: times}``).
+    initial : (mean, covariance), (N0, d) samples, or dict, optional
+        The law at t = 0 of a time course (per environment as a dict).
+    sampler : callable, optional
+        ``sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d)`` samples of one
+        snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator.
+    advise : bool
+        Design advice: which extra environment resolves the unresolved directions (and how many
+        samples it needs), which extra snapshot time helps a time course most.
+    candidates : list of dict, optional
+        Candidate environments' inputs for the advice (default: each input alone at 0.1, 0.3,
+        3 and 10 times its current value).
+    candidate_times : list or dict, optional
+        Candidate snapshot times (default: midpoints of the largest intervals).
+    order : int, optional
+        Quadrature order of time courses (as :func:`dynosed_sym.fit_global`).
+    <execution options>
+
+    Returns
+    -------
+    IdentifiabilityCheck, or DesignCheck for a design
+    """
+    require_parameters(model)
+    if route not in ("global", "local"):
+        raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+    if inputs is not None or times is not None or model.inputs or model.env_params:
+        if route != "global" or samples is not None or probes is not None:
+            raise DynosedError(
+                "the design check (inputs=, times=, env parameters) uses the global route; "
+                "pass a sampler= instead of samples="
+            )
+        ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir)
+        return check_design(
+            model,
+            nominal,
+            inputs=inputs,
+            times=times,
+            initial=initial,
+            sampler=sampler,
+            n_samples=int(n_samples),
+            seed=seed,
+            n_features=n_features,
+            bandwidth=bandwidth,
+            lam=lam,
+            order=order,
+            simulate=simulate,
+            advise=advise,
+            candidates=candidates,
+            candidate_times=candidate_times,
+            n_blocks=ex.n_blocks,
+            out_dir=ex.out_dir,
+            dt=dt,
+            burn_in=burn_in,
+            thin=thin,
+        )
+    if sampler is not None or initial is not None:
+        raise DynosedError("sampler= and initial= describe a design: pass inputs= or times=")
+    ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir, min_blocks=0)
+    n_blocks, out_dir = ex.n_blocks, ex.out_dir
+    theta = nominal_vector(model, nominal)
+    if theta is None and simulate:
+        raise ModelError(
+            f"model {model.name!r} has no nominal parameters: pass nominal= (or "
+            "simulate=False for the structural check alone)"
+        )
+    if (
+        isinstance(n_samples, bool)
+        or not isinstance(n_samples, (int, np.integer))
+        or n_samples < 16
+    ):
+        raise DataError(f"n_samples must be an integer ≥ 16, got {n_samples!r}")
+    t0 = time.perf_counter()
+    structural = structural_check(
+        model,
+        theta,
+        route,
+        probes=None if probes is None or route != "local" else _probe_points(probes),
+        use_nominal=theta is not None,
+        seed=seed,
+    )
+    timings = {"structural": time.perf_counter() - t0}
+    check = IdentifiabilityCheck(
+        model_name=model.name,
+        route=route,
+        param_names=list(model.param_names),
+        nominal=theta,
+        structural=structural,
+        rel_error=float(rel_error),
+        level=float(level),
+        timings=timings,
+    )
+    if not simulate:
+        return check
+    t1 = time.perf_counter()
+    if samples is None:
+        X = _simulate(
+            model,
+            theta,
+            int(n_samples),
+            dt=dt,
+            burn_in=burn_in,
+            thin=thin,
+            n_chains=n_chains,
+            seed=seed,
+            progress=ex.progress,
+            out_dir=out_dir,
+        )
+    else:
+        X = as_samples(samples, model, "samples")
+    timings["simulate"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    if route == "global":
+        rep, A_blocks, counts, n_used = _global_design(
+            model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir, prior_scale
+        )
+    else:
+        rep, A_blocks, counts, n_used = _local_design(
+            model, X, probes, temperature, score, lam, n_blocks, seed, prior_scale
+        )
+        check.notes.append(
+            f"local route: {n_used:,} of {X.shape[0]:,} simulated samples fall in the probe "
+            "regions; standard errors are the jackknife's and do not include the bias of "
+            "the score estimator, so N predictions are optimistic"
+        )
+    timings["assemble"] = time.perf_counter() - t2
+    check.report = rep
+    check.n_samples = int(n_used)
+    if A_blocks is not None and len(counts) >= 2:
+        A = np.tensordot(np.asarray(counts, float) / np.sum(counts), A_blocks, axes=1)
+        m, n = A.shape
+        _, _, Vt = (
+            np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
+        )
+        V = Vt.T
+        levels, svs, noises, expo = follow_directions(A_blocks, counts, V)
+        levels = levels * check.n_samples / float(np.sum(counts))  # local route: blocks → samples
+        # the report's verdicts refer to its own SVD: same V (same A) up to signs
+        resolved = svs[-1] > RANK_THRESHOLD * noises[-1]
+        verdict, n_res = [], np.full(n, np.inf)
+        Qs = structural.null_vectors if structural.rank_is_exact else None
+        for i in range(n):
+            if Qs is not None and not resolved[i]:
+                # the exact analysis knows which directions are structurally free
+                free_dir = Qs.shape[1] > 0 and np.linalg.norm(Qs.T @ V[:, i]) > 0.9
+            else:
+                free_dir = expo[i] < SHRINK_EXPONENT
+            if resolved[i]:
+                verdict.append("resolved")
+                n_res[i] = check.n_samples * (RANK_THRESHOLD * noises[-1, i] / svs[-1, i]) ** 2
+            elif free_dir:
+                verdict.append("unconstrained")
+            else:
+                verdict.append("weak")
+                sig2 = max(svs[-1, i] ** 2 - noises[-1, i] ** 2, 0.0)
+                if sig2 > 0:
+                    n_res[i] = check.n_samples * (RANK_THRESHOLD * noises[-1, i]) ** 2 / sig2
+        check.levels, check.direction_sv, check.direction_noise = levels, svs, noises
+        check.direction_exponent, check.direction_verdict, check.direction_n_resolve = (
+            expo,
+            verdict,
+            n_res,
+        )
+    check.std_errors = rep.std_errors
+    if rep.bias_sd is not None and rep.estimator == "resolved" and check.levels is not None:
+        check.bias_sd, check.prior_scale, check.directions = rep.bias_sd, rep.prior_scale, V
+    if rep.std_errors is not None:
+        check.n_required = check.samples_for()
+    _compare(check)
+    timings["total"] = time.perf_counter() - t0
+    return check
+
+
+def _probe_points(probes):
+    centres = getattr(probes, "centres", None)
+    return np.asarray(centres if centres is not None else probes, dtype=float)
+
+
+def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir, prior_scale):
+    """The global system through :func:`dynosed_sym.fit_global` itself (same bandwidth, features,
+    blocks and report); the per-block means come from the report (``report._blocks``)."""
+    fit = fit_global(
+        model,
+        X,
+        n_features=int(n_features),
+        bandwidth=bandwidth,
+        lam=lam,
+        seed=seed,
+        n_blocks=n_blocks,
+        out_dir=out_dir,
+        prior_scale=prior_scale,
+    )
+    rep = fit.report
+    if rep._blocks is None:
+        return rep, None, None, X.shape[0]
+    return rep, rep._blocks[0], rep._blocks[2], X.shape[0]
+
+
+def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed, prior_scale):
+    """The local route's system via :func:`dynosed_sym.fit_local` (noise from its jackknife)."""
+    if probes is None:
+        raise DynosedError(
+            "route='local' needs probes= (probe points, or Balls: the regions where "
+            "data will be collected)"
+        )
+    if hasattr(probes, "restrict") and hasattr(probes, "centres"):
+        X = probes.restrict(X, seed=seed)  # region-restricted sampling: only data inside the balls
+    fit = fit_local(
+        model,
+        X,
+        probes,
+        temperature=temperature,
+        score=score,
+        lam=lam,
+        n_blocks=n_blocks,
+        prior_scale=prior_scale,
+    )
+    rep = fit.report
+    blocks = rep._blocks
+    if blocks is None:
+        return rep, None, None, X.shape[0]
+    return rep, blocks[0], blocks[2], X.shape[0]
+
+
+def _compare(check):
+    """Notes where the simulation and the structural check disagree."""
+    s, rep = check.structural, check.report
+    if rep is None:
+        return
+    if s.rank_is_exact and rep.rank != s.rank:
+        check.notes.append(
+            f"note: the simulation resolves {rep.rank} directions where the exact analysis "
+            f"gives {s.rank}: "
+            + (
+                "too few samples for the weakest direction"
+                if rep.rank < s.rank
+                else "a structurally free direction looks resolved "
+                "(discretisation bias of the simulator?)"
+            )
+        )
+    if s.null_vectors.shape[1] and rep.null_vectors.shape[1]:
+        # principal angles between the structural null space and the unresolved subspace
+        Q1, Q2 = s.null_vectors, np.linalg.qr(rep.null_vectors)[0]
+        cos = np.linalg.svd(Q1.T @ Q2, compute_uv=False)
+        if cos.size and cos.min() > 0.9:
+            check.notes.append(
+                f"the simulated unresolved directions contain the structural ones "
+                f"(smallest cosine {cos.min():.3f})"
+            )

@@ -1,0 +1,458 @@
+"""Identifiability of a *design* before data: several environments with known inputs, time
+courses, env parameters (docs/designs.md).
+
+Structural check.  A global direction c (env parameters one column per environment) is invisible
+to the design iff it is invisible in every environment: ``∇·(p_e U_e P_e c) ≡ 0`` for the law p_e
+of each environment (and, for a time course, of each snapshot time: for Gaussian laws the
+functions p_j·a_jᵀc with distinct (μ_j, Σ_j) are linearly independent, so no cancellation across
+times is possible).  With the functions ``a_k^(e) = U_k(x; u_e)ᵀ s_e(x) + ∇·U_k(x; u_e)``:
+
+* every environment stationary with a linear drift and constant D at the nominal θ: the Gaussian
+  laws from the exact Lyapunov solve, the columns concatenated over environments, and the exact
+  null space of :func:`~dynosed_sym.identifiability.exact.function_null_space` (``exact``);
+* Gaussian laws at snapshot times (a linear drift from a Gaussian initial law: mean e^{Mt}μ₀,
+  covariance by Van Loan's exponential): the same functions evaluated at random points of every
+  law, rank by SVD (``numerical``);
+* otherwise the intersection of the environments' own structural null spaces
+  (:func:`~dynosed_sym.identifiability.structural.structural_check`; an upper bound on the rank,
+  ``upper bound``).
+
+The simulated check fits the design to samples drawn at the nominal θ (the compiled simulator,
+or ``sampler=``) with :func:`dynosed_sym.routes.designs.fit_global_design`.  Advice on what to add
+is in :mod:`.advice`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..assembly.designs import param_layout
+from ..data.designs import Design, Environment, TimeCourse, as_design
+from ..errors import DataError
+from ..routes.designs import fit_global_design
+from ..simulation.simulate import initial_draws, simulate
+from ..solve.report import RANK_THRESHOLD
+from .design_structural import DesignStructural, design_structural, env_thetas
+
+__all__ = ["DesignCheck", "check_design", "design_spec", "draw_design", "default_sampler"]
+
+
+@dataclass
+class DesignCheck:
+    """Result of :func:`dynosed_sym.check_identifiability` for a design.
+
+    Attributes
+    ----------
+    model_name : str
+    param_names : list of str
+        Global parameters (env parameters as ``k[A]``).
+    nominal : (n,) array
+    environments : list of dict
+        ``name``, ``inputs``, ``times`` (time courses), ``n_samples`` per snapshot.
+    structural : DesignStructural
+    report : IdentifiabilityReport or None
+        The simulated design's report (None with ``simulate=False``).
+    fit : FitResult or None
+    direction_sv, direction_noise : (n,) arrays
+        σ of each right singular direction of the simulated system and its noise.
+    direction_verdict : list of str
+        ``resolved``, ``unconstrained`` (in the structural null space) or ``weak``.
+    direction_n_resolve : (n,) array
+        Samples per snapshot at which the direction reaches 3 × its noise (inf when
+        unconstrained).
+    advice : list of Advice
+        What to add (:mod:`dynosed_sym.identifiability.advice`), best first.
+    """
+
+    model_name: str
+    param_names: list
+    nominal: np.ndarray
+    environments: list
+    structural: DesignStructural
+    report: object = None
+    fit: object = None
+    n_samples: int = 0
+    direction_sv: np.ndarray | None = None
+    direction_noise: np.ndarray | None = None
+    direction_verdict: list | None = None
+    direction_n_resolve: np.ndarray | None = None
+    advice: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def rank(self):
+        return self.structural.rank if self.report is None else self.report.rank
+
+    @property
+    def n_params(self):
+        return len(self.param_names)
+
+    @property
+    def unique(self):
+        return self.rank == self.n_params
+
+    @property
+    def null_space(self):
+        return self.structural.combinations if self.report is None else self.report.null_space
+
+    @property
+    def free_params(self):
+        return [] if self.report is None else list(self.report.free_params)
+
+    @property
+    def std_errors(self):
+        return None if self.report is None else self.report.std_errors
+
+    def to_dict(self):
+        """Plain record (JSON-ready once non-finite numbers are replaced)."""
+        rep = self.report
+        return {
+            "model": self.model_name,
+            "param_names": list(self.param_names),
+            "nominal": [float(v) for v in self.nominal],
+            "environments": self.environments,
+            "structural": {
+                "rank": self.structural.rank,
+                "n_params": self.structural.n_params,
+                "certificate": self.structural.certificate,
+                "combinations": list(self.structural.combinations),
+                "per_env_rank": dict(self.structural.per_env_rank),
+            },
+            "rank": self.rank,
+            "n_params": self.n_params,
+            "unique": self.unique,
+            "null_space": list(self.null_space),
+            "n_samples": self.n_samples,
+            "std_errors": None
+            if rep is None or rep.std_errors is None
+            else [float(v) for v in rep.std_errors],
+            "direction_verdict": self.direction_verdict,
+            "advice": [
+                {
+                    k: (float(v) if isinstance(v, (float, np.floating)) else v)
+                    for k, v in vars(a).items()
+                    if k != "extra"
+                }
+                for a in self.advice
+            ],
+            "notes": list(self.notes),
+        }
+
+    def __str__(self):
+        lines = [f"identifiability of the design for {self.model_name!r} at the nominal θ"]
+        for env in self.environments:
+            inp = ", ".join(f"{k} = {v:g}" for k, v in env["inputs"].items())
+            what = (
+                f"time course t = {', '.join(f'{t:g}' for t in env['times'])}"
+                if env.get("times") is not None
+                else "stationary"
+            )
+            lines.append(f"  {env['name']}: {what}" + (f"; {inp}" if inp else ""))
+        lines += ["", str(self.structural)]
+        rep = self.report
+        if rep is not None:
+            lines.append("")
+            lines.append(
+                f"design-time check: {self.n_samples:,} simulated samples per snapshot: rank "
+                f"{rep.rank} of {rep.n_params} "
+                f"({'identifiable' if rep.unique else 'NOT identifiable'})"
+            )
+            for combo in rep.null_space:
+                lines.append(f"  unresolved combination: {combo}")
+            for i in range(rep.n_params):
+                v = self.direction_verdict[i]
+                nr = self.direction_n_resolve[i]
+                extra = f", resolved from N ≈ {_short(nr)} per snapshot" if v == "weak" else ""
+                if v == "weak" and not np.isfinite(nr):
+                    extra = ", not yet above its noise"
+                lines.append(
+                    f"    σ{i + 1} = {self.direction_sv[i]:9.3g}  noise "
+                    f"{self.direction_noise[i]:9.3g}  {v}{extra}"
+                )
+            if rep.std_errors is not None:
+                se = ", ".join(f"{nm} {s:.3g}" for nm, s in zip(self.param_names, rep.std_errors))
+                lines.append(f"  predicted standard errors at this N: {se}")
+        if self.advice:
+            from .advice import advice_lines
+
+            lines += [""] + advice_lines(self.advice)
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def _short(N):
+    N = float(N)
+    if not np.isfinite(N):
+        return "∞"
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if N >= div:
+            return f"{N / div:.3g}{unit}"
+    return f"{N:.0f}"
+
+
+def default_sampler(model, dt=0.01, burn_in=5000, thin=10, out_dir=None):
+    """``sampler(inputs, theta, n, seed, time=None, initial=None)`` from the compiled simulator."""
+    from ..simulation.simulate import simulate_time_course
+
+    def sample(inputs, theta, n, seed, time=None, initial=None):
+        if time is None:
+            return simulate(
+                model,
+                theta,
+                n,
+                inputs=inputs,
+                dt=dt,
+                burn_in=burn_in,
+                thin=thin,
+                seed=seed,
+                out_dir=out_dir,
+            )
+        tc = simulate_time_course(
+            model,
+            theta,
+            [time],
+            n,
+            initial=initial,
+            inputs=inputs,
+            dt=dt,
+            seed=seed,
+            out_dir=out_dir,
+        )
+        return tc.snapshots[0]
+
+    return sample
+
+
+def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
+    """Samples of every snapshot of the design: {env: array or TimeCourse}.
+
+    ``sampler(inputs, theta, n, seed, time=None, initial=None)``; a snapshot at t = 0 is drawn
+    from the initial law itself.
+    """
+    data = {}
+    for i, env in enumerate(design.envs):
+        u = env.input_dict
+        if env.kind == "stationary":
+            data[env.name] = _checked(
+                sampler(u, thetas[env.name], n_samples, seed + 7919 * i), env.name, d
+            )
+            continue
+        snaps = {}
+        for k, t in enumerate(env.data.times.tolist()):
+            if t == 0:
+                rng = np.random.default_rng(np.random.SeedSequence([seed, i, k]))
+                snaps[t] = initial_draws(
+                    initial[env.name], n_samples, d, rng, name=f"initial[{env.name!r}]"
+                )
+            else:
+                X = sampler(
+                    u, thetas[env.name], n_samples, seed + 7919 * i + 31 * k, t, initial[env.name]
+                )
+                snaps[t] = _checked(X, env.name, d)
+        data[env.name] = TimeCourse(snaps)
+    return data
+
+
+def _checked(X, env, d):
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != d:
+        raise DataError(
+            f"sampler: returned an array of shape {X.shape} for environment {env!r}, "
+            f"expected (n, {d})"
+        )
+    return X
+
+
+def check_design(
+    model,
+    nominal=None,
+    *,
+    inputs=None,
+    times=None,
+    initial=None,
+    sampler=None,
+    n_samples=20_000,
+    seed=0,
+    n_features=2048,
+    bandwidth="median",
+    lam=1e-6,
+    order=None,
+    simulate=True,
+    advise=True,
+    candidates=None,
+    candidate_times=None,
+    n_blocks=32,
+    out_dir=None,
+    dt=0.01,
+    burn_in=5000,
+    thin=10,
+) -> DesignCheck:
+    """Structural and simulated identifiability of a design, and advice (see
+    :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
+    from ..routes.designs import environment_models
+    from .advice import Study, advise_design
+
+    t0 = time.perf_counter()
+    design = design_spec(model, inputs, times)
+    thetas = env_thetas(model, nominal, design.names)
+    initial = _per_env(initial, design)
+    for env in design.envs:
+        if env.kind == "timecourse" and initial.get(env.name) is None:
+            raise DataError(
+                f"environment {env.name!r}: a time-course design needs initial= (the law at "
+                "t = 0: (mean, covariance) or samples)"
+            )
+    models = {e: me for e, (me, _) in environment_models(model, design, out_dir).items()}
+    structural = design_structural(model, design, thetas, models, initial, seed)
+    names = structural.param_names
+    glob = np.zeros(len(names))
+    _, columns = param_layout(
+        model.param_names, [str(p) for p in model.env_params], design.names, design.single
+    )
+    for e, th in thetas.items():
+        glob[columns[e]] = th
+    check = DesignCheck(
+        model_name=model.name,
+        param_names=names,
+        nominal=glob,
+        environments=[
+            {
+                "name": env.name,
+                "inputs": env.input_dict,
+                "times": None if env.kind == "stationary" else env.data.times.tolist(),
+            }
+            for env in design.envs
+        ],
+        structural=structural,
+        timings={"structural": time.perf_counter() - t0},
+    )
+    if not simulate:
+        return check
+    sampler = sampler or default_sampler(model, dt, burn_in, thin, out_dir)
+    t1 = time.perf_counter()
+    data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model.d)
+    sim = as_design(data, model, {e.name: e.input_dict for e in design.envs})
+    fit = fit_global_design(
+        model,
+        sim,
+        n_features=n_features,
+        bandwidth=bandwidth,
+        lam=lam,
+        seed=seed,
+        order=order,
+        n_blocks=n_blocks,
+        chunk_rows=65536,
+        out_dir=out_dir,
+    )
+    check.timings["simulate+fit"] = time.perf_counter() - t1
+    check.fit, check.report, check.n_samples = fit, fit.report, int(n_samples)
+    _directions(check, fit, structural)
+    if advise and (fit.report.rank < len(names) or design.has_time_course):
+        t2 = time.perf_counter()
+
+        def structural_with(u):
+            """(rank, n) of the design with one more stationary environment at inputs u."""
+            if structural.certificate != "exact":
+                return None
+            new = Environment("new", design.envs[0].data, u, tuple(model.input_names))
+            aug = Design(list(design.envs) + [new])
+            m_new = model.with_inputs(u) if model.inputs else model
+            th = dict(thetas, new=thetas[design.envs[0].name])
+            rep = design_structural(model, aug, th, dict(models, new=m_new), initial, seed)
+            return rep.rank, rep.n_params
+
+        study = Study(
+            model,
+            design,
+            thetas,
+            fit,
+            data,
+            sampler,
+            initial,
+            int(n_samples),
+            seed,
+            order,
+            out_dir,
+            structural_with,
+        )
+        check.advice = advise_design(study, candidates, candidate_times, check.notes)
+        check.timings["advice"] = time.perf_counter() - t2
+    if structural.rank_is_exact and fit.report.rank != structural.rank:
+        check.notes.append(
+            f"note: the simulation resolves {fit.report.rank} directions where the structural "
+            f"check gives {structural.rank}"
+            + (": too few samples for the weakest" if fit.report.rank < structural.rank else "")
+        )
+    return check
+
+
+def _directions(check, fit, structural):
+    A = fit.A
+    _, s, Vt = np.linalg.svd(A, full_matrices=False)
+    rep = fit.report
+    noise = rep.singular_noise
+    n = A.shape[1]
+    verdict, n_res = [], np.full(n, np.inf)
+    Q = structural.null_vectors
+    for i in range(n):
+        if s[i] > RANK_THRESHOLD * noise[i]:
+            verdict.append("resolved")
+            n_res[i] = check.n_samples * (RANK_THRESHOLD * noise[i] / s[i]) ** 2
+        elif Q.shape[1] and structural.rank_is_exact and np.linalg.norm(Q.T @ Vt[i]) > 0.9:
+            verdict.append("unconstrained")
+        else:
+            verdict.append("weak")
+            sig2 = s[i] ** 2 - noise[i] ** 2
+            if sig2 > 0:
+                n_res[i] = check.n_samples * RANK_THRESHOLD**2 * noise[i] ** 2 / sig2
+    check.direction_sv, check.direction_noise = s, noise
+    check.direction_verdict, check.direction_n_resolve = verdict, n_res
+
+
+def _per_env(value, design):
+    """{env: value}: a dict keyed by environment names, or one value for every environment."""
+    if isinstance(value, dict) and set(map(str, value)) <= set(design.names) and value:
+        return {str(k): v for k, v in value.items()}
+    return {e: value for e in design.names}
+
+
+def design_spec(model, inputs, times):
+    """A :class:`~dynosed_sym.data.designs.Design` without data: environments from ``inputs``
+    ({env: {...}} or one env's {...}), time courses from ``times`` (a list for every
+    environment, or {env: list})."""
+    if (
+        inputs is not None
+        and isinstance(inputs, dict)
+        and inputs
+        and all(isinstance(v, dict) for v in inputs.values())
+    ):
+        names = [str(k) for k in inputs]
+    else:
+        names = ["data"]
+    per_times = {}
+    if times is not None:
+        if isinstance(times, dict):
+            per_times = {str(k): v for k, v in times.items()}
+            unknown = [k for k in per_times if k not in names]
+            if unknown:
+                raise DataError(f"times: environment {unknown[0]!r} is not in inputs=")
+        else:
+            per_times = {e: times for e in names}
+    placeholder = np.zeros((2, model.d))
+    data = {}
+    for e in names:
+        if e in per_times:
+            ts = np.asarray(per_times[e], dtype=float).reshape(-1)
+            if ts.size < 2 or (ts < 0).any() or not np.isfinite(ts).all():
+                raise DataError(f"times[{e!r}]: at least 2 finite snapshot times ≥ 0")
+            data[e] = TimeCourse({float(t): placeholder for t in ts})
+        else:
+            data[e] = placeholder
+    design = as_design(data if len(names) > 1 or names != ["data"] else data["data"], model, inputs)
+    if design is None:  # one stationary environment of a model without inputs/env params
+        design = Design([Environment("data", placeholder, np.zeros(0), ())], single=True)
+    return design

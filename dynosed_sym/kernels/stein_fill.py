@@ -1,0 +1,110 @@
+"""The fill of the global route: partial sums of sin/cos of the random features times per-sample
+factors, over data blocks.  Model independent (the model enters through the factors its
+generated ``stein_features`` kernel produces), compiled once for all models.
+
+Parallelism is over blocks of features: every thread owns whole rows of the partial sums and
+walks the samples in order, so there is no shared write and the result is bitwise identical for
+any number of threads.
+"""
+
+import numba
+import numpy as np
+
+from .trig import fold as _fold
+from .trig import sin_turns as _sin_turns
+
+__all__ = ["accumulate_stein", "FEATURE_BLOCK"]
+
+FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
+
+
+@numba.njit(
+    parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False, nogil=True
+)
+def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
+    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c.
+
+    Arrays are block-major so that every inner loop runs over ``q in range(FB)``
+    with a provably non-negative, contiguous index (a computed offset such as
+    ``r0 + q`` makes LLVM emit gathers instead of vector loads).  All data blocks
+    are summed in one launch (one parallel region instead of one per block); each
+    block's sums start from its own rows, so the arithmetic is that of one call
+    per block.
+
+    Parameters
+    ----------
+    X : (N, d) samples
+    phi_s, phi_c : (N, K_sin), (N, K_cos) per-sample factors (generated ``stein_features``)
+    edges : (G + 1,) int64 row boundaries of the G data blocks
+    Wt : (B, d, FB) frequencies in turns (ω/2π), feature r = blk·FB + q
+    ct : (B, FB) phases in turns (c/2π)
+    P_s, P_c : (G, B, K_sin, FB), (G, B, K_cos, FB) running sums, updated in place
+    """
+    d = X.shape[1]
+    Ks = phi_s.shape[1]
+    Kc = phi_c.shape[1]
+    nblk, _, FB = Wt.shape
+    n_groups = edges.shape[0] - 1
+    TI = 4  # samples contracted per load/store of the partial sums (unrolled below)
+    for blk in numba.prange(nblk):
+        Wb = Wt[blk]
+        cb = ct[blk]
+        t = np.empty(FB)
+        sn = np.empty((TI, FB))
+        cs = np.empty((TI, FB))
+        for g in range(n_groups):
+            Ps = P_s[g, blk]
+            Pc = P_c[g, blk]
+            hi = edges[g + 1]
+            for i0 in range(edges[g], hi, TI):
+                ni = min(TI, hi - i0)
+                for a in range(ni):
+                    xa = X[i0 + a]
+                    for q in range(FB):
+                        t[q] = cb[q]
+                    for j in range(d):
+                        xj = xa[j]
+                        wj = Wb[j]
+                        for q in range(FB):
+                            t[q] += wj[q] * xj
+                    sa = sn[a]
+                    ca = cs[a]
+                    for q in range(FB):
+                        u = t[q] - np.floor(t[q] + 0.5)
+                        sa[q] = _sin_turns(_fold(u))
+                        w = u + 0.25
+                        w = w - np.floor(w + 0.5)
+                        ca[q] = _sin_turns(_fold(w))
+                if ni == TI:
+                    s0, s1, s2, s3 = sn[0], sn[1], sn[2], sn[3]
+                    c0, c1, c2, c3 = cs[0], cs[1], cs[2], cs[3]
+                    for e in range(Ks):
+                        p0 = phi_s[i0, e]
+                        p1 = phi_s[i0 + 1, e]
+                        p2 = phi_s[i0 + 2, e]
+                        p3 = phi_s[i0 + 3, e]
+                        Pe = Ps[e]
+                        for q in range(FB):
+                            Pe[q] += (s0[q] * p0 + s1[q] * p1) + (s2[q] * p2 + s3[q] * p3)
+                    for e in range(Kc):
+                        p0 = phi_c[i0, e]
+                        p1 = phi_c[i0 + 1, e]
+                        p2 = phi_c[i0 + 2, e]
+                        p3 = phi_c[i0 + 3, e]
+                        Pe = Pc[e]
+                        for q in range(FB):
+                            Pe[q] += (c0[q] * p0 + c1[q] * p1) + (c2[q] * p2 + c3[q] * p3)
+                else:
+                    for a in range(ni):
+                        sa = sn[a]
+                        ca = cs[a]
+                        for e in range(Ks):
+                            pe = phi_s[i0 + a, e]
+                            Pe = Ps[e]
+                            for q in range(FB):
+                                Pe[q] += sa[q] * pe
+                        for e in range(Kc):
+                            pe = phi_c[i0 + a, e]
+                            Pe = Pc[e]
+                            for q in range(FB):
+                                Pe[q] += ca[q] * pe

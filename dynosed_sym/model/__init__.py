@@ -1,0 +1,13 @@
+"""Declaration and derivation: the first two stages of the pipeline.
+
+* :mod:`.declaration` — :class:`SDEModel` (state, parameters, drift, diffusion; validated and
+  immutable) and :func:`load_model` (a model file);
+* :mod:`.derivation` — everything the kernels need, derived exactly with SymPy: the affine split
+  ``f = Uθ + v``, divergences, the Stein-feature pieces of the global route, the rows and the
+  residual of the local route.
+"""
+
+from .declaration import SUPPORTED_FUNCTIONS, SDEModel, load_model
+from .derivation import Derivation, derive
+
+__all__ = ["SDEModel", "load_model", "SUPPORTED_FUNCTIONS", "Derivation", "derive"]

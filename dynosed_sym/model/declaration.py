@@ -1,0 +1,681 @@
+"""Model declaration: :class:`SDEModel` and :func:`load_model`.
+
+A model is the SDE ``dx = f_θ(x) dt + G(x) dW`` with ``D(x) = ½ G Gᵀ`` known and
+θ unknown.  This module only validates and normalises what the user wrote; all
+derived quantities (affine split, divergences, Stein features) live in
+:mod:`dynosed_sym.model.derivation`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from functools import cached_property
+
+import numpy as np
+import sympy as sp
+
+from ..errors import ModelError
+
+__all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
+
+# SymPy function classes the code printer maps onto ``math`` functions that
+# Numba compiles.  Anything else (undefined functions, special functions without
+# a Numba implementation) is rejected at declaration time, not at compile time.
+SUPPORTED_FUNCTIONS = (
+    sp.sin,
+    sp.cos,
+    sp.tan,
+    sp.asin,
+    sp.acos,
+    sp.atan,
+    sp.atan2,
+    sp.sinh,
+    sp.cosh,
+    sp.tanh,
+    sp.asinh,
+    sp.acosh,
+    sp.atanh,
+    sp.exp,
+    sp.log,
+    sp.erf,
+    sp.erfc,
+    sp.Abs,
+    sp.sign,
+    sp.floor,
+    sp.ceiling,
+    sp.Min,
+    sp.Max,
+    sp.Heaviside,
+)
+
+
+def _as_symbol_list(items, what):
+    """Flatten symbols / matrices of symbols / MatrixSymbols into a list.
+
+    Returns ``(symbols, replacements)`` where ``replacements`` maps matrix
+    elements (``W[1, 6]`` of a MatrixSymbol) onto plain symbols named ``W[1,6]``.
+    """
+    if isinstance(items, (sp.Symbol, sp.MatrixBase, sp.MatrixSymbol)):
+        items = [items]
+    out, repl = [], {}
+    for item in items:
+        if isinstance(item, sp.MatrixSymbol):
+            for i in range(item.shape[0]):
+                for j in range(item.shape[1]):
+                    s = sp.Symbol(f"{item.name}[{i},{j}]", real=True)
+                    repl[item[i, j]] = s
+                    out.append(s)
+        elif isinstance(item, sp.MatrixBase):
+            for entry in item:  # row-major flattening
+                if not isinstance(entry, sp.Symbol):
+                    raise ModelError(f"{what}: matrix entry {entry!r} is not a SymPy Symbol")
+                out.append(entry)
+        elif isinstance(item, sp.Symbol):
+            out.append(item)
+        elif isinstance(item, str):
+            raise ModelError(
+                f"{what}: got the string {item!r}; declare it with sympy.Symbol({item!r}) "
+                "and use the same object in the drift"
+            )
+        else:
+            raise ModelError(f"{what}: {item!r} is not a SymPy Symbol or matrix of symbols")
+    return out, repl
+
+
+# Names read as time: the stationary routes cannot use a drift f(x, t) (see SDEModel).
+_TIME_NAMES = ("t", "time", "tau")
+
+
+def _as_column(expr_list, what, d):
+    if isinstance(expr_list, sp.MatrixBase):
+        if 1 not in expr_list.shape:
+            raise ModelError(f"{what}: expected a vector, got a {expr_list.shape} matrix")
+        items = list(expr_list)
+    elif isinstance(expr_list, (list, tuple)):
+        items = list(expr_list)
+    else:
+        raise ModelError(
+            f"{what}: expected a list or column matrix, got {type(expr_list).__name__}"
+        )
+    if len(items) != d:
+        raise ModelError(f"{what} has {len(items)} components but the state has dimension {d}")
+    try:
+        return sp.Matrix([sp.sympify(e) for e in items])
+    except (sp.SympifyError, TypeError) as exc:
+        raise ModelError(
+            f"{what}: cannot interpret a component as a SymPy expression ({exc})"
+        ) from exc
+
+
+def _check_functions(expr, where):
+    for f in expr.atoms(sp.Function):
+        if isinstance(f, sp.core.function.AppliedUndef):
+            raise ModelError(
+                f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
+            )
+        if isinstance(f, sp.Piecewise):
+            raise ModelError(
+                f"{where}: Piecewise() cannot be compiled (its branches have no derivatives the "
+                "Stein features could use); write it with Heaviside(), Min(), Max(), Abs() or "
+                "sign(), whose derivatives are taken almost everywhere"
+            )
+        if not isinstance(f, SUPPORTED_FUNCTIONS):
+            raise ModelError(
+                f"{where}: function {f.func.__name__}() cannot be compiled by Numba; supported: "
+                + ", ".join(sorted(c.__name__ for c in SUPPORTED_FUNCTIONS))
+            )
+    for bad in (sp.Integral, sp.Derivative, sp.Sum, sp.Product):
+        if expr.has(bad):
+            raise ModelError(f"{where}: unevaluated {bad.__name__} cannot be compiled")
+    if expr.has(sp.I):
+        raise ModelError(f"{where}: complex numbers are not supported")
+    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+        raise ModelError(f"{where}: contains an infinity or NaN")
+
+
+class SDEModel:
+    """A stochastic differential equation with unknown drift parameters.
+
+    ``dx = f_θ(x) dt + G(x) dW`` with diffusion tensor ``D(x) = ½ G Gᵀ``.
+
+    Parameters
+    ----------
+    state : sequence of sympy.Symbol, length d
+        State variables, in the column order of data arrays.
+    params : sequence of sympy.Symbol, sympy.Matrix or sympy.MatrixSymbol
+        Unknown parameters θ.  Matrices are flattened row-wise; entries of a
+        ``MatrixSymbol('W', 3, 7)`` become symbols named ``W[i,j]`` (0-based).
+    drift : sequence of sympy.Expr or column Matrix, length d
+        The drift f_θ(x).
+    diffusion : number, expression, length-d sequence or d×d matrix, optional
+        D itself: a scalar (isotropic ``D = c I``), a vector (diagonal), or a
+        full symmetric matrix.  Entries may depend on the state, not on θ.
+    noise : d×d' matrix, optional
+        The noise matrix G instead of D; then ``D = ½ G Gᵀ``.
+    name : str, optional
+        Identifier used for generated files (letters, digits, underscore).
+    nominal : dict or sequence, optional
+        Nominal parameter values (keyed by symbol or name, or in θ order).
+    inputs : sequence of sympy.Symbol, optional
+        Known inputs of an experiment (a dose, a noise level, a shifted forcing): symbols that may
+        appear in the drift and in the diffusion, whose values are given per experiment
+        (environment) and never fitted.  See :meth:`with_inputs` and the ``inputs=`` argument of
+        the fits.
+    env_params : sequence of sympy.Symbol or str, optional
+        Parameters that take one unknown value per environment (e.g. an unknown knockdown
+        strength); all other parameters are shared by every environment.
+
+    Notes
+    -----
+    The drift and D must not depend on time: both snapshot routes use the time-homogeneous
+    f(x; θ), and a snapshot that is not stationary is described by ∂ₜlog p (``dlogp_dt=`` of
+    the fits), not by f(x, t).  A symbol named ``t``, ``time`` or ``tau`` is therefore reported
+    as time dependence.  A constant D is checked positive semi-definite here; a state-dependent
+    D where it is used (at samples, probes and start states,
+    :func:`dynosed_sym.data.checks.diffusion_psd`).
+
+    A model may have no unknown parameters (``params=[]``): it can then be simulated and its
+    stationary density learned, and fitting it says there is nothing to fit.
+
+    Attributes
+    ----------
+    state, params, inputs : tuple of sympy.Symbol
+    env_params : tuple of sympy.Symbol
+        A subset of ``params``.
+    drift : sympy.Matrix, shape (d, 1)
+    D : sympy.Matrix, shape (d, d)
+    G : sympy.Matrix or None, shape (d, d')
+    nominal : numpy.ndarray, shape (n,), or None
+    """
+
+    def __init__(
+        self,
+        state,
+        params,
+        drift,
+        diffusion=None,
+        *,
+        noise=None,
+        name=None,
+        nominal=None,
+        inputs=None,
+        env_params=None,
+    ):
+        state_syms, state_repl = _as_symbol_list(state, "state")
+        if state_repl:
+            raise ModelError("state: MatrixSymbol states are not supported; list the symbols")
+        param_syms, param_repl = _as_symbol_list([] if params is None else params, "params")
+        input_syms, input_repl = _as_symbol_list([] if inputs is None else inputs, "inputs")
+        if input_repl:
+            raise ModelError("inputs: MatrixSymbol inputs are not supported; list the symbols")
+        if not state_syms:
+            raise ModelError("state: at least one state variable is required")
+        seen = {}
+        for s, kind in (
+            [(s, "state") for s in state_syms]
+            + [(s, "params") for s in param_syms]
+            + [(s, "inputs") for s in input_syms]
+        ):
+            if s in seen:
+                raise ModelError(f"symbol {s} is declared twice ({seen[s]} and {kind})")
+            seen[s] = kind
+        names = [str(s) for s in state_syms + param_syms + input_syms]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
+
+        self.state = tuple(state_syms)
+        self.params = tuple(param_syms)
+        self.inputs = tuple(input_syms)
+        d = len(self.state)
+
+        self._param_repl = param_repl  # MatrixSymbol elements W[i, j] -> symbols named W[i,j]
+        f = _as_column(drift, "drift", d)
+        if param_repl:
+            f = f.xreplace(param_repl)
+        declared = set(self.state) | set(self.params) | set(self.inputs)
+        for j, fj in enumerate(f):
+            where = f"drift[{j}] (d{self.state[j]})"
+            _check_functions(fj, where)
+            extra = fj.free_symbols - declared
+            if extra:
+                bad = sorted(extra, key=str)[0]
+                if str(bad) in _TIME_NAMES:
+                    raise ModelError(
+                        f"{where}: the drift depends on time {bad}; snapshot routes need a "
+                        "time-homogeneous drift f(x; θ) (the stationary Fokker–Planck equation has "
+                        "no t).  For a snapshot that is not stationary keep f(x; θ) and pass "
+                        "∂ₜlog p as dlogp_dt= to fit_global/fit_local; for a periodic forcing make "
+                        f"the phase a state variable"
+                    )
+                raise ModelError(
+                    f"{where}: symbol {bad} is neither a state variable, a parameter nor an input"
+                    + ("" if self.inputs else " (declare known per-experiment values as inputs=)")
+                )
+        self.drift = f
+
+        if (diffusion is None) == (noise is None):
+            raise ModelError(
+                "give exactly one of diffusion= (the tensor D) or noise= (G, D = ½GGᵀ)"
+            )
+        if noise is not None:
+            G = sp.Matrix(noise) if not isinstance(noise, sp.MatrixBase) else noise
+            if G.shape[0] != d:
+                raise ModelError(f"noise: G has {G.shape[0]} rows but the state has dimension {d}")
+            G = G.applyfunc(sp.sympify).xreplace(param_repl)
+            self.G = G
+            D = (G * G.T / 2).applyfunc(sp.expand)
+        else:
+            self.G = None
+            D = self._diffusion_matrix(diffusion, d).xreplace(param_repl)
+        for i, j in np.ndindex(D.shape):
+            Dij = D[i, j]
+            where = f"diffusion D[{i},{j}]"
+            _check_functions(Dij, where)
+            p_in = Dij.free_symbols & set(self.params)
+            if p_in:
+                raise ModelError(
+                    f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
+                    "diffusion; D must be known (only the drift may hold parameters)"
+                )
+            extra = Dij.free_symbols - set(self.state) - set(self.inputs)
+            if extra and str(sorted(extra, key=str)[0]) in _TIME_NAMES:
+                raise ModelError(
+                    f"{where}: the diffusion depends on time {sorted(extra, key=str)[0]}; "
+                    "snapshot routes need a time-homogeneous D(x)"
+                )
+            if extra:
+                raise ModelError(
+                    f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable or an "
+                    "input"
+                )
+        for i in range(d):
+            for j in range(i + 1, d):
+                if sp.simplify(D[i, j] - D[j, i]) != 0:
+                    raise ModelError(
+                        f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
+                        f"D[{j},{i}] = {D[j, i]}"
+                    )
+        for i in range(d):
+            # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
+            # what the symbols prove: a diagonal entry negative for every real state
+            if D[i, i].free_symbols and D[i, i].is_negative:
+                raise ModelError(
+                    f"diffusion D[{i},{i}] = {D[i, i]} is negative for every state; "
+                    "D must be positive semi-definite"
+                )
+        if not any(D[i, j].free_symbols for i in range(d) for j in range(d)):
+            Dn = np.array(D.evalf(), dtype=float)
+            eig = np.linalg.eigvalsh(Dn)
+            if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
+                raise ModelError(
+                    f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})"
+                )
+        elif self.G is None and not D.is_diagonal():
+            # the simulator needs G with ½GGᵀ = D, taken as the symbolic Cholesky factor of 2D;
+            # a factor that divides by zero (a diagonal entry vanishing where its row does not)
+            # cannot be printed into a kernel, so say so here rather than at code generation
+            L = (2 * D).cholesky(hermitian=False)
+            self._noise_factor = L  # reused by spec._noise_matrix
+            bad = [(i, j) for i, j in np.ndindex(L.shape) if L[i, j].has(sp.zoo, sp.nan, sp.oo)]
+            if bad:
+                i, j = bad[0]
+                raise ModelError(
+                    f"diffusion D has no symbolic Cholesky factor: entry G[{i},{j}] of 2D = GGᵀ "
+                    f"divides by zero (D = {D.tolist()}); D must be positive semi-definite with "
+                    "D[k,k] > 0 wherever its row is nonzero, or declare the noise as noise=G"
+                )
+        self.D = D
+
+        if name is None:
+            name = "model"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
+            raise ModelError(f"name {name!r} must be a Python identifier (letters, digits, _)")
+        self.name = str(name)
+        self.nominal = None if nominal is None else self.theta_vector(nominal, "nominal")
+        if self.nominal is not None:
+            self.nominal.setflags(write=False)
+        env, _ = _as_symbol_list([], "env_params")
+        for item in [] if env_params is None else list(env_params):
+            key = param_repl.get(item, item)
+            match = [p for p in self.params if p == key or str(p) == str(key)]
+            if not match:
+                raise ModelError(
+                    f"env_params: {str(key)!r} is not a parameter of the model "
+                    f"(parameters: {', '.join(map(str, self.params)) or 'none'})"
+                )
+            if match[0] in env:
+                raise ModelError(f"env_params: {match[0]} is listed twice")
+            env.append(match[0])
+        self.env_params = tuple(sorted(env, key=self.params.index))
+        self._frozen = True
+
+    # A model is a value: its spec hash and derivation are cached on it, so it must not change
+    # after construction (build a new SDEModel instead).
+    _MUTABLE_AFTER_INIT = ("source_path",)
+
+    def __setattr__(self, name, value):
+        if (
+            self.__dict__.get("_frozen")
+            and not name.startswith("_")
+            and name not in self._MUTABLE_AFTER_INIT
+        ):
+            raise ModelError(
+                f"SDEModel is immutable: cannot set {name!r}; build a new model instead"
+            )
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self):
+        # caches are recomputed where the model is unpickled (e.g. on a Dask worker whose
+        # generator version may differ)
+        state = dict(self.__dict__)
+        state.pop("_spec_hash", None)
+        state.pop("derivation", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _diffusion_matrix(diffusion, d):
+        if isinstance(diffusion, sp.MatrixBase) or (
+            isinstance(diffusion, (list, tuple, np.ndarray))
+            and np.ndim(np.asarray(diffusion, dtype=object)) == 2
+        ):
+            D = sp.Matrix(diffusion)
+            if D.shape == (d, d):
+                return D.applyfunc(sp.sympify)
+            if 1 in D.shape and len(D) == d:
+                return sp.diag(*[sp.sympify(e) for e in D])
+            raise ModelError(
+                f"diffusion: expected a scalar, {d} diagonal entries or a {d}×{d} "
+                f"matrix, got shape {D.shape}"
+            )
+        if isinstance(diffusion, (list, tuple, np.ndarray)):
+            items = list(diffusion)
+            if len(items) != d:
+                raise ModelError(
+                    f"diffusion: {len(items)} diagonal entries for a state of dimension {d}"
+                )
+            return sp.diag(*[sp.sympify(e) for e in items])
+        try:
+            c = sp.sympify(diffusion)
+        except (sp.SympifyError, TypeError) as exc:
+            raise ModelError(f"diffusion: cannot interpret {diffusion!r}") from exc
+        return sp.eye(d) * c
+
+    @property
+    def d(self) -> int:
+        """State dimension."""
+        return len(self.state)
+
+    @property
+    def n(self) -> int:
+        """Number of parameters."""
+        return len(self.params)
+
+    @property
+    def state_names(self) -> list[str]:
+        return [str(s) for s in self.state]
+
+    @property
+    def param_names(self) -> list[str]:
+        return [str(s) for s in self.params]
+
+    @property
+    def input_names(self) -> list[str]:
+        return [str(s) for s in self.inputs]
+
+    def input_vector(self, values, what="inputs") -> np.ndarray:
+        """Convert input values (a dict keyed by symbol or name, or an array in ``model.inputs``
+        order) into shape (k,); every input needs a finite value."""
+        if isinstance(values, dict):
+            by_name = {}
+            for key, val in values.items():
+                name = str(key)
+                if name not in self.input_names:
+                    raise ModelError(
+                        f"{what}: {name!r} is not an input of model {self.name!r} "
+                        f"(inputs: {', '.join(self.input_names) or 'none'})"
+                    )
+                try:
+                    by_name[name] = float(val)
+                except (TypeError, ValueError):
+                    raise ModelError(
+                        f"{what}: value of {name!r} is not a number: {val!r}"
+                    ) from None
+            missing = [n for n in self.input_names if n not in by_name]
+            if missing:
+                raise ModelError(f"{what}: no value for input {missing[0]!r}")
+            out = np.array([by_name[n] for n in self.input_names], dtype=float)
+        else:
+            try:
+                out = np.asarray([] if values is None else values, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            if out.shape != (len(self.inputs),):
+                raise ModelError(
+                    f"{what}: expected {len(self.inputs)} value(s) (one per input: "
+                    f"{', '.join(self.input_names) or 'none'}), got {out.size}"
+                )
+        if not np.all(np.isfinite(out)):
+            bad = self.input_names[int(np.flatnonzero(~np.isfinite(out))[0])]
+            raise ModelError(f"{what}: value of {bad!r} is not finite")
+        return out
+
+    def with_inputs(self, values, name=None) -> SDEModel:
+        """The model of one experiment: every input replaced by its value (a new SDEModel
+        without inputs, same parameters, nominal values and ``env_params``).
+
+        Parameters
+        ----------
+        values : dict or array
+            One value per input (see :meth:`input_vector`).
+        name : str, optional
+            Default: ``{name}_u{hash}``, a digest of the values (so generated files differ).
+        """
+        import hashlib
+
+        u = self.input_vector(values)
+        if name is None:
+            digest = hashlib.sha256(np.asarray(u, dtype=float).tobytes()).hexdigest()[:8]
+            name = f"{self.name}_u{digest}"
+        sub = {s: sp.Float(float(v), 17) for s, v in zip(self.inputs, u)}
+        kw = dict(name=name, nominal=self.nominal, env_params=self.env_params)
+        if self.G is not None:
+            return SDEModel(
+                self.state, self.params, self.drift.xreplace(sub), noise=self.G.xreplace(sub), **kw
+            )
+        return SDEModel(
+            self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
+        )
+
+    def theta_vector(self, theta, what="theta") -> np.ndarray:
+        """Convert an array (θ order) or a dict keyed by symbol/name into shape (n,).
+
+        For a model without parameters, None (or an empty array or dict) gives shape (0,).
+        """
+        if theta is None and self.n == 0:
+            return np.zeros(0)
+        if isinstance(theta, dict):
+            by_name = {}
+            for k, val in theta.items():
+                key = str(self._param_repl.get(k, k))
+                if key not in self.param_names:
+                    raise ModelError(
+                        f"{what}: {key!r} is not a parameter of model {self.name!r} "
+                        f"(parameters: {', '.join(self.param_names)})"
+                    )
+                by_name[key] = float(val)
+            missing = [p for p in self.param_names if p not in by_name]
+            if missing:
+                raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
+            out = np.array([by_name[p] for p in self.param_names], dtype=float)
+        else:
+            try:
+                out = np.asarray(theta, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            if out.shape != (self.n,):
+                raise ModelError(
+                    f"{what}: expected {self.n} values (one per parameter), got {out.size}"
+                )
+        if not np.all(np.isfinite(out)):
+            bad = self.param_names[int(np.flatnonzero(~np.isfinite(out))[0])]
+            raise ModelError(f"{what}: value of {bad!r} is not finite")
+        return out
+
+    # -------------------------------------------------------- derived symbolics
+    @cached_property
+    def derivation(self):
+        """The symbolic derivation (:class:`dynosed_sym.model.derivation.Derivation`)."""
+        from .derivation import derive
+
+        return derive(self)
+
+    @property
+    def U(self) -> sp.Matrix:
+        """∂f/∂θ, shape (d, n). Raises NotAffineError for a non-affine drift."""
+        return self.derivation.require_affine().U
+
+    @property
+    def v(self) -> sp.Matrix:
+        """f at θ = 0, shape (d, 1). Raises NotAffineError for a non-affine drift."""
+        return self.derivation.require_affine().v
+
+    @property
+    def is_affine(self) -> bool:
+        return self.derivation.is_affine
+
+    @property
+    def diffusion_is_constant(self) -> bool:
+        """D has no free symbol at all (neither state nor input)."""
+        return not any(e.free_symbols for e in self.D)
+
+    @property
+    def diffusion_depends_on_state(self) -> bool:
+        """D changes with the state (an input-dependent D is constant within one experiment)."""
+        return any(e.free_symbols & set(self.state) for e in self.D)
+
+    def equations(self) -> str:
+        """The declared SDE in readable form: one line per state variable, then D and θ.
+
+        ::
+
+            dx = sigma*(-x + y) dt + √(2D) dW_x
+            dy = x*(rho - z) - y dt + √(2D) dW_y
+            dz = -beta*z + x*y dt + √(2D) dW_z
+            D = 3/10 · I (3×3)
+            parameters (3): sigma = 10, rho = 28, beta = 2.667   [nominal]
+
+        With ``noise=G`` the noise term reads ``Σ_k G[i,k] dW_k`` and D = ½GGᵀ is not repeated.
+        """
+        names = self.state_names
+        w = max(len(n) for n in names)
+        noise_terms = []
+        if self.G is not None:
+            for i in range(self.d):
+                terms = [
+                    f"({sp.sstr(g)})·dW{k + 1}" if g.is_Add else f"{sp.sstr(g)}·dW{k + 1}"
+                    for k, g in enumerate(self.G.row(i))
+                    if g != 0
+                ]
+                noise_terms.append(" + ".join(terms) if terms else "0")
+        else:
+            noise_terms = ["√(2D) dW" if self.d == 1 else f"[√(2D) dW]_{n}" for n in names]
+            if self.D.is_diagonal():
+                noise_terms = [
+                    f"√({sp.sstr(2 * self.D[i, i])}) dW_{n}" if self.D[i, i] != 0 else "0"
+                    for i, n in enumerate(names)
+                ]
+        lines = []
+        for j, n in enumerate(names):
+            f = sp.sstr(self.drift[j])
+            f = f"({f})" if self.drift[j].is_Add else f
+            lines.append(f"d{n:<{w}} = {f} dt + {noise_terms[j]}")
+        if self.G is not None:
+            lines.append(f"G: {self.G.shape[0]}×{self.G.shape[1]}, D = ½GGᵀ")
+        elif self.D.is_diagonal() and len(set(self.D.diagonal())) == 1:
+            c = self.D[0, 0]
+            lines.append(
+                f"D = {f'({sp.sstr(c)})' if c.is_Add else sp.sstr(c)} · I ({self.d}×{self.d})"
+            )
+        elif self.D.is_diagonal():
+            lines.append("D = diag(" + ", ".join(sp.sstr(e) for e in self.D.diagonal()) + ")")
+        else:
+            lines.append(f"D = {sp.sstr(self.D.tolist())}")
+        if self.nominal is not None:
+            vals = ", ".join(f"{p} = {v:.4g}" for p, v in zip(self.param_names, self.nominal))
+            lines.append(f"parameters ({self.n}): {vals}   [nominal]")
+        else:
+            lines.append(f"parameters ({self.n}): " + (", ".join(self.param_names) or "none"))
+        if self.env_params:
+            lines.append("one value per environment: " + ", ".join(map(str, self.env_params)))
+        if self.inputs:
+            lines.append(
+                f"inputs ({len(self.inputs)}, known per experiment): " + ", ".join(self.input_names)
+            )
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (
+            f"SDEModel(name={self.name!r}, state=[{', '.join(self.state_names)}], "
+            f"params=[{', '.join(self.param_names[:8])}{', ...' if self.n > 8 else ''}], "
+            f"d={self.d}, n={self.n})"
+        )
+
+    def __str__(self):
+        return (
+            f"SDE model {self.name!r} (d = {self.d} state variables, n = {self.n} parameters)\n"
+            + self.equations()
+        )
+
+
+def require_parameters(model):
+    """ModelError when ``model`` has no unknown parameter: there is nothing to fit or identify."""
+    if not isinstance(model, SDEModel):
+        raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
+    if model.n == 0:
+        raise ModelError(
+            f"model {model.name!r} has no unknown parameters: there is nothing to fit or identify "
+            "(ds.simulate draws its snapshots, ds.density_from_dynamics learns its stationary "
+            "density)"
+        )
+
+
+def load_model(path) -> SDEModel:
+    """Import a model file and return its module-level ``model``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A Python file that builds an :class:`SDEModel` named ``model``
+        (optionally with ``nominal`` values given to the constructor).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ModelError(f"model file {path!r} does not exist")
+    mod_name = "dynosed_user_model_" + re.sub(
+        r"\W", "_", os.path.splitext(os.path.basename(path))[0]
+    )
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None:  # importlib only loads files with a Python suffix
+        raise ModelError(
+            f"model file {path!r} is not a Python file (a .py file that builds an "
+            "SDEModel named 'model')"
+        )
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ModelError:
+        raise
+    except Exception as exc:  # user code: report the file, keep the cause
+        raise ModelError(f"model file {path!r} failed to run: {type(exc).__name__}: {exc}") from exc
+    model = getattr(module, "model", None)
+    if not isinstance(model, SDEModel):
+        raise ModelError(f"model file {path!r} must define an SDEModel named 'model'")
+    model.source_path = os.path.abspath(path)
+    return model

@@ -1,0 +1,531 @@
+"""The local route: Fokker–Planck residuals at probe points with estimated scores
+(docs/design.md §2).
+
+At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)ᵀθ − β(x_i)`` with
+
+    a(x) = U(x)ᵀs(x) + ∇·U(x)
+    β(x) = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − sᵀv − ∇·v − ∂ₜlog p
+
+(s the score, J its Jacobian; all derivatives of U, v and D derived symbolically, see
+:mod:`dynosed_sym.model.derivation`).  The rows are filled by the model's generated
+``local_rows`` kernel.
+
+A drift that is not affine in θ is fitted by the gradient route: the same loss is minimised by
+trust-region least squares with R and ∂R/∂θ from the generated ``local_residual`` kernel
+(:class:`dynosed_sym.solve.gradient.LocalProblem`), and the report below is taken on the
+linearisation ``A = ∂r/∂θ(θ̂)``, ``b = Aθ̂ − r(θ̂)`` (r = R/√M) for the full-data scores and for
+every delete-one-block replicate.
+
+Scaling.  Rows are divided by √M, so ``‖Aθ − b‖² = (1/M) Σ_i R(x_i; θ)²`` is the local loss of the
+reference paper and λ has the same meaning whatever the number of probes.
+
+Noise.  The scores are estimated from data, so A and b are noisy.  Their sampling noise is
+estimated by the delete-one-block jackknife over B contiguous blocks of rows of X (rows of
+:func:`dynosed_sym.simulate` output are chain by chain, so blocks hold whole chains, and
+:func:`~dynosed_sym.routes.probes.restrict_to_balls` keeps the row order).  Both built-in
+estimators are smooth functions of per-block sums, so the B delete-one-block estimates cost no
+extra pass over the data.  From the replicate systems ``A_(b)`` the jackknife pseudo-values
+``B·A − (B−1)·A_(b)`` are formed and handed to :func:`~dynosed_sym.solve.report.analyse` as equally
+weighted "blocks": their standard error is exactly the jackknife standard error.  The report's
+rank and consistency verdicts are therefore judged against the sampling noise of the score
+estimates.  They do not see the estimator's *bias* (kernel smoothing, a local basis too poor for
+the density): a biased estimate with small noise shows up as an inconsistent system (residual ≫
+noise).  With exact scores given as
+arrays there is no sampling noise; the rank is then judged against floating-point precision.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import arguments
+from ..assembly.local import local_rows
+from ..codegen.loading import compile_model
+from ..data.arrays import as_samples
+from ..data.checks import diffusion_psd, distinct_samples, per_row
+from ..data.designs import as_design
+from ..data.sources import ArraySource, is_streamed, open_source
+from ..errors import DataError
+from ..model.declaration import require_parameters
+from ..options import DEFAULT_BLOCKS, Execution, execution_doc
+from ..progress import progress_bar, progress_enabled
+from ..solve.gradient import LocalProblem, fit_gradient, starting_point
+from ..solve.intervals import check_prior_scale
+from ..solve.linear import system_scale
+from ..solve.report import analyse
+from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
+from .local_designs import fit_local_design
+from .probes import as_probes
+from .result import FitResult
+from .scores import ScoreEstimate, check_scores, make_estimator
+
+__all__ = ["fit_local", "local_system"]
+
+#: Default statistic of the local route (see fit_local's ``statistic``): the V-statistic.  The
+#: U-statistic's correction (the jackknife covariance of the rows) moves local estimates by far
+#: less than their error, which the score estimator's bias dominates, and widens their intervals
+#: (docs/uncertainty-honest.md); the resolved estimator and honest intervals are the default.
+LOCAL_STATISTIC = "v"
+
+#: Kernel widths 1/√T that must fit inside a ball for the kernel estimators (warning otherwise).
+KERNEL_WIDTHS = 3.0
+
+
+def _dlogp_at(dlogp_dt, P):
+    """∂ₜlog p at the probes (M,); zero (a stationary snapshot) when not given."""
+    if dlogp_dt is None:
+        return np.zeros(P.shape[0])
+    return per_row(dlogp_dt, P, "dlogp_dt", "probe")
+
+
+def local_system(model, probes, S, J, dlogp_dt=None, out_dir=None):
+    """The local linear system ``A θ ≈ b`` (rows scaled by 1/√M) from scores at probes.
+
+    Parameters
+    ----------
+    model : SDEModel (affine)
+    probes : (M, d) array, DataFrame or Balls
+    S, J : scores (M, d) and Jacobians (M, d, d)
+    dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
+
+    Returns
+    -------
+    A : (M, n), b : (M,)
+    """
+    cm = compile_model(model, out_dir)
+    if not cm.is_affine:
+        model.derivation.require_affine()
+    P, _ = as_probes(probes, model)
+    S, J = check_scores(S, J, P.shape[0], model.d)
+    A, b = local_rows(cm, P, S, J, _dlogp_at(dlogp_dt, P))
+    scale = 1.0 / np.sqrt(P.shape[0])
+    return A * scale, b * scale
+
+
+def _is_score_arrays(score):
+    return isinstance(score, (tuple, list)) and len(score) == 2 and not callable(score[0])
+
+
+@execution_doc("n_blocks", "chunk_rows", "progress", "out_dir")
+def fit_local(
+    model,
+    X,
+    probes,
+    *,
+    inputs=None,
+    env_column=None,
+    time_column=None,
+    dlogp_bandwidth=None,
+    use_times=None,
+    temperature=49.0,
+    score="kernel",
+    lam=1e-6,
+    radius=None,
+    degree=2,
+    dlogp_dt=None,
+    theta0=None,
+    solver=None,
+    projection=True,
+    n_starts=1,
+    max_nfev=None,
+    seed=0,
+    statistic=LOCAL_STATISTIC,
+    estimator="resolved",
+    prior_scale="ml",
+    n_blocks=DEFAULT_BLOCKS,
+    chunk_rows=None,
+    progress=None,
+    out_dir=None,
+) -> FitResult:
+    """Fit a model by the local route: residuals at probes with estimated scores.
+
+    Parameters
+    ----------
+    model : SDEModel
+        Affine in its parameters: one linear (Tikhonov) solve.  Not affine: the same loss
+        ``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` is minimised by trust-region least squares with the
+        compiled θ-gradient of the residual (generated ``local_residual`` kernel,
+        :class:`dynosed_sym.solve.gradient.LocalProblem`), starting from ``theta0`` or
+        ``model.nominal`` (NotAffineError when neither is given).
+    X : samples, or None
+        Samples (may be restricted to regions, e.g. by
+        :func:`~dynosed_sym.routes.probes.restrict_to_balls`): an (N, d) array or DataFrame in
+        memory, or — as for :func:`dynosed_sym.fit_global` — a ``.npy`` path (memory-mapped), a
+        ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset, an iterable/iterator of chunks or
+        a dask array, read once in chunks with memory independent of N by the built-in estimators
+        (see :mod:`dynosed_sym.data.sources`).  Noise blocks: those of the array in memory when N
+        is known; for an iterator, equal blocks as in ``fit_global``.  Not needed when ``score``
+        is given as arrays.
+    probes : (M, d) array, DataFrame, :class:`~dynosed_sym.routes.probes.Balls` or int
+        Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
+        k: the k-means centres of X (X in memory only: a stream is read once).  A design:
+        the same for every snapshot, or ``{environment: probes}`` and, for a time course,
+        ``{time: probes}``.
+
+        Designs (docs/designs.md): X may be a dict ``{environment: samples}`` or a
+        :class:`~dynosed_sym.data.designs.TimeCourse` (or a dict of them); each environment
+        (each interior snapshot of a time course) gives its own local system, stacked with
+        weights N_e/N and independent noise groups.
+    inputs, env_column, time_column
+        As :func:`dynosed_sym.fit_global`: known inputs per environment, a column naming each
+        row's environment, a column holding each row's time.
+    dlogp_bandwidth : float, optional
+        Time courses: bandwidth of the Gaussian kernel densities whose 3-point time difference
+        estimates ∂ₜlog p at an interior snapshot (default 2/√T).
+    use_times : sequence of float, optional
+        Time courses: the interior snapshot times whose rows are used (default: all).
+    temperature : float
+        Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``); the
+        reference paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.
+    score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
+        How scores and Jacobians at the probes are obtained: the kernel estimator of
+        docs/design.md §2, its deconvolved local-Gaussian variant (no smoothing bias), local
+        score matching (needs ``radius``), arrays S (M, d) and J (M, d, d) with
+        ``J[i, j, l] = ∂s_j/∂x_l`` (exact or external scores), or any
+        ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
+    lam : float
+        Tikhonov regularisation λ ≥ 0.
+    radius : float or (M,) array, optional
+        Ball radius of local score matching (default: the radius of ``probes`` given as Balls).
+    degree : int
+        Monomial degree of the local log-density in score matching (2: quadratic).
+    dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
+        ∂ₜlog p at the probes for a non-stationary snapshot (docs/design.md §2); zero when
+        omitted.
+    theta0 : array or dict, optional
+        Starting point of the gradient route (default: ``model.nominal``; zeros for an affine
+        model fitted with ``solver="gradient"``).
+    solver : {None, "linear", "gradient"}
+        None: linear for an affine model, gradient otherwise.  "gradient" also fits an affine
+        model by the gradient route (the optimum is the linear solve's).
+    projection : bool
+        Gradient route: eliminate the separable parameters exactly (variable projection) and
+        search only the others.
+    n_starts : int
+        Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
+    max_nfev : int, optional
+        Gradient route: evaluations allowed per search (default: SciPy's, 100·n).  A search
+        stopped by it is reported: ``FitResult.converged`` False, ``NOT CONVERGED`` in the
+        summary and a :class:`~dynosed_sym.errors.ConvergenceWarning`.
+    seed : int
+        Seeds the perturbed starts of the gradient route (the scores do not use randomness).
+    statistic : {"v", "u"}
+        As :func:`dynosed_sym.fit_global`, with the jackknife pseudo-values as the noise blocks:
+        "u" subtracts their covariance from the Gram matrix (errors in variables).  Default "v"
+        (``LOCAL_STATISTIC``: measured, the correction does not help here).
+    estimator : {"resolved", "ridge"}
+        "resolved" (default): no ridge on the resolved directions, intervals widened by the bias
+        from unresolved ones, estimable combinations named (as :func:`dynosed_sym.fit_global`);
+        ``statistic="v", estimator="ridge"`` reproduces earlier versions bit for bit.
+    prior_scale : "ml", float, array, dict or None
+        As :func:`dynosed_sym.fit_global`.
+    <execution options>
+        (For the local route ``n_blocks`` counts the blocks of its delete-one-block jackknife; 0
+        or 1: no noise estimate.)
+
+    Returns
+    -------
+    FitResult
+        ``route == "local"``; ``A`` (M, n) and ``b`` (M,) scaled by 1/√M; ``info`` holds the
+        estimator settings and the smallest effective number of data points behind a probe;
+        ``scores`` attribute: the :class:`~dynosed_sym.routes.scores.ScoreEstimate` used.
+    """
+    require_parameters(model)
+    design = None if X is None else as_design(X, model, inputs, env_column, time_column)
+    if design is not None:
+        if dlogp_dt is not None or theta0 is not None or solver == "gradient":
+            raise DataError(
+                "fit_local on a design (environments, time courses) does not take "
+                f"{'dlogp_dt' if dlogp_dt is not None else 'theta0/solver'}= (designs need a "
+                "drift affine in θ; a time course estimates ∂ₜlog p itself)"
+            )
+        lam = arguments.number(lam, "lam", nonnegative=True)
+        ex = Execution.resolve(
+            n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir
+        )
+        return fit_local_design(
+            model,
+            design,
+            probes,
+            _fit_local_single,
+            lam=lam,
+            n_blocks=ex.n_blocks,
+            dlogp_bandwidth=dlogp_bandwidth,
+            use_times=use_times,
+            out_dir=ex.out_dir,
+            temperature=temperature,
+            score=score,
+            radius=radius,
+            degree=degree,
+            seed=seed,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            statistic=statistic,
+            estimator=estimator,
+            prior_scale=prior_scale,
+        )
+    return _fit_local_single(
+        model,
+        X,
+        probes,
+        temperature=temperature,
+        score=score,
+        lam=lam,
+        radius=radius,
+        degree=degree,
+        dlogp_dt=dlogp_dt,
+        theta0=theta0,
+        solver=solver,
+        projection=projection,
+        n_starts=n_starts,
+        max_nfev=max_nfev,
+        seed=seed,
+        statistic=statistic,
+        estimator=estimator,
+        prior_scale=prior_scale,
+        n_blocks=n_blocks,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        out_dir=out_dir,
+    )
+
+
+def _fit_local_single(
+    model,
+    X,
+    probes,
+    *,
+    temperature=49.0,
+    score="kernel",
+    lam=1e-6,
+    radius=None,
+    degree=2,
+    dlogp_dt=None,
+    theta0=None,
+    solver=None,
+    projection=True,
+    n_starts=1,
+    max_nfev=None,
+    seed=0,
+    statistic=LOCAL_STATISTIC,
+    estimator="resolved",
+    prior_scale="ml",
+    n_blocks=DEFAULT_BLOCKS,
+    chunk_rows=None,
+    progress=None,
+    out_dir=None,
+) -> FitResult:
+    """:func:`fit_local` on one snapshot (its docstring lists the arguments)."""
+    require_parameters(model)
+    lam = arguments.number(lam, "lam", nonnegative=True)
+    statistic, solve_as = estimator_options(statistic, estimator)
+    prior_scale = check_prior_scale(prior_scale, model.param_names)
+    ex = Execution.resolve(
+        n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir, min_blocks=0
+    )
+    n_blocks, chunk_rows = ex.n_blocks, ex.chunk_rows
+    arguments.choice(solver, "solver", (None, "linear", "gradient"))
+    n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
+    if max_nfev is not None:
+        max_nfev = arguments.integer(max_nfev, "max_nfev", minimum=1)
+    seed = arguments.seed(seed)
+    cm = compile_model(model, ex.out_dir)
+    gradient = solver == "gradient" or (solver is None and not cm.is_affine)
+    start = starting_point(model, cm, theta0, gradient)
+    arrays = _is_score_arrays(score)
+    Xa = source = None
+    if X is not None:
+        if is_streamed(X):
+            source = open_source(X, model, "X")
+            if isinstance(source, ArraySource):  # e.g. an in-memory dask-free array-like
+                Xa, source = source.array, None
+        else:
+            Xa = as_samples(X, model, "X", min_samples=1)
+    elif not arrays:
+        raise DataError("X is required unless score is given as (S, J) arrays")
+    try:
+        if (
+            source is not None
+            and isinstance(probes, (int, np.integer))
+            and not isinstance(probes, bool)
+        ):
+            raise DataError(
+                f"probes={int(probes)} chooses probes by k-means from X, which needs X in "
+                f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
+                "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample"
+            )
+        kmeans = {}
+        P, ball_radius = as_probes(probes, model, Xa, info=kmeans)
+        diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
+        M = P.shape[0]
+        g = _dlogp_at(dlogp_dt, P)
+        info = {"probes": M}
+        n_samples = 0 if Xa is None else Xa.shape[0]
+        if source is not None:
+            info["input"] = source.kind
+            n_samples = source.n_rows or 0
+        if arrays:
+            S, J = check_scores(score[0], score[1], M, model.d)
+            est = ScoreEstimate(S, J, None, None, None, "given")
+            info["score"] = "given"
+        else:
+            if radius is None:
+                radius = ball_radius
+            estimator = make_estimator(score, temperature, radius, degree)
+            if Xa is not None and estimator.method in (
+                "kernel",
+                "local_gaussian",
+                "score_matching",
+            ):
+                distinct_samples(Xa)  # (a callable may not even read X)
+            if source is not None and not getattr(estimator, "streams", False):
+                raise DataError(
+                    f"score={score!r} needs X in memory (an array or DataFrame); X is "
+                    f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
+                    "'score_matching', which read it in one pass, or load X"
+                )
+            if (
+                estimator.method in ("kernel", "local_gaussian")
+                and ball_radius is not None
+                and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS
+            ):
+                warnings.warn(
+                    f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not "
+                    f"small against the ball radius {np.min(ball_radius):.3g}: data cut off at "
+                    f"the ball's edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or "
+                    "use score='score_matching')",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            if source is None:
+                est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
+            else:
+                show = progress_enabled(ex.progress, streamed=True)
+                with progress_bar(show, total=source.n_rows, desc=f"fit_local {model.name}") as bar:
+                    est = estimator.estimate(
+                        source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows), bar=bar
+                    )
+                n_samples = est.n_samples if est.n_samples is not None else n_samples
+            info["score"] = estimator.method
+            if estimator.method in ("kernel", "local_gaussian"):
+                info["temperature"] = estimator.temperature
+            if estimator.method == "score_matching":
+                r = np.asarray(estimator.radius)
+                info["radius"] = float(r) if r.ndim == 0 else "per probe"
+                info["degree"] = estimator.degree
+            if est.n_effective is not None:
+                info["min_points"] = round(float(np.min(est.n_effective)), 1)
+    finally:
+        if source is not None:
+            source.close()
+    info["lam"] = lam
+    scale = 1.0 / np.sqrt(M)
+    B = est.n_blocks if est.n_blocks >= 2 else 0
+    # the full-data system and the B delete-one-block systems in one kernel call
+    S_all, J_all = est.score[None], est.jacobian[None]
+    if B:
+        S_all = np.concatenate([S_all, est.score_blocks])
+        J_all = np.concatenate([J_all, est.jacobian_blocks])
+    notes = []
+    if kmeans and not kmeans["converged"]:
+        notes.append(
+            f"note: the k-means placement of the probes stopped after {kmeans['iterations']} "
+            "iterations without converging (valid probes, but not k-means centres)"
+        )
+
+    def pseudo(A_all, b_all):
+        """Full-data system and its jackknife pseudo-values as noise blocks (module docstring)."""
+        A, b = A_all[0], b_all[0]
+        if not B:
+            return A, b, None, None, None
+        Ab, bb = A_all[1:], b_all[1:]
+        if not (np.isfinite(Ab).all() and np.isfinite(bb).all()):
+            return A, b, None, None, None
+        pa = B * A[None] - (B - 1) * Ab
+        pb = B * b[None] - (B - 1) * bb
+        return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
+
+    estimate = None
+    if gradient:
+        # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
+        # for the full-data scores and each delete-one-block replicate (jackknife below).
+        prob = LocalProblem(cm, P, S_all, J_all, g)
+        theta, ginfo = fit_gradient(
+            prob, lam, start, projection=projection, n_starts=n_starts, seed=seed, max_nfev=max_nfev
+        )
+        system = pseudo(*prob.linearisation(theta))
+        system_scale(system[0], system[1], "local")
+        if (statistic, solve_as) != ("v", "ridge") and system[2] is not None:
+            estimate, system, gn = corrected_gauss_newton(
+                lambda th: pseudo(*prob.linearisation(th)),
+                theta,
+                lam,
+                statistic=statistic,
+                estimator=solve_as,
+                prior_scale=prior_scale,
+            )
+            theta = estimate.theta
+            info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
+        info["solver"] = "gradient"
+        info["nfev"] = ginfo["nfev"]
+        info["converged"] = ginfo["converged"]
+        info["status"] = ginfo["status"]
+        if not ginfo["converged"]:
+            info["message"] = ginfo["message"]
+        if ginfo["projected"]:
+            info["projected"] = ",".join(ginfo["projected"])
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            A_all, b_all = local_rows(
+                cm,
+                np.tile(P, (B + 1, 1)),
+                S_all.reshape(-1, model.d),
+                J_all.reshape(-1, model.d, model.d),
+                np.tile(g, B + 1),
+            )
+        A_all = A_all.reshape(B + 1, M, model.n) * scale
+        b_all = b_all.reshape(B + 1, M) * scale
+        system_scale(A_all[0], b_all[0], "local")
+        system = pseudo(A_all, b_all)
+        estimate = solve_system(
+            *system, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
+        )
+        theta = estimate.theta
+    A, b, A_blocks, b_blocks, counts = system
+    if A_blocks is not None:
+        info["blocks"] = B
+    elif B:
+        notes.append(
+            "note: a delete-one-block score estimate was not finite (too little data "
+            "near a probe without one block); no noise estimate"
+        )
+    info["statistic"], info["estimator"] = (
+        ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
+    )
+    report = analyse(
+        A,
+        b,
+        theta,
+        lam,
+        model.param_names,
+        A_blocks,
+        b_blocks,
+        counts,
+        estimate=estimate,
+        prior_scale=prior_scale,
+    )
+    if A_blocks is not None and report.notes:
+        report.notes = [n for n in report.notes if "too few data blocks" not in n]
+    report.notes.extend(notes)
+    if A_blocks is None and arrays:
+        report.notes = [n for n in report.notes if "too few data blocks" not in n]
+        report.notes.append(
+            "note: scores given as arrays carry no sampling-noise estimate; rank judged "
+            "against floating-point precision only"
+        )
+    fit = FitResult(model, theta, A, b, report, "local", n_samples, info)
+    fit.scores = est
+    fit.probes = P
+    return fit

@@ -1,0 +1,380 @@
+"""Probe points and regions for the local route.
+
+The local route evaluates the Fokker–Planck residual at probe points where the data are dense.
+This module chooses probes and restricts data to balls around centres, so that region-restricted
+sampling (data only where an experiment can reach) can be mimicked and studied:
+
+* :func:`choose_probes` — ``"kmeans"`` (k-means++ then Lloyd iterations: centres of mass of the
+  data), ``"dense"`` (greedy densest points, separated by at least ``2·radius`` so balls do not
+  overlap) or ``"random"`` (data points drawn at random, optionally separated);
+* :class:`Balls` — centres (k, d) and a radius (scalar or per ball); ``balls.restrict(X)`` keeps the
+  rows inside any ball, ``balls.counts(X)`` counts them.  Passed as ``probes=`` to
+  :func:`dynosed_sym.fit_local`, the centres are the probes and the radius is the default radius
+  of local score matching;
+* :func:`restrict_to_balls` — the same as a function, with ``max_per_ball`` to subsample each
+  ball (sparse balls).
+
+Memory is O(N) per centre (distances are computed centre by centre, in chunks of rows).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import arguments
+from ..errors import ConvergenceWarning, DataError
+from ..kernels.balls import ball_labels
+from ..options import CHUNK_ROWS
+
+__all__ = [
+    "Balls",
+    "choose_probes",
+    "kmeans_centres",
+    "dense_centres",
+    "random_centres",
+    "restrict_to_balls",
+    "as_probes",
+    "KMEANS_ITERATIONS",
+]
+
+#: Most Lloyd iterations of :func:`kmeans_centres`.
+KMEANS_ITERATIONS = 300
+
+
+def _as_data(X, name="X"):
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name}: cannot convert to a float array ({exc})") from None
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise DataError(f"{name}: expected a 2-D array (N, d), got {X.ndim} dimensions")
+    if not np.isfinite(X).all():
+        raise DataError(f"{name}: contains NaN or inf")
+    return np.ascontiguousarray(X)
+
+
+def _check_k(k, N):
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise DataError(f"the number of probes must be a positive integer, got {k!r}")
+    if k > N:
+        raise DataError(f"cannot choose {k} probes from {N} data point(s)")
+    return int(k)
+
+
+def _sq_dist_to(X, c):
+    diff = X - c
+    return np.einsum("ij,ij->i", diff, diff)
+
+
+def _nearest(X, C):
+    """Index (N,) of the nearest centre and squared distance (N,), chunked over rows."""
+    N = X.shape[0]
+    idx = np.empty(N, dtype=np.int64)
+    dist = np.empty(N)
+    cc = np.einsum("ij,ij->i", C, C)
+    for lo in range(0, N, CHUNK_ROWS):
+        Xc = X[lo : lo + CHUNK_ROWS]
+        d2 = np.einsum("ij,ij->i", Xc, Xc)[:, None] - 2.0 * Xc @ C.T + cc[None, :]
+        idx[lo : lo + CHUNK_ROWS] = np.argmin(d2, axis=1)
+        dist[lo : lo + CHUNK_ROWS] = np.maximum(
+            d2[np.arange(Xc.shape[0]), idx[lo : lo + CHUNK_ROWS]], 0.0
+        )
+    return idx, dist
+
+
+def kmeans_centres(X, k, seed=0, n_iter=None, tol=1e-10, return_info=False):
+    """k-means centres (k, d): k-means++ seeding from ``seed`` then Lloyd iterations.
+
+    Parameters
+    ----------
+    X : (N, d) array
+    k : int
+    seed : int
+    n_iter : int, optional
+        Most Lloyd iterations (default ``KMEANS_ITERATIONS``, 300).
+    tol : float
+        Converged when no centre moves by more than ``tol · max(1, max|C|)``.
+    return_info : bool
+        Also return ``{"converged": bool, "iterations": int}``.
+
+    Returns
+    -------
+    C : (k, d) array
+    info : dict, when ``return_info``
+
+    Stopping after ``n_iter`` iterations without meeting ``tol`` issues a
+    :class:`~dynosed_sym.errors.ConvergenceWarning` (the centres are then valid probes, but not a
+    fixed point of Lloyd's iteration).
+    """
+    n_iter = KMEANS_ITERATIONS if n_iter is None else arguments.integer(n_iter, "n_iter", 1)
+    X = _as_data(X)
+    N = X.shape[0]
+    k = _check_k(k, N)
+    rng = np.random.default_rng(seed)
+    C = np.empty((k, X.shape[1]))
+    C[0] = X[rng.integers(N)]
+    d2 = _sq_dist_to(X, C[0])
+    for i in range(1, k):
+        tot = d2.sum()
+        j = rng.choice(N, p=d2 / tot) if tot > 0 else rng.integers(N)
+        C[i] = X[j]
+        d2 = np.minimum(d2, _sq_dist_to(X, C[i]))
+    converged, it = False, 0
+    while it < n_iter:
+        idx, _ = _nearest(X, C)
+        newC = C.copy()
+        for i in range(k):
+            sel = idx == i
+            if sel.any():
+                newC[i] = X[sel].mean(axis=0)
+        shift = np.abs(newC - C).max()
+        C = newC
+        it += 1
+        if shift <= tol * max(1.0, np.abs(C).max()):
+            converged = True
+            break
+    if not converged:
+        warnings.warn(
+            f"k-means stopped after {it} Lloyd iterations without converging (last centre "
+            f"shift {shift:.3g}): the centres are valid probes but not k-means centres",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return (C, {"converged": converged, "iterations": it}) if return_info else C
+
+
+def random_centres(X, k, seed=0, min_separation=0.0, max_tries=100_000):
+    """k data points (k, d) drawn at random, pairwise at least ``min_separation`` apart."""
+    X = _as_data(X)
+    N = X.shape[0]
+    k = _check_k(k, N)
+    rng = np.random.default_rng(seed)
+    if min_separation <= 0:
+        return X[np.sort(rng.choice(N, k, replace=False))].copy()
+    chosen = []
+    for _ in range(int(max_tries)):
+        x = X[rng.integers(N)]
+        if all(np.sum((x - c) ** 2) >= min_separation**2 for c in chosen):
+            chosen.append(x.copy())
+            if len(chosen) == k:
+                return np.array(chosen)
+    raise DataError(
+        f"could not place {k} probes at least {min_separation:g} apart "
+        f"(placed {len(chosen)}); lower min_separation or k"
+    )
+
+
+def dense_centres(X, k, radius, seed=0, max_points=20_000):
+    """Greedy densest data points (k, d): most neighbours within ``radius``, ≥ 2·radius apart.
+
+    Neighbour counts are taken on a seeded subsample of at most ``max_points`` rows.
+    """
+    from scipy.spatial import cKDTree
+
+    X = _as_data(X)
+    N = X.shape[0]
+    k = _check_k(k, N)
+    radius = float(radius)
+    if not (np.isfinite(radius) and radius > 0):
+        raise DataError(f"radius must be positive, got {radius!r}")
+    rng = np.random.default_rng(seed)
+    sub = X if N <= max_points else X[np.sort(rng.choice(N, max_points, replace=False))]
+    tree = cKDTree(sub)
+    counts = tree.query_ball_point(sub, radius, return_length=True).astype(float)
+    order = np.argsort(-counts, kind="stable")
+    chosen = []
+    for i in order:
+        x = sub[i]
+        if all(np.sum((x - c) ** 2) >= (2 * radius) ** 2 for c in chosen):
+            chosen.append(x.copy())
+            if len(chosen) == k:
+                return np.array(chosen)
+    raise DataError(
+        f"found only {len(chosen)} separated dense regions of radius {radius:g}; "
+        "lower k or the radius"
+    )
+
+
+def choose_probes(X, k, method="kmeans", *, radius=None, seed=0, min_separation=0.0):
+    """Probe points (k, d) in the data ``X`` (N, d).
+
+    Parameters
+    ----------
+    method : {"kmeans", "dense", "random"}
+        ``"kmeans"``: k-means centres; ``"dense"``: greedy densest points within ``radius``
+        (needs ``radius``); ``"random"``: random data points at least ``min_separation`` apart.
+    """
+    if method == "kmeans":
+        return kmeans_centres(X, k, seed=seed)
+    if method == "dense":
+        if radius is None:
+            raise DataError("method='dense' needs radius=")
+        return dense_centres(X, k, radius, seed=seed)
+    if method == "random":
+        return random_centres(X, k, seed=seed, min_separation=min_separation)
+    raise DataError(f"method must be 'kmeans', 'dense' or 'random', got {method!r}")
+
+
+@dataclass(frozen=True)
+class Balls:
+    """Balls with centres (k, d) and a radius (scalar or (k,)): regions of dense sampling.
+
+    Attributes
+    ----------
+    centres : (k, d) array
+    radius : float or (k,) array
+    """
+
+    centres: np.ndarray
+    radius: object
+
+    def __post_init__(self):
+        C = _as_data(self.centres, "centres")
+        r = np.asarray(self.radius, dtype=float)
+        if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != C.shape[0]):
+            raise DataError(
+                f"Balls: radius must be a number or one per centre ({C.shape[0]}), "
+                f"got shape {r.shape}"
+            )
+        if not (np.all(np.isfinite(r)) and np.all(r > 0)):
+            raise DataError(f"Balls: radius must be positive, got {self.radius!r}")
+        object.__setattr__(self, "centres", C)
+        object.__setattr__(self, "radius", float(r) if r.ndim == 0 else r)
+
+    @property
+    def k(self) -> int:
+        return int(self.centres.shape[0])
+
+    @property
+    def radii(self) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.radius, dtype=float), (self.k,)).copy()
+
+    def labels(self, X) -> np.ndarray:
+        """Index (N,) of the first ball containing each row of X, −1 outside every ball."""
+        X = _as_data(X)
+        if X.shape[1] != self.centres.shape[1]:
+            raise DataError(
+                f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions"
+            )
+        lab = np.empty(X.shape[0], dtype=np.int64)
+        ball_labels(X, self.centres, self.radii**2, lab)
+        return lab
+
+    def counts(self, X) -> np.ndarray:
+        """Rows of X in each ball (k,), a row counted in the first ball containing it."""
+        return np.bincount(_valid(self.labels(X)), minlength=self.k)
+
+    def restrict(self, X, max_per_ball=None, seed=0, return_labels=False, allow_empty=False):
+        """Rows of X inside the balls, in their original order (see :func:`restrict_to_balls`)."""
+        return restrict_to_balls(
+            X,
+            self,
+            max_per_ball=max_per_ball,
+            seed=seed,
+            return_labels=return_labels,
+            allow_empty=allow_empty,
+        )
+
+
+def _valid(lab):
+    return lab[lab >= 0]
+
+
+def restrict_to_balls(
+    X, balls, radius=None, *, max_per_ball=None, seed=0, return_labels=False, allow_empty=False
+):
+    """Keep the rows of X that fall inside balls (region-restricted sampling).
+
+    Parameters
+    ----------
+    X : (N, d) array
+    balls : Balls, or centres (k, d) with ``radius``
+    max_per_ball : int, optional
+        Keep at most this many rows per ball, drawn at random with ``seed`` (sparse balls).
+    return_labels : bool
+        Also return the ball index (n,) of every kept row.
+    allow_empty : bool
+        Without it, an empty ball raises a DataError naming the ball.
+
+    Returns
+    -------
+    X_in : (n, d) array
+        The kept rows, in their original order (contiguous blocks of rows stay contiguous).
+    labels : (n,) int array, when ``return_labels``
+    """
+    if not isinstance(balls, Balls):
+        if radius is None:
+            raise DataError("restrict_to_balls: pass Balls, or centres together with radius=")
+        balls = Balls(balls, radius)
+    X = _as_data(X)
+    lab = balls.labels(X)
+    counts = np.bincount(_valid(lab), minlength=balls.k)
+    if not allow_empty and (counts == 0).any():
+        i = int(np.flatnonzero(counts == 0)[0])
+        raise DataError(
+            f"ball {i} (centre {np.array2string(balls.centres[i], precision=4)}, radius "
+            f"{balls.radii[i]:g}) contains no data"
+        )
+    keep = lab >= 0
+    if max_per_ball is not None:
+        if (
+            isinstance(max_per_ball, bool)
+            or not isinstance(max_per_ball, (int, np.integer))
+            or max_per_ball < 1
+        ):
+            raise DataError(f"max_per_ball must be a positive integer, got {max_per_ball!r}")
+        rng = np.random.default_rng(seed)
+        keep = np.zeros(X.shape[0], dtype=bool)
+        for i in range(balls.k):
+            rows = np.flatnonzero(lab == i)
+            if rows.size > max_per_ball:
+                rows = rng.choice(rows, int(max_per_ball), replace=False)
+            keep[rows] = True
+    idx = np.flatnonzero(keep)
+    return (X[idx], lab[idx]) if return_labels else X[idx]
+
+
+def as_probes(probes, model=None, X=None, seed=0, info=None):
+    """Normalise ``probes`` → (P (M, d), radius or None).
+
+    Accepts an (M, d) array, a DataFrame with the state names as columns, a :class:`Balls`
+    (centres and radius) or an int k (k-means centres of X; their ``converged`` and
+    ``iterations`` are written into the dict ``info`` when given).
+    """
+    radius = None
+    if isinstance(probes, Balls):
+        P, radius = probes.centres, probes.radius
+    elif isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):
+        if X is None:
+            raise DataError("probes given as a number need data X to choose them from")
+        P, kinfo = kmeans_centres(X, int(probes), seed=seed, return_info=True)
+        if info is not None:
+            info.update(kinfo)
+    elif hasattr(probes, "columns") and hasattr(probes, "to_numpy") and model is not None:
+        cols = [str(c) for c in probes.columns]
+        missing = [s for s in model.state_names if s not in cols]
+        if missing:
+            raise DataError(f"probes: DataFrame has no column {missing[0]!r}")
+        P = probes[model.state_names].to_numpy(dtype=float)
+    else:
+        try:
+            P = np.asarray(probes, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"probes: cannot convert to a float array ({exc})") from None
+    d = model.d if model is not None else (P.shape[1] if P.ndim == 2 else 1)
+    if P.ndim == 1 and d == 1:
+        P = P[:, None]
+    if P.ndim == 1 and P.shape[0] == d:
+        P = P[None, :]
+    if P.ndim != 2 or P.shape[1] != d:
+        raise DataError(f"probes: expected an array of shape (M, {d}), got shape {P.shape}")
+    if P.shape[0] == 0:
+        raise DataError("probes: no probe points")
+    if not np.isfinite(P).all():
+        raise DataError("probes: contain NaN or inf")
+    return np.ascontiguousarray(P), radius

@@ -1,0 +1,397 @@
+"""The result of a fit: :class:`FitResult` (estimate, system, report; summary, tables, JSON)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..errors import DynosedError
+from ..solve.uncertainty import confidence_intervals
+
+__all__ = ["FitResult", "plain", "finite_or_none"]
+
+
+class FitResult:
+    """Estimate, linear system and identifiability report of one fit.
+
+    Attributes
+    ----------
+    theta : (n,) array
+        Estimated parameters in ``model.params`` order.
+    params : dict
+        ``{name: estimate}``.
+    A : (m, n) array, b : (m,) array
+        The assembled system A θ ≈ b.
+    report : IdentifiabilityReport
+    route : str
+    n_samples : int
+    info : dict
+        Route settings (bandwidth, number of features, λ, seed ...); the gradient route adds
+        ``nfev``, ``converged``, ``status`` (``least_squares``) and, when it did not converge,
+        ``message``.
+    param_names : list of str
+        Names of the entries of ``theta``: the model's parameters, or for a design with
+        ``env_params`` one entry per environment (``k[A]``, ``k[B]``).
+    design : DesignInfo or None
+        A fit over several environments or time courses
+        (:class:`dynosed_sym.routes.designs.DesignInfo`): environments, inputs, per-environment
+        residuals, the quadrature check of time courses.
+    converged : bool
+        False when the gradient search stopped before meeting its tolerances (True for the
+        linear solve).
+    """
+
+    def __init__(self, model, theta, A, b, report, route, n_samples, info, names=None, design=None):
+        self.model = model
+        self.theta = np.asarray(theta, dtype=float)
+        self.A, self.b = A, b
+        self.report = report
+        self.route = route
+        self.n_samples = int(n_samples)
+        self.info = dict(info)
+        self.param_names = list(model.param_names if names is None else names)
+        self.design = design
+
+    @property
+    def converged(self) -> bool:
+        """False when the iterative search for θ̂ stopped unconverged (``info["message"]``)."""
+        return bool(self.info.get("converged", True))
+
+    @property
+    def params(self) -> dict:
+        return dict(zip(self.param_names, self.theta.tolist()))
+
+    def _truth(self, truth):
+        if truth is None:
+            return None
+        if self.design is not None:
+            return self.design.theta_vector(truth, "truth")
+        return self.model.theta_vector(truth, "truth")
+
+    @property
+    def std_errors(self):
+        """(n,) sandwich standard errors (inf for parameters that are not identified), or None."""
+        return self.report.std_errors
+
+    def conf_int(self, level=None, method="sandwich"):
+        """Confidence intervals (n, 2).
+
+        Parameters
+        ----------
+        level : float, optional
+            Coverage (default: the report's, 0.95).
+        method : {"sandwich", "bootstrap"}
+            Student-t intervals from the sandwich covariance (with the resolved estimator:
+            ``θ̂ ± t·√(se² + bias_sd²)``, the honest intervals of ``report.ci``), or
+            block-bootstrap percentiles (computed with 200 replicates if :meth:`bootstrap` was
+            not called).
+        """
+        rep = self.report
+        level = rep.ci_level if level is None else float(level)
+        if method == "sandwich":
+            if rep.std_errors is None:
+                raise DynosedError("this fit has no noise blocks, hence no standard errors")
+            return confidence_intervals(self.theta, self._total_sd(), level, rep.dof)
+        if method == "bootstrap":
+            res = rep.bootstrap_result
+            if res is None or res.level != level:
+                res = rep.bootstrap(level=level)
+            return res.ci
+        raise DynosedError(f"method must be 'sandwich' or 'bootstrap', got {method!r}")
+
+    def _total_sd(self):
+        """(n,) √(se² + bias_sd²): the honest intervals' scale (the sandwich se for the ridge)."""
+        rep = self.report
+        se = np.asarray(rep.std_errors, dtype=float)
+        if rep.bias_sd is None or rep.estimator != "resolved":
+            return se
+        return np.sqrt(se**2 + np.asarray(rep.bias_sd, dtype=float) ** 2)
+
+    def bootstrap(self, n_boot=200, seed=0, level=None):
+        """Block bootstrap reusing the per-block partial sums (no new pass over the data).
+
+        Returns the :class:`~dynosed_sym.solve.uncertainty.BootstrapResult`; ``summary()`` then
+        shows its standard errors and percentile intervals beside the sandwich ones.
+        """
+        return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
+
+    def summary(self, truth=None, bootstrap=None) -> str:
+        """A readable table: estimate, standard error, bias standard deviation, confidence
+        interval, loading on unresolved directions, freeness, identifiability (yes, no, or only in
+        combination), then rank, the estimable combinations, consistency and the
+        misspecification test.
+
+        Parameters
+        ----------
+        truth : array or dict, optional
+            True values, shown beside the estimates when given.
+        bootstrap : bool, optional
+            Show block-bootstrap standard errors and intervals (computed if needed when True;
+            shown when already computed if None).
+        """
+        rep = self.report
+        names = self.param_names
+        tv = self._truth(truth)
+        free = set(rep.free_params)
+        if bootstrap and rep.bootstrap_result is None and rep._blocks is not None:
+            rep.bootstrap()
+        boot = rep.bootstrap_result if bootstrap is not False else None
+        has_se = rep.std_errors is not None
+        honest = has_se and rep.loading is not None
+        widened = honest and rep.estimator == "resolved"
+        pct = f"{100 * rep.ci_level:g}% CI"
+        w = max(9, max(len(nm) for nm in names))
+        head = f"{'parameter':<{w}}  {'estimate':>12}" + (
+            f"  {'truth':>10}" if tv is not None else ""
+        )
+        if has_se:
+            head += f"  {'std.err':>9}" + (f"  {'bias.sd':>9}" if widened else "") + f"  {pct:^23}"
+        if honest:
+            head += f"  {'loading':>7}"
+        if boot is not None:
+            head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
+        head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
+        lines = [
+            f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
+            + ", ".join(f"{k} = {v}" for k, v in self.info.items() if k != "message")
+        ]
+        if not self.converged:
+            lines.append(
+                f"NOT CONVERGED: {self.info.get('message', '')} — θ̂ is where the search "
+                "stopped, not an optimum"
+            )
+        lines += [head, "-" * len(head)]
+
+        def interval(lo, hi):
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                return f"{'(−∞, ∞)':^23}"
+            return f"[{lo:>10.4g}, {hi:>10.4g}]"
+
+        for k, nm in enumerate(names):
+            row = f"{nm:<{w}}  {self.theta[k]:>12.5g}"
+            if tv is not None:
+                row += f"  {tv[k]:>10.4g}"
+            if has_se:
+                row += f"  {rep.std_errors[k]:>9.3g}"
+                row += (
+                    (f"  {rep.bias_sd[k]:>9.3g}" if widened else "") + "  " + interval(*rep.ci[k])
+                )
+            if honest:
+                row += f"  {rep.loading[k]:>7.3f}"
+            if boot is not None:
+                row += f"  {boot.se[k]:>9.3g}  " + interval(*boot.ci[k])
+            row += f"  {rep.freeness[k]:>10.3g}  {rep.freeness_normalised[k]:>10.3g}  "
+            row += _IDENTIFIABLE.get(rep.status[k]) if honest else ("no" if nm in free else "yes")
+            lines.append(row)
+        if has_se:
+            groups = f" in {rep.n_groups} independent groups" if rep.n_groups > 1 else ""
+            lines.append(
+                f"std.err: sandwich covariance from {rep.n_blocks} data blocks{groups}; intervals "
+                f"Student t with {rep.dof} d.o.f. (infinite when not identifiable)"
+                + (
+                    f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile intervals"
+                    if boot is not None
+                    else ""
+                )
+            )
+        if honest:
+            lines.extend(_resolution_notes(rep, widened))
+        lines.append("")
+        lines.append(str(rep))
+        if self.design is not None:
+            lines.extend(self.design.summary_lines())
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ results out
+    def _param_columns(self, truth=None):
+        """{column: (n,) values} of the per-parameter table (shared by to_dict and to_dataframe)."""
+        rep = self.report
+        n = len(self.param_names)
+        free = set(rep.free_params)
+        cols = {"estimate": self.theta.copy()}
+        if truth is not None:
+            cols["truth"] = self._truth(truth)
+        nan = np.full(n, np.nan)
+        ci = rep.ci if rep.ci is not None else np.column_stack([nan, nan])
+        cols["std_error"] = rep.std_errors.copy() if rep.std_errors is not None else nan.copy()
+        cols["ci_low"], cols["ci_high"] = ci[:, 0].copy(), ci[:, 1].copy()
+        cols["freeness"] = np.asarray(rep.freeness, dtype=float).copy()
+        cols["freeness_normalised"] = np.asarray(rep.freeness_normalised, dtype=float).copy()
+        cols["identifiable"] = np.array([nm not in free for nm in self.param_names])
+        honest = rep.loading is not None
+        cols["loading"] = np.asarray(rep.loading, dtype=float).copy() if honest else nan.copy()
+        cols["bias_sd"] = np.asarray(rep.bias_sd, dtype=float).copy() if honest else nan.copy()
+        cols["status"] = np.array(rep.status if honest else ["" for _ in range(n)], dtype=object)
+        cols["combination"] = np.array(rep.combinations if honest else [None] * n, dtype=object)
+        c_ci = rep.combination_ci if honest else np.column_stack([nan, nan])
+        cols["combination_estimate"] = (
+            np.asarray(rep.combination_estimate, dtype=float).copy() if honest else nan.copy()
+        )
+        cols["combination_low"], cols["combination_high"] = c_ci[:, 0].copy(), c_ci[:, 1].copy()
+        return cols
+
+    def to_dataframe(self, truth=None):
+        """One row per parameter (index: parameter names).
+
+        Columns: ``estimate`` (``truth`` when given), ``std_error``, ``ci_low``, ``ci_high`` (at
+        ``report.ci_level``; NaN without noise blocks, ±inf when not identifiable; with the
+        resolved estimator they include ``bias_sd``), ``freeness`` diag(H_λ⁻¹),
+        ``freeness_normalised`` λ·diag(H_λ⁻¹), ``identifiable`` (bool), ``loading`` (on the
+        unresolved directions), ``bias_sd`` (τ·loading), ``status`` ("identified", "only in
+        combination", "not identifiable"), ``combination`` (the estimable combination of a
+        parameter determined only in combination, else None) with ``combination_estimate``,
+        ``combination_low``, ``combination_high``; ``df.attrs["converged"]`` is
+        :attr:`converged`.  Needs pandas.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise DynosedError("to_dataframe() needs pandas: pip install pandas") from None
+        df = pd.DataFrame(
+            self._param_columns(truth), index=pd.Index(self.param_names, name="parameter")
+        )
+        df.attrs["converged"] = self.converged
+        return df
+
+    def to_dict(self, truth=None) -> dict:
+        """Everything needed to report the fit, as plain Python types (JSON-ready except ±inf).
+
+        Keys: ``model``, ``route``, ``n_samples``, ``converged``, ``settings`` (the route's
+        settings),
+        ``parameters``
+        (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
+        (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
+        bound when p_value_bound —, p_value_converged, p_value_message, ci_level, lam,
+        singular_values, null_space, free_params, notes, statistic, estimator, prior_scale,
+        prior_scale_method); for a design also ``design`` (environments with their inputs,
+        sizes and times, per-environment residuals, the quadrature check).
+        """
+        cols = self._param_columns(truth)
+        params = []
+        for k, nm in enumerate(self.param_names):
+            rec = {"name": nm}
+            for key, vals in cols.items():
+                if key == "identifiable":
+                    rec[key] = bool(vals[k])
+                elif key in ("status", "combination"):
+                    rec[key] = vals[k]
+                else:
+                    rec[key] = float(vals[k])
+            params.append(rec)
+        rep = self.report
+        out = {
+            "model": self.model.name,
+            "route": self.route,
+            "n_samples": self.n_samples,
+            "converged": self.converged,
+            "settings": plain(self.info),
+            "parameters": params,
+            "report": {
+                "rank": int(rep.rank),
+                "n_params": int(rep.n_params),
+                "unique": bool(rep.unique),
+                "consistent": None if rep.consistent is None else bool(rep.consistent),
+                "residual_norm": float(rep.residual_norm),
+                "residual_ratio": None if rep.residual_ratio is None else float(rep.residual_ratio),
+                "p_value": None if rep.p_value is None else float(rep.p_value),
+                "p_value_bound": bool(rep.p_value_bound),
+                "p_value_converged": bool(rep.p_value_converged),
+                "p_value_message": rep.p_value_message,
+                "ci_level": float(rep.ci_level),
+                "lam": float(rep.lam),
+                "singular_values": [float(v) for v in rep.singular_values],
+                "null_space": list(rep.null_space),
+                "free_params": list(rep.free_params),
+                "notes": list(rep.notes),
+                "statistic": rep.statistic,
+                "estimator": rep.estimator,
+                "prior_scale": plain(rep.prior_scale),
+                "prior_scale_method": rep.prior_scale_method,
+            },
+        }
+        if self.design is not None:
+            out["design"] = plain(self.design.to_dict())
+        return out
+
+    def to_json(self, path=None, truth=None, indent=2) -> str:
+        """:meth:`to_dict` as strict JSON (non-finite numbers become ``null``); written to ``path``
+        when given.  Returns the JSON text."""
+        import json
+
+        text = json.dumps(finite_or_none(self.to_dict(truth)), indent=indent, allow_nan=False)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        return text
+
+    def __repr__(self):
+        vals = ", ".join(f"{k}={v:.4g}" for k, v in itertools.islice(self.params.items(), 6))
+        n = len(self.param_names)
+        more = ", ..." if n > 6 else ""
+        flag = "" if self.converged else ", NOT CONVERGED"
+        return f"FitResult({self.route}, {vals}{more}, rank={self.report.rank}/{n}{flag})"
+
+
+_IDENTIFIABLE = {
+    "identified": "yes",
+    "only in combination": "only in combination",
+    "not identifiable": "no",
+}
+
+
+def _resolution_notes(rep, widened):
+    """Footnote lines of the summary on loadings, bias.sd and τ."""
+    if not np.any(np.asarray(rep.loading) > 0):
+        return ["loading, bias.sd: 0 — every direction is resolved above its noise"]
+    out = [
+        "loading: norm of the parameter's projection on the unresolved directions "
+        "(≥ 0.5: not identifiable)"
+    ]
+    if not widened:
+        out.append(
+            f"{rep.estimator} estimator: its intervals do not include the regularisation bias; "
+            "estimator='resolved' gives intervals that do"
+        )
+        return out
+    if rep.prior_scale_method is None:
+        out.append("bias.sd: not included (prior_scale=None): intervals are variance only")
+        return out
+    tau = rep.prior_scale
+    how = (
+        "maximum-likelihood scale of the identified estimates"
+        if rep.prior_scale_method == "ml"
+        else "given prior_scale"
+    )
+    tau_text = f"{tau:.3g}" if np.ndim(tau) == 0 else "per parameter"
+    out.append(
+        f"bias.sd = τ·(loading): the bias from directions the data cannot separate, τ = {tau_text} "
+        f"({how}); intervals θ̂ ± t·√(std.err² + bias.sd²)"
+    )
+    return out
+
+
+def plain(obj):
+    """Numpy scalars/arrays and tuples inside ``obj`` → plain Python (for JSON); others → str."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)
+
+
+def finite_or_none(obj):
+    """Replace NaN and ±inf floats by None, recursively (strict JSON has no such numbers)."""
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite_or_none(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj

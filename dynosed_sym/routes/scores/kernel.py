@@ -1,0 +1,191 @@
+"""The Gaussian-kernel score estimator (``score="kernel"``) and its local-Gaussian variant
+(``score="local_gaussian"``); the sums come from :mod:`dynosed_sym.kernels.kernel_score`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...data.sources import is_streamed
+from ...errors import DataError
+from ...kernels.kernel_score import kernel_stream_sums
+from .base import (
+    ScoreEstimate,
+    ScoreEstimator,
+    StreamBlocks,
+    as_probe_array,
+    as_xp,
+    block_edges_or_one,
+    check_temperature,
+    open_stream,
+)
+
+__all__ = ["KernelScore", "kernel_score"]
+
+
+def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
+    """Score and Jacobian from (possibly summed) kernel sums W (..., M), M1 (..., M, d), M2.
+
+    ``deconvolve=False``: the kernel density estimate's score ``T·m`` and Jacobian ``T²C − TI``
+    (m = weighted mean of y = x_j − x, C = weighted covariance).  ``deconvolve=True``: the local
+    Gaussian fit ``s = C⁻¹m``, ``J = TI − C⁻¹`` (exact when p is Gaussian near the probe).
+    """
+    d = M1.shape[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = M1 / W[..., None]
+        cov = M2 / W[..., None, None] - mean[..., :, None] * mean[..., None, :]
+    if not deconvolve:
+        return T * mean, T * T * cov - T * np.eye(d)
+    flat = cov.reshape((-1, d, d))
+    prec = np.full(flat.shape, np.nan)
+    ok = np.isfinite(flat).all(axis=(1, 2))
+    if ok.any():
+        good = flat[ok]
+        # symmetric inverse via eigh; non-positive eigenvalues (degenerate data) give nan
+        w, V = np.linalg.eigh(0.5 * (good + np.swapaxes(good, 1, 2)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv_w = np.where(w > 0, 1.0 / w, np.nan)
+        prec[ok] = np.einsum("mij,mj,mkj->mik", V, inv_w, V)
+    prec = prec.reshape(cov.shape)
+    S = np.einsum("...ij,...j->...i", prec, mean)
+    J = T * np.eye(d) - prec
+    return S, J
+
+
+#: A probe whose nearest data point has kernel weight below exp(−FAR_EXPONENT) (≈ 1e-300) has no
+#: data near it (``T d²/2 > 690``, i.e. farther than ≈ 37 kernel widths).
+FAR_EXPONENT = 690.0
+
+
+class KernelScore(ScoreEstimator):
+    """Gaussian kernel score estimator with temperature ``T`` (see module docstring).
+
+    Parameters
+    ----------
+    temperature : float
+        Precision T > 0 of the kernel (bandwidth ``1/√T``).
+    deconvolve : bool
+        False (``score="kernel"``, docs/design.md §2): the score of the kernel density estimate,
+        ``T·m`` and ``T²C − TI`` with m, C the kernel-weighted mean of ``x_j − x`` and covariance.
+        It converges to the score of p smoothed by N(0, I/T), a bias that matters when 1/T is
+        not small against the local variance of p.  True (``score="local_gaussian"``): the same
+        weighted moments read as a local Gaussian fit of p: the weighted law of a Gaussian p is
+        Gaussian with precision ``Λ + TI``, so ``J = TI − C⁻¹`` and ``s = C⁻¹m`` — exact for a
+        locally Gaussian p at any T, with a variance comparable to the plain estimator's.
+    min_effective : float
+        A probe whose effective number of data points ``(Σw)²/Σw²`` is below this raises
+        a DataError (no data near the probe at this temperature).
+    """
+
+    method = "kernel"
+    streams = True
+
+    def __init__(self, temperature=49.0, deconvolve=False, min_effective=2.0):
+        self.temperature = check_temperature(temperature)
+        self.deconvolve = bool(deconvolve)
+        self.method = "local_gaussian" if self.deconvolve else "kernel"
+        self.min_effective = float(min_effective)
+
+    def __repr__(self):
+        extra = ", deconvolve=True" if self.deconvolve else ""
+        return f"KernelScore(temperature={self.temperature:g}{extra})"
+
+    def estimate(self, X, probes, n_blocks=0, *, chunk_rows=None, bar=None) -> ScoreEstimate:
+        """Scores at ``probes`` from X in memory, or streamed in one pass (``is_streamed(X)``:
+        per-block sums with a running nearest-point shift, memory O(B·M·d²))."""
+        if is_streamed(X):
+            return self._estimate_stream(X, probes, n_blocks, chunk_rows, bar)
+        X, P = as_xp(X, probes)
+        M, d = P.shape
+        T = self.temperature
+        edges = block_edges_or_one(X.shape[0], n_blocks)
+        B = edges.shape[0] - 1
+        W = np.zeros((B, M))
+        W2 = np.zeros((B, M))
+        M1 = np.zeros((B, M, d))
+        M2 = np.zeros((B, M, d, d))
+        dmin = np.full(M, np.inf)
+        # all of X as one chunk: the running shift is then the nearest point's from the start
+        kernel_stream_sums(
+            np.ascontiguousarray(X.T),
+            P,
+            T,
+            edges,
+            np.arange(B, dtype=np.int64),
+            dmin,
+            W,
+            W2,
+            M1,
+            M2,
+        )
+        return self._from_block_sums(P, W, W2, M1, M2, dmin)
+
+    def _estimate_stream(self, X, probes, n_blocks, chunk_rows, bar):
+        P = as_probe_array(probes)
+        M, d = P.shape
+        T = self.temperature
+        source, close = open_stream(X, P)
+        try:
+            blocks = StreamBlocks(source.n_rows, n_blocks)
+            B = blocks.slots
+            W = np.zeros((B, M))
+            W2 = np.zeros((B, M))
+            M1 = np.zeros((B, M, d))
+            M2 = np.zeros((B, M, d, d))
+            dmin = np.full(M, np.inf)
+            blocks.register(W, W2, M1, M2)
+
+            def add(part, starts, ks):
+                kernel_stream_sums(
+                    np.ascontiguousarray(part.T), P, T, starts, ks, dmin, W, W2, M1, M2
+                )
+
+            (W, W2, M1, M2), _, total = blocks.run(source, add, chunk_rows, bar)
+        finally:
+            if close:
+                source.close()
+        est = self._from_block_sums(P, W, W2, M1, M2, dmin)
+        est.n_samples = total
+        return est
+
+    def _from_block_sums(self, P, W, W2, M1, M2, dmin) -> ScoreEstimate:
+        M = P.shape[0]
+        T = self.temperature
+        B = W.shape[0]
+        Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
+        ess = Wt**2 / W2.sum(0)
+        # the sums are shifted by the nearest point's weight; without the shift every weight
+        # exp(−T d²/2) of a probe this far from the data underflows: no data point is near it
+        far = ~(0.5 * T * dmin <= FAR_EXPONENT)
+        bad = np.flatnonzero(far | ~(ess >= self.min_effective))
+        if bad.size:
+            i = int(bad[0])
+            where = f"kernel score: probe {i} (x = {np.array2string(P[i], precision=4)})"
+            if far[i]:
+                raise DataError(
+                    f"{where} is {np.sqrt(T * dmin[i]):.3g} kernel widths (1/√T) from the "
+                    "nearest data point: no data point carries kernel weight there; move the "
+                    "probe into the data"
+                )
+            raise DataError(
+                f"{where} has {ess[i]:.2f} effective data point(s) within the kernel at "
+                f"temperature T = {T:g} (at least {self.min_effective:g} needed); lower T or "
+                "move the probe into the data"
+            )
+        S, J = _kernel_from_sums(Wt, M1t, M2t, T, self.deconvolve)
+        if not (np.isfinite(S).all() and np.isfinite(J).all()):
+            i = int(np.flatnonzero(~np.isfinite(J).reshape(M, -1).all(axis=1))[0])
+            raise DataError(
+                f"local Gaussian score: the kernel-weighted data around probe {i} are "
+                "degenerate (singular covariance); lower T or add data"
+            )
+        Sb = Jb = None
+        if B >= 2:
+            Sb, Jb = _kernel_from_sums(
+                Wt[None] - W, M1t[None] - M1, M2t[None] - M2, T, self.deconvolve
+            )
+        return ScoreEstimate(S, J, ess, Sb, Jb, self.method)
+
+
+def kernel_score(X, probes, temperature=49.0):
+    """Gaussian-kernel scores (M, d) and Jacobians (M, d, d) at ``probes`` (see KernelScore)."""
+    return KernelScore(temperature)(X, probes)

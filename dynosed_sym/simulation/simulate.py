@@ -1,0 +1,393 @@
+"""Simulation: steady-state snapshots from the generated, compiled integrator.
+
+Scheme (reference paper, supplement): RK4 for the drift plus an Euler–Maruyama
+noise increment ``√dt · G η`` when the noise is constant; plain Euler–Maruyama
+when G depends on the state.
+
+The generated kernel ``simulate_chains`` integrates the chains in blocks of up
+to ``LANES`` (64) lanes stored as structure of arrays, so the drift (printed
+once more as ``drift_lanes``), the normals and the update are vectorised across
+chains.  Each chain owns a counter-based random stream: uniform number k of
+chain c is the SplitMix64 hash of ``keys[c] + k·φ`` (φ the 64-bit golden
+ratio, keys from ``numpy.random.SeedSequence(seed)``), turned into normals by
+Box–Muller with polynomial log, sqrt and sin/cos (no libm calls; |η| ≤ 8.49).
+A chain's output depends only on its key, its start and the parameters, so
+results are bitwise identical for any number of threads and do not change when
+other chains are added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import arguments
+from ..codegen.loading import compile_model
+from ..data.checks import diffusion_psd
+from ..data.designs import TimeCourse
+from ..errors import DataError, ModelError
+from ..options import Execution, execution_doc
+from ..progress import progress_bar, progress_enabled
+
+__all__ = [
+    "simulate",
+    "simulate_time_course",
+    "with_inputs",
+    "chain_keys",
+    "initial_states",
+    "plan_simulation",
+    "SimulationPlan",
+]
+
+SIM_BATCH_CHAINS = 256  # chains per kernel call when a progress bar is shown (4 lane blocks of 64)
+
+
+def chain_keys(seed, n_chains) -> np.ndarray:
+    """Per-chain 64-bit stream keys derived from ``seed`` (NumPy SeedSequence)."""
+    return np.random.SeedSequence(seed).generate_state(n_chains, dtype=np.uint64)
+
+
+def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
+    """Start states (C, d): ``x0`` broadcast, or standard normal draws (the paper's choice)."""
+    if x0 is None:
+        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        return rng.standard_normal((n_chains, model.d))
+    try:
+        x0 = np.asarray(x0, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"x0: cannot convert {type(x0).__name__} to a float array") from None
+    if not np.isfinite(x0).all():
+        raise DataError("x0: contains NaN or inf")
+    if x0.shape == (model.d,):
+        return np.tile(x0, (n_chains, 1))
+    if x0.shape == (n_chains, model.d):
+        return x0.copy()
+    raise DataError(f"x0: expected shape ({model.d},) or ({n_chains}, {model.d}), got {x0.shape}")
+
+
+@execution_doc("progress", "out_dir", "backend", "client")
+def simulate(
+    model,
+    theta,
+    n_samples,
+    *,
+    dt=0.01,
+    burn_in=5000,
+    thin=10,
+    n_chains=None,
+    seed=0,
+    x0=None,
+    inputs=None,
+    progress=None,
+    out_dir=None,
+    backend=None,
+    client=None,
+    n_groups=None,
+) -> np.ndarray:
+    """Draw approximately stationary samples by running independent chains.
+
+    Parameters
+    ----------
+    model : SDEModel
+    theta : array (n,) or dict
+        Parameter values (dict keyed by symbol or name).
+    n_samples : int
+        Number of samples returned.
+    dt : float
+        Time step.
+    burn_in : int
+        Steps discarded at the start of every chain.
+    thin : int
+        Steps between recorded states.
+    n_chains : int, optional
+        Independent chains (default ``min(n_samples, 2048)``); each records
+        ``ceil(n_samples / n_chains)`` states.
+    seed : int
+    x0 : array (d,) or (n_chains, d), optional
+        Start states (default: standard normal draws seeded by ``seed``).
+    inputs : dict or array, optional
+        Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
+        ``model.with_inputs(inputs)`` (compiled once per distinct input vector, cached on disk).
+    <execution options>
+    n_groups : int, optional
+        Dask backend: tasks the chains are split into (default: twice the number of workers).
+
+    Returns
+    -------
+    X : (n_samples, d) array
+        Rows ordered by chain, then recording time, so that contiguous blocks of
+        rows hold whole chains (independent blocks for the noise estimates).
+        Record k (k = 0, 1, …) of a chain is its state after ``burn_in + (k + 1) * thin`` steps.
+
+    Raises
+    ------
+    DataError
+        For invalid arguments, and when a chain leaves the finite range (the
+        message names the chain and the step); no NaN is ever returned.
+
+    Notes
+    -----
+    Same ``seed`` ⇒ bitwise identical ``X`` whatever the number of Numba threads, whether the
+    chains run in batches (with a progress bar) or on Dask workers; chain c's records are the
+    same whatever ``n_chains`` (≥ c + 1) is.
+    Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
+    """
+    ex = Execution.resolve(progress=progress, out_dir=out_dir, backend=backend, client=client)
+    model = with_inputs(model, inputs)
+    plan = plan_simulation(
+        model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir
+    )
+    if ex.dask_requested:
+        from ..backends.dask import run_chains_dask
+
+        with progress_bar(
+            progress_enabled(ex.progress, True),
+            total=plan.n_chains,
+            desc=f"simulate {model.name}",
+            unit="chains",
+        ) as bar:
+            out, status = run_chains_dask(
+                plan.cm,
+                plan.x0,
+                plan.theta,
+                plan.G,
+                plan.dt,
+                plan.burn_in,
+                plan.thin,
+                plan.n_keep,
+                plan.keys,
+                n_groups=n_groups,
+                client=ex.client,
+                bar=bar,
+            )
+        return plan.samples(out, status)
+    out, status = plan.empty_output()
+    if progress_enabled(ex.progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
+        # a chain's output depends only on its key and start, so batches of chains give the
+        # same samples as one call; the bar advances per batch
+        with progress_bar(
+            True, total=plan.n_chains, desc=f"simulate {model.name}", unit="chains"
+        ) as bar:
+            for lo in range(0, plan.n_chains, SIM_BATCH_CHAINS):
+                hi = min(plan.n_chains, lo + SIM_BATCH_CHAINS)
+                part = np.empty((plan.n_keep, hi - lo, model.d))
+                plan.cm.module.simulate_chains(
+                    plan.x0[lo:hi],
+                    plan.theta,
+                    plan.G,
+                    plan.dt,
+                    plan.burn_in,
+                    plan.thin,
+                    plan.n_keep,
+                    plan.keys[lo:hi],
+                    part,
+                    status[lo:hi],
+                )
+                out[:, lo:hi] = part
+                bar.update(hi - lo)
+        return plan.samples(out, status)
+    plan.cm.module.simulate_chains(
+        plan.x0,
+        plan.theta,
+        plan.G,
+        plan.dt,
+        plan.burn_in,
+        plan.thin,
+        plan.n_keep,
+        plan.keys,
+        out,
+        status,
+    )
+    return plan.samples(out, status)
+
+
+@dataclass
+class SimulationPlan:
+    """Validated arguments, start states and per-chain keys of one simulation.
+
+    The Dask backend (:func:`dynosed_sym.backends.dask.run_chains_dask`) splits the chains (rows
+    of ``x0`` and ``keys``) over workers.
+    """
+
+    model: object
+    cm: object
+    theta: np.ndarray
+    n_samples: int
+    n_chains: int
+    n_keep: int
+    dt: float
+    burn_in: int
+    thin: int
+    G: np.ndarray
+    x0: np.ndarray
+    keys: np.ndarray
+
+    def empty_output(self):
+        """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""
+        return (
+            np.empty((self.n_keep, self.n_chains, self.model.d)),
+            np.zeros(self.n_chains, dtype=np.int64),
+        )
+
+    def samples(self, out, status):
+        """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain."""
+        if status.any():
+            c = int(np.flatnonzero(status)[0])
+            hint = (
+                ""
+                if self.cm.noise_matrix is not None
+                else ", or D(x) is negative where the chain went (a state-dependent D must be "
+                "positive semi-definite wherever the state can go)"
+            )
+            raise DataError(
+                f"simulation diverged: chain {c} left the finite range at step {status[c]} "
+                f"(dt={self.dt}); reduce dt or check the parameters{hint}"
+            )
+        return np.ascontiguousarray(
+            out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples]
+        )
+
+
+def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir):
+    """Validate the arguments of :func:`simulate` and prepare the kernel's inputs."""
+    theta = model.theta_vector(theta)
+    n_samples = arguments.integer(n_samples, "n_samples", minimum=1)
+    dt = arguments.number(dt, "dt", positive=True)
+    burn_in = arguments.integer(burn_in, "burn_in", minimum=0)
+    thin = arguments.integer(thin, "thin", minimum=1)
+    n_chains = (
+        min(n_samples, 2048)
+        if n_chains is None
+        else arguments.integer(n_chains, "n_chains", minimum=1)
+    )
+    seed = arguments.seed(seed)
+    x0 = np.ascontiguousarray(initial_states(model, n_chains, seed, x0))
+    diffusion_psd(model, x0, "x0", "start state")
+    cm = compile_model(model, out_dir)
+    G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
+    return SimulationPlan(
+        model=model,
+        cm=cm,
+        theta=theta,
+        n_samples=n_samples,
+        n_chains=n_chains,
+        n_keep=-(-n_samples // n_chains),
+        dt=dt,
+        burn_in=burn_in,
+        thin=thin,
+        G=np.ascontiguousarray(G, dtype=float),
+        x0=x0,
+        keys=chain_keys(seed, n_chains),
+    )
+
+
+def with_inputs(model, inputs):
+    """``model.with_inputs(inputs)`` for a model with inputs; the model itself otherwise."""
+    if model.inputs:
+        if inputs is None:
+            raise ModelError(
+                f"model {model.name!r} has inputs ({', '.join(model.input_names)}): pass their "
+                "values with inputs="
+            )
+        return model.with_inputs(inputs)
+    if inputs:
+        raise ModelError(f"inputs: model {model.name!r} declares no inputs")
+    return model
+
+
+def initial_draws(initial, n, d, rng, name="initial"):
+    """n start states (n, d) from an initial law: a Gaussian ``(mean, cov)`` or samples (resampled
+    with replacement)."""
+    if isinstance(initial, (tuple, list)) and len(initial) == 2:
+        mean = np.asarray(initial[0], dtype=float).reshape(-1)
+        cov = np.asarray(initial[1], dtype=float)
+        if cov.ndim == 0:
+            cov = float(cov) * np.eye(d)
+        if mean.shape != (d,) or cov.shape != (d, d):
+            raise DataError(f"{name}: expected (mean ({d},), covariance ({d}, {d}))")
+        if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
+            raise DataError(f"{name}: mean or covariance not finite")
+        w, V = np.linalg.eigh(0.5 * (cov + cov.T))
+        if w.min() < -1e-12 * max(1.0, abs(w).max()):
+            raise DataError(f"{name}: the covariance is not positive semi-definite")
+        L = V * np.sqrt(np.clip(w, 0.0, None))
+        z = rng.standard_normal((int(n), d))
+        return mean + z @ L.T
+    try:
+        X = np.asarray(initial, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"{name}: expected (mean, covariance) or samples (N, {d})") from None
+    if X.ndim != 2 or X.shape[1] != d or X.shape[0] < 1:
+        raise DataError(f"{name}: expected (mean, covariance) or samples (N, {d}), got {X.shape}")
+    if not np.isfinite(X).all():
+        raise DataError(f"{name}: samples contain NaN or inf")
+    return X[rng.integers(0, X.shape[0], int(n))]
+
+
+def simulate_time_course(
+    model,
+    theta,
+    times,
+    n_samples,
+    *,
+    initial,
+    inputs=None,
+    dt=0.01,
+    seed=0,
+    out_dir=None,
+) -> TimeCourse:
+    """Unpaired snapshots at known times after a change: a :class:`TimeCourse`.
+
+    Every snapshot is an independent set of ``n_samples`` chains started from fresh draws of the
+    initial law at t = 0 and run for t (different cells at different times).
+
+    Parameters
+    ----------
+    model : SDEModel
+    theta : array (n,) or dict
+    times : sequence of float ≥ 0
+        Snapshot times (t = 0 is the initial law itself).
+    n_samples : int or sequence of int
+        Samples per snapshot.
+    initial : (mean, covariance) or (N0, d) array
+        The law at t = 0: a Gaussian, or samples (resampled with replacement).
+    inputs : dict, optional
+        Values of the model's inputs.
+    dt : float
+        Largest time step; each snapshot uses t / ceil(t / dt).
+    seed : int
+
+    Returns
+    -------
+    TimeCourse
+    """
+    model = with_inputs(model, inputs)
+    times = np.asarray(times, dtype=float).reshape(-1)
+    if times.size < 1 or not np.isfinite(times).all() or (times < 0).any():
+        raise DataError("times: expected finite snapshot times ≥ 0")
+    sizes = np.broadcast_to(np.asarray(n_samples), times.shape)
+    dt = arguments.number(dt, "dt", positive=True)
+    seed = arguments.seed(seed)
+    out = {}
+    for k, (t, n) in enumerate(zip(times.tolist(), sizes.tolist())):
+        n = arguments.integer(n, "n_samples", minimum=1)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
+        x0 = initial_draws(initial, n, model.d, rng)
+        if t == 0.0:
+            out[t] = x0
+            continue
+        steps = max(1, int(np.ceil(t / dt - 1e-9)))
+        out[t] = simulate(
+            model,
+            theta,
+            n,
+            dt=t / steps,
+            burn_in=steps - 1,  # record 0 is the state after burn_in + thin steps
+            thin=1,
+            n_chains=n,
+            seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
+            x0=x0,
+            out_dir=out_dir,
+        )
+    return TimeCourse(out)

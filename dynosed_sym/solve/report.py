@@ -1,0 +1,440 @@
+"""The identifiability report of one linear system: rank against noise, unresolved combinations,
+freeness and consistency.
+
+Noise model.  A and b are means of per-sample terms, so their sampling noise is
+estimated from per-block means (``A_blocks``): the standard error of ``A v`` for
+any direction v is ``sqrt(Σ_b w_b ‖(A_b − A) v‖² / (B − 1))`` with weights
+``w_b = N_b / N`` (the usual standard error of a weighted mean).
+
+Rank.  A right singular direction v_i is *resolved* when its singular value
+exceeds ``rank_threshold`` times the standard error of ``A v_i`` (a direction the
+model cannot see has σ_i of the order of that error, shrinking like N^(-1/2)),
+and also exceeds the floating-point floor ``eps · max(m, n) · σ_max``.
+
+Consistency.  The residual ``r = A θ̂ − b`` is compared with its own standard
+error estimated the same way; a ratio well above one means no θ satisfies the
+Fokker–Planck constraints (model misspecified).
+
+Freeness.  ``diag(H_λ⁻¹)`` with ``H_λ = AᵀA + λI``; normalised freeness is
+``λ · diag(H_λ⁻¹)`` in (0, 1]: 1 means the data do not constrain the parameter
+at all (only the regulariser does).
+
+Uncertainty and misspecification (:mod:`.uncertainty`, :mod:`.misspecification`).  From the same
+per-block means: the sandwich covariance of θ̂, standard errors and Student-t
+confidence intervals with B − 1 degrees of freedom (infinite for ``free_params``),
+and a calibrated p-value for "some θ satisfies the Fokker–Planck constraints"
+(``p_value``: roughly uniform under a correct model, small when no θ fits).  The
+``consistent`` flag keeps its residual-ratio rule; ``p_value`` is the calibrated
+statistic behind it.  A block bootstrap is available on demand
+(:meth:`IdentifiabilityReport.bootstrap`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DynosedError
+from .combinations import format_combination
+from .directions import RANK_THRESHOLD, col_se, singular_directions
+from .intervals import COMBINATION, FREE_PROJECTION, check_prior_scale, honest_intervals
+from .misspecification import TailProbability
+from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
+from .ustat import solve_system
+
+__all__ = [
+    "IdentifiabilityReport",
+    "analyse",
+    "RANK_THRESHOLD",
+    "CONSISTENCY_THRESHOLD",
+    "FREE_PROJECTION",
+    "col_se",
+]
+
+
+CONSISTENCY_THRESHOLD = 3.0
+
+
+KEEP_BLOCKS_BYTES = 256 * 2**20  # per-block means kept for the bootstrap up to this size
+
+
+@dataclass
+class IdentifiabilityReport:
+    """Rank, null space, consistency and freeness of one linear system A θ = b.
+
+    Attributes
+    ----------
+    n_params : int
+    rank : int
+        Number of singular directions resolved above the sampling noise.
+    unique : bool
+        ``rank == n_params``.
+    consistent : bool or None
+        Residual within ``CONSISTENCY_THRESHOLD`` times its noise level.
+    singular_values : (n,) array
+    singular_noise : (n,) array or None
+        Standard error of ``A v_i`` for each right singular vector v_i.
+    null_space : list of str
+        Unresolved directions as named parameter combinations.
+    null_vectors : (n, n - rank) array
+    free_params : list of str
+        Parameters not pinned down: the projection of the parameter's unit vector onto the
+        unresolved subspace has norm ≥ ``FREE_PROJECTION`` (0.5, i.e. at least a quarter of
+        its variance direction is unresolved).
+    freeness : (n,) array
+        ``diag(H_λ⁻¹)``.
+    freeness_normalised : (n,) array
+        ``λ · diag(H_λ⁻¹)`` in (0, 1] (for λ = 0: 1 for an exactly unconstrained
+        parameter, else 0).
+    residual_norm, residual_noise, residual_ratio : float
+        At the resolved estimate (``Estimate.theta_resolved``; θ̂ itself for the ridge).
+    lam : float
+    std_errors : (n,) array or None
+        Sandwich standard errors of θ̂ (inf for ``free_params``); None without noise blocks.
+    ci : (n, 2) array or None
+        Confidence intervals at ``ci_level`` (Student t, ``n_blocks − 1`` degrees of freedom).
+    ci_level : float
+    covariance : (n, n) array or None
+        Sandwich covariance of θ̂.
+    p_value : float or None
+        Misspecification test: P(T > t) for the observed ``t = misspec_stat`` under a correct
+        model (small ⇒ no θ fits); an upper bound when ``p_value_bound``.
+    p_value_bound : bool
+        True when the p-value is below the accuracy of its integral (or 1e-12): ``p_value`` is
+        then an upper bound, shown as ``p < 1e-12``.
+    p_value_converged : bool
+        False when the Imhof integral behind the p-value did not converge (``p_value_message``
+        says why; a ``ConvergenceWarning`` was issued).
+    p_value_message : str
+    misspec_stat : float or None
+        ``‖r‖² / tr Ŝ_r``, ≈ 1 under a correct model.
+    misspec_dim : float or None
+        Effective dimension of the residual noise (F degrees of freedom).
+    n_blocks : int
+        Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
+    dof : int
+        Degrees of freedom of the noise estimate: ``n_blocks − 1``, or ``Σ_g (B_g − 1)`` over
+        the independent groups of a design.
+    n_groups : int
+        Independent groups of blocks (1, or the snapshots of a design).
+    bootstrap_result : BootstrapResult or None
+        Set by :meth:`bootstrap`.
+    statistic, estimator : str
+        How θ̂ was computed (:mod:`.ustat`): ``"u"``/``"v"`` and ``"resolved"``/``"ridge"``.
+    second_order : (n,) array or None
+        The second-order bias b̂₂ subtracted from θ̂ (U-statistic).
+    loading : (n,) array or None
+        Each parameter's loading ρ_j on the unresolved directions (:mod:`.intervals`).
+    bias_sd : (n,) array or None
+        Standard deviation τρ_j of the resolution bias, included in ``ci``.
+    prior_scale : float, (n,) array or None
+        τ; ``prior_scale_method`` says how it was chosen ("ml", "given", None).
+    status : list of str or None
+        Per parameter: "identified", "only in combination" or "not identifiable".
+    combinations : list of (str or None)
+        The estimable combination of each parameter determined only in combination, with its
+        estimate ``combination_estimate`` (n,) and interval ``combination_ci`` (n, 2).
+    resolution : (n, n) array or None
+        The resolution matrix Q = V_RV_Rᵀ.
+    """
+
+    param_names: list
+    n_params: int
+    rank: int
+    unique: bool
+    consistent: bool
+    singular_values: np.ndarray
+    singular_noise: np.ndarray | None
+    null_space: list
+    null_vectors: np.ndarray
+    free_params: list
+    freeness: np.ndarray
+    freeness_normalised: np.ndarray
+    residual_norm: float
+    residual_noise: float | None
+    residual_ratio: float | None
+    lam: float
+    notes: list = field(default_factory=list)
+    std_errors: np.ndarray | None = None
+    ci: np.ndarray | None = None
+    ci_level: float = 0.95
+    covariance: np.ndarray | None = None
+    p_value: float | None = None
+    misspec_stat: float | None = None
+    misspec_dim: float | None = None
+    p_value_bound: bool = False
+    p_value_converged: bool = True
+    p_value_message: str = ""
+    n_blocks: int = 0
+    dof: int = 0
+    n_groups: int = 1
+    bootstrap_result: object = None
+    statistic: str = "v"
+    estimator: str = "ridge"
+    second_order: np.ndarray | None = None
+    loading: np.ndarray | None = None
+    bias_sd: np.ndarray | None = None
+    prior_scale: object = None
+    prior_scale_method: str | None = None
+    status: list | None = None
+    combinations: list | None = None
+    combination_estimate: np.ndarray | None = None
+    combination_ci: np.ndarray | None = None
+    resolution: np.ndarray | None = None
+    _blocks: tuple | None = field(default=None, repr=False)
+    _grouping: object = field(default=None, repr=False)
+    _solve: object = field(default=None, repr=False)
+
+    def bootstrap(self, n_boot=200, seed=0, level=None):
+        """Block bootstrap of θ̂ from the kept per-block means
+        (:func:`~dynosed_sym.solve.uncertainty.block_bootstrap`).
+
+        The result is stored in ``bootstrap_result`` (and shown by ``FitResult.summary()``).
+        """
+        if self._blocks is None:
+            raise DynosedError(
+                "no per-block means were kept for this report (no noise blocks, or "
+                f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap"
+            )
+        A_blocks, b_blocks, counts = self._blocks
+        self.bootstrap_result = block_bootstrap(
+            A_blocks,
+            b_blocks,
+            counts,
+            self.lam,
+            n_boot=n_boot,
+            seed=seed,
+            level=self.ci_level if level is None else level,
+            grouping=self._grouping,
+            solve=self._solve,
+        )
+        return self.bootstrap_result
+
+    def combination_lines(self):
+        """Lines naming each parameter determined only in combination, with its interval."""
+        if not self.status:
+            return []
+        pct = f"{100 * self.ci_level:g}%"
+        out = []
+        for j, st in enumerate(self.status):
+            if st == COMBINATION:
+                lo, hi = self.combination_ci[j]
+                out.append(
+                    f"  {self.param_names[j]} is determined only in combination: "
+                    f"{self.combinations[j]} = {self.combination_estimate[j]:.4g}, {pct} CI "
+                    f"[{lo:.4g}, {hi:.4g}]"
+                )
+        return out
+
+    def __str__(self):
+        lines = [
+            f"rank {self.rank} of {self.n_params} "
+            f"({'identifiable' if self.unique else 'NOT identifiable'})"
+        ]
+        for combo in self.null_space:
+            lines.append(f"  unresolved combination: {combo}")
+        lines.extend(self.combination_lines())
+        if self.residual_ratio is not None:
+            lines.append(
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
+                + (
+                    "(consistent)"
+                    if self.consistent
+                    else "(INCONSISTENT: no θ fits, model misspecified?)"
+                )
+            )
+        if self.p_value is not None:
+            p = TailProbability(self.p_value, bound=self.p_value_bound)
+            lines.append(
+                f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
+                f"effective dimensions, {p}"
+                + ("  (small p: no θ satisfies the constraints)" if self.p_value < 0.01 else "")
+            )
+            if not self.p_value_converged:
+                lines.append(
+                    f"  (p-value integral did not converge: {self.p_value_message}; "
+                    "the p-value is provisional)"
+                )
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def analyse(
+    A,
+    b,
+    theta,
+    lam,
+    names,
+    A_blocks=None,
+    b_blocks=None,
+    counts=None,
+    rank_threshold=RANK_THRESHOLD,
+    consistency_threshold=CONSISTENCY_THRESHOLD,
+    grouping=None,
+    *,
+    estimate=None,
+    prior_scale="ml",
+):
+    """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``.
+
+    ``grouping`` (:class:`~dynosed_sym.solve.uncertainty.Grouping`): the blocks are the
+    pseudo-blocks of a design's independent groups (degrees of freedom, bootstrap).
+    ``estimate``: the :class:`~dynosed_sym.solve.ustat.Estimate` behind ``theta`` (its bread
+    enters the sandwich, its Tikhonov solution the misspecification test); None: the Tikhonov
+    solve.  ``prior_scale``: τ of the honest intervals of the resolved estimator
+    (:mod:`.intervals`).
+    """
+    m, n = A.shape
+    if counts is not None:
+        counts = np.asarray(counts, dtype=float)
+    dirs = singular_directions(A, A_blocks, counts, rank_threshold)
+    s_full, V, sing_noise, resolved = dirs
+    notes = []
+    # the residual, sandwich and intervals describe the resolved estimate (the parameters that
+    # are not identifiable may carry other point estimates, :func:`.intervals.fill_free`)
+    if estimate is not None and estimate.theta_resolved is not None:
+        theta_fit = estimate.theta_resolved
+    else:
+        theta_fit = theta
+    res = A @ theta_fit - b
+    res_norm = float(np.linalg.norm(res))
+    res_noise = res_ratio = None
+    if sing_noise is not None:
+        r_blocks = (A_blocks @ theta_fit - b_blocks)[..., None]
+        res_noise = float(np.linalg.norm(col_se(r_blocks, res[:, None], counts)))
+        res_ratio = res_norm / res_noise if res_noise > 0 else np.inf
+    else:
+        notes.append(
+            "note: too few data blocks to estimate sampling noise; rank judged "
+            "against floating-point precision only"
+        )
+    rank = int(resolved.sum())
+    null = V[:, ~resolved]
+    null_space = [format_combination(null[:, i], names) for i in range(null.shape[1])]
+    free = [names[k] for k in range(n) if np.linalg.norm(null[k]) >= FREE_PROJECTION]
+    # diag(H_λ⁻¹) from the same SVD: Σ_i V_ki² / (σ_i² + λ); infinite for an exactly
+    # unconstrained parameter when λ = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = (V * V) / (s_full * s_full + lam)  # 0/0 (V_ki = 0 on a dead direction) -> 0
+    Hinv_diag = np.nan_to_num(terms, nan=0.0, posinf=np.inf).sum(axis=1)
+    # None: the noise level could not be estimated (fewer than two data blocks)
+    consistent = None if res_ratio is None else bool(res_ratio < consistency_threshold)
+    rep = IdentifiabilityReport(
+        param_names=list(names),
+        n_params=n,
+        rank=rank,
+        unique=rank == n,
+        consistent=consistent,
+        singular_values=s_full,
+        singular_noise=sing_noise,
+        null_space=null_space,
+        null_vectors=null,
+        free_params=free,
+        freeness=Hinv_diag,
+        freeness_normalised=lam * Hinv_diag if lam > 0 else np.where(np.isinf(Hinv_diag), 1.0, 0.0),
+        residual_norm=res_norm,
+        residual_noise=res_noise,
+        residual_ratio=res_ratio,
+        lam=float(lam),
+        notes=notes,
+    )
+    if estimate is not None:
+        rep.statistic, rep.estimator = estimate.statistic, estimate.estimator
+        rep.second_order = estimate.second_order
+        notes.extend(estimate.notes)
+    if sing_noise is not None:
+        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate)
+        _attach_resolution(rep, theta, V, resolved, prior_scale)
+    return rep
+
+
+def _attach_uncertainty(
+    rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping=None, estimate=None
+):
+    """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
+    free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
+    if estimate is not None and estimate.theta_resolved is not None:
+        theta = estimate.theta_resolved  # see analyse
+    try:
+        u = analyse_uncertainty(
+            A,
+            b,
+            theta,
+            lam,
+            A_blocks,
+            b_blocks,
+            counts,
+            free_mask=free_mask,
+            level=rep.ci_level,
+            rank=rep.rank,
+            dof=None if grouping is None else grouping.dof,
+            Hinv=None if estimate is None else estimate.bread,
+            theta_test=None if estimate is None else estimate.theta_tikhonov,
+        )
+    except (np.linalg.LinAlgError, DynosedError) as exc:
+        rep.notes.append(f"note: no standard errors ({exc})")
+        return
+    rep.std_errors, rep.ci, rep.covariance = u.se, u.ci, u.covariance
+    rep.p_value, rep.misspec_stat, rep.misspec_dim = u.p_value, u.stat, u.effective_dim
+    rep.p_value_bound, rep.p_value_converged = u.p_value_bound, u.p_value_converged
+    rep.p_value_message = u.p_value_message
+    rep.n_blocks = int(np.asarray(counts).size)
+    rep.dof = u.dof
+    rep.n_groups = 1 if grouping is None else grouping.n_groups
+    rep._grouping = grouping
+    if np.asarray(A_blocks).nbytes <= KEEP_BLOCKS_BYTES:
+        rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
+        if estimate is not None and (rep.statistic, rep.estimator) != ("v", "ridge"):
+            rep._solve = _bootstrap_solver(rep, estimate)
+
+
+def _bootstrap_solver(rep, estimate):
+    """The estimator of the fit for the block bootstrap: the correction recomputed from the drawn
+    blocks; the resolved estimator keeps the fit's resolved subspace."""
+    subspace = estimate.subspace if estimate.estimator == "resolved" else None
+
+    def solve(A, b, A_blocks, b_blocks, counts):
+        return solve_system(
+            A,
+            b,
+            A_blocks,
+            b_blocks,
+            counts,
+            rep.lam,
+            statistic=estimate.statistic,
+            estimator=estimate.estimator,
+            subspace=subspace,
+            tikhonov=False,
+        ).theta
+
+    return solve
+
+
+def _attach_resolution(rep, theta, V, resolved, prior_scale):
+    """Loadings on unresolved directions, honest intervals and estimable combinations
+    (:mod:`.intervals`); the resolved estimator's intervals include the resolution bias."""
+    if rep.std_errors is None:
+        return
+    res = honest_intervals(
+        theta,
+        rep.std_errors,
+        V,
+        resolved,
+        rep.param_names,
+        level=rep.ci_level,
+        dof=rep.dof,
+        prior_scale=check_prior_scale(prior_scale, rep.param_names),
+        widen=rep.estimator == "resolved",
+        t_quantile=t_quantile,
+    )
+    rep.loading, rep.bias_sd, rep.resolution = res.loading, res.bias_sd, res.resolution
+    rep.prior_scale, rep.prior_scale_method = res.prior_scale, res.prior_scale_method
+    rep.status, rep.combinations = res.status, res.combinations
+    rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
+    if rep.estimator == "resolved":
+        rep.ci = res.ci
+    if res.prior_scale_converged is False:
+        rep.notes.append(
+            "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"
+        )

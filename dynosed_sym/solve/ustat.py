@@ -1,0 +1,425 @@
+"""The unbiased (U-statistic) fit of a linear(ised) system from its per-block means, and the
+resolved estimator (docs/design-statistics.md, issue 13).
+
+Every route hands the solve a :class:`~dynosed_sym.assembly.stein.BlockSystem`: means ``A, b``
+over N samples and the means ``A_b, b_b`` over B independent blocks (weights ``w_b = N_b/N``).
+
+U-statistic.  The V-statistic loss ``‖Aθ − b‖² = ‖mean_i ψ_i(θ)‖²`` contains the pairs of a sample
+with itself (and, for correlated samples, with its neighbours in the same chain); their
+expectation ``tr Cov(Aθ − b)`` is a positive O(1/N) term that shrinks the drift.  Dropping every
+within-block pair gives the block U-statistic
+
+    L_U(θ) = ‖Aθ − b‖² − (θᵀSθ − 2θᵀs + e),
+    S = Σ_b w_b (A_b − A)ᵀ(A_b − A)/(B − 1),   s = Σ_b w_b (A_b − A)ᵀ(b_b − b)/(B − 1),
+
+an unbiased estimate of ‖E ψ(θ)‖² whenever the blocks are independent (samples inside a block may
+be correlated).  Its normal equations are ``(AᵀA − S + λI) θ = Aᵀb − s``.
+
+Resolved subspace.  On a direction the data cannot see, ``vᵀ(AᵀA − S)v`` fluctuates around zero
+(the corrected Gram is indefinite in most rank-deficient fits), so the correction is applied on
+the resolved right singular subspace R only (:mod:`.directions`, σ_i > 3·SE(A v_i)), where
+``diag σ_R² − V_RᵀSV_R`` has diagonal ≥ (8/9) σ_i².  A guard scales the correction by α < 1 if
+that matrix were still not positive definite (recorded in ``Estimate.alpha``).
+
+Estimators.  ``"ridge"``: ``θ̂ = (AᵀA − P_R S P_R + λI)⁻¹(Aᵀb − P_R s)`` (with ``statistic="v"``:
+the Tikhonov solve, bit for bit).  ``"resolved"``: no regularisation on R and nothing outside it,
+
+    θ̂ = V_R (diag σ_R² − V_RᵀSV_R)⁻¹ V_Rᵀ(Aᵀb − s),
+
+which estimates ``Qθ*`` with the resolution matrix ``Q = V_RV_Rᵀ`` (what the data cannot separate
+is handled by :mod:`.intervals`).
+
+Second order.  With the corrected Gram the remaining O(1/N) bias is the product of the design
+noise and the residual noise, ``b₂ = H⁻¹ E[(AᵀΔ + ΔᵀA) H⁻¹ Aᵀψ̄]`` (Δ = Â − A, ψ̄ the mean Stein
+feature at θ*), estimated from the same blocks,
+
+    b̂₂ = H⁺ Σ_b w_b (AᵀΔ_b + Δ_bᵀA) H⁺ Aᵀψ̄_b / (B − 1),
+    Δ_b = A_b − A,  ψ̄_b = (A_bθ̂ − b_b) − (Aθ̂ − b),  H⁺ = V_R (diag σ_R² − V_RᵀSV_R)⁻¹ V_Rᵀ,
+
+and subtracted (``statistic="u"`` only).
+
+Non-affine drift.  :func:`corrected_gauss_newton` re-linearises and solves the corrected system
+per step; a fixed point is a stationary point of ``‖r(θ)‖² − tr Ĉov(r(θ))`` (+ λ‖θ‖² off R).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import arguments
+from ..errors import ConvergenceWarning, DataError
+from .directions import RANK_THRESHOLD, singular_directions
+from .intervals import fill_free
+from .linear import hinv, solve_tikhonov
+
+__all__ = [
+    "Estimate",
+    "STATISTICS",
+    "ESTIMATORS",
+    "estimator_options",
+    "block_covariance",
+    "second_order_bias",
+    "solve_system",
+    "corrected_gauss_newton",
+    "GN_MAX_STEPS",
+]
+
+STATISTICS = ("u", "v")
+ESTIMATORS = ("resolved", "ridge")
+
+#: Steps of the corrected Gauss–Newton loop before it gives up (ConvergenceWarning).
+GN_MAX_STEPS = 50
+
+#: Relative step size at which the corrected Gauss–Newton loop stops.
+GN_TOL = 1e-10
+
+#: The correction on R is scaled down until the smallest eigenvalue of the corrected Gram on R,
+#: scaled by the resolved singular values, diag(σ_R)⁻¹(σ_R² − V_RᵀSV_R)diag(σ_R)⁻¹, is at least
+#: this.
+PD_FRACTION = 0.1
+
+
+def estimator_options(statistic="u", estimator=None):
+    """Check and complete the (statistic, estimator) pair.
+
+    ``estimator=None`` means ``"resolved"`` with the U-statistic and ``"ridge"`` with the
+    V-statistic, so that ``statistic="v"`` alone reproduces the V-statistic Tikhonov fit of
+    earlier versions bit for bit.
+    """
+    statistic = arguments.choice(statistic, "statistic", STATISTICS)
+    if estimator is None:
+        estimator = "resolved" if statistic == "u" else "ridge"
+    estimator = arguments.choice(estimator, "estimator", ESTIMATORS)
+    return statistic, estimator
+
+
+@dataclass
+class Estimate:
+    """θ̂ of one linear system and what the report needs to judge it.
+
+    Attributes
+    ----------
+    theta : (n,) the estimate
+    bread : (n, n) the inverse Gram of the estimating equations (H⁻¹, or H⁺ on R), the sandwich's
+        bread
+    theta_tikhonov : (n,) the V-statistic Tikhonov solution, where the misspecification test is
+        taken (whether b lies in the range of A does not depend on the estimator)
+    statistic, estimator : str
+    second_order : (n,) the second-order bias b̂₂ subtracted from θ̂ (zeros when none)
+    alpha : float
+        Scale of the correction on R (1: the full U-statistic; < 1: the positive-definiteness
+        guard acted).
+    subspace : (n, rank) resolved right singular vectors V_R the estimate was computed on
+    theta_resolved : (n,) or None
+        The resolved estimate before the parameters that are not identifiable get their
+        empirical-Bayes values (the sandwich and the honest intervals are taken there).
+    notes : list of str
+    """
+
+    theta: np.ndarray
+    bread: np.ndarray
+    theta_tikhonov: np.ndarray
+    statistic: str
+    estimator: str
+    second_order: np.ndarray
+    alpha: float = 1.0
+    subspace: np.ndarray | None = None
+    theta_resolved: np.ndarray | None = None
+    notes: list = field(default_factory=list)
+
+
+def block_covariance(A, b, A_blocks, b_blocks, counts):
+    """(S (n, n), s (n,)): block estimates of Cov(A) and Cov(A, b) contracted over rows.
+
+    ``S = Σ_b w_b (A_b − A)ᵀ(A_b − A)/(B − 1)``, ``s = Σ_b w_b (A_b − A)ᵀ(b_b − b)/(B − 1)``;
+    ``θᵀSθ − 2θᵀs + const = tr Ĉov(Aθ − b)`` (module docstring).
+    """
+    counts = np.asarray(counts, dtype=float)
+    w = counts / counts.sum()
+    B, m, n = A_blocks.shape
+    dA = (A_blocks - A[None]).reshape(B * m, n)
+    db = (b_blocks - b[None]).reshape(B * m)
+    wdA = dA * np.repeat(w, m)[:, None]
+    S = wdA.T @ dA / (B - 1)
+    s = wdA.T @ db / (B - 1)
+    return 0.5 * (S + S.T), s
+
+
+def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
+    """b̂₂ (n,): the design-noise × residual-noise bias of θ̂ (module docstring)."""
+    counts = np.asarray(counts, dtype=float)
+    w = counts / counts.sum()
+    B = w.size
+    r = A @ theta - b
+    dA = A_blocks - A[None]
+    psi = A_blocks @ theta - b_blocks - r[None]  # (B, m)
+    u = (psi @ A) @ Hp  # (B, n): H⁺Aᵀψ̄_b (H⁺ symmetric)
+    t1 = np.einsum("bml,bl->bm", dA, u) @ A  # (AᵀΔ_b u_b)_b
+    t2 = np.einsum("bmk,bm->bk", dA, u @ A.T)  # (Δ_bᵀA u_b)_b
+    return Hp @ (w @ (t1 + t2)) / (B - 1)
+
+
+def _guarded(G, K):
+    """Largest α ∈ (0, 1] (powers of 0.8) keeping G − αK ⪰ PD_FRACTION·min diag G (G, K scaled
+    by the resolved singular values: diag G = 1 on the SVD basis)."""
+    alpha = 1.0
+    if G.shape[0] == 0:
+        return alpha
+    target = PD_FRACTION * float(np.min(np.diag(G)))
+    while np.linalg.eigvalsh(G - alpha * K).min() < target and alpha > 1e-3:
+        alpha *= 0.8
+    return alpha
+
+
+def _solve_scaled(M, rhs, c):
+    """z = diag(1/c) M⁻¹ rhs and diag(1/c) M⁻¹ diag(1/c); a DataError when M is singular."""
+    if M.shape[0] == 0:
+        return np.zeros(0), np.zeros((0, 0))
+    try:
+        Minv = np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        Minv = np.full(M.shape, np.nan)
+    z = (Minv @ rhs) / c
+    inv = Minv / np.outer(c, c)
+    if not (np.isfinite(z).all() and np.isfinite(inv).all()):
+        raise DataError(
+            "the corrected normal equations on the resolved directions are singular or not "
+            "finite (the system's entries are too large or too small for double precision); "
+            "rescale the state variables or the parameters, or pass statistic='v'"
+        )
+    return z, inv
+
+
+def solve_system(
+    A,
+    b,
+    A_blocks=None,
+    b_blocks=None,
+    counts=None,
+    lam=0.0,
+    *,
+    statistic="u",
+    estimator=None,
+    second_order=True,
+    rank_threshold=RANK_THRESHOLD,
+    subspace=None,
+    tikhonov=True,
+    prior_scale=None,
+) -> Estimate:
+    """θ̂ of ``A θ ≈ b`` by the chosen statistic and estimator (module docstring).
+
+    Parameters
+    ----------
+    A : (m, n), b : (m,)
+    A_blocks : (B, m, n), b_blocks : (B, m), counts : (B,), optional
+        Per-block means.  Without at least two blocks the sampling noise is unknown: the
+        V-statistic Tikhonov solution is returned with a note.
+    lam : float
+        λ of the ridge; with ``estimator="resolved"`` it acts on nothing (kept for the
+        misspecification test's Tikhonov solution).
+    statistic : {"u", "v"}
+    estimator : {"resolved", "ridge"} or None (see :func:`estimator_options`)
+    second_order : bool
+        Subtract b̂₂ (``statistic="u"`` only).
+    rank_threshold : float
+    subspace : (n, k) array, optional
+        Orthonormal columns to use as R instead of the resolved directions of this system (the
+        block bootstrap keeps the fit's subspace).
+    tikhonov : bool
+        Also compute the Tikhonov solution (``theta_tikhonov``; NaN when False).
+    prior_scale : "ml", float, (n,) array or None
+        Resolved estimator: τ of the empirical-Bayes point estimates of the parameters that are
+        not identifiable (:func:`~dynosed_sym.solve.intervals.fill_free`); None: they keep the
+        resolved estimate (0 along the unresolved directions).
+
+    Returns
+    -------
+    Estimate
+    """
+    statistic, estimator = estimator_options(statistic, estimator)
+    n = A.shape[1]
+    noisy = A_blocks is not None and len(A_blocks) >= 2
+    if tikhonov or not noisy or (statistic, estimator) == ("v", "ridge"):
+        theta_tik = solve_tikhonov(A, b, lam)
+    else:
+        theta_tik = np.full(n, np.nan)
+    if (statistic, estimator) == ("v", "ridge") or not noisy:
+        notes = []
+        if not noisy and (statistic, estimator) != ("v", "ridge"):
+            notes.append(
+                "note: too few data blocks for the U-statistic correction and the resolved "
+                "estimator (no sampling-noise estimate): V-statistic Tikhonov solution"
+            )
+        return Estimate(
+            theta=theta_tik,
+            bread=hinv(A, lam),
+            theta_tikhonov=theta_tik,
+            statistic="v" if not noisy else statistic,
+            estimator="ridge" if not noisy else estimator,
+            second_order=np.zeros(n),
+            notes=notes,
+        )
+    if subspace is not None and estimator != "resolved":
+        raise ValueError("subspace= is only used with estimator='resolved'")
+    if subspace is None:
+        dirs = singular_directions(A, A_blocks, counts, rank_threshold)
+        V = dirs.V
+        VR = V[:, dirs.resolved]
+        c = dirs.singular_values[dirs.resolved]
+        G = np.eye(c.size)  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R on both sides
+    else:
+        VR = np.asarray(subspace, dtype=float)
+        AV = A @ VR
+        c = np.linalg.norm(AV, axis=0)
+        c = np.where(c > 0, c, 1.0)
+        G = (AV.T @ AV) / np.outer(c, c)
+    if statistic == "u":
+        S, s = block_covariance(A, b, A_blocks, b_blocks, counts)
+    else:
+        S, s = np.zeros((n, n)), np.zeros(n)
+    # everything on R is scaled by the resolved singular values (diag K < 1/9 by the rank rule)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        K = (VR.T @ S @ VR) / np.outer(c, c)
+    if not (np.isfinite(K).all() and np.isfinite(G).all()):
+        raise DataError(
+            "the noise of the assembled system is not finite on its resolved directions (entries "
+            "too large or too small for double precision); rescale the state variables or the "
+            "parameters, or pass statistic='v'"
+        )
+    alpha = _guarded(G, K)
+    rhs = (VR.T @ (A.T @ b) - alpha * (VR.T @ s)) / c
+    z, Hp = _solve_scaled(G - alpha * K, rhs, c)
+    Hp = VR @ Hp @ VR.T
+    if estimator == "resolved":
+        theta = VR @ z
+        bread = Hp
+    else:
+        # the correction acts on R only and AᵀA is diagonal in the V basis: R and its complement
+        # decouple; the complement keeps the Tikhonov gain
+        unres = ~dirs.resolved
+        z, inv_R = _solve_scaled(G - alpha * K + np.diag(lam / c**2), rhs, c)
+        VU = V[:, unres]
+        sU = dirs.singular_values[unres]
+        denom = sU * sU + lam
+        inv = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0)
+        theta = VR @ z + VU @ (inv * (VU.T @ (A.T @ b)))
+        bread = VR @ inv_R @ VR.T + (VU * inv) @ VU.T
+    b2 = np.zeros(n)
+    if statistic == "u" and second_order and VR.shape[1]:
+        b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+        theta = theta - b2
+    theta_resolved = theta
+    notes = []
+    if estimator == "resolved" and subspace is None:
+        theta, _, converged = fill_free(
+            theta, bread, (A, b, A_blocks, b_blocks, counts), dirs, prior_scale
+        )
+        if converged is False:
+            notes.append("WARNING: the maximum-likelihood scale τ did not converge")
+    if alpha < 1.0:
+        notes.append(
+            f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
+            "Gram matrix positive definite on the resolved directions"
+        )
+    return Estimate(
+        theta=theta,
+        bread=np.asarray(bread, dtype=float),
+        theta_tikhonov=theta_tik,
+        statistic=statistic,
+        estimator=estimator,
+        second_order=b2,
+        alpha=float(alpha),
+        subspace=VR,
+        theta_resolved=theta_resolved,
+        notes=notes,
+    )
+
+
+def corrected_gauss_newton(
+    linearisation,
+    theta0,
+    lam,
+    *,
+    statistic="u",
+    estimator=None,
+    rank_threshold=RANK_THRESHOLD,
+    max_steps=GN_MAX_STEPS,
+    tol=GN_TOL,
+    prior_scale=None,
+):
+    """Non-affine drift: the corrected fit by re-linearisation (module docstring).
+
+    Parameters
+    ----------
+    linearisation : callable
+        ``linearisation(θ) -> (A, b, A_blocks, b_blocks, counts)`` with ``A = J(θ)``,
+        ``b = J(θ)θ − r(θ)`` and their per-block means
+        (:meth:`~dynosed_sym.solve.gradient.GlobalProblem.linearisation`).
+    theta0 : (n,) start (the V-statistic optimum of the gradient route)
+    lam, statistic, estimator, rank_threshold, prior_scale
+        As :func:`solve_system` (the resolved estimator updates θ on the resolved directions
+        only, keeping the start's components along the others, where the model is linearised).
+    max_steps : int
+    tol : float
+        Stop when the full step ``max |Δθ| ≤ tol · (1 + max |θ|)``; steps that stop contracting
+        are damped (halved, down to 1/64; the fixed point is the same).
+
+    Returns
+    -------
+    estimate : Estimate
+        At the fixed point, with the second-order term (``statistic="u"``).
+    system : tuple
+        The linearisation at the fixed point (what the report is taken on).
+    info : dict
+        ``steps`` and ``converged``; a :class:`~dynosed_sym.errors.ConvergenceWarning` is issued
+        when the loop stops at ``max_steps``.
+    """
+    theta = np.asarray(theta0, dtype=float).copy()
+    converged = False
+    steps, step, prev, eta = 0, np.inf, np.inf, 1.0
+    for k in range(1, int(max_steps) + 1):
+        steps = k
+        system = linearisation(theta)
+        est = solve_system(
+            *system,
+            lam,
+            statistic=statistic,
+            estimator=estimator,
+            second_order=False,
+            rank_threshold=rank_threshold,
+            tikhonov=False,
+        )
+        new = est.theta
+        if est.estimator == "resolved":  # keep the components the data do not resolve
+            VR = est.subspace
+            new = new + theta - VR @ (VR.T @ theta)
+        full = new - theta
+        step = float(np.abs(full).max(initial=0.0))
+        if step <= tol * (1.0 + float(np.abs(theta).max(initial=0.0))):
+            theta = new
+            converged = True
+            break
+        if step > 0.9 * prev:  # not contracting: damp the steps (the fixed point is the same)
+            eta = max(0.5 * eta, 1.0 / 64)
+        prev = step
+        theta = theta + eta * full
+    system = linearisation(theta)
+    est = solve_system(
+        *system,
+        lam,
+        statistic=statistic,
+        estimator=estimator,
+        rank_threshold=rank_threshold,
+        prior_scale=prior_scale,
+    )
+    if not converged:
+        msg = (
+            f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
+            f"{steps} steps without converging (last step {step:.3g}); the estimate is provisional"
+        )
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+        est.notes.append("WARNING: " + msg)
+    return est, system, {"steps": steps, "converged": converged}

@@ -1,0 +1,158 @@
+"""Probe choice and ball restriction (region-restricted sampling)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dynosed_sym as ds
+from dynosed_sym.routes import probes as probes_module
+from dynosed_sym.routes.probes import (
+    Balls,
+    as_probes,
+    choose_probes,
+    dense_centres,
+    kmeans_centres,
+    random_centres,
+    restrict_to_balls,
+)
+
+CENTRES = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    rng = np.random.default_rng(0)
+    sizes = [3000, 2000, 1000]
+    X = np.concatenate([c + 0.5 * rng.standard_normal((n, 2)) for c, n in zip(CENTRES, sizes)])
+    return X[rng.permutation(X.shape[0])]
+
+
+def _match(C, ref):
+    return np.array([np.min(np.linalg.norm(ref - c, axis=1)) for c in C])
+
+
+def test_kmeans_finds_cluster_centres(clusters):
+    C = kmeans_centres(clusters, 3, seed=1)
+    assert _match(C, CENTRES).max() < 0.1
+    np.testing.assert_array_equal(C, kmeans_centres(clusters, 3, seed=1))  # seeded
+
+
+def test_dense_centres_are_separated_and_dense(clusters):
+    C = dense_centres(clusters, 3, radius=1.0)
+    assert _match(C, CENTRES).max() < 0.5
+    d = np.linalg.norm(C[:, None] - C[None], axis=-1)
+    assert d[np.triu_indices(3, 1)].min() >= 2.0
+    # the first is the densest cluster
+    assert np.linalg.norm(C[0] - CENTRES[0]) < 0.5
+
+
+def test_random_centres_are_data_points_and_separated(clusters):
+    C = random_centres(clusters, 3, seed=2, min_separation=5.0)
+    for c in C:
+        assert np.any(np.all(clusters == c, axis=1))
+    d = np.linalg.norm(C[:, None] - C[None], axis=-1)
+    assert d[np.triu_indices(3, 1)].min() >= 5.0
+    with pytest.raises(ds.DataError, match="could not place"):
+        random_centres(clusters, 4, seed=0, min_separation=5.0, max_tries=2000)
+
+
+@pytest.mark.parametrize("method", ["kmeans", "dense", "random"])
+def test_choose_probes(clusters, method):
+    P = choose_probes(clusters, 3, method, radius=1.0, seed=0)
+    assert P.shape == (3, 2) and np.isfinite(P).all()
+
+
+def test_choose_probes_errors(clusters):
+    with pytest.raises(ds.DataError, match="method"):
+        choose_probes(clusters, 3, "grid")
+    with pytest.raises(ds.DataError, match="radius"):
+        choose_probes(clusters, 3, "dense")
+    with pytest.raises(ds.DataError, match="positive integer"):
+        choose_probes(clusters, 0)
+    with pytest.raises(ds.DataError, match="cannot choose"):
+        choose_probes(clusters[:2], 3)
+
+
+def test_balls_labels_match_brute_force(clusters):
+    balls = Balls(CENTRES, [1.0, 0.5, 2.0])
+    lab = balls.labels(clusters)
+    d2 = ((clusters[:, None, :] - CENTRES[None]) ** 2).sum(-1)
+    inside = d2 < np.array([1.0, 0.25, 4.0])
+    expect = np.where(inside.any(axis=1), inside.argmax(axis=1), -1)
+    np.testing.assert_array_equal(lab, expect)
+    np.testing.assert_array_equal(
+        balls.counts(clusters), np.bincount(expect[expect >= 0], minlength=3)
+    )
+
+
+def test_restrict_keeps_order_and_subsamples(clusters):
+    balls = Balls(CENTRES, 1.0)
+    Xin, lab = balls.restrict(clusters, return_labels=True)
+    keep = balls.labels(clusters) >= 0
+    np.testing.assert_array_equal(Xin, clusters[keep])  # original row order
+    assert (lab >= 0).all()
+    sparse, lab2 = restrict_to_balls(clusters, balls, max_per_ball=50, seed=3, return_labels=True)
+    assert np.bincount(lab2).tolist() == [50, 50, 50]
+    again = restrict_to_balls(clusters, CENTRES, 1.0, max_per_ball=50, seed=3)
+    np.testing.assert_array_equal(sparse, again)
+
+
+def test_empty_ball_raises(clusters):
+    balls = Balls(np.vstack([CENTRES, [[50.0, 50.0]]]), 1.0)
+    with pytest.raises(ds.DataError, match="ball 3 .* contains no data"):
+        balls.restrict(clusters)
+    assert balls.restrict(clusters, allow_empty=True).shape[0] > 0
+
+
+@pytest.mark.parametrize("radius", [0.0, -1.0, [1.0, 2.0], np.nan])
+def test_bad_balls(radius):
+    with pytest.raises(ds.DataError):
+        Balls(CENTRES, radius)
+
+
+def test_as_probes_forms(models, clusters):
+    import pandas as pd
+
+    model = models["ou2d"]
+    P, r = as_probes(np.array([0.5, 1.0]), model)
+    assert P.shape == (1, 2) and r is None
+    P, r = as_probes(Balls(CENTRES, 1.5), model)
+    assert P.shape == (3, 2) and r == 1.5
+    P, _ = as_probes(pd.DataFrame({"y": [1.0, 2.0], "x": [3.0, 4.0]}), model)
+    np.testing.assert_array_equal(P, [[3.0, 1.0], [4.0, 2.0]])
+    P, _ = as_probes(3, model, clusters)
+    assert P.shape == (3, 2)
+    for bad, msg in (
+        (np.zeros((4, 3)), "shape"),
+        (np.zeros((0, 2)), "no probe"),
+        ([[np.nan, 1.0]], "NaN"),
+        ("abc", "convert"),
+        (2, "need data"),
+    ):
+        with pytest.raises(ds.DataError, match=msg):
+            as_probes(bad, model)
+
+
+def test_kmeans_reports_whether_it_converged(clusters):
+    with pytest.warns(ds.ConvergenceWarning, match="k-means stopped after 1 Lloyd iterations"):
+        C, info = kmeans_centres(clusters, 3, seed=1, n_iter=1, return_info=True)
+    assert info == {"converged": False, "iterations": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        C, info = kmeans_centres(clusters, 3, seed=1, return_info=True)
+    assert info["converged"] and 1 < info["iterations"] < probes_module.KMEANS_ITERATIONS
+    with pytest.raises(ds.DataError, match="n_iter"):
+        kmeans_centres(clusters, 3, n_iter=0)
+
+
+def test_fit_local_notes_unconverged_kmeans_probes(compiled, models, ou_samples, monkeypatch):
+    monkeypatch.setattr(probes_module, "KMEANS_ITERATIONS", 1)
+    X = ou_samples(np.array([[-1.0, 0.5], [-0.5, -1.0]]), 1.0, 3000, 0)
+    with pytest.warns(ds.ConvergenceWarning, match="k-means"):
+        fit = ds.fit_local(models["ou2d_m12"], X, 6, temperature=4.0)
+    assert fit.converged  # θ̂ comes from a linear solve; the probes are valid, only not k-means
+    assert any("k-means placement of the probes stopped after 1" in n for n in fit.report.notes)
+    assert "k-means placement" in fit.summary()

@@ -1,0 +1,137 @@
+"""The misspecification p-value (Imhof's formula) against exact laws, a long simulation and its own
+accuracy bookkeeping: bounds instead of numbers below the integration accuracy, a flag and a
+ConvergenceWarning when the integral does not converge."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dynosed_sym as ds
+from dynosed_sym.routes.result import FitResult
+from dynosed_sym.solve import misspecification as ms
+from dynosed_sym.solve.linear import solve_tikhonov
+from dynosed_sym.solve.report import analyse
+
+x, y = sp.symbols("x y", real=True)
+p0, p1, p2 = sp.symbols("p0 p1 p2", real=True)
+#: any 3-parameter model: FitResult only reads its names for the summary and the JSON
+MODEL3 = ds.SDEModel([x, y], [p0, p1, p2], [p0 * x + p1 * y, p2 * y], diffusion=1, name="m3")
+
+
+def test_equal_weights_give_the_exact_F_law():
+    """h equal weights: T = μχ²_h / (μχ²_{kh}/k) is exactly F(h, k·h).  Every p-value is within
+    1e-8 of scipy's F tail, or a bound above it."""
+    rng = np.random.default_rng(0)
+    compared = 0
+    for h in (1, 2, 5, 31):
+        for k in (1, 4, 31):
+            mu = np.full(h, 10.0 ** rng.uniform(-6, 6))
+            for t in np.geomspace(0.02, 300.0, 21):
+                p = ms.ratio_tail(mu, k, t)
+                ref = stats.f.sf(t, h, k * h)
+                assert p.converged, (h, k, t, p.message)
+                if p.bound:
+                    assert ref <= p.value and p.value >= ms.IMHOF_FLOOR, (h, k, t, p, ref)
+                    assert ref < 1e-9, (h, k, t, ref)  # a bound only where the number is tiny
+                else:
+                    assert abs(p.value - ref) <= 1e-8, (h, k, t, p.value, ref)
+                    assert p.error <= 1e-10
+                    compared += 1
+    assert compared >= 200
+
+
+def test_two_weights_against_a_long_simulation():
+    """μ = (1, 0.2), k = 5 (no closed form): P(T > t) against 4·10⁶ exact draws of T, within 5
+    binomial standard errors."""
+    mu, k, n = np.array([1.0, 0.2]), 5, 4_000_000
+    rng = np.random.default_rng(1)
+    num = rng.standard_normal((n, 2)) ** 2 @ mu
+    den = 2.0 * rng.standard_gamma(k / 2.0, (n, 2)) @ mu / k  # χ²_k = 2·Gamma(k/2)
+    T = num / den
+    for t in (0.3, 1.0, 3.0, 8.0, 20.0):
+        p = ms.ratio_tail(mu, k, t)
+        assert p.converged and not p.bound
+        se = np.sqrt(p.value * (1.0 - p.value) / n)
+        assert abs(np.mean(T > t) - p.value) <= 5.0 * se, (t, np.mean(T > t), p.value, se)
+
+
+def test_tiny_p_value_is_a_bound_not_a_number():
+    p = ms.ratio_tail(np.ones(3), 31, 1e4)  # the F tail there is ~1e-100
+    assert p.bound and p.converged and p.value == ms.IMHOF_FLOOR
+    assert stats.f.sf(1e4, 3, 93) < p.value
+    assert str(p) == "p < 1e-12"
+    assert str(ms.ratio_tail(np.ones(3), 31, 1.0)).startswith("p = 0.3")
+
+
+@settings(max_examples=40)
+@given(
+    log_mu=st.lists(st.floats(-8.0, 0.0), min_size=1, max_size=6),
+    k=st.integers(1, 40),
+    t1=st.floats(0.01, 60.0),
+    ratio=st.floats(1.0, 10.0),
+)
+def test_p_value_is_a_decreasing_function_of_t_in_the_unit_interval(log_mu, k, t1, ratio):
+    mu = 10.0 ** np.array(log_mu)
+    r1, r2 = ms.ratio_tail(mu, k, t1), ms.ratio_tail(mu, k, t1 * ratio)
+    for r in (r1, r2):
+        assert r.converged and 0.0 <= r.value <= 1.0 and r.error < 1e-9
+    if r1.bound:  # P(T > t2) ≤ P(T > t1) < bound
+        assert r2.bound and r2.value <= r1.value
+    elif not r2.bound:
+        assert r2.value <= r1.value + r1.error + r2.error
+
+
+def test_integral_that_does_not_converge_is_flagged():
+    p = ms.ratio_tail(np.array([1.0, 0.3, 0.01]), 7, 2.0, limit=1)
+    assert not p.converged and "subdivisions" in p.message
+
+
+def _blocks(rng, B=16, m=24, n=3, offset=0.0):
+    A0 = rng.standard_normal((m, n))
+    theta = rng.standard_normal(n)
+    A_blocks = A0[None] + 0.05 * rng.standard_normal((B, m, n))
+    b_blocks = A_blocks @ theta + 0.05 * rng.standard_normal((B, m)) + offset * A0[:, 0] ** 2
+    counts = np.full(B, 100.0)
+    return A_blocks.mean(0), b_blocks.mean(0), A_blocks, b_blocks, counts
+
+
+def _fit(rng, offset=0.0):
+    A, b, A_blocks, b_blocks, counts = _blocks(rng, offset=offset)
+    theta = solve_tikhonov(A, b, 0.0)
+    rep = analyse(A, b, theta, 0.0, MODEL3.param_names, A_blocks, b_blocks, counts)
+    return FitResult(MODEL3, theta, A, b, rep, "global", 1600, {"lam": 0.0})
+
+
+def test_report_shows_a_bound_for_a_grossly_misspecified_system():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.ConvergenceWarning)
+        fit = _fit(np.random.default_rng(2), offset=5.0)
+    rep = fit.report
+    assert rep.p_value_bound and rep.p_value_converged and rep.p_value == ms.IMHOF_FLOOR
+    assert "p < 1e-12" in str(rep) and "p < 1e-12" in fit.summary()
+    rec = json.loads(fit.to_json())["report"]
+    assert rec["p_value"] == 1e-12 and rec["p_value_bound"] is True
+    assert rec["p_value_converged"] is True
+    good = _fit(np.random.default_rng(3))
+    assert not good.report.p_value_bound and "p = " in str(good.report)
+
+
+def test_report_flags_an_unconverged_p_value(monkeypatch):
+    monkeypatch.setattr(ms, "IMHOF_LIMIT", 1)
+    with pytest.warns(ds.ConvergenceWarning, match="Imhof integral did not converge"):
+        fit = _fit(np.random.default_rng(4))
+    rep = fit.report
+    assert not rep.p_value_converged and "subdivisions" in rep.p_value_message
+    assert isinstance(rep.p_value, float) and 0.0 <= rep.p_value <= 1.0
+    assert "(p-value integral did not converge: " in str(rep)
+    assert "(p-value integral did not converge: " in fit.summary()
+    rec = fit.to_dict()["report"]
+    assert rec["p_value_converged"] is False and "subdivisions" in rec["p_value_message"]
