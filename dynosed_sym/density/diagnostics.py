@@ -36,8 +36,9 @@ __all__ = [
 #: ρ above this flags the run (calibration in docs/density.md).
 RESIDUAL_RATIO_THRESHOLD = 2e-2
 #: Soft-cell total variation against the simulation above this (and above twice its noise level)
-#: flags the run.
-SIM_TV_THRESHOLD = 0.04
+#: flags the run.  Coarse-graining cannot increase a total variation, so a run above the
+#: target TV of issue 14 (0.03) here is (up to the simulation's own error) above it everywhere.
+SIM_TV_THRESHOLD = 0.03
 #: Multiple of the noise level below which the soft-cell TV is not significant.
 SIM_NOISE_FACTOR = 2.0
 

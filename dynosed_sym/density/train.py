@@ -37,10 +37,13 @@ What makes this converge on the textbook family (issue 14; numbers in ``docs/den
   anchor keeps q's mass m_k in the soft cells of the starting mixture (its components'
   responsibilities, fixed functions of x) near the simulation's m̂_k:
   J + a·S₀·Σ_k (m_k − m̂_k)²/m̂_k, with S₀ the mean square of the residual's terms at the start (so
-  a is scale-free, default 10⁻²).  Along directions J sees, its curvature dwarfs the anchor's and
+  a is scale-free, default 3·10⁻²).  Along directions J sees, its curvature dwarfs the anchor's and
   the residual decides; along the slow ones the anchor holds the simulated share.  (Anchoring
   the mixture weights instead left the share free to move through the flow: 2-D double well,
-  barrier 2 D, TV 0.013-0.022 against 0.003-0.004 with the cells.)
+  barrier 2 D, TV 0.013-0.022 against 0.003-0.004 with the cells at a = 10⁻².  At a = 10⁻² the
+  1-D double well x − x³, D = 0.2, seed 2 still drifted to TV 0.026 (soft-cell TV 0.024);
+  a = 3·10⁻² gave 0.006 there and 0.005-0.008 on the 2-D well, a = 10⁻¹ 0.002-0.004 on the 1-D
+  wells but 0.009-0.010 on the 2-D one.)
 * **Stopping rule and best iterate.**  Every 50 steps the exponential average of the iterates is
   scored by the residual ratio ρ (:mod:`.diagnostics`) on 4096 fixed draws (common random
   numbers); the best one is kept.  Training stops when ρ ≤ ``tol`` at two scorings in a row, or
@@ -261,7 +264,7 @@ def density_from_dynamics(
     final_learning_rate=1.25e-3,
     init="simulation",
     tail=True,
-    anchor=1e-2,
+    anchor=3e-2,
     tol=1e-4,
     rtol=0.3,
     window=200,
@@ -297,13 +300,13 @@ def density_from_dynamics(
     init : {"simulation", "blob"} or array (N, d)
         Starting density: fitted to a short run of the compiled simulator (default), to given
         samples, or the broad blob of ``init_center``/``init_scale`` (no simulation; then there
-        is no weight anchor and no simulation check).
+        is no cell anchor).
     tail : bool
         Radial tail map (quartic tails possible; γ trained).  False: Gaussian-mixture tails.
     anchor : float
-        Scale-free strength of the pull of the mixture weights towards those fitted to the
-        simulation (keeps the share of mass between metastable states, which the residual
-        cannot see); 0 switches it off.
+        Scale-free strength of the pull of q's mass in the soft cells of the starting mixture
+        towards the simulation's (keeps the share of mass between metastable states, which the
+        residual cannot see); 0 switches it off.
     tol, rtol, window : float, float, int
         Stopping rule on the residual ratio ρ of the averaged iterate (scored every 50 steps):
         training stops when ρ ≤ ``tol``, or when ρ has not improved by a factor ``1 − rtol`` for

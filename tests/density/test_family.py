@@ -43,7 +43,7 @@ def _stationary_fp(model, theta, logp):
     ["ring_issue", "ring_narrow_fast", "dw1_b2_tilted", "dw2_b2", "dw2_b1", "sdw1", "sdw2", "sdw3"],
 )
 def test_claimed_laws_solve_the_stationary_fokker_planck_equation(name):
-    """Each exact law of the sweep solves the FP equation (symbolic) and matches its numeric form."""
+    """Each exact law of the sweep solves the FP equation (symbolically) and its numeric form."""
     model, theta = CASES[name].build()
     xs = model.state
     sym = {
