@@ -417,6 +417,7 @@ def test_divergence_raises_training_diverged_naming_the_step(swirl, out_dir, lea
             learning_rate=learning_rate,
             n_chains=2000,
             final_learning_rate=learning_rate,
+            anchor=1e-2,  # the anchor strength at which these step sizes reached those failures
             seed=0,
             out_dir=out_dir,
         )
