@@ -160,6 +160,9 @@ def prior_scale_ml(theta, se, xatol=1e-6):
     theta, se2 = theta[keep], se2[keep]
     if theta.size == 0 or not np.any(theta != 0):
         return 0.0, True
+    # unit size by a power of two (exact): the search is the same for rescaled parameters
+    unit = float(np.ldexp(1.0, int(np.frexp(np.abs(theta).max() + np.sqrt(se2.max()))[1])))
+    theta, se2 = theta / unit, se2 / (unit * unit)
 
     def nll(log_tau):
         v = np.exp(2.0 * log_tau) + se2
@@ -174,7 +177,7 @@ def prior_scale_ml(theta, se, xatol=1e-6):
         nll0 = 0.5 * float(np.sum(np.log(se2) + theta**2 / se2))
         if nll0 <= nll(res.x):
             tau = 0.0
-    return tau, bool(res.success)
+    return tau * unit, bool(res.success)
 
 
 def honest_intervals(
@@ -315,7 +318,8 @@ def fill_free(theta, bread, system, dirs, prior_scale):
         A, b, theta + Vo @ z, 0.0, A_blocks, b_blocks, counts, (Vo / so**2) @ Vo.T
     )
     s2 = np.einsum("ki,kl,li->i", Vo, cov, Vo) + z**2 / ((so / noise[ok]) ** 2 - 1.0)
-    gain = tau2[ok] / (tau2[ok] + s2)
+    total = tau2[ok] + s2
+    gain = np.divide(tau2[ok], total, out=np.zeros_like(total), where=total > 0)  # 0/0: no prior
     out = theta.copy()
     out[free] = (theta + Vo @ (gain * z))[free]
     return out, tau, converged
