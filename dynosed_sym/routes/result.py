@@ -369,7 +369,8 @@ def _resolution_notes(rep, widened):
     )
     tau_text = f"{tau:.3g}" if np.ndim(tau) == 0 else "per parameter"
     out.append(
-        f"bias.sd = τ·(loading): the bias from directions the data cannot separate, τ = {tau_text} "
+        "bias.sd: what the directions the data cannot separate do to the estimate — their bias "
+        f"(τ·loading) and the noise their columns carry (in proportion to τ), τ = {tau_text} "
         f"({how}); intervals θ̂ ± t·√(std.err² + bias.sd²)"
     )
     return out
