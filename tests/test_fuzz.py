@@ -56,6 +56,7 @@ import dynosed_sym as ds
 from dynosed_sym.assembly.features import draw_features
 from dynosed_sym.data.blocks import block_edges
 from dynosed_sym.reference import local_rows_reference
+from dynosed_sym.solve.directions import RANK_THRESHOLD
 from dynosed_sym.solve.gradient import GlobalProblem
 
 
@@ -323,7 +324,14 @@ def test_exact_laws_are_recovered(compiled, models, data):
             lam=lam,
             seed=data.draw(st.integers(0, 5)),
         )
-        assert fit.report.rank == RANK[name]
+        rep = fit.report
+        assert rep.rank <= RANK[name]  # never more than the model's identifiable directions
+        if rep.rank < RANK[name]:
+            # the rank is a test at 3 noise levels: a weakly resolved direction may miss it by
+            # chance (limit_cycle's c at N = 1500: σ/noise = 2.9), a lost clear one must not
+            ratio = rep.singular_values[rep.rank] / rep.singular_noise[rep.rank]
+            event("global: a borderline direction left unresolved")
+            assert ratio >= 0.5 * RANK_THRESHOLD, (ratio, fit.summary())
     else:
         P = np.random.default_rng(data.draw(st.integers(0, 2**31))).uniform(-0.7, 0.7, (10, 2))
         kw = {"score": "local_gaussian", "temperature": data.draw(st.sampled_from([1.0, 2.0]))}
@@ -371,6 +379,7 @@ GLOBAL_OUTCOMES = {
     "seed": ("raise", r"^seed must be at least 0"),
     "n_blocks": ("raise", r"^n_blocks must be at least 1"),
 }
+_FEATURES_VANISH = r"^the assembled system's entries are too small for double precision"
 _SCORE_FAILS = r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "
 LOCAL_OUTCOMES = {
     "huge": ("fit", ""),  # one far outlier carries no kernel weight at the probes
@@ -521,10 +530,19 @@ def _search_warnings(caught):
 def _assert_rescaling_invariance(fit, fit_c, c, degree):
     """x ↦ c·x (model rewritten by time scaling, θ_k ↦ θ_k/c^(p_k+1), λ = 0): the residual scales
     by 1/c², and so θ̂ maps exactly when A has full column rank.  With every parameter scaled
-    alike (A unchanged) the report is the same too: rank, scaled SEs, test statistic.  (With
-    unequal scalings the rank, judged on the singular values of A in the given units, may differ
-    near its threshold: only the estimate is compared then.)"""
+    alike (A unchanged) the report is the same too: rank, scaled SEs, test statistic; the solve
+    works in powers of two, so the estimate maps bit for bit.  (With unequal scalings the rank,
+    judged on the singular values of A in the given units, may differ near its threshold, and the
+    resolved estimator's shrinkage of unresolved directions is unit-dependent: only fits resolved
+    in full are compared then, on the estimate.)"""
     S = c ** -(degree + 1.0)
+    uniform = np.all(degree == degree[0])
+    if not uniform and not (fit.report.rank == fit_c.report.rank == fit.theta.size):
+        # the resolved estimator shrinks the unresolved directions in the given units: like any
+        # regularised estimate it is equivariant under unequal parameter scalings only when
+        # nothing is shrunk (full resolved rank)
+        event("rescaling: unequal scalings of a rank-deficient fit (not compared)")
+        return
     r, r_c = fit.A @ fit.theta - fit.b, fit_c.A @ fit_c.theta - fit_c.b
     tol = 1e-9 * (np.abs(fit.b).max() + np.abs(fit.A).max() * np.abs(fit.theta).max())
     assert np.abs(r_c * c**2 - r).max() <= tol + 1e-300
@@ -532,7 +550,7 @@ def _assert_rescaling_invariance(fit, fit_c, c, degree):
     if fit.A.shape[0] >= fit.A.shape[1] and sv[-1] > 1e-6 * sv[0]:
         event("rescaling: θ̂ compared")
         np.testing.assert_allclose(fit_c.theta / S, fit.theta, rtol=1e-7, atol=1e-9)
-    if np.all(degree == degree[0]):
+    if uniform:
         event("rescaling: report compared")
         rep, rep_c = fit.report, fit_c.report
         assert rep_c.rank == rep.rank and rep_c.free_params == rep.free_params
@@ -575,6 +593,9 @@ def test_entry_points_on_hostile_and_valid_input(compiled, models, data):
     expected = _outcome(route, defect)
     if kw.get("bandwidth") == 1e300 and defect in ("huge", "offset"):
         expected = ("either", expected[1])  # nothing is far compared with a 1e300 length scale
+    if kw.get("bandwidth") == 1e300 and expected[0] != "raise":
+        # features constant to double precision: a fit, or the DataError that says so
+        expected = ("either", "|".join(filter(None, [expected[1], _FEATURES_VANISH])))
     if route == "global":
         fit = _run(route, expected, lambda: ds.fit_global(model, X, **kw))
     else:
@@ -590,16 +611,14 @@ def test_entry_points_on_hostile_and_valid_input(compiled, models, data):
     _assert_rescaling_invariance(fit, fit_c, c, DEGREE[name])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (honest intervals): with fewer features than parameters the minimum-norm "
-    "θ̂ puts a parameter that is not identified on its own (c of limit_cycle, partly in the "
-    "null space) at a biased value, and the report gives it a finite interval that excludes the "
-    "truth by ~15 standard errors",
-)
-def test_underdetermined_fit_does_not_claim_a_confident_wrong_interval(models):
-    X = np.random.default_rng(5).standard_normal((3000, 2))  # exact samples: c = 0
-    fit = ds.fit_global(models["limit_cycle"], X, n_features=1, lam=0.0)
+@pytest.mark.parametrize("seed", range(5))
+def test_underdetermined_fit_does_not_claim_a_confident_wrong_interval(models, seed):
+    """With fewer features than parameters, c of limit_cycle is partly in the null space: the
+    minimum-norm θ̂ of before (issue 13) put it at a biased value with a finite interval that
+    excluded the truth by ~15 standard errors.  The default (resolved) estimator's honest
+    interval, which includes the bias from the unresolved directions, must contain the truth."""
+    X = np.random.default_rng(5 + seed).standard_normal((3000, 2))  # exact samples: c = 0
+    fit = ds.fit_global(models["limit_cycle"], X, n_features=1, lam=0.0, seed=seed)
     lo, hi = fit.conf_int(level=1 - 1e-6)[1]
     assert lo <= 0.0 <= hi
 
@@ -796,6 +815,9 @@ def test_truly_nonaffine_fits_end_at_a_stationary_point(nonaffine_compiled, data
         expected = ("model", pattern)
     elif kind == "either" and expected[0] != "raise":  # a data or a starting-point failure
         expected = (kind, "|".join(filter(None, [expected[1], pattern])))
+    # the gradient search's own optimum (V-statistic, ridge): the default corrected fixed point
+    # is checked against the affine solve in tests/solve/test_ustat.py
+    kw.update(statistic="v", estimator="ridge")
     if route == "global":
 
         def call():

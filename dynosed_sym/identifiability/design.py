@@ -24,7 +24,7 @@ from ..simulation.simulate import simulate as _simulate
 from ..solve.combinations import short_combination
 from ..solve.report import FREE_PROJECTION, RANK_THRESHOLD, col_se
 from ..solve.uncertainty import t_quantile
-from .designs import check_design
+from .designs import RankVerdict, check_design
 from .structural import StructuralReport, nominal_vector, structural_check
 
 __all__ = ["IdentifiabilityCheck", "check_identifiability", "follow_directions"]
@@ -34,7 +34,7 @@ SHRINK_EXPONENT = -0.25  # log-log slope below which an unresolved direction is 
 
 
 @dataclass
-class IdentifiabilityCheck:
+class IdentifiabilityCheck(RankVerdict):
     """Result of :func:`check_identifiability`: structural verdict plus a simulated design study.
 
     Attributes
@@ -109,19 +109,8 @@ class IdentifiabilityCheck:
     timings: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
-    # ------------------------------------------------------------------ summaries
-    @property
-    def rank(self):
-        return self.structural.rank if self.report is None else self.report.rank
-
-    @property
-    def n_params(self):
-        return len(self.param_names)
-
-    @property
-    def unique(self):
-        return self.rank == self.n_params
-
+    # ------------------------------------------------------------------ summaries (rank,
+    # n_params, unique: RankVerdict)
     @property
     def null_space(self):
         return self.structural.null_space if self.report is None else self.report.null_space

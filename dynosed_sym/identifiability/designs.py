@@ -40,8 +40,25 @@ from .design_structural import DesignStructural, design_structural, env_thetas
 __all__ = ["DesignCheck", "check_design", "design_spec", "draw_design", "default_sampler"]
 
 
+class RankVerdict:
+    """The rank summaries shared by the checks: the design-time report's when it was run, else
+    the structural one's (``structural``, ``report``, ``param_names`` are the class's fields)."""
+
+    @property
+    def rank(self):
+        return self.structural.rank if self.report is None else self.report.rank
+
+    @property
+    def n_params(self):
+        return len(self.param_names)
+
+    @property
+    def unique(self):
+        return self.rank == self.n_params
+
+
 @dataclass
-class DesignCheck:
+class DesignCheck(RankVerdict):
     """Result of :func:`dynosed_sym.check_identifiability` for a design.
 
     Attributes
@@ -82,18 +99,6 @@ class DesignCheck:
     advice: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
-
-    @property
-    def rank(self):
-        return self.structural.rank if self.report is None else self.report.rank
-
-    @property
-    def n_params(self):
-        return len(self.param_names)
-
-    @property
-    def unique(self):
-        return self.rank == self.n_params
 
     @property
     def null_space(self):

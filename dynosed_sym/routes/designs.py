@@ -33,7 +33,7 @@ from ..data.sources import open_source
 from ..errors import DataError, ModelError, NotAffineError
 from ..options import BANDWIDTH_ROWS
 from ..solve.intervals import check_prior_scale
-from ..solve.linear import solve_tikhonov, system_scale
+from ..solve.linear import system_scale
 from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
 from ..solve.ustat import solve_system
@@ -345,8 +345,14 @@ def fit_global_design(
         for e, sl in slices.items():
             row_scale[sl] = 1.0 / math.sqrt(dmap.weights[e])
         info.residuals = env_residuals(slices, row_scale, A, b, A_blocks, b_blocks, weights, theta)
+
+    def solve(system):  # the same estimator on another stacked system
+        return solve_system(
+            *system[:5], lam, statistic=statistic, estimator=estimator, prior_scale=prior_scale
+        ).theta
+
     info.quadrature = _quadrature_check(
-        design, per_env, names, columns, dmap, snaps, lam, solve_tikhonov(A, b, lam), report
+        design, per_env, names, columns, dmap, snaps, solve, theta, report
     )
     if info.quadrature is not None:
         info.notes.append(_quadrature_note(info.quadrature, dmap))
@@ -382,14 +388,13 @@ def env_record(env, n_samples, model):
     return rec
 
 
-def _quadrature_check(design, per_env, names, columns, dmap, snaps, lam, theta, report):
-    """θ̂ with the trapezoid against θ̂ with the chosen order (both the Tikhonov solve of their
-    stacked systems, ``theta``), in standard errors."""
+def _quadrature_check(design, per_env, names, columns, dmap, snaps, solve, theta, report):
+    """θ̂ with the trapezoid against θ̂ with the chosen order (``theta``; both by the route's
+    estimator, ``solve(pseudo_blocks)``), in standard errors."""
     if not any(p > 2 for p in dmap.orders.values()) or report.std_errors is None:
         return None
     dmap2 = design_map(design, per_env, names, columns, order=2)
-    A2, b2 = dmap2.stack([s.mean() for s in snaps])
-    theta2 = solve_tikhonov(A2, b2, lam)
+    theta2 = solve(pseudo_blocks(dmap2, snaps))
     se = np.asarray(report.std_errors, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(np.isfinite(se) & (se > 0), (theta2 - theta) / se, 0.0)

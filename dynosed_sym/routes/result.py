@@ -139,7 +139,9 @@ class FitResult:
         boot = rep.bootstrap_result if bootstrap is not False else None
         has_se = rep.std_errors is not None
         honest = has_se and rep.loading is not None
-        widened = honest and rep.estimator == "resolved"
+        # the loading and bias.sd columns only when some direction is unresolved (else all 0)
+        columns = honest and bool(np.any(np.asarray(rep.loading) > 0))
+        widened = columns and rep.estimator == "resolved"
         pct = f"{100 * rep.ci_level:g}% CI"
         w = max(9, max(len(nm) for nm in names))
         head = f"{'parameter':<{w}}  {'estimate':>12}" + (
@@ -147,7 +149,7 @@ class FitResult:
         )
         if has_se:
             head += f"  {'std.err':>9}" + (f"  {'bias.sd':>9}" if widened else "") + f"  {pct:^23}"
-        if honest:
+        if columns:
             head += f"  {'loading':>7}"
         if boot is not None:
             head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
@@ -177,7 +179,7 @@ class FitResult:
                 row += (
                     (f"  {rep.bias_sd[k]:>9.3g}" if widened else "") + "  " + interval(*rep.ci[k])
                 )
-            if honest:
+            if columns:
                 row += f"  {rep.loading[k]:>7.3f}"
             if boot is not None:
                 row += f"  {boot.se[k]:>9.3g}  " + interval(*boot.ci[k])
@@ -343,7 +345,9 @@ _IDENTIFIABLE = {
 def _resolution_notes(rep, widened):
     """Footnote lines of the summary on loadings, bias.sd and τ."""
     if not np.any(np.asarray(rep.loading) > 0):
-        return ["loading, bias.sd: 0 — every direction is resolved above its noise"]
+        return [
+            "every direction is resolved above its noise: no parameter loads on an unresolved one"
+        ]
     out = [
         "loading: norm of the parameter's projection on the unresolved directions "
         "(≥ 0.5: not identifiable)"
@@ -365,7 +369,8 @@ def _resolution_notes(rep, widened):
     )
     tau_text = f"{tau:.3g}" if np.ndim(tau) == 0 else "per parameter"
     out.append(
-        f"bias.sd = τ·(loading): the bias from directions the data cannot separate, τ = {tau_text} "
+        "bias.sd: what the directions the data cannot separate do to the estimate — their bias "
+        f"(τ·loading) and the noise their columns carry (in proportion to τ), τ = {tau_text} "
         f"({how}); intervals θ̂ ± t·√(std.err² + bias.sd²)"
     )
     return out

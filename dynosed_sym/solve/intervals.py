@@ -56,6 +56,7 @@ __all__ = [
     "resolution_matrix",
     "check_prior_scale",
     "fill_free",
+    "unresolved_noise_variance",
     "IDENTIFIED",
     "COMBINATION",
     "NOT_IDENTIFIABLE",
@@ -68,6 +69,9 @@ NOT_IDENTIFIABLE = "not identifiable"
 
 #: A parameter whose loading on unresolved directions is at least this is not identifiable.
 FREE_PROJECTION = 0.5
+#: An estimable combination is stated only when the noise the unresolved components add to it
+#: (at the scale τ) is at most this fraction of its own sampling variance.
+COMBINATION_NOISE = 0.25
 
 
 @dataclass
@@ -160,6 +164,9 @@ def prior_scale_ml(theta, se, xatol=1e-6):
     theta, se2 = theta[keep], se2[keep]
     if theta.size == 0 or not np.any(theta != 0):
         return 0.0, True
+    # unit size by a power of two (exact): the search is the same for rescaled parameters
+    unit = float(np.ldexp(1.0, int(np.frexp(np.abs(theta).max() + np.sqrt(se2.max()))[1])))
+    theta, se2 = theta / unit, se2 / (unit * unit)
 
     def nll(log_tau):
         v = np.exp(2.0 * log_tau) + se2
@@ -174,7 +181,7 @@ def prior_scale_ml(theta, se, xatol=1e-6):
         nll0 = 0.5 * float(np.sum(np.log(se2) + theta**2 / se2))
         if nll0 <= nll(res.x):
             tau = 0.0
-    return tau, bool(res.success)
+    return tau * unit, bool(res.success)
 
 
 def honest_intervals(
@@ -189,6 +196,7 @@ def honest_intervals(
     prior_scale="ml",
     widen=True,
     t_quantile=None,
+    unresolved_noise=None,
 ):
     """The :class:`Resolution` of one fit (module docstring).
 
@@ -205,6 +213,10 @@ def honest_intervals(
         False for an estimator whose bias is not the resolution bias (the ridge): loadings are
         reported, intervals are the sandwich ones.
     t_quantile : callable ``(level, dof) -> float``
+    unresolved_noise : callable ``tau -> (n,)``, optional
+        The variance the unresolved components of θ* add to the estimate's sampling noise under
+        the scale prior (:func:`unresolved_noise_variance`); it widens the parameter's and its
+        combination's interval alike.
     """
     theta = np.asarray(theta, dtype=float)
     se = np.asarray(se, dtype=float)
@@ -229,11 +241,15 @@ def honest_intervals(
                 )
         else:
             tau, method = prior_scale, "given"
+    extra = np.zeros(n)
     if tau is None:
         bias_sd = np.zeros(n)
     else:
         IQ = VU @ VU.T
         bias_sd = np.linalg.norm(IQ * np.broadcast_to(tau, (n,))[None, :], axis=1)
+        if unresolved_noise is not None and VU.shape[1]:
+            extra = np.asarray(unresolved_noise(tau), dtype=float)
+            bias_sd = np.sqrt(bias_sd**2 + extra)
     q = t_quantile(level, dof)
     half = q * np.sqrt(se**2 + bias_sd**2)
     half = np.where(free, np.inf, half)
@@ -245,12 +261,21 @@ def honest_intervals(
         if free[j]:
             status.append(NOT_IDENTIFIABLE)
             combos.append(None)
+        elif bias_sd[j] > se[j] and extra[j] > COMBINATION_NOISE * se[j] ** 2:
+            # the unresolved components put noise into this estimate through the noise of their
+            # columns, in proportion to their unknown size: a combination is stated only when
+            # that noise is small beside its own (its interval then holds for sizes up to ~2τ)
+            status.append(COMBINATION)
+            combos.append(None)
         elif bias_sd[j] > se[j]:
             status.append(COMBINATION)
             qjj = Q[j, j]
             combos.append(estimable_combination(Q[j], names, j))
             c_est[j] = theta[j] / qjj
-            c_ci[j] = [(theta[j] - q * se[j]) / qjj, (theta[j] + q * se[j]) / qjj]
+            c_half = q * np.sqrt(
+                se[j] ** 2 + extra[j]
+            )  # the resolution bias cancels, not the noise
+            c_ci[j] = [(theta[j] - c_half) / qjj, (theta[j] + c_half) / qjj]
         else:
             status.append(IDENTIFIED)
             combos.append(None)
@@ -267,6 +292,31 @@ def honest_intervals(
         resolution=Q,
         ci=ci,
     )
+
+
+def unresolved_noise_variance(A, A_blocks, counts, bread, VU, tau):
+    """(n,) extra sampling variance of the resolved estimate from the unresolved components of θ*.
+
+    The sandwich is taken at θ̂, whose components along the unresolved directions V_U are 0; the
+    truth's are ``z = V_Uᵀθ*``, and the noise of A along them (``ΔA_b V_U z``) moves the resolved
+    estimate too — when an unresolved column is pure noise (a parameter the law cannot see, like
+    a rotation), by as much as its true value times that noise.  The block influence is affine
+    in θ, ``IF_b(θ̂ + V_U z) = IF_b(θ̂) − H⁺ M_b z`` with ``M_b = ΔA_bᵀAV_U + AᵀΔA_bV_U``; under the
+    scale prior (z ~ N(0, V_Uᵀ diag τ² V_U)) the expected extra covariance is
+    ``Σ_b w_b H⁺ M_b Cov(z) M_bᵀ H⁺ / (B − 1)``, whose diagonal is returned.
+    """
+    counts = np.asarray(counts, dtype=float)
+    w = counts / counts.sum()
+    B = w.size
+    n = A.shape[1]
+    tau2 = np.broadcast_to(np.asarray(tau, dtype=float) ** 2, (n,))
+    Cz = (VU * tau2[:, None]).T @ VU  # (k, k)
+    L = np.linalg.cholesky(Cz + 1e-300 * np.eye(Cz.shape[0]))
+    AV = A @ VU  # (m, k)
+    dA = A_blocks - A[None]  # (B, m, n)
+    M = np.einsum("bmn,mk->bnk", dA, AV) + np.einsum("mn,bmk->bnk", A, dA @ VU)
+    G = np.einsum("ij,bjk->bik", bread, M) @ L  # (B, n, k)
+    return np.einsum("b,bik->i", w, G * G) / (B - 1)
 
 
 def fill_free(theta, bread, system, dirs, prior_scale):
@@ -315,7 +365,8 @@ def fill_free(theta, bread, system, dirs, prior_scale):
         A, b, theta + Vo @ z, 0.0, A_blocks, b_blocks, counts, (Vo / so**2) @ Vo.T
     )
     s2 = np.einsum("ki,kl,li->i", Vo, cov, Vo) + z**2 / ((so / noise[ok]) ** 2 - 1.0)
-    gain = tau2[ok] / (tau2[ok] + s2)
+    total = tau2[ok] + s2
+    gain = np.divide(tau2[ok], total, out=np.zeros_like(total), where=total > 0)  # 0/0: no prior
     out = theta.copy()
     out[free] = (theta + Vo @ (gain * z))[free]
     return out, tau, converged

@@ -38,7 +38,13 @@ import numpy as np
 from ..errors import DynosedError
 from .combinations import format_combination
 from .directions import RANK_THRESHOLD, col_se, singular_directions
-from .intervals import COMBINATION, FREE_PROJECTION, check_prior_scale, honest_intervals
+from .intervals import (
+    COMBINATION,
+    FREE_PROJECTION,
+    check_prior_scale,
+    honest_intervals,
+    unresolved_noise_variance,
+)
 from .misspecification import TailProbability
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
@@ -134,7 +140,9 @@ class IdentifiabilityReport:
         Per parameter: "identified", "only in combination" or "not identifiable".
     combinations : list of (str or None)
         The estimable combination of each parameter determined only in combination, with its
-        estimate ``combination_estimate`` (n,) and interval ``combination_ci`` (n, 2).
+        estimate ``combination_estimate`` (n,) and interval ``combination_ci`` (n, 2); None (and
+        NaN) when the unresolved components' noise in it is not small beside its own
+        (:data:`~dynosed_sym.solve.intervals.COMBINATION_NOISE`).
     resolution : (n, n) array or None
         The resolution matrix Q = V_RV_Rᵀ.
     """
@@ -218,7 +226,13 @@ class IdentifiabilityReport:
         pct = f"{100 * self.ci_level:g}%"
         out = []
         for j, st in enumerate(self.status):
-            if st == COMBINATION:
+            if st == COMBINATION and self.combinations[j] is None:
+                out.append(
+                    f"  {self.param_names[j]} is determined only in combination with the "
+                    "unresolved directions, whose unknown size also sets its noise: no "
+                    "combination is stated; its interval includes both"
+                )
+            elif st == COMBINATION:
                 lo, hi = self.combination_ci[j]
                 out.append(
                     f"  {self.param_names[j]} is determined only in combination: "
@@ -345,7 +359,15 @@ def analyse(
         notes.extend(estimate.notes)
     if sing_noise is not None:
         _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate)
-        _attach_resolution(rep, theta, V, resolved, prior_scale)
+        noise = None
+        if estimate is not None and estimate.estimator == "resolved":
+
+            def noise(tau):
+                return unresolved_noise_variance(
+                    A, A_blocks, counts, estimate.bread, V[:, ~resolved], tau
+                )
+
+        _attach_resolution(rep, theta, V, resolved, prior_scale, noise)
     return rep
 
 
@@ -411,7 +433,7 @@ def _bootstrap_solver(rep, estimate):
     return solve
 
 
-def _attach_resolution(rep, theta, V, resolved, prior_scale):
+def _attach_resolution(rep, theta, V, resolved, prior_scale, unresolved_noise=None):
     """Loadings on unresolved directions, honest intervals and estimable combinations
     (:mod:`.intervals`); the resolved estimator's intervals include the resolution bias."""
     if rep.std_errors is None:
@@ -427,6 +449,7 @@ def _attach_resolution(rep, theta, V, resolved, prior_scale):
         prior_scale=check_prior_scale(prior_scale, rep.param_names),
         widen=rep.estimator == "resolved",
         t_quantile=t_quantile,
+        unresolved_noise=unresolved_noise,
     )
     rep.loading, rep.bias_sd, rep.resolution = res.loading, res.bias_sd, res.resolution
     rep.prior_scale, rep.prior_scale_method = res.prior_scale, res.prior_scale_method

@@ -193,6 +193,16 @@ def _solve_scaled(M, rhs, c):
     return z, inv
 
 
+def _power_of_two(x):
+    """4^k at or above max |x| (1 when x is zero or not finite): dividing by it is exact, and so
+    are the square roots of the scaled squares."""
+    big = float(np.max(np.abs(x), initial=0.0))
+    if not (np.isfinite(big) and big > 0):
+        return 1.0
+    e = int(np.frexp(big)[1])
+    return float(np.ldexp(1.0, e + (e % 2)))
+
+
 def solve_system(
     A,
     b,
@@ -210,6 +220,11 @@ def solve_system(
     prior_scale=None,
 ) -> Estimate:
     """θ̂ of ``A θ ≈ b`` by the chosen statistic and estimator (module docstring).
+
+    The system is first brought to unit size by powers of two (``A/a``, ``b/β``, ``λ/a²``: exact in
+    floating point), solved there and scaled back: the result is the same, but the products of
+    the correction (``S/σ²``, of order ``A⁴``) cannot overflow or underflow when the entries are
+    far from 1, and rescaled data give bit-identical estimates.
 
     Parameters
     ----------
@@ -239,6 +254,67 @@ def solve_system(
     -------
     Estimate
     """
+    a, beta = _power_of_two(A), _power_of_two(b)
+    scaled = _solve_unit(
+        A / a,
+        b / beta,
+        None if A_blocks is None else A_blocks / a,
+        None if b_blocks is None else b_blocks / beta,
+        counts,
+        min(lam / a / a, np.finfo(float).max),  # λ beyond double range: still "infinite"
+        statistic=statistic,
+        estimator=estimator,
+        second_order=second_order,
+        rank_threshold=rank_threshold,
+        subspace=subspace,
+        tikhonov=tikhonov,
+        prior_scale=(
+            prior_scale
+            if prior_scale is None or isinstance(prior_scale, str)
+            else np.asarray(prior_scale, dtype=float) * (a / beta)
+        ),
+    )
+    unit = beta / a  # θ in the system's units
+    with np.errstate(over="ignore"):
+        bread = scaled.bread / a / a
+    if not np.isfinite(bread).all():
+        raise DataError(
+            f"the assembled system's entries are too small for double precision (largest |A| = "
+            f"{float(np.abs(A).max()):.3g}): the inverse of its Gram matrix overflows — the Stein "
+            "features are numerically zero (a bandwidth far beyond the data's spread, or state "
+            "variables in extreme units); rescale the state variables or choose a smaller bandwidth"
+        )
+    return Estimate(
+        theta=scaled.theta * unit,
+        bread=bread,
+        theta_tikhonov=scaled.theta_tikhonov * unit,
+        statistic=scaled.statistic,
+        estimator=scaled.estimator,
+        second_order=scaled.second_order * unit,
+        alpha=scaled.alpha,
+        subspace=scaled.subspace,
+        theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
+        notes=scaled.notes,
+    )
+
+
+def _solve_unit(
+    A,
+    b,
+    A_blocks,
+    b_blocks,
+    counts,
+    lam,
+    *,
+    statistic,
+    estimator,
+    second_order,
+    rank_threshold,
+    subspace,
+    tikhonov,
+    prior_scale,
+) -> Estimate:
+    """:func:`solve_system` on a system of unit size."""
     statistic, estimator = estimator_options(statistic, estimator)
     n = A.shape[1]
     noisy = A_blocks is not None and len(A_blocks) >= 2

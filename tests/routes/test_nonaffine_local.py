@@ -266,11 +266,9 @@ def test_gradient_drift_2d_both_routes(gen_dir):
     """Both routes recover (a, k, ρ) of the 2-D gradient model from exact draws.
 
     Local route: score matching (degree 4, radius 1.8) at 60 k-means probes, 2·10⁵ draws; global
-    route: the first 10⁵ draws.  Over seeds 0–4 of exactly this protocol the largest relative
-    errors were 2.0 % (a), 7.3 % (k), 3.2 % (ρ) for the local route (reported standard errors
-    ≈ 1.5 %, 4.7 %, 1.4 %: k is the weakly determined one) and 1.0 %, 2.0 %, 0.6 % for the
-    global route; every error was within 2.8 reported standard errors.  Asserted for seed 0:
-    within 4 standard errors, and 10 % (local) / 4 % (global).
+    route: the first 10⁵ draws.  k is the weakly determined parameter (its reported standard
+    error is about three times the others' in relative terms).  Asserted for data seed 0:
+    within 4 reported standard errors, and 10 % (local) / 4 % (global).
     """
     m = ds.SDEModel(
         [x, y],

@@ -22,7 +22,7 @@ not matter).  Exit status: 0 on success, 1 on an error in the model, the data or
 unexpected error), 2 on a usage error.
 """
 
-from . import commands, tools  # noqa: F401  (register the subcommands on the group)
+from . import commands, fit, tools  # noqa: F401  (register the subcommands on the group)
 from .app import main
 
 __all__ = ["main"]
