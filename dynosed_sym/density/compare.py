@@ -1,4 +1,4 @@
-"""Distances between a learned density and a reference on a grid (used by the demo and README).
+"""Distances between a learned density and a reference on a grid (used by the demo and the sweep).
 
 * :func:`tv_to_exact` — total variation against an exact (unnormalised) log density, both
   normalised by quadrature on the same grid, and the learned density's own integral there;

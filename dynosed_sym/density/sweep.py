@@ -184,7 +184,7 @@ CASES = {
             lambda: ex.ring(1.0, 1.0, 2.0, 0.1),
             lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.1),
             ((-2.0, 2.0), (-2.0, 2.0)),
-            "models/limit_cycle.py's Stuart–Landau law at D=0.1, ω=2 (README before: TV 0.33)",
+            "models/limit_cycle.py's Stuart–Landau law at D=0.1, ω=2 (an earlier README: TV 0.33)",
         ),
         _grid_case(
             "dw1_b1",
