@@ -77,7 +77,7 @@ def test_check_reports_status_bias_and_combinations(runner, project_root):
         args += ["--nominal", item]
     res = runner.invoke(main, args + ["--json"])
     assert res.exit_code == 0, res.output
-    params = json.loads(res.output)["parameters"]
+    params = json.loads(res.stdout)["parameters"]
     assert params[1]["status"] == "not identifiable" and params[1]["n_required"] is None
     flagged = [p for p in params if p["status"] == "only in combination"]
     assert flagged and all(p["bias_sd_at_n"] > 0 and p["combination"] for p in flagged)
@@ -450,7 +450,7 @@ def test_fit_statistic_estimator_prior_scale_options(runner, project_root, tmp_p
     model = ds.load_model(ou)
     res = runner.invoke(main, ["fit", ou, str(data), "--json"])
     assert res.exit_code == 0, res.output
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     ref = ds.fit_global(model, X)
     np.testing.assert_array_equal([p["estimate"] for p in rec["parameters"]], ref.theta)
     assert [p["status"] for p in rec["parameters"]] == ref.report.status
@@ -461,14 +461,14 @@ def test_fit_statistic_estimator_prior_scale_options(runner, project_root, tmp_p
     res = runner.invoke(
         main, ["fit", ou, str(data), "--statistic", "v", "--prior-scale", "none", "--json"]
     )
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     ref = ds.fit_global(model, X, statistic="v", prior_scale=None)
     np.testing.assert_array_equal([p["estimate"] for p in rec["parameters"]], ref.theta)
     assert rec["report"]["statistic"] == "v" and rec["report"]["estimator"] == "ridge"
     res = runner.invoke(
         main, ["fit", ou, str(data), "--estimator", "resolved", "--prior-scale", "2", "--json"]
     )
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
     assert rec["report"]["prior_scale"] == 2.0 and rec["report"]["prior_scale_method"] == "given"
 
 
