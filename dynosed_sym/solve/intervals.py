@@ -47,6 +47,8 @@ import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
 from .combinations import estimable_combination
+from .linear import unit_scale
+from .misspecification import block_weights
 from .uncertainty import sandwich_covariance
 
 __all__ = [
@@ -165,7 +167,7 @@ def prior_scale_ml(theta, se, xatol=1e-6):
     if theta.size == 0 or not np.any(theta != 0):
         return 0.0, True
     # unit size by a power of two (exact): the search is the same for rescaled parameters
-    unit = float(np.ldexp(1.0, int(np.frexp(np.abs(theta).max() + np.sqrt(se2.max()))[1])))
+    unit = unit_scale(np.abs(theta).max() + np.sqrt(se2.max()))
     theta, se2 = theta / unit, se2 / (unit * unit)
 
     def nll(log_tau):
@@ -305,18 +307,14 @@ def unresolved_noise_variance(A, A_blocks, counts, bread, VU, tau):
     scale prior (z ~ N(0, V_Uᵀ diag τ² V_U)) the expected extra covariance is
     ``Σ_b w_b H⁺ M_b Cov(z) M_bᵀ H⁺ / (B − 1)``, whose diagonal is returned.
     """
-    counts = np.asarray(counts, dtype=float)
-    w = counts / counts.sum()
-    B = w.size
+    w = block_weights(counts)
     n = A.shape[1]
     tau2 = np.broadcast_to(np.asarray(tau, dtype=float) ** 2, (n,))
     Cz = (VU * tau2[:, None]).T @ VU  # (k, k)
-    L = np.linalg.cholesky(Cz + 1e-300 * np.eye(Cz.shape[0]))
-    AV = A @ VU  # (m, k)
     dA = A_blocks - A[None]  # (B, m, n)
-    M = np.einsum("bmn,mk->bnk", dA, AV) + np.einsum("mn,bmk->bnk", A, dA @ VU)
-    G = np.einsum("ij,bjk->bik", bread, M) @ L  # (B, n, k)
-    return np.einsum("b,bik->i", w, G * G) / (B - 1)
+    M = np.einsum("bmn,mk->bnk", dA, A @ VU) + np.einsum("mn,bmk->bnk", A, dA @ VU)
+    G = np.einsum("ij,bjk->bik", bread, M)  # (B, n, k): H⁺M_b
+    return np.einsum("b,bik,kl,bil->i", w, G, Cz, G) / (w.size - 1)
 
 
 def fill_free(theta, bread, system, dirs, prior_scale):
