@@ -29,7 +29,7 @@ from ..solve.linear import system_scale
 from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
-from .result import FitResult
+from .result import FitResult, gradient_info
 
 __all__ = ["fit_global"]
 
@@ -308,17 +308,7 @@ def fit_global(
     if dlogp_dt is not None:
         info["dlogp_dt"] = "given"
     if gradient:
-        info["solver"] = "gradient"
-        info["nfev"] = ginfo["nfev"]
-        info["converged"] = ginfo["converged"]
-        info["status"] = ginfo["status"]
-        if not ginfo["converged"]:
-            info["message"] = ginfo["message"]
-        if ginfo["projected"]:
-            info["projected"] = ",".join(ginfo["projected"])
-        if gn is not None:
-            info["gn_steps"] = gn["steps"]
-            info["gn_converged"] = gn["converged"]
+        info.update(gradient_info(ginfo, gn))
     if source.streamed or use_dask:
         info["input"] = (
             source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"

@@ -58,7 +58,7 @@ from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
 from .probes import as_probes
-from .result import FitResult
+from .result import FitResult, gradient_info
 from .scores import ScoreEstimate, check_scores, make_estimator
 
 __all__ = ["fit_local", "local_system"]
@@ -447,7 +447,7 @@ def _fit_local_single(
         pb = B * b[None] - (B - 1) * bb
         return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
 
-    estimate = None
+    estimate = gn = None
     if gradient:
         # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
         # for the full-data scores and each delete-one-block replicate (jackknife below).
@@ -467,15 +467,7 @@ def _fit_local_single(
                 prior_scale=prior_scale,
             )
             theta = estimate.theta
-            info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
-        info["solver"] = "gradient"
-        info["nfev"] = ginfo["nfev"]
-        info["converged"] = ginfo["converged"]
-        info["status"] = ginfo["status"]
-        if not ginfo["converged"]:
-            info["message"] = ginfo["message"]
-        if ginfo["projected"]:
-            info["projected"] = ",".join(ginfo["projected"])
+        info.update(gradient_info(ginfo, gn))
     else:
         with np.errstate(invalid="ignore", over="ignore"):
             A_all, b_all = local_rows(

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import DynosedError
 from ..solve.uncertainty import confidence_intervals
 
-__all__ = ["FitResult", "plain", "finite_or_none"]
+__all__ = ["FitResult", "plain", "finite_or_none", "gradient_info"]
 
 
 class FitResult:
@@ -400,3 +400,21 @@ def finite_or_none(obj):
     if isinstance(obj, float) and not np.isfinite(obj):
         return None
     return obj
+
+
+def gradient_info(ginfo, gn=None):
+    """The ``info`` entries of a fit by the gradient solver: its search (``ginfo``) and, when the
+    corrected Gauss–Newton iteration followed it (``gn``), that too.  ``converged`` is False when
+    either stopped unconverged, and ``message`` says which."""
+    messages = [] if ginfo["converged"] else [ginfo["message"]]
+    if gn is not None and not gn["converged"]:
+        messages.append(gn["message"])
+    info = {"solver": "gradient", "nfev": ginfo["nfev"], "converged": not messages}
+    info["status"] = ginfo["status"]
+    if messages:
+        info["message"] = "; ".join(messages)
+    if ginfo["projected"]:
+        info["projected"] = ",".join(ginfo["projected"])
+    if gn is not None:
+        info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
+    return info

@@ -45,7 +45,7 @@ per step; a fixed point is a stationary point of ``‖r(θ)‖² − tr Ĉov(r(�
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -53,7 +53,8 @@ from .. import arguments
 from ..errors import ConvergenceWarning, DataError
 from .directions import RANK_THRESHOLD, singular_directions
 from .intervals import fill_free
-from .linear import hinv, solve_tikhonov
+from .linear import hinv, solve_tikhonov, unit_scale
+from .misspecification import block_weights
 
 __all__ = [
     "Estimate",
@@ -137,8 +138,7 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
     ``S = Σ_b w_b (A_b − A)ᵀ(A_b − A)/(B − 1)``, ``s = Σ_b w_b (A_b − A)ᵀ(b_b − b)/(B − 1)``;
     ``θᵀSθ − 2θᵀs + const = tr Ĉov(Aθ − b)`` (module docstring).
     """
-    counts = np.asarray(counts, dtype=float)
-    w = counts / counts.sum()
+    w = block_weights(counts)
     B, m, n = A_blocks.shape
     dA = (A_blocks - A[None]).reshape(B * m, n)
     db = (b_blocks - b[None]).reshape(B * m)
@@ -150,8 +150,7 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
 
 def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     """b̂₂ (n,): the design-noise × residual-noise bias of θ̂ (module docstring)."""
-    counts = np.asarray(counts, dtype=float)
-    w = counts / counts.sum()
+    w = block_weights(counts)
     B = w.size
     r = A @ theta - b
     dA = A_blocks - A[None]
@@ -191,16 +190,6 @@ def _solve_scaled(M, rhs, c):
             "rescale the state variables or the parameters, or pass statistic='v'"
         )
     return z, inv
-
-
-def _power_of_two(x):
-    """4^k at or above max |x| (1 when x is zero or not finite): dividing by it is exact, and so
-    are the square roots of the scaled squares."""
-    big = float(np.max(np.abs(x), initial=0.0))
-    if not (np.isfinite(big) and big > 0):
-        return 1.0
-    e = int(np.frexp(big)[1])
-    return float(np.ldexp(1.0, e + (e % 2)))
 
 
 def solve_system(
@@ -254,7 +243,7 @@ def solve_system(
     -------
     Estimate
     """
-    a, beta = _power_of_two(A), _power_of_two(b)
+    a, beta = unit_scale(A, even=True), unit_scale(b, even=True)
     scaled = _solve_unit(
         A / a,
         b / beta,
@@ -284,17 +273,13 @@ def solve_system(
             "features are numerically zero (a bandwidth far beyond the data's spread, or state "
             "variables in extreme units); rescale the state variables or choose a smaller bandwidth"
         )
-    return Estimate(
+    return replace(
+        scaled,
         theta=scaled.theta * unit,
         bread=bread,
         theta_tikhonov=scaled.theta_tikhonov * unit,
-        statistic=scaled.statistic,
-        estimator=scaled.estimator,
         second_order=scaled.second_order * unit,
-        alpha=scaled.alpha,
-        subspace=scaled.subspace,
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
-        notes=scaled.notes,
     )
 
 
@@ -450,8 +435,9 @@ def corrected_gauss_newton(
     system : tuple
         The linearisation at the fixed point (what the report is taken on).
     info : dict
-        ``steps`` and ``converged``; a :class:`~dynosed_sym.errors.ConvergenceWarning` is issued
-        when the loop stops at ``max_steps``.
+        ``steps``, ``converged`` and ``message`` (empty when converged); a
+        :class:`~dynosed_sym.errors.ConvergenceWarning` is issued when the loop stops at
+        ``max_steps``.
     """
     theta = np.asarray(theta0, dtype=float).copy()
     converged = False
@@ -491,6 +477,7 @@ def corrected_gauss_newton(
         rank_threshold=rank_threshold,
         prior_scale=prior_scale,
     )
+    msg = ""
     if not converged:
         msg = (
             f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
@@ -498,4 +485,4 @@ def corrected_gauss_newton(
         )
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
-    return est, system, {"steps": steps, "converged": converged}
+    return est, system, {"steps": steps, "converged": converged, "message": msg}

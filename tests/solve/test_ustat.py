@@ -232,8 +232,45 @@ def test_corrected_gauss_newton_reports_non_convergence(models):
 
     with pytest.warns(ds.ConvergenceWarning, match="Gauss–Newton"):
         est, _, info = corrected_gauss_newton(linearisation, shifted, 1e-6, max_steps=1)
-    assert info == {"steps": 1, "converged": False}
+    assert info["steps"] == 1 and info["converged"] is False
+    assert "stopped after 1 steps without converging" in info["message"]
     assert any("provisional" in n for n in est.notes)
+
+
+def test_an_unconverged_gauss_newton_loop_flags_the_fit(models, monkeypatch):
+    """The corrected Gauss–Newton loop after the gradient search is an iterative solver of its
+    own: when it stops unconverged (here: one step allowed and a tolerance of 0, so the loop
+    cannot confirm its fixed point), the fit says so — converged False, the reason in
+    info["message"] and the summary — as it does for the search.  (Both routes build these
+    entries with routes.result.gradient_info, tested below.)"""
+    import functools
+
+    from dynosed_sym.routes import global_route
+
+    short = functools.partial(corrected_gauss_newton, max_steps=1, tol=0.0)
+    monkeypatch.setattr(global_route, "corrected_gauss_newton", short)
+    m = models["lorenz"]
+    X = ds.simulate(m, m.nominal, 2000, seed=9)
+    with pytest.warns(ds.ConvergenceWarning, match="Gauss–Newton"):
+        fit = ds.fit_global(m, X, seed=0, solver="gradient")
+    assert fit.info["gn_converged"] is False and fit.converged is False
+    assert "Gauss–Newton" in fit.info["message"]
+    assert "NOT CONVERGED" in fit.summary()
+
+
+def test_gradient_info_is_unconverged_when_either_solver_is():
+    from dynosed_sym.routes.result import gradient_info
+
+    search = {"nfev": 7, "status": 1, "converged": True, "message": "", "projected": []}
+    failed = dict(search, converged=False, message="search stopped")
+    loop_ok = {"steps": 2, "converged": True, "message": ""}
+    loop_bad = {"steps": 50, "converged": False, "message": "loop stopped"}
+    assert gradient_info(search)["converged"] is True
+    assert gradient_info(search, loop_ok)["converged"] is True
+    assert gradient_info(search, loop_bad)["message"] == "loop stopped"
+    both = gradient_info(failed, loop_bad)
+    assert both["converged"] is False and both["message"] == "search stopped; loop stopped"
+    assert gradient_info(failed, loop_ok)["message"] == "search stopped"
 
 
 # ================================================================================ small-N bias
