@@ -167,7 +167,7 @@ def prior_scale_ml(theta, se, xatol=1e-6):
     if theta.size == 0 or not np.any(theta != 0):
         return 0.0, True
     # unit size by a power of two (exact): the search is the same for rescaled parameters
-    unit = unit_scale(np.abs(theta).max() + np.sqrt(se2.max()))
+    unit = unit_scale(max(np.abs(theta).max(), np.sqrt(se2.max())))  # (a sum could overflow)
     theta, se2 = theta / unit, se2 / (unit * unit)
 
     def nll(log_tau):
