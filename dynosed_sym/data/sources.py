@@ -33,7 +33,14 @@ import numpy as np
 
 from ..errors import DataError
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
-from .arrays import as_samples, from_anndata, is_anndata, is_frame, validate_rows
+from .arrays import (
+    as_samples,
+    from_anndata,
+    is_anndata,
+    is_frame,
+    missing_column,
+    validate_rows,
+)
 from .blocks import block_edges
 from .checks import Spread, diffusion_psd
 
@@ -242,7 +249,9 @@ class SliceSource(DataSource):
 
     def read(self, lo, hi) -> np.ndarray:
         """Validated rows [lo, hi)."""
-        return validate_rows(self.obj[lo:hi], self.d, self.name, offset=lo)
+        return validate_rows(
+            self.obj[lo:hi], self.d, self.name, offset=lo, columns=self.model.state_names
+        )
 
     def window_rows(self, chunk_rows):
         """Rows per read: ``chunk_rows`` rounded to whole native (Zarr/HDF5) chunks."""
@@ -292,7 +301,9 @@ class IterSource(DataSource):
             if is_frame(raw):
                 block = as_samples(raw, self.model, label, min_samples=0)
             else:
-                block = validate_rows(raw, self.d, label, offset=self._offset)
+                block = validate_rows(
+                    raw, self.d, label, offset=self._offset, columns=self.model.state_names
+                )
             if block.shape[0]:
                 self._offset += block.shape[0]
                 return block
@@ -348,10 +359,7 @@ class DaskSource(DataSource):
             cols = [str(c) for c in X.columns]
             missing = [s for s in model.state_names if s not in cols]
             if missing:
-                raise DataError(
-                    f"{name}: dask DataFrame has no column {missing[0]!r} for state "
-                    f"variable {missing[0]!r} (columns: {', '.join(cols)})"
-                )
+                raise missing_column(name, missing[0], cols, "dask DataFrame")
             X = X[model.state_names].to_dask_array(lengths=True)
         if X.ndim == 1 and model.d == 1:
             X = X[:, None]
@@ -368,11 +376,22 @@ class DaskSource(DataSource):
         self.n_rows = int(X.shape[0])
 
     def head(self, rows):
-        return validate_rows(self.array[: min(self.n_rows, int(rows))].compute(), self.d, self.name)
+        return validate_rows(
+            self.array[: min(self.n_rows, int(rows))].compute(),
+            self.d,
+            self.name,
+            columns=self.model.state_names,
+        )
 
     def chunks(self, chunk_rows=CHUNK_ROWS):
         for lo, hi in windows(self.n_rows, chunk_rows):
-            yield validate_rows(self.array[lo:hi].compute(), self.d, self.name, offset=lo)
+            yield validate_rows(
+                self.array[lo:hi].compute(),
+                self.d,
+                self.name,
+                offset=lo,
+                columns=self.model.state_names,
+            )
 
 
 def _optional(module, extra):
