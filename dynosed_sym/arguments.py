@@ -52,7 +52,7 @@ def level(value, name="level"):
     """A confidence level: a number strictly between 0 and 1 (0.95 for a 95 % interval)."""
     value = number(value, name)
     if not 0.0 < value < 1.0:
-        hint = f" (for a {value:g} % interval pass {value / 100:g})" if 1 < value < 100 else ""
+        hint = f" (for a {value:g} % interval pass {value / 100:g})" if 50 <= value < 100 else ""
         raise DataError(
             f"{name} must be between 0 and 1 (exclusive), e.g. 0.95 for a 95 % interval, "
             f"got {value!r}{hint}"
