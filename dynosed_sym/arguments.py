@@ -81,11 +81,7 @@ _REFUSED = {
         "convert it to numbers explicitly (e.g. seconds since a reference time)",
     ),
     "m": ("time spans", "convert it to numbers explicitly (e.g. .total_seconds())"),
-    "U": (
-        "text",
-        "numbers are expected: fix or drop that entry (in a CSV file: text, a decimal comma "
-        "or an unusual missing-value marker in that column)",
-    ),
+    "U": ("text", "numbers are expected"),
     "O": ("a value that is not a number", "numbers are expected"),
 }
 _REFUSED["S"] = _REFUSED["U"]
@@ -195,6 +191,11 @@ def float_array(values, name, columns=None, entries=None, offset=0, error=DataEr
     else:
         i = 0
     what, advice = _REFUSED.get(kind, _REFUSED["O"])
+    if kind in "US" and columns is not None:
+        advice += (
+            ": fix or drop that entry (in a CSV file: text, a decimal comma or an unusual "
+            "missing-value marker in that column)"
+        )
     if not flat.size:
         raise error(f"{name}: holds {what} (dtype {arr.dtype}), not real numbers; {advice}")
     value = flat[i]

@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
+from ..arguments import float_array
 from ..errors import ModelError
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
@@ -128,6 +129,14 @@ def _parse_strings(obj, names, what):
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "OUS":
         return np.array([_parse_strings(o, names, what) for o in obj.tolist()], dtype=object)
     return obj
+
+
+def _real(value, what, name):
+    """One value of a parameter or input: a real number (not a bool, complex or text)."""
+    out = float_array(value, f"{what}[{name!r}]", error=ModelError)
+    if out.shape != ():
+        raise ModelError(f"{what}: value of {name!r} must be one number, got shape {out.shape}")
+    return float(out)
 
 
 def _assumptions(symbol):
@@ -511,21 +520,15 @@ class SDEModel:
                         f"{what}: {name!r} is not an input of model {self.name!r} "
                         f"(inputs: {', '.join(self.input_names) or 'none'})"
                     )
-                try:
-                    by_name[name] = float(val)
-                except (TypeError, ValueError):
-                    raise ModelError(
-                        f"{what}: value of {name!r} is not a number: {val!r}"
-                    ) from None
+                by_name[name] = _real(val, what, name)
             missing = [n for n in self.input_names if n not in by_name]
             if missing:
                 raise ModelError(f"{what}: no value for input {missing[0]!r}")
             out = np.array([by_name[n] for n in self.input_names], dtype=float)
         else:
-            try:
-                out = np.asarray([] if values is None else values, dtype=float).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            values = [] if values is None else values
+            out = float_array(values, what, entries=self.input_names, error=ModelError)
+            out = out.reshape(-1)
             if out.shape != (len(self.inputs),):
                 raise ModelError(
                     f"{what}: expected {len(self.inputs)} value(s) (one per input: "
@@ -579,16 +582,14 @@ class SDEModel:
                         f"{what}: {key!r} is not a parameter of model {self.name!r} "
                         f"(parameters: {', '.join(self.param_names)})"
                     )
-                by_name[key] = float(val)
+                by_name[key] = _real(val, what, key)
             missing = [p for p in self.param_names if p not in by_name]
             if missing:
                 raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
             out = np.array([by_name[p] for p in self.param_names], dtype=float)
         else:
-            try:
-                out = np.asarray(theta, dtype=float).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            out = float_array(theta, what, entries=self.param_names, error=ModelError)
+            out = out.reshape(-1)
             if out.shape != (self.n,):
                 raise ModelError(
                     f"{what}: expected {self.n} values (one per parameter), got {out.size}"
