@@ -157,8 +157,11 @@ def float_array(values, name, columns=None, entries=None, offset=0, error=DataEr
                 )
         return out
     flat = arr.reshape(-1)
-    if kind == "O":
-        kinds = np.array([_cell_kind(v) for v in flat], dtype="<U1")
+    if kind in "OUS":
+        if kind == "O":
+            kinds = np.array([_cell_kind(v) for v in flat], dtype="<U1")
+        else:  # a text array (a list mixing numbers and text becomes one): all text
+            kinds = np.full(flat.shape, "U")
         refused = np.flatnonzero((kinds != "f") & (kinds != "n"))
         if refused.size == 0:
             out = np.empty(flat.shape)
