@@ -170,7 +170,7 @@ def _probe_count(probes) -> int:
     choose) or the points (M, d), M ≥ 1."""
     P = np.asarray(getattr(probes, "centres", probes))
     if P.ndim == 0:
-        return arguments.integer(probes, "probes", minimum=1)
+        return arguments.integer(P.item(), "probes", minimum=1)
     if P.shape[0] == 0:
         raise DataError("probes: no probe points")
     return int(P.shape[0])
