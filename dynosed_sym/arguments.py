@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["integer", "number", "seed", "choice", "level", "float_array"]
+__all__ = ["integer", "number", "seed", "choice", "level", "float_array", "numeric_dtype"]
 
 
 def integer(value, name, minimum=None):
@@ -84,7 +84,7 @@ _REFUSED = {
     "U": ("text", "numbers are expected"),
     "O": ("a value that is not a number", "numbers are expected"),
 }
-_REFUSED["S"] = _REFUSED["U"]
+_REFUSED["S"] = _REFUSED["T"] = _REFUSED["U"]
 
 
 def _cell_kind(value):
@@ -157,7 +157,7 @@ def float_array(values, name, columns=None, entries=None, offset=0, error=DataEr
                 )
         return out
     flat = arr.reshape(-1)
-    if kind in "OUS":
+    if kind in "OUST":
         if kind == "O":
             kinds = np.array([_cell_kind(v) for v in flat], dtype="<U1")
         else:  # a text array (a list mixing numbers and text becomes one): all text
@@ -194,7 +194,7 @@ def float_array(values, name, columns=None, entries=None, offset=0, error=DataEr
     else:
         i = 0
     what, advice = _REFUSED.get(kind, _REFUSED["O"])
-    if kind in "US" and columns is not None:
+    if kind in "UST" and columns is not None:
         advice += (
             ": fix or drop that entry (in a CSV file: text, a decimal comma or an unusual "
             "missing-value marker in that column)"
@@ -214,6 +214,16 @@ def _numeric_text(value):
     except (TypeError, ValueError):
         return False
     return True
+
+
+def numeric_dtype(dtype, name, error=DataError):
+    """Raise ``error`` unless ``dtype`` holds real numbers (float, signed or unsigned integer):
+    what :func:`float_array` refuses, told from the dtype alone (nothing is read)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fiu":
+        return
+    what, advice = _REFUSED.get(dtype.kind, _REFUSED["O"])
+    raise error(f"{name}: holds {what} (dtype {dtype}), not real numbers; {advice}")
 
 
 def _too_big(value):

@@ -31,6 +31,7 @@ import os
 
 import numpy as np
 
+from ..arguments import numeric_dtype
 from ..errors import DataError
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
 from .arrays import (
@@ -243,6 +244,7 @@ class SliceSource(DataSource):
                 f"{name}: {location or kind} holds an array of shape {tuple(obj.shape)}, "
                 f"expected (N, {model.d}) with columns {', '.join(model.state_names)}"
             )
+        _numeric_dtype(obj, name, location or kind)
         self.n_rows = int(shape[0])
         native = getattr(obj, "chunks", None)
         self.native_rows = int(native[0]) if isinstance(native, tuple) and native else None
@@ -272,6 +274,23 @@ class SliceSource(DataSource):
         if self._closer is not None:
             self._closer()
             self._closer = None
+
+
+def _numeric_dtype(obj, name, where):
+    """Refuse, before reading anything, a file-backed array that does not hold real numbers.
+
+    An array of Python objects is refused for its own sake: a Zarr 2 store decodes such chunks
+    with pickle, i.e. reading a planted store runs its code (data files are never executed)."""
+    try:
+        dtype = np.dtype(obj.dtype)
+    except TypeError:
+        return  # an exotic dtype: each read is still checked
+    if dtype.kind == "O":
+        raise DataError(
+            f"{name}: {where} holds Python objects (dtype object), not numbers: such chunks are "
+            "decoded with pickle, which can run code; store the data as float64"
+        )
+    numeric_dtype(dtype, f"{name}: {where}")
 
 
 class IterSource(DataSource):
