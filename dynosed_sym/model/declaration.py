@@ -9,7 +9,6 @@ derived quantities (affine split, divergences, Stein features) live in
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import re
 from functools import cached_property
@@ -19,6 +18,7 @@ import sympy as sp
 
 from ..arguments import float_array
 from ..errors import ModelError
+from .validation import assumptions_of, check_constants, parse_strings, real_value
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
 
@@ -111,71 +111,6 @@ def _as_column(expr_list, what, d):
         ) from exc
 
 
-def _parse_strings(obj, names, what):
-    """``obj`` with every string parsed as a SymPy expression whose names are the declared
-    symbols (``names``: name → Symbol): ``"-a*x"`` means the declared ``a`` and ``x``, whatever
-    their assumptions (``real=True``), and a declared ``E``, ``I`` or ``beta`` is that symbol,
-    not SymPy's constant or function of that name.  Lists, tuples and arrays are walked."""
-    if isinstance(obj, str):
-        try:
-            return sp.sympify(obj, locals=dict(names))
-        except (sp.SympifyError, SyntaxError, TypeError, ValueError) as exc:
-            raise ModelError(
-                f"{what}: cannot interpret {obj!r} as an expression ({exc}); names that are "
-                "not declared symbols are read as SymPy's own (beta, gamma, E, I, N, S, Q ...)"
-            ) from None
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_parse_strings(o, names, what) for o in obj)
-    if isinstance(obj, np.ndarray) and obj.dtype.kind in "OUS":
-        return np.array([_parse_strings(o, names, what) for o in obj.tolist()], dtype=object)
-    return obj
-
-
-def _real(value, what, name):
-    """One value of a parameter or input: a real number (not a bool, complex or text)."""
-    out = float_array(value, f"{what}[{name!r}]", error=ModelError)
-    if out.shape != ():
-        raise ModelError(f"{what}: value of {name!r} must be one number, got shape {out.shape}")
-    return float(out)
-
-
-def _assumptions(symbol):
-    given = dict(getattr(symbol, "_assumptions_orig", None) or symbol.assumptions0)
-    given.pop("commutative", None)
-    return ", ".join(f"{k}={v}" for k, v in sorted(given.items())) or "none"
-
-
-def _check_constants(expr, where):
-    """Every numeric subexpression (a constant, or a function of constants: ``exp(1000)``) must
-    be finite and, if not zero, stay non-zero in double precision: the kernels compute in it."""
-    todo = [expr]
-    while todo:
-        sub = todo.pop()
-        if not sub.is_number:
-            todo.extend(sub.args)
-            continue
-        if sub.is_Integer and abs(sub) < 2**53:
-            continue
-        value = sub.evalf(30)
-        if not value.is_real or not value.is_finite:
-            continue  # complex, oo, nan: _check_functions names them
-        double = float(value)
-        text = sp.sstr(sub)
-        shown = (f"{text} ≈ " if len(text) <= 30 and not sub.is_Float else "") + (
-            f"{sp.Float(value, 4)}"
-        )
-        if math.isinf(double):
-            raise ModelError(
-                f"{where}: the constant {shown} is beyond the double-precision range "
-                "(±1.8e308) the kernels compute in; rescale the model's units"
-            )
-        if double == 0.0 and value != 0:
-            raise ModelError(
-                f"{where}: the constant {shown} underflows to zero in double precision "
-                "(below 5e-324); rescale the model's units"
-            )
-
-
 def _check_functions(expr, where):
     for f in expr.atoms(sp.Function):
         if isinstance(f, sp.core.function.AppliedUndef):
@@ -200,7 +135,7 @@ def _check_functions(expr, where):
         raise ModelError(f"{where}: complex numbers are not supported")
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         raise ModelError(f"{where}: contains an infinity or NaN")
-    _check_constants(expr, where)
+    check_constants(expr, where)
 
 
 class SDEModel:
@@ -301,9 +236,9 @@ class SDEModel:
 
         self._param_repl = param_repl  # MatrixSymbol elements W[i, j] -> symbols named W[i,j]
         names = {str(s): s for s in state_syms + param_syms + input_syms}
-        drift = _parse_strings(drift, names, "drift")
-        diffusion = _parse_strings(diffusion, names, "diffusion")
-        noise = _parse_strings(noise, names, "noise")
+        drift = parse_strings(drift, names, "drift")
+        diffusion = parse_strings(diffusion, names, "diffusion")
+        noise = parse_strings(noise, names, "noise")
         f = _as_column(drift, "drift", d)
         if param_repl:
             f = f.xreplace(param_repl)
@@ -325,8 +260,8 @@ class SDEModel:
                 if str(bad) in names:  # same name, another Symbol (other assumptions)
                     raise ModelError(
                         f"{where}: symbol {bad} is not the declared {bad}: it was made with other "
-                        f"assumptions ({_assumptions(bad)} instead of "
-                        f"{_assumptions(names[str(bad)])}); build the drift from the declared "
+                        f"assumptions ({assumptions_of(bad)} instead of "
+                        f"{assumptions_of(names[str(bad)])}); build the drift from the declared "
                         "Symbol objects, or write it as a string"
                     )
                 raise ModelError(
@@ -520,7 +455,7 @@ class SDEModel:
                         f"{what}: {name!r} is not an input of model {self.name!r} "
                         f"(inputs: {', '.join(self.input_names) or 'none'})"
                     )
-                by_name[name] = _real(val, what, name)
+                by_name[name] = real_value(val, what, name)
             missing = [n for n in self.input_names if n not in by_name]
             if missing:
                 raise ModelError(f"{what}: no value for input {missing[0]!r}")
@@ -582,7 +517,7 @@ class SDEModel:
                         f"{what}: {key!r} is not a parameter of model {self.name!r} "
                         f"(parameters: {', '.join(self.param_names)})"
                     )
-                by_name[key] = _real(val, what, key)
+                by_name[key] = real_value(val, what, key)
             missing = [p for p in self.param_names if p not in by_name]
             if missing:
                 raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
