@@ -728,9 +728,9 @@ def test_n_features_beyond_memory_is_refused_before_allocating(ou):
     model, X = ou
     with pytest.raises(
         ds.DataError,
-        match=r"^n_features=1,000,000,000 would need about 6.4\d TB of memory for the global "
-        r"system \(32 noise blocks × 1,000,000,000 features × 5 columns, 5 copies of 8 bytes\), "
-        r"more than the .* available; lower n_features",
+        match=r"^n_features=1,000,000,000 with n_blocks=32 would need about 6.4\d TB of memory for "
+        r"the global system \(32 noise blocks × 1,000,000,000 features × 5 columns, 5 copies of "
+        r"8 bytes\), more than the .* available; lower n_features",
     ):
         ds.fit_global(model, X, n_features=10**9)
 
@@ -771,3 +771,37 @@ def test_string_drift_uses_the_declared_symbols():
         r"with other assumptions \(none instead of real=True\)",
     ):
         ds.SDEModel([x], [a], [-sp.Symbol("a") * x], diffusion=1)
+
+
+def test_other_numeric_inputs_are_never_cast(ou):
+    """∂ₜlog p, given scores, a time column and TimeCourse times: the same refusals as X."""
+    model, X = ou
+    P = X[:4]
+    S, J = -P, np.tile(-np.eye(2), (4, 1, 1))
+    df = pd.DataFrame(X, columns=["x", "y"])
+    df["t"] = pd.to_datetime(np.repeat([0, 1, 2], 1000), unit="s")
+    cases = [
+        (
+            lambda: ds.fit_global(model, X, n_features=16, dlogp_dt=np.zeros(len(X)) + 0j),
+            r"^dlogp_dt: holds complex numbers at row 0",
+        ),
+        (
+            lambda: ds.fit_local(model, None, P, score=(S > 0, J)),
+            r"^score: scores: holds boolean values in column 0, row 0",
+        ),
+        (
+            lambda: ds.fit_global(model, df, time_column="t", n_features=16),
+            r"^X: holds dates/times in column 't', row 0: datetime64\('1970-01-01T00:00:00",
+        ),
+        (
+            lambda: ds.TimeCourse({"0": X[:100], "1": X[100:200]}),
+            r"^TimeCourse: time '0': holds numbers stored as text",
+        ),
+        (
+            lambda: ds.TimeCourse({False: X[:100], True: X[100:200]}),
+            r"^TimeCourse: time False: holds boolean values",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ds.DataError, match=message):
+            call()

@@ -77,8 +77,8 @@ def check_assembly_memory(model, n_features, n_blocks, available=None):
     if have is None or need <= MEMORY_SHARE * have:
         return
     raise DataError(
-        f"n_features={n_features:,} would need about {_size(need)} of memory for the global "
-        f"system ({B} noise blocks × {n_features:,} features × {model.n + 1} columns, "
-        f"{ASSEMBLY_COPIES} copies of 8 bytes), more than the {_size(have)} available; lower "
-        "n_features (a few thousand suffice for most models) or n_blocks"
+        f"n_features={n_features:,} with n_blocks={B:,} would need about {_size(need)} of memory "
+        f"for the global system ({B:,} noise blocks × {n_features:,} features × {model.n + 1} "
+        f"columns, {ASSEMBLY_COPIES} copies of 8 bytes), more than the {_size(have)} available; "
+        "lower n_features (a few thousand suffice for most models) or n_blocks"
     )

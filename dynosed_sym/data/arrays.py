@@ -35,8 +35,13 @@ def missing_column(name, state, cols, what="DataFrame"):
         )
     elif near:
         hint = f"; column {near[0]!r} differs from {state!r} in case: names are case-sensitive"
+    elif any(c.startswith("(") and c.endswith(")") for c in cols):
+        hint = (
+            "; its columns are tuples (a MultiIndex): keep one level, e.g. "
+            "df.columns = df.columns.get_level_values(-1)"
+        )
     else:
-        glued = [c for c in cols if state in c and any(sep in c for sep in ";\t| ")]
+        glued = [c for c in cols if state in c and any(sep in c for sep in ";\t|")]
         if glued:
             hint = (
                 f"; column {glued[0]!r} holds several names: the file's columns are separated "
