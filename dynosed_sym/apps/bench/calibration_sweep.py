@@ -83,6 +83,7 @@ class SweepOptions:
     table_path: str | None = None
     records_path: str | None = None
     quiet: bool = False
+    resume: bool = False  # keep the families already in the records file (same settings)
 
     @property
     def full(self):
@@ -276,6 +277,25 @@ def render(payload):
     return "\n".join(text), cells
 
 
+def _resumable(path, meta):
+    """{family: (records, info)} of a previous run with the same settings at ``path``."""
+    if not os.path.exists(path):
+        return {}
+    prev = read_records(path)
+    same = all(
+        json.loads(json.dumps(prev["meta"].get(k))) == json.loads(json.dumps(meta[k]))
+        for k in ("n_sets", "routes", "columns", "simulator", "version")
+    )
+    if not same:
+        raise SystemExit(
+            f"--resume: {path} was made with other settings; remove it or drop --resume"
+        )
+    by = {}
+    for r in prev["records"]:
+        by.setdefault(r["family"], []).append(r)
+    return {nm: (by.get(nm, []), info) for nm, info in prev["families"].items()}
+
+
 def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
     """Run the sweep; print and write the table and the records.  Returns the payload."""
     log = (lambda s: None) if opts.quiet else (lambda s: print(s, flush=True))
@@ -296,8 +316,13 @@ def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
         "records": [],
     }
     table_path, records_path = _paths(opts)
+    done = _resumable(records_path, payload["meta"]) if opts.resume else {}
     for name in opts.families:
-        records, info = _run_family(name, opts, log)
+        if name in done:
+            records, info = done[name]
+            log(f"  {name}: {len(records)} records kept from {records_path} (--resume)")
+        else:
+            records, info = _run_family(name, opts, log)
         payload["records"].extend(records)
         payload["families"][name] = info
         _write_records(records_path, payload)  # after every family: an interrupted run keeps it
@@ -318,6 +343,11 @@ def merge(payloads):
     for p in payloads:
         out["families"].update(p["families"])
         out["records"].extend(p["records"])
+    order = {nm: i for i, nm in enumerate(family_names())}
+    out["records"].sort(key=lambda r: order.get(r["family"], len(order)))  # the fixed order
+    out["families"] = dict(
+        sorted(out["families"].items(), key=lambda kv: order.get(kv[0], len(order)))
+    )
     out["meta"]["command"] = " + ".join(p["meta"]["command"] for p in payloads)
     secs = [p["meta"].get("seconds") for p in payloads]
     out["meta"]["seconds"] = None if None in secs else sum(secs)
@@ -370,6 +400,7 @@ def section_sweep(args):
         sizes=tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None,
         table_path=args.table_out,
         records_path=args.records_out,
+        resume=args.resume,
     )
     bad = [r for r in opts.routes if r not in ROUTES]
     if bad:
@@ -399,6 +430,11 @@ def add_arguments(ap):
         help="another column NAME=JSON (repeatable), compared side by side",
     )
     g.add_argument("--no-diffrax", action="store_true", help="skip the independent solver")
+    g.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the families already in the records file (an interrupted run goes on)",
+    )
     g.add_argument(
         "--reanalyse",
         default=None,
