@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dynosed_sym as ds
 from dynosed_sym.apps.bench import calibration_families as fams
-from dynosed_sym.apps.bench.calibration_data import data_seed, load_dataset
+from dynosed_sym.apps.bench.calibration_data import Protocol, data_seed, load_dataset
 from dynosed_sym.apps.bench.calibration_metrics import cell_metrics, flags
 from dynosed_sym.apps.bench.calibration_sweep import (
     RIDGE,
@@ -122,7 +122,7 @@ def tiny_family(monkeypatch, project_root):
     L = np.linalg.cholesky(S)
 
     def make(sampler="exact"):
-        proto = fams.Protocol(
+        proto = Protocol(
             sizes=(300,),
             sampler=sampler,
             burn_in=300,

@@ -19,64 +19,17 @@ The networks are in :mod:`.calibration_networks`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import sympy as sp
 
 import dynosed_sym as ds
 
+from .calibration_data import Protocol
+from .calibration_networks import net10, net20
+
 __all__ = ["Protocol", "FAMILIES", "family", "family_names", "ou_stationary_cov"]
 
 R = sp.Rational
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """How the data sets of one family are drawn, and which N form its cells.
-
-    Attributes
-    ----------
-    sizes : tuple of int
-        Sample sizes N of the cells (the N-sample data set of seed s is the first N rows —
-        N independent chains — of the largest one, so the cells share seeds, not chains' draws).
-    sampler : "simulate" or "exact"
-    dt, burn_in : simulation step and steps before the single record of each chain.
-    relaxation : float
-        Slowest relaxation time (time units) behind the burn-in; ``relaxation_note`` says whence.
-    x0 : None (standard normal starts), a tuple (d,) start state, or "exact" (draws of the
-        exact law).
-    exact : callable ``(n, rng) -> (n, d)``, optional
-        Exact sampler of the stationary law (the oracle of the stationarity check).
-    diffrax : bool
-        Also drawn with the independent diffrax solver (calibration_diffrax).
-    local_probes : int
-        k-means probes of the local route (``fit_local(model, X, k)``).
-    """
-
-    sizes: tuple
-    sampler: str = "simulate"
-    dt: float = 0.01
-    burn_in: int = 5000
-    relaxation: float = 1.0
-    relaxation_note: str = ""
-    x0: object = None
-    exact: object = field(default=None, compare=False)
-    diffrax: bool = False
-    local_probes: int = 20
-
-    def describe(self):
-        if self.sampler == "exact":
-            return "exact draws of the stationary law"
-        start = {None: "N(0, I) starts", "exact": "starts drawn from the exact law"}.get(
-            self.x0 if isinstance(self.x0, (str, type(None))) else "", f"start x0 = {self.x0}"
-        )
-        units = self.burn_in * self.dt
-        return (
-            f"ds.simulate: n_chains = N, thin = 1, dt = {self.dt:g}, burn_in = {self.burn_in} "
-            f"({units:g} time units = {units / self.relaxation:.0f}"
-            f" × relaxation time {self.relaxation:.3g}: {self.relaxation_note}), {start}"
-        )
 
 
 # --------------------------------------------------------------------------- exact laws
@@ -530,8 +483,6 @@ def rossler():
 
 
 def _networks():
-    from .calibration_networks import net10, net20
-
     return {"net10": net10, "net20": net20}
 
 

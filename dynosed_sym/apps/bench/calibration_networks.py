@@ -15,7 +15,7 @@ import sympy as sp
 
 import dynosed_sym as ds
 
-from .calibration_families import Protocol
+from .calibration_data import Protocol
 
 __all__ = ["network_model", "net10", "net20"]
 
