@@ -42,6 +42,15 @@ def _interval_arrays(records, n):
     return lo, hi
 
 
+def _ks_uniform(p):
+    """Kolmogorov–Smirnov distance of the p-values to U(0, 1) (None below 5 values)."""
+    if p.size < 5:
+        return None
+    from scipy import stats
+
+    return float(stats.kstest(p, "uniform").statistic)
+
+
 def cell_metrics(records, truth):
     """The metrics of one cell (see the module docstring) from its records and the truth."""
     truth = np.asarray(truth, float)
@@ -78,6 +87,7 @@ def cell_metrics(records, truth):
         rmse_per_param=np.sqrt(np.nanmean(err2, axis=0)).tolist(),
         p_values=int(has_p.sum()),
         p_below=float(np.mean(p[has_p] < 0.05)) if has_p.any() else None,
+        p_ks=_ks_uniform(p[has_p]),
         inconsistent=float(incons.mean()),
         contradict=float(contra.mean()),
         rank_median=float(np.median([r["rank"] for r in ok])),
@@ -132,6 +142,16 @@ def _column_text(m):
     return f"{_fmt_cov(m)} {_fmt(m['finite_share'])} {_fmt(m['rmse'], '.3g', 8)}"
 
 
+def _worst_ratio(m, ridge):
+    """Largest per-parameter RMSE ratio against the ridge (parameters the ridge gets exactly
+    right, RMSE 0, are left out)."""
+    a, b = m.get("rmse_per_param"), ridge.get("rmse_per_param")
+    if a is None or b is None:
+        return None
+    r = [x / y for x, y in zip(a, b) if y > 0 and np.isfinite(x)]
+    return max(r) if r else None
+
+
 def summary_table(records, truths, columns=None):
     """(text, cell list): one line per cell with each column's coverage (covered/finite),
     finite share and RMSE, the RMSE ratio of every column against the ridge, the default's
@@ -143,7 +163,7 @@ def summary_table(records, truths, columns=None):
     head = f"{'family':<14}{'source':<9}{'N':>7} {'route':<7}"
     for c in columns:
         head += f"| {c[:12] + ': cov cov/fin':<21} {'fin':>5} {'RMSE':>8} "
-    head += "| " + " ".join(f"{c[:8] + '/ridge':>14}" for c in others if "ridge" in columns)
+    head += "| " + " ".join(f"{c[:6]:>6} {'max_j':>7}" for c in others if "ridge" in columns)
     head += " | p<.05 incon contra rank | flags"
     lines, out = [head, "-" * len(head)], []
     for key, bycol in cells.items():
@@ -152,12 +172,15 @@ def summary_table(records, truths, columns=None):
         row = f"{key[0]:<14}{key[1]:<9}{key[2]:>7} {key[3]:<7}"
         for c in columns:
             row += f"| {_column_text(ms[c])} "
-        ratios = {}
+        ratios, worst = {}, {}
         if "ridge" in columns:
             for c in others:
                 a, b = ms[c].get("rmse"), ms["ridge"].get("rmse")
                 ratios[c] = a / b if a is not None and b else None
-            row += "| " + " ".join(_fmt(ratios[c], ".2f", 14) for c in others)
+                worst[c] = _worst_ratio(ms[c], ms["ridge"])
+            row += "| " + " ".join(
+                f"{_fmt(ratios[c], '.2f', 6)} {_fmt(worst[c], '.2f', 7)}" for c in others
+            )
         d = ms.get("default", ms[columns[0]])
         row += (
             f" | {_fmt(d.get('p_below'))} {_fmt(d.get('inconsistent'))} "
@@ -166,7 +189,15 @@ def summary_table(records, truths, columns=None):
         fl = flags(d, ms.get("ridge"))
         row += " | " + " ".join(fl)
         lines.append(row)
-        out.append({"cell": list(key), "metrics": ms, "rmse_ratio_vs_ridge": ratios, "flags": fl})
+        out.append(
+            {
+                "cell": list(key),
+                "metrics": ms,
+                "rmse_ratio_vs_ridge": ratios,
+                "worst_param_ratio_vs_ridge": worst,
+                "flags": fl,
+            }
+        )
     return "\n".join(lines), out
 
 
