@@ -242,8 +242,8 @@ def _header(payload):
         "  columns: " + "; ".join(f"{c} = {json.dumps(o)}" for c, o in meta["columns"].items()),
         "  coverage = covered/finite over finite 95 % intervals (pooled over parameters and data "
         "sets); fin = share of finite intervals; RMSE pooled over parameters; p<.05, incon(sistent)"
-        ", contra(dicting verdicts), rank: the default column; after the columns, each column's RMSE"
-        " over the ridge's (pooled) and max_j, the largest ratio of one parameter's RMSEs",
+        ", contra(dicting verdicts), rank: the default column; after the columns, each column's"
+        " RMSE over the ridge's (pooled) and max_j, the largest ratio of one parameter's RMSEs",
     ]
     return lines
 
