@@ -145,9 +145,9 @@ def start_states(protocol, n, seed):
     return np.asarray(protocol.x0, float)
 
 
-def draw(model, truth, protocol, n, seed, burn_in=None):
+def draw(model, truth, protocol, n, seed, burn_in=None, sampler=None):
     """n stationary samples: exact draws, or ``ds.simulate`` with n independent chains."""
-    if protocol.sampler == "exact":
+    if (sampler or protocol.sampler) == "exact":
         return np.ascontiguousarray(protocol.exact(n, np.random.default_rng(seed)))
     return ds.simulate(
         model,
@@ -166,7 +166,7 @@ def _location(name, model, truth, protocol, k, n, cache_dir, source):
     """(path, key spec, seed, rows drawn) of data set k (the N_max one, or n rows of diffrax)."""
     seed = data_seed(name, k)
     n_max = max(protocol.sizes) if source != "diffrax" else n
-    sampler = protocol.sampler if source != "diffrax" else "diffrax"
+    sampler = source if source in ("diffrax", "exact") else protocol.sampler
     spec, digest = _key(name, model, truth, protocol, seed, n_max, sampler)
     path = os.path.join(cache_dir, "data", name, f"{sampler}_{digest}.npy")
     return path, spec, seed, n_max
@@ -195,13 +195,15 @@ def prefetch_diffrax(name, model, truth, protocol, ks, n, cache_dir):
 
 def load_dataset(name, model, truth, protocol, k, n, cache_dir, source="simulate"):
     """Data set k of family ``name`` with n rows (the prefix of the N_max one), from the cache or
-    drawn now; ``source="diffrax"`` reads (or makes) the independent solver's data set."""
+    drawn now: ``source="simulate"`` the protocol's sampler, ``"exact"`` draws of the exact law
+    (for a simulated family: the oracle cells that separate the data's error from the method's),
+    ``"diffrax"`` the independent solver's data set."""
     path, spec, seed, n_max = _location(name, model, truth, protocol, k, n, cache_dir, source)
     if not os.path.exists(path):
         if source == "diffrax":
             prefetch_diffrax(name, model, truth, protocol, [k], n, cache_dir)
         else:
-            _save(path, spec, draw(model, truth, protocol, n_max, seed))
+            _save(path, spec, draw(model, truth, protocol, n_max, seed, sampler=spec["sampler"]))
     X = np.load(path)
     if X.shape[0] < n or not np.isfinite(X).all():
         raise RuntimeError(f"{path}: corrupt cached data set (delete it)")

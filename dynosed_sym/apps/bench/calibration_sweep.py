@@ -84,6 +84,7 @@ class SweepOptions:
     records_path: str | None = None
     quiet: bool = False
     resume: bool = False  # keep the families already in the records file (same settings)
+    sources: tuple | None = None  # only cells from these sources (simulate, exact, diffrax)
 
     @property
     def full(self):
@@ -94,6 +95,7 @@ class SweepOptions:
             and tuple(self.routes) == ROUTES
             and self.sizes is None
             and self.diffrax
+            and self.sources is None
         )
 
 
@@ -159,12 +161,16 @@ def _diffrax_check(name, model, truth, protocol, opts):
 
 
 def _sources(protocol, opts):
-    base = [
-        ("exact" if protocol.sampler == "exact" else "simulate", s) for s in _sizes(protocol, opts)
-    ]
+    """(source, N) of a family's cells: its sampler at every N; for a simulated family with an
+    exact law also exact draws at the largest N (oracle cells: data error or method error?);
+    diffrax at DIFFRAX_N where the protocol asks for it."""
+    sizes = _sizes(protocol, opts)
+    out = [(protocol.sampler, n) for n in sizes]
+    if protocol.sampler == "simulate" and protocol.exact is not None:
+        out.append(("exact", max(sizes)))
     if opts.diffrax and protocol.diffrax:
-        base.append(("diffrax", min(DIFFRAX_N, max(protocol.sizes))))
-    return base
+        out.append(("diffrax", min(DIFFRAX_N, max(protocol.sizes))))
+    return [(src, n) for src, n in out if opts.sources is None or src in opts.sources]
 
 
 def _sizes(protocol, opts):
@@ -187,22 +193,13 @@ def _run_family(name, opts, log):
         "sizes": list(protocol.sizes),
         "stationarity": stationarity_check(name, model, truth, protocol, opts.cache_dir),
     }
-    if opts.diffrax and protocol.diffrax:
+    if opts.diffrax and protocol.diffrax and (opts.sources is None or "diffrax" in opts.sources):
         info["diffrax_check"] = _diffrax_check(name, model, truth, protocol, opts)
     records = []
     for source, N in _sources(protocol, opts):
         t1 = time.perf_counter()
         for k in range(opts.n_sets):
-            X = load_dataset(
-                name,
-                model,
-                truth,
-                protocol,
-                k,
-                N,
-                opts.cache_dir,
-                source="diffrax" if source == "diffrax" else "simulate",
-            )
+            X = load_dataset(name, model, truth, protocol, k, N, opts.cache_dir, source=source)
             records.extend(_fit_set(name, model, protocol, X, N, k, source, opts))
         log(f"  {name} {source} N = {N}: {opts.n_sets} sets in {time.perf_counter() - t1:.0f} s")
     info["seconds"] = time.perf_counter() - t0
@@ -342,7 +339,8 @@ def merge(payloads):
     """One payload from the records of several runs (e.g. subsets run side by side)."""
     out = {"meta": dict(payloads[0]["meta"]), "families": {}, "records": []}
     for p in payloads:
-        out["families"].update(p["families"])
+        for nm, info in p["families"].items():  # key by key: a part without diffrax keeps it
+            out["families"].setdefault(nm, {}).update(info)
         out["records"].extend(p["records"])
     order = {nm: i for i, nm in enumerate(family_names())}
     out["records"].sort(key=lambda r: order.get(r["family"], len(order)))  # the fixed order
@@ -402,6 +400,7 @@ def section_sweep(args):
         table_path=args.table_out,
         records_path=args.records_out,
         resume=args.resume,
+        sources=tuple(args.sources.split(",")) if args.sources else None,
     )
     bad = [r for r in opts.routes if r not in ROUTES]
     if bad:
@@ -431,6 +430,9 @@ def add_arguments(ap):
         help="another column NAME=JSON (repeatable), compared side by side",
     )
     g.add_argument("--no-diffrax", action="store_true", help="skip the independent solver")
+    g.add_argument(
+        "--sources", default=None, help="only cells of these sources: simulate, exact, diffrax"
+    )
     g.add_argument(
         "--resume",
         action="store_true",
