@@ -177,8 +177,10 @@ def _sizes(protocol, opts):
     return tuple(opts.sizes) if opts.sizes else protocol.sizes
 
 
-def _run_family(name, opts, log):
-    """Records and the family's description (truth, checks) for one family."""
+def _run_family(name, opts, log, save=None):
+    """Records and the family's description (truth, checks) for one family; ``save(records,
+    info)`` after every finished cell (partial families are kept in the records file with
+    ``info["complete"] = False``; ``--resume`` runs them again)."""
     model, truth, protocol = family(name)
     if opts.sizes:
         from dataclasses import replace
@@ -202,7 +204,10 @@ def _run_family(name, opts, log):
             X = load_dataset(name, model, truth, protocol, k, N, opts.cache_dir, source=source)
             records.extend(_fit_set(name, model, protocol, X, N, k, source, opts))
         log(f"  {name} {source} N = {N}: {opts.n_sets} sets in {time.perf_counter() - t1:.0f} s")
+        if save is not None:
+            save(records, {**info, "complete": False})
     info["seconds"] = time.perf_counter() - t0
+    info["complete"] = True
     return records, info
 
 
@@ -254,7 +259,8 @@ def _family_lines(payload):
             if st["min_p"] is None
             else (f"{st['method']}: min KS p {st['min_p']:.3f} ({'ok' if st['ok'] else 'SUSPECT'})")
         )
-        lines.append(f"  {name} (n = {len(info['truth'])}): {info['protocol']}; {chk}")
+        cut = "" if info.get("complete", True) else " [INCOMPLETE: the run stopped in this family]"
+        lines.append(f"  {name} (n = {len(info['truth'])}): {info['protocol']}; {chk}{cut}")
         dx = info.get("diffrax_check")
         if dx:
             lines.append(
@@ -291,7 +297,11 @@ def _resumable(path, meta):
     by = {}
     for r in prev["records"]:
         by.setdefault(r["family"], []).append(r)
-    return {nm: (by.get(nm, []), info) for nm, info in prev["families"].items()}
+    return {
+        nm: (by.get(nm, []), info)
+        for nm, info in prev["families"].items()
+        if info.get("complete", True)
+    }
 
 
 def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
@@ -320,7 +330,13 @@ def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
             records, info = done[name]
             log(f"  {name}: {len(records)} records kept from {records_path} (--resume)")
         else:
-            records, info = _run_family(name, opts, log)
+
+            def save(partial, info, name=name):
+                part = {**payload, "records": payload["records"] + partial}
+                part["families"] = {**payload["families"], name: info}
+                _write_records(records_path, part)
+
+            records, info = _run_family(name, opts, log, save)
         payload["records"].extend(records)
         payload["families"][name] = info
         _write_records(records_path, payload)  # after every family: an interrupted run keeps it
