@@ -195,3 +195,21 @@ def test_route_options():
         "global": {},
         "local": {"score": "score_matching"},
     }
+
+
+def test_cells_of_a_simulated_family_with_an_exact_law():
+    """Simulated families with an exact law get oracle cells on exact draws at their largest N;
+    --sources restricts the cells."""
+    from dynosed_sym.apps.bench.calibration_sweep import DIFFRAX_N, _sources
+
+    proto = Protocol(sizes=(2000, 10_000), exact=lambda n, rng: None, diffrax=True)
+    cells = _sources(proto, SweepOptions(families=[], quiet=True))
+    assert cells == [
+        ("simulate", 2000),
+        ("simulate", 10_000),
+        ("exact", 10_000),
+        ("diffrax", DIFFRAX_N),
+    ]
+    only = SweepOptions(families=[], sources=("exact",), diffrax=False, quiet=True)
+    assert _sources(proto, only) == [("exact", 10_000)]
+    assert _sources(Protocol(sizes=(500,), sampler="exact"), only) == [("exact", 500)]
