@@ -135,6 +135,26 @@ def _check_functions(expr, where):
         raise ModelError(f"{where}: contains an infinity or NaN")
 
 
+def _refuse_zero_diffusion(D, what):
+    """ModelError when D is identically zero (every entry zero for every state and input).
+
+    Without noise the stationary law of ``dx = f dt`` sits on the attractor of the ODE (fixed
+    points, cycles) and has no density, and the identity both fits use,
+    ``∇·(f p) = ∇·∇·(D p)``, loses its right-hand side: it no longer fixes the scale of f (for
+    ``f = Uθ`` every multiple of θ fits, θ = 0 included).  Snapshots then carry no information
+    about the drift.
+    """
+    for e in D:
+        if not (e.is_zero or (e.free_symbols and sp.simplify(e).is_zero)):
+            return
+    raise ModelError(
+        f"{what} is identically zero: without noise, snapshots carry no information about the "
+        "drift (the stationary law of dx = f dt sits on the ODE's attractor and has no density; "
+        "∇·(f p) = 0 does not fix the scale of f); declare the noise with diffusion= (D) or "
+        "noise= (G), even if it is small"
+    )
+
+
 class SDEModel:
     """A stochastic differential equation with unknown drift parameters.
 
@@ -298,6 +318,7 @@ class SDEModel:
                         f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                         f"D[{j},{i}] = {D[j, i]}"
                     )
+        _refuse_zero_diffusion(D, "noise G" if noise is not None else "diffusion D")
         for i in range(d):
             # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
             # what the symbols prove: a diagonal entry negative for every real state
