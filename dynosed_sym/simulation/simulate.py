@@ -29,7 +29,7 @@ from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
 from ..options import Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
-from .starts import start_states
+from .starts import positive_starts, start_states
 from .stationarity import check_stationarity, enforce_stationary
 
 __all__ = [
@@ -113,7 +113,9 @@ def simulate(
         domain (f finite, D(x) positive semi-definite, the noise finite); a draw outside it
         (e.g. x < 0 for noise ∝ √x) is replaced by its absolute value relaxed for one time unit
         along the drift (:mod:`dynosed_sym.simulation.starts`), and a DataError asks for
-        ``x0=`` when that is outside too.
+        ``x0=`` when that is outside too.  When chains from these starts leave the finite range
+        (a population model started at negative sizes), they are run once more from the
+        positive orthant (every draw with a negative coordinate replaced the same way).
     inputs : dict or array, optional
         Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
         ``model.with_inputs(inputs)`` (compiled once per distinct input vector, cached on disk).
@@ -256,6 +258,7 @@ class SimulationPlan:
     G: np.ndarray
     x0: np.ndarray
     keys: np.ndarray
+    seed: int | None = None  # the seed of default start states (None: x0 was given)
 
     def empty_output(self):
         """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""
@@ -265,7 +268,24 @@ class SimulationPlan:
         )
 
     def samples(self, out, status):
-        """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain."""
+        """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain.  Chains
+        from the default starts that diverge are run once more from positive starts
+        (:func:`~dynosed_sym.simulation.starts.positive_starts`) before giving up."""
+        if status.any() and self.seed is not None:
+            starts = positive_starts(self.model, self.n_chains, self.seed, self.theta, self.dt)
+            if starts is not None:
+                again, status2 = self.cm.run_chains(
+                    starts,
+                    self.theta,
+                    self.G,
+                    self.dt,
+                    self.burn_in,
+                    self.thin,
+                    self.n_keep,
+                    self.keys,
+                )
+                if not status2.any():
+                    out, status = again, status2
         if status.any():
             c = int(np.flatnonzero(status)[0])
             hint = (
@@ -299,8 +319,8 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         else arguments.integer(n_chains, "n_chains", minimum=1)
     )
     seed = arguments.seed(seed)
-    x0 = np.ascontiguousarray(initial_states(model, n_chains, seed, x0, theta=theta, dt=dt))
-    diffusion_psd(model, x0, "x0", "start state")
+    start = np.ascontiguousarray(initial_states(model, n_chains, seed, x0, theta=theta, dt=dt))
+    diffusion_psd(model, start, "x0", "start state")
     cm = compile_model(model, out_dir)
     G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
     return SimulationPlan(
@@ -314,8 +334,9 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         burn_in=burn_in,
         thin=thin,
         G=np.ascontiguousarray(G, dtype=float),
-        x0=x0,
+        x0=start,
         keys=chain_keys(seed, n_chains),
+        seed=seed if x0 is None else None,
     )
 
 

@@ -12,6 +12,12 @@ and relaxed along the deterministic drift ``dx/dt = f(x; θ)`` for ``RELAX_TIME`
 with the simulation's dt, a row stops where a step would leave the domain), which carries it off
 the domain's edge towards an attractor.  A draw that is still outside raises a DataError that
 names the state and asks for ``x0=``.
+
+Populations and concentrations live in the positive orthant even when the noise is defined
+everywhere (Lotka–Volterra with noise ∝ x: from a negative start the drift blows up).  When
+chains from the default starts leave the finite range, :func:`positive_starts` gives the
+fallback that :func:`~dynosed_sym.simulate` tries once: every draw with a negative coordinate
+replaced by |z_c| relaxed along the drift.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import numpy as np
 from ..errors import DataError
 from .functions import model_functions
 
-__all__ = ["start_states", "outside_domain", "RELAX_TIME"]
+__all__ = ["start_states", "positive_starts", "outside_domain", "RELAX_TIME"]
 
 #: Time units of deterministic relaxation applied to a replaced start state.
 RELAX_TIME = 1.0
@@ -93,3 +99,16 @@ def start_states(model, n_chains, seed, theta=None, dt=0.01) -> np.ndarray:
             "one per chain (n_chains, d))"
         )
     return Z
+
+
+def positive_starts(model, n_chains, seed, theta, dt=0.01):
+    """The default draws with every row that has a negative coordinate replaced by its absolute
+    value relaxed along the drift (module docstring); None when no row changes or a row is
+    outside the domain."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    Z = rng.standard_normal((n_chains, model.d))
+    neg = (Z < 0).any(axis=1)
+    if not neg.any():
+        return None
+    Z[neg] = _relax(model, theta, np.abs(Z[neg]), dt)
+    return None if outside_domain(model, Z, theta).any() else Z
