@@ -136,14 +136,9 @@ def _check_functions(expr, where):
 
 
 def _refuse_zero_diffusion(D, what):
-    """ModelError when D is identically zero (every entry zero for every state and input).
-
-    Without noise the stationary law of ``dx = f dt`` sits on the attractor of the ODE (fixed
-    points, cycles) and has no density, and the identity both fits use,
-    ``∇·(f p) = ∇·∇·(D p)``, loses its right-hand side: it no longer fixes the scale of f (for
-    ``f = Uθ`` every multiple of θ fits, θ = 0 included).  Snapshots then carry no information
-    about the drift.
-    """
+    """ModelError when D is identically zero: the stationary law of dx = f dt sits on the ODE's
+    attractor without a density, and ∇·(f p) = ∇·∇·(D p) loses its right-hand side, so it no
+    longer fixes the scale of f (for f = Uθ every multiple of θ fits): no information about f."""
     for e in D:
         if not (e.is_zero or (e.free_symbols and sp.simplify(e).is_zero)):
             return
