@@ -193,8 +193,9 @@ def fit_local(
         bias against its noise (:mod:`dynosed_sym.routes.scores.bandwidth`).  The reference
         paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.  Whatever T, the smoothing bias is
         estimated (local Gaussian fits at T and T/2 from the same pass) and added to ``bias.sd``
-        and the intervals; a given T whose kernel is more than 10× wider (in variance) than the
-        data's spread around some probe is refused with a DataError.
+        and the intervals; with ``score="kernel"`` a given T whose kernel is more than 10×
+        wider than the data's spread around some probe (100× in variance) is refused with a
+        DataError.
     score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
         How scores and Jacobians at the probes are obtained: the kernel estimator of
         docs/design.md §2, its deconvolved local-Gaussian variant (no smoothing bias), local
@@ -592,7 +593,7 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
         hint = None
         if Xa is not None and u.max() > U_REFUSE:
             hint = auto_temperature(estimator, Xa, P)[0]
-        refuse_wide_kernel(u, estimator.temperature, estimator.method, hint)
+        refuse_wide_kernel(u, estimator.temperature, estimator.method, P, hint)
     return est, (lg, lg_half)
 
 

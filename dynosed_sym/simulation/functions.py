@@ -37,6 +37,8 @@ class ModelFunctions:
         self._D = sp.lambdify(state, D.tolist(), "numpy")
         self._divdiv = sp.lambdify(state, div_div_D, "numpy")
         self.constant_D = not any(e.free_symbols & set(state) for e in D)
+        #: ∂f/∂x does not depend on the state (a drift linear in x)
+        self.linear = not any(e.free_symbols & set(state) for e in jac)
         # ∂f_i/∂θ_k and ∂(∇·f)/∂θ_k, nonzero entries only (for the uncertainty of θ̂)
         self._f_theta = [
             (i, k, sp.lambdify(args, e, "numpy"))

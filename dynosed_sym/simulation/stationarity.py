@@ -78,6 +78,8 @@ RELAXATION_LIMIT = 1e6
 MAX_ROWS = 20_000
 #: Fewer groups than this give no standard error worth testing against: moments are not judged.
 MIN_GROUPS = 16
+#: Reasons quoted in an error or warning (all are in ``StationarityCheck.reasons``).
+MAX_REASONS = 2
 #: Rows per Jacobian evaluation (bounds the memory of (rows, d, d)).
 _JAC_ROWS = 4096
 
@@ -116,8 +118,8 @@ class StationarityCheck:
     relaxation_time : float
         ``d / −divergence`` (inf when the divergence is not negative).
     linear : bool
-        ∂f/∂x is the same at every sample (a drift linear in x): then an eigenvalue with real
-        part ≥ 0 alone rules out a stationary law.
+        ∂f/∂x does not depend on the state (a drift linear in x, decided symbolically): then an
+        eigenvalue with real part ≥ 0 alone rules out a stationary law.
     n_rows, n_groups : int
         Rows evaluated and the groups behind the standard errors.
     """
@@ -228,20 +230,17 @@ def _directions(d, Jbar, state_names):
 
 
 def _mean_jacobian(fn, X, theta):
-    """J̄ (d, d), whether ∂f/∂x is the same at every row (a drift linear in x), and the per-row
-    divergence ∇·f − ∇·∇·D (n,)."""
+    """J̄ (d, d) and the per-row divergence ∇·f − ∇·∇·D (n,)."""
     d = X.shape[1]
     Jsum = np.zeros((d, d))
-    lo_J, hi_J = np.full((d, d), np.inf), np.full((d, d), -np.inf)
     div = np.empty(X.shape[0])
     for lo in range(0, X.shape[0], _JAC_ROWS):
         J = fn.jacobian(X[lo : lo + _JAC_ROWS], theta)
         Jsum += J.sum(axis=0)
-        lo_J, hi_J = np.minimum(lo_J, J.min(axis=0)), np.maximum(hi_J, J.max(axis=0))
         div[lo : lo + _JAC_ROWS] = np.trace(J, axis1=1, axis2=2)
     if not fn.constant_D:
         div -= fn.div_div_D(X)
-    return Jsum / X.shape[0], bool(np.all(lo_J == hi_J)), div
+    return Jsum / X.shape[0], div
 
 
 def _theta_spread(fn, X, theta, V, xv, theta_sd):
@@ -298,8 +297,8 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
     if not np.isfinite(F).all():
         out.reasons.append("the drift is not finite at some samples")
         return out
-    Jbar, linear, div = _mean_jacobian(fn, X, theta)
-    out.linear = linear
+    Jbar, div = _mean_jacobian(fn, X, theta)
+    out.linear = fn.linear
     V, names, unstable, eig = _directions(model.d, Jbar, model.state)
     out.directions, out.direction_names, out.unstable = V, names, unstable
     out.jacobian_eigenvalues = eig
@@ -415,16 +414,20 @@ def _judge(out):
 
 
 def check_linear_drift(model, theta, points) -> StationarityCheck:
-    """The check that needs no sample of the law: a drift linear in x (∂f/∂x the same at every
-    one of ``points``) has a stationary law only if every eigenvalue of ∂f/∂x has a negative real
-    part.  Verdict ``"diverging"`` when one does not, else ``"not checked"``."""
+    """The check that needs no sample of the law: a drift linear in x (∂f/∂x free of the state,
+    symbolically; evaluated at the first of ``points``) has a stationary law only if every
+    eigenvalue of ∂f/∂x has a negative real part.  Verdict ``"diverging"`` when one does not,
+    else ``"not checked"``."""
     theta = model.theta_vector(theta)
     X = np.ascontiguousarray(points, dtype=float)[:64]
     out = StationarityCheck(n_rows=X.shape[0])
     if X.shape[0] < 1:
         return out
-    J = model_functions(model).jacobian(X, theta)
-    if not (np.isfinite(J).all() and (J == J[:1]).all()):
+    fn = model_functions(model)
+    if not fn.linear:
+        return out
+    J = fn.jacobian(X[:1], theta)
+    if not np.isfinite(J).all():
         return out
     eig = np.linalg.eigvals(J[0])
     out.linear, out.jacobian_eigenvalues = True, eig
@@ -450,7 +453,10 @@ def enforce_stationary(check, what, advice, fail=("diverging",)):
     raising = check.verdict in fail
     if isinstance(advice, tuple):
         advice = advice[0] if raising else advice[1]
-    text = f"{what}: {check.verdict}: " + "; ".join(check.reasons) + f". {advice}"
+    shown = check.reasons[:MAX_REASONS]
+    more = len(check.reasons) - len(shown)
+    text = f"{what}: {check.verdict}: " + "; ".join(shown)
+    text += (f" (and {more} more: check_stationarity)" if more else "") + f". {advice}"
     if raising:
         raise StationarityError(text)
     warnings.warn(text, StationarityWarning, stacklevel=3)

@@ -28,7 +28,9 @@ def _no_simulation(monkeypatch):
 
     monkeypatch.setattr(ds, "simulate", boom)
     monkeypatch.setattr(sys.modules["dynosed_sym.simulation.simulate"], "simulate", boom)
-    monkeypatch.setattr(sys.modules["dynosed_sym.identifiability.design"], "_simulate", boom)
+    monkeypatch.setattr(
+        sys.modules["dynosed_sym.identifiability.design_sampling"], "simulate", boom
+    )
     monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_global", boom)
     monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_source", boom)
 

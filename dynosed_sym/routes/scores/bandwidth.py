@@ -41,14 +41,14 @@ their systems too:
 The kernel's bias is part₁ plus the local Gaussian fit's bias, so by the triangle inequality
 ``smoothing_sd = |part₁| + |part₂|`` (``|part₂|`` alone for ``score="local_gaussian"``) bounds it
 to first order; it is added in quadrature to ``bias.sd`` and the intervals are widened to
-``θ̂ ± t·√(se² + bias.sd²)``.  Measured on models the rule was not derived on (bistable
-switch, Brusselator, birth–death with state-dependent D; and the issue's repressilator; 10 data sets of 10⁴
-independent samples each, 10 k-means probes, default temperature): the kernel's 95 %
-intervals cover 90–100 % per model, without the smoothing term 0–90 % (bistable 0 of 20)
-(``pytest -m slow -s tests/routes/test_local_bandwidth.py -k calibration``).  The plain kernel
-refuses a given temperature whose kernel
-is far wider than the data (``u > U_REFUSE``), where the first-order picture fails (the local
-Gaussian fit, which deconvolves the kernel, is not refused).
+``θ̂ ± t·√(se² + bias.sd²)``.  Measured on three models the rule was not derived on (bistable
+switch, Brusselator, birth–death with state-dependent D) and the issue's repressilator (10 data
+sets of 10⁴ independent samples each, 10 k-means probes, default temperature): the kernel's
+95 % intervals cover 90–100 % per model, without the smoothing term 0–90 % (bistable 0 of 20;
+``pytest -m slow -s tests/routes/test_local_bandwidth.py -k calibration``).  The plain kernel
+refuses a given temperature whose kernel is far wider than the data (``u > U_REFUSE``), where
+the first-order picture fails (the local Gaussian fit, which deconvolves the kernel, is not
+refused).
 """
 
 from __future__ import annotations
@@ -70,8 +70,9 @@ __all__ = [
 ]
 
 #: A given temperature whose kernel variance is more than this many times the narrowest local
-#: variance at some probe is refused (the kernel estimates the smoothed law, not p).
-U_REFUSE = 10.0
+#: variance at some probe (the kernel ten times wider than the data) is refused: the kernel then
+#: estimates the smoothed law, not p.  Below it the smoothing bias is estimated and carried.
+U_REFUSE = 100.0
 #: Passes over the data of the fixed-point iteration of ``temperature="auto"``.
 AUTO_ITERATIONS = 5
 #: Fewest effective points (Kish) per probe that ``temperature="auto"`` keeps.
@@ -117,18 +118,19 @@ def auto_temperature(estimator, X, P, n_rows=None):
     return T, info
 
 
-def refuse_wide_kernel(u, T, method, auto_hint=None):
+def refuse_wide_kernel(u, T, method, P, auto_hint=None):
     """DataError when the kernel is far wider than the data at some probe (u > U_REFUSE)."""
     i = int(np.argmax(u))
     if not u[i] > U_REFUSE:
         return
     hint = f" (T ≈ {auto_hint:.3g} here)" if auto_hint else ""
     raise DataError(
-        f"{method} score: at temperature T = {T:g} the kernel (variance 1/T) is {u[i]:.3g} times "
-        f"wider than the data's narrowest local variance around probe {i} (1/λ = "
-        f"{1 / (u[i] * T):.3g}): the estimate is the score of the data smoothed by the kernel, "
-        f"not of the data; pass temperature='auto'{hint}, a temperature above "
-        f"{u[i] * T:.3g}, or use score='local_gaussian' or 'score_matching'"
+        f"{method} score: probe {i} (x = {np.array2string(P[i], precision=4)}): at temperature "
+        f"T = {T:g} the kernel (variance 1/T) is {u[i]:.3g} times wider than the data's "
+        f"narrowest local variance there (1/λ = {1 / (u[i] * T):.3g}): the estimate is the score "
+        f"of the data smoothed by the kernel, not of the data; pass temperature='auto'{hint}, a "
+        f"temperature ≥ {u[i] * T:.3g} (the kernel no wider than the data there), or use "
+        "score='local_gaussian' or 'score_matching'"
     )
 
 
