@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import arguments
 from ..assembly.features import draw_features, feature_arguments, median_lengthscale
+from ..assembly.memory import check_assembly_memory
 from ..assembly.stein import BlockSystem, assemble_source
 from ..codegen.loading import compile_model
 from ..data.blocks import block_edges
@@ -156,6 +157,7 @@ def fit_global(
     """
     require_parameters(model)
     n_features = arguments.integer(n_features, "n_features", minimum=1)
+    check_assembly_memory(model, n_features, n_blocks)  # before anything m-sized is allocated
     lam = arguments.number(lam, "lam", nonnegative=True)
     seed = arguments.seed(seed)
     design = as_design(X, model, inputs, env_column, time_column)

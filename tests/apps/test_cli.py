@@ -327,7 +327,7 @@ def test_cli_bad_arguments_one_line_errors(project_root, tmp_path):
             ("nope",),
             2,
         ),
-        (("fit", ou, bad_csv), ("'y'", "columns: x, q"), 1),
+        (("fit", ou, bad_csv), ("'y'", "columns: 'x', 'q'"), 1),
         (("fit", ou, txt), ("DATA", ".csv"), 2),
         (("fit", ou, tmp_path / "missing.csv"), ("missing.csv",), 2),
         (("fit", ou, bad_csv, "--route", "sideways"), ("sideways",), 2),

@@ -208,7 +208,8 @@ class KernelScore(ScoreEstimator):
                 raise DataError(
                     f"{where} is {np.sqrt(T * dmin[i]):.3g} kernel widths (1/√T) from the "
                     "nearest data point: no data point carries kernel weight there; move the "
-                    "probe into the data"
+                    f"probe into the data, or lower temperature= if the kernel width "
+                    f"1/√T = {1 / np.sqrt(T):.3g} is small for the data's scale"
                 )
             raise DataError(
                 f"{where} has {ess[i]:.2f} effective data point(s) within the kernel at "
