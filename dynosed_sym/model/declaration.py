@@ -18,7 +18,13 @@ import sympy as sp
 
 from ..arguments import float_array
 from ..errors import ModelError
-from .validation import assumptions_of, check_constants, parse_strings, real_value
+from .validation import (
+    assumptions_of,
+    check_constants,
+    parse_strings,
+    real_value,
+    refuse_zero_diffusion,
+)
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
 
@@ -136,21 +142,6 @@ def _check_functions(expr, where):
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         raise ModelError(f"{where}: contains an infinity or NaN")
     check_constants(expr, where)
-
-
-def _refuse_zero_diffusion(D, what):
-    """ModelError when D is identically zero: the stationary law of dx = f dt sits on the ODE's
-    attractor without a density, and ∇·(f p) = ∇·∇·(D p) loses its right-hand side, so it no
-    longer fixes the scale of f (for f = Uθ every multiple of θ fits): no information about f."""
-    for e in D:
-        if not (e.is_zero or (e.free_symbols and sp.simplify(e).is_zero)):
-            return
-    raise ModelError(
-        f"{what} is identically zero: without noise, snapshots carry no information about the "
-        "drift (the stationary law of dx = f dt sits on the ODE's attractor and has no density; "
-        "∇·(f p) = 0 does not fix the scale of f); declare the noise with diffusion= (D) or "
-        "noise= (G), even if it is small"
-    )
 
 
 class SDEModel:
@@ -327,7 +318,7 @@ class SDEModel:
                         f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                         f"D[{j},{i}] = {D[j, i]}"
                     )
-        _refuse_zero_diffusion(D, "noise G" if noise is not None else "diffusion D")
+        refuse_zero_diffusion(D, "noise G" if noise is not None else "diffusion D")
         for i in range(d):
             # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
             # what the symbols prove: a diagonal entry negative for every real state
