@@ -87,7 +87,28 @@ def smoothing_ratio(lg_estimate, T):
 
 
 def auto_temperature(estimator, X, P, n_rows=None):
-    """The default temperature (module docstring) → (T, info)."""
+    """The default temperature (module docstring) → (T, info).
+
+    Computed on the data and probes divided by a power of two near their largest magnitude (exact
+    in floating point), so any scale gives the same kernel relative to the data; a DataError when
+    the resulting T is beyond double range (data of scale ≳ 1e154: rescale them)."""
+    N, d = X.shape
+    top = float(np.max(np.abs(X))) if X.size else 1.0
+    unit = 2.0 ** np.round(np.log2(top)) if np.isfinite(top) and top > 0 else 1.0
+    T, info = _auto_unit(estimator, X / unit, np.asarray(P, float) / unit, n_rows)
+    with np.errstate(over="ignore", under="ignore"):
+        T_data = T / unit**2
+    if not (np.isfinite(T_data) and T_data > 0):
+        raise DataError(
+            f"temperature='auto': the data's scale (≈ {unit:.3g}) needs a kernel temperature "
+            f"T ≈ {T:.3g}/{unit:.3g}², beyond double precision; rescale the data (the fit is "
+            "equivariant) or use score='score_matching'"
+        )
+    return T_data, info
+
+
+def _auto_unit(estimator, X, P, n_rows):
+    """:func:`auto_temperature` on data of unit scale."""
     N, d = X.shape
     scale = 1.0 if not n_rows else n_rows / N
     cov = np.atleast_2d(np.cov(X, rowvar=False)) if N > 1 else np.eye(d)
