@@ -37,6 +37,8 @@ from .errors import (
     DynosedError,
     ModelError,
     NotAffineError,
+    StationarityError,
+    StationarityWarning,
     TrainingDivergedError,
 )
 from .identifiability import (
@@ -48,7 +50,7 @@ from .identifiability import (
 from .model import SDEModel, load_model
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
-from .simulation import simulate
+from .simulation import Simulation, check_stationarity, simulate
 from .solve import BootstrapResult, IdentifiabilityReport
 
 try:
@@ -65,6 +67,8 @@ __all__ = [
     "CompiledModel",
     # simulate
     "simulate",
+    "Simulation",
+    "check_stationarity",
     # fit
     "fit_global",
     "fit_local",
@@ -93,9 +97,11 @@ __all__ = [
     "ModelError",
     "NotAffineError",
     "DataError",
+    "StationarityError",
     "CodegenError",
     "TrainingDivergedError",
     "DaskUnavailableError",
     "ConvergenceWarning",
+    "StationarityWarning",
     "__version__",
 ]
