@@ -47,7 +47,7 @@ from .identifiability import (
     check_identifiability,
     structural_check,
 )
-from .model import SDEModel, load_model
+from .model import SDEModel, ShiftDesign, load_model, shift_interventions
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from .simulation import Simulation, check_stationarity, simulate
@@ -62,6 +62,8 @@ __all__ = [
     # declare
     "SDEModel",
     "load_model",
+    "shift_interventions",
+    "ShiftDesign",
     # compile
     "compile_model",
     "CompiledModel",
