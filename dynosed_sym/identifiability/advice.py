@@ -47,7 +47,7 @@ from ..data.designs import TimeCourse, as_design
 from ..data.sources import open_source
 from ..errors import DynosedError
 from ..routes.designs import fit_global_design
-from ..solve.report import RANK_THRESHOLD
+from ..solve.directions import SIGNAL_THRESHOLD as RANK_THRESHOLD
 
 __all__ = [
     "Advice",

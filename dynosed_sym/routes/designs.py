@@ -304,19 +304,12 @@ def fit_global_design(
     # the estimator of the global route on the stacked system: its U-statistic correction is
     # taken from the pseudo-blocks, whose spread is the grouped noise of the stacked A and b
     prior_scale = check_prior_scale(prior_scale, names)
+    grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
+    dof = None if grouping is None else grouping.dof
     estimate = solve_system(
-        A,
-        b,
-        A_blocks,
-        b_blocks,
-        weights,
-        lam,
-        statistic=statistic,
-        estimator=estimator,
-        prior_scale=prior_scale,
+        A, b, A_blocks, b_blocks, weights, lam, statistic=statistic, estimator=estimator, dof=dof
     )
     theta = estimate.theta
-    grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
     report = analyse(
         A,
         b,
@@ -348,7 +341,7 @@ def fit_global_design(
 
     def solve(system):  # the same estimator on another stacked system
         return solve_system(
-            *system[:5], lam, statistic=statistic, estimator=estimator, prior_scale=prior_scale
+            *system[:5], lam, statistic=statistic, estimator=estimator, dof=dof
         ).theta
 
     info.quadrature = _quadrature_check(

@@ -279,7 +279,6 @@ def fit_global(
             lam,
             statistic=statistic,
             estimator=estimator,
-            prior_scale=prior_scale,
         )
         theta = estimate.theta
     elif (statistic, estimator) != ("v", "ridge"):
@@ -290,7 +289,6 @@ def fit_global(
             lam,
             statistic=statistic,
             estimator=estimator,
-            prior_scale=prior_scale,
         )
         A, b, A_blocks, b_blocks, counts = system
         theta = estimate.theta

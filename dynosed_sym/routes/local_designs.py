@@ -287,7 +287,7 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
         lam,
         statistic=statistic,
         estimator=estimator,
-        prior_scale=prior_scale,
+        dof=None if grouping is None else grouping.dof,
     )
     theta = estimate.theta
     report = analyse(

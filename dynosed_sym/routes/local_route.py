@@ -457,7 +457,6 @@ def _fit_local_single(
                 lam,
                 statistic=statistic,
                 estimator=solve_as,
-                prior_scale=prior_scale,
             )
             theta = estimate.theta
         info.update(gradient_info(ginfo, gn))
@@ -465,9 +464,7 @@ def _fit_local_single(
         A_all, b_all = _rows_all(cm, model, P, g, est)
         system_scale(A_all[0], b_all[0], "local")
         system = pseudo(A_all, b_all)
-        estimate = solve_system(
-            *system, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
-        )
+        estimate = solve_system(*system, lam, statistic=statistic, estimator=solve_as)
         theta = estimate.theta
     A, b, A_blocks, b_blocks, counts = system
     if A_blocks is not None:
@@ -624,11 +621,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         A_all, b_all = _rows_all(cm, model, P, g, comp)
         B = comp.n_blocks if comp.n_blocks >= 2 else 0
         sys_c = _pseudo(A_all, b_all, B)
-        thetas.append(
-            solve_system(
-                *sys_c, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
-            ).theta
-        )
+        thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method)
     widen_intervals(report, theta, bias)
     report.notes.append(

@@ -51,10 +51,10 @@ import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError
-from .directions import RANK_THRESHOLD, singular_directions
-from .intervals import fill_free
+from .directions import MIN_DOF, RANK_THRESHOLD, Directions, singular_directions
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
+from .weak import Fill, fill_unresolved
 
 __all__ = [
     "Estimate",
@@ -115,9 +115,13 @@ class Estimate:
         guard acted).
     subspace : (n, rank) resolved right singular vectors V_R the estimate was computed on
     theta_resolved : (n,) or None
-        The resolved estimate before the parameters that are not identifiable get their
-        empirical-Bayes values (the sandwich and the honest intervals are taken there).
+        The resolved estimate θ_R before the unresolved components are filled (the sandwich is
+        taken there; :mod:`.weak`).
     notes : list of str
+    fill : :class:`~dynosed_sym.solve.weak.Fill` or None
+        The components kept along the unresolved directions (resolved estimator).
+    directions : :class:`~dynosed_sym.solve.directions.Directions` or None
+        The directions the estimate was computed on (in the system's units).
     """
 
     theta: np.ndarray
@@ -130,6 +134,8 @@ class Estimate:
     subspace: np.ndarray | None = None
     theta_resolved: np.ndarray | None = None
     notes: list = field(default_factory=list)
+    fill: Fill | None = None
+    directions: Directions | None = None
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):
@@ -206,7 +212,7 @@ def solve_system(
     rank_threshold=RANK_THRESHOLD,
     subspace=None,
     tikhonov=True,
-    prior_scale=None,
+    dof=None,
 ) -> Estimate:
     """θ̂ of ``A θ ≈ b`` by the chosen statistic and estimator (module docstring).
 
@@ -234,10 +240,9 @@ def solve_system(
         block bootstrap keeps the fit's subspace).
     tikhonov : bool
         Also compute the Tikhonov solution (``theta_tikhonov``; NaN when False).
-    prior_scale : "ml", float, (n,) array or None
-        Resolved estimator: τ of the empirical-Bayes point estimates of the parameters that are
-        not identifiable (:func:`~dynosed_sym.solve.intervals.fill_free`); None: they keep the
-        resolved estimate (0 along the unresolved directions).
+    dof : float, optional
+        Degrees of freedom of the noise estimate (default: blocks − 1; a design's grouped
+        pseudo-blocks have fewer, :attr:`~dynosed_sym.solve.uncertainty.Grouping.dof`).
 
     Returns
     -------
@@ -257,11 +262,7 @@ def solve_system(
         rank_threshold=rank_threshold,
         subspace=subspace,
         tikhonov=tikhonov,
-        prior_scale=(
-            prior_scale
-            if prior_scale is None or isinstance(prior_scale, str)
-            else np.asarray(prior_scale, dtype=float) * (a / beta)
-        ),
+        dof=dof,
     )
     unit = beta / a  # θ in the system's units
     with np.errstate(over="ignore"):
@@ -280,6 +281,28 @@ def solve_system(
         theta_tikhonov=scaled.theta_tikhonov * unit,
         second_order=scaled.second_order * unit,
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
+        fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
+        directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
+    )
+
+
+def _scaled_fill(fill, unit):
+    """A :class:`Fill` of the unit-size system in the system's units (θ scales by β/a)."""
+    return replace(fill, z_ls=fill.z_ls * unit, z=fill.z * unit, shift=fill.shift * unit)
+
+
+def _scaled_directions(dirs, a):
+    """:class:`Directions` of ``A/a`` for A (σ, SE by a; κ and its sd by a²)."""
+    with np.errstate(over="ignore"):
+        return _replace_scaled(dirs, a)
+
+
+def _replace_scaled(dirs, a):
+    return dirs._replace(
+        singular_values=dirs.singular_values * a,
+        noise=None if dirs.noise is None else dirs.noise * a,
+        kappa=None if dirs.kappa is None else dirs.kappa * (a * a),
+        kappa_sd=None if dirs.kappa_sd is None else dirs.kappa_sd * (a * a),
     )
 
 
@@ -297,7 +320,7 @@ def _solve_unit(
     rank_threshold,
     subspace,
     tikhonov,
-    prior_scale,
+    dof,
 ) -> Estimate:
     """:func:`solve_system` on a system of unit size."""
     statistic, estimator = estimator_options(statistic, estimator)
@@ -326,7 +349,7 @@ def _solve_unit(
     if subspace is not None and estimator != "resolved":
         raise ValueError("subspace= is only used with estimator='resolved'")
     if subspace is None:
-        dirs = singular_directions(A, A_blocks, counts, rank_threshold)
+        dirs = singular_directions(A, A_blocks, counts, rank_threshold, dof)
         V = dirs.V
         VR = V[:, dirs.resolved]
         c = dirs.singular_values[dirs.resolved]
@@ -374,12 +397,18 @@ def _solve_unit(
         theta = theta - b2
     theta_resolved = theta
     notes = []
+    fill = None
     if estimator == "resolved" and subspace is None:
-        theta, _, converged = fill_free(
-            theta, bread, (A, b, A_blocks, b_blocks, counts), dirs, prior_scale
+        fill = fill_unresolved(
+            A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, alpha * S, dirs.threshold
         )
-        if converged is False:
-            notes.append("WARNING: the maximum-likelihood scale τ did not converge")
+        theta = theta + fill.shift + fill.VU @ fill.z
+        if not np.isfinite(dirs.threshold):
+            notes.append(
+                f"note: {dirs.dof:g} degrees of freedom of the noise estimate (fewer than "
+                f"{MIN_DOF}): no direction is called resolved; the estimate is the least-squares "
+                "solution and no interval is finite — more samples are needed"
+            )
     if alpha < 1.0:
         notes.append(
             f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
@@ -396,6 +425,8 @@ def _solve_unit(
         subspace=VR,
         theta_resolved=theta_resolved,
         notes=notes,
+        fill=fill,
+        directions=dirs if subspace is None else None,
     )
 
 
@@ -409,7 +440,6 @@ def corrected_gauss_newton(
     rank_threshold=RANK_THRESHOLD,
     max_steps=GN_MAX_STEPS,
     tol=GN_TOL,
-    prior_scale=None,
 ):
     """Non-affine drift: the corrected fit by re-linearisation (module docstring).
 
@@ -420,7 +450,7 @@ def corrected_gauss_newton(
         ``b = J(θ)θ − r(θ)`` and their per-block means
         (:meth:`~dynosed_sym.solve.gradient.GlobalProblem.linearisation`).
     theta0 : (n,) start (the V-statistic optimum of the gradient route)
-    lam, statistic, estimator, rank_threshold, prior_scale
+    lam, statistic, estimator, rank_threshold
         As :func:`solve_system` (the resolved estimator updates θ on the resolved directions
         only, keeping the start's components along the others, where the model is linearised).
     max_steps : int
@@ -457,7 +487,7 @@ def corrected_gauss_newton(
         new = est.theta
         if est.estimator == "resolved":  # keep the components the data do not resolve
             VR = est.subspace
-            new = new + theta - VR @ (VR.T @ theta)
+            new = est.theta_resolved + theta - VR @ (VR.T @ theta)
         full = new - theta
         step = float(np.abs(full).max(initial=0.0))
         if step <= tol * (1.0 + float(np.abs(theta).max(initial=0.0))):
@@ -475,7 +505,6 @@ def corrected_gauss_newton(
         statistic=statistic,
         estimator=estimator,
         rank_threshold=rank_threshold,
-        prior_scale=prior_scale,
     )
     msg = ""
     if not converged:
