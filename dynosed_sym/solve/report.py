@@ -47,6 +47,7 @@ from .intervals import (
 )
 from .misspecification import TailProbability
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
+from .threads import single_blas
 from .ustat import solve_system
 from .weak import fieller
 
@@ -305,6 +306,7 @@ class IdentifiabilityReport:
         return "\n".join(lines)
 
 
+@single_blas
 def analyse(
     A,
     b,

@@ -54,6 +54,7 @@ from ..errors import ConvergenceWarning, DataError
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, singular_directions
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
+from .threads import single_blas
 from .weak import Fill, fill_unresolved
 
 __all__ = [
@@ -198,6 +199,7 @@ def _solve_scaled(M, rhs, c):
     return z, inv
 
 
+@single_blas
 def solve_system(
     A,
     b,
@@ -430,6 +432,7 @@ def _solve_unit(
     )
 
 
+@single_blas
 def corrected_gauss_newton(
     linearisation,
     theta0,
