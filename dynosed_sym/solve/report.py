@@ -46,8 +46,8 @@ from .intervals import (
     weak_resolution,
 )
 from .misspecification import TailProbability
-from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .threads import single_blas
+from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
 from .weak import fieller
 
