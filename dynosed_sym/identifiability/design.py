@@ -231,8 +231,7 @@ class IdentifiabilityCheck(RankVerdict):
         lines.append(
             f"design-time check on {self.sampling or f'{self.n_samples:,} samples'} "
             f"({t_sim:.1f} s sampling, {self.timings.get('assemble', float('nan')):.1f} s "
-            f"assembly): rank {rep.rank} of {rep.n_params} "
-            f"({'identifiable' if rep.unique else 'NOT identifiable'})"
+            f"assembly): rank {rep.rank} of {rep.n_params} ({self.rank_words()})"
         )
         for i in range(rep.null_vectors.shape[1]):
             lines.append(
