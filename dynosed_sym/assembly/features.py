@@ -76,25 +76,28 @@ LENGTHSCALE_RANGE = (1e-150, 2.0**511)
 def median_lengthscale(X, seed=0, max_points=1000):
     """Median pairwise Euclidean distance of a seeded subsample of at most ``max_points`` rows.
 
-    Computed on the data scaled by a power of two (exact: the same bits as on X itself whenever
-    those squares stay in range), so a spread far below 1e-154, whose squared distances would
-    underflow to zero, is measured and named rather than mistaken for identical samples.
+    When the median leaves ``LENGTHSCALE_RANGE`` it is computed again on the data divided by a
+    power of two (exact) that brings them into [−1, 1], so a spread far below 1e-154, whose
+    squared distances underflow to zero, is measured and named (a DataError) rather than
+    mistaken for identical samples; in range, the result is SciPy's pdist median as is.
     """
     from scipy.spatial.distance import pdist
 
     rng = np.random.default_rng(seed)
     if X.shape[0] > max_points:
         X = X[np.sort(rng.choice(X.shape[0], max_points, replace=False))]
-    top = float(np.max(np.abs(X))) if X.size else 0.0
-    k = math.frexp(top)[1] if 0.0 < top < math.inf else 0
-    dist = pdist(np.ldexp(X, -k)) if X.size else np.zeros(0)
-    ell = float(np.ldexp(np.median(dist), k)) if dist.size else 0.0
+    dist = pdist(X)
+    ell = float(np.median(dist)) if dist.size else 0.0
+    lo, hi = LENGTHSCALE_RANGE
+    if dist.size and not lo <= ell <= hi:  # again on X ÷ 2^k, |X| ≤ 1: squares in range
+        top = float(np.max(np.abs(X)))
+        k = math.frexp(top)[1] if 0.0 < top < math.inf else 0
+        ell = float(np.ldexp(np.median(pdist(np.ldexp(X, -k))), k))
     if not ell > 0.0:
         raise DataError(
             "X: the median pairwise distance is zero (are all samples identical?); "
             "pass bandwidth= explicitly"
         )
-    lo, hi = LENGTHSCALE_RANGE
     if not lo <= ell <= hi:
         raise DataError(
             f"X: the samples are spread over a scale of {ell:.3g} (median pairwise distance), "
