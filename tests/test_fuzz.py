@@ -566,6 +566,10 @@ def _assert_rescaling_invariance(fit, fit_c, c, degree):
             np.testing.assert_allclose(rep_c.misspec_stat, rep.misspec_stat, rtol=1e-6)
 
 
+# hostile and degenerate data, and local fits at a few probes of N(0, I) data: the fitted drift
+# may have no stationary law consistent with the data, and the fits say so with a
+# StationarityWarning (asserted where it matters: tests/routes/test_fit_stationarity.py)
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=150)
 @given(st.data())
 def test_entry_points_on_hostile_and_valid_input(compiled, models, data):
@@ -1011,6 +1015,9 @@ def _typed_call(route, model, P, X):
     return lambda: ds.fit_local(model, X, P, score="local_gaussian", temperature=2.0)
 
 
+# equality with the float64 fit is the oracle; local fits at a few probes of N(0, I) data (and
+# data of one limit_cycle shape) may give a StationarityWarning for the fitted drift, as they should
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @pytest.mark.parametrize("kind", CONVERTED + sorted(REFUSED))
 @settings(max_examples=8)
 @given(data=st.data())
@@ -1057,6 +1064,9 @@ SCALE_ERRORS = (
 )
 
 
+# equivariance is the oracle; local fits at a few probes of N(0, I) data may flag their fitted
+# drift (a StationarityWarning) at every scale alike
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=60)
 @given(st.data())
 def test_scaled_data_fit_equivariantly_or_are_refused(compiled, models, data):
@@ -1127,6 +1137,9 @@ def _typed_theta(theta, names, kind):
     return [str(t) for t in theta], None, r"^theta: holds numbers stored as text at 'M11'"
 
 
+# equality with the float64 simulation is the oracle; its burn-in is a few steps on purpose
+# (fast), so the chains have not settled and the StationarityWarning is expected
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=40)
 @given(st.data())
 def test_typed_simulate_inputs(compiled, models, aniso, data):
