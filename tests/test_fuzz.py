@@ -732,6 +732,9 @@ THETA0 = {  # starting point → expected outcome
 }
 
 
+# hostile data (a constant column, tiny scales): the fitted drift may have no stationary law
+# consistent with them, and the fits say so with a StationarityWarning, as they should
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=60)
 @given(st.data())
 def test_gradient_route_on_an_affine_model_is_the_linear_solve(compiled, models, data):
