@@ -380,7 +380,8 @@ GLOBAL_OUTCOMES = {
     "lam": ("raise", r"^lam must be (non-negative|finite|a number)"),
     "n_features": ("raise", r"^n_features must be (at least 1|an integer)"),
     "bandwidth": ("raise", r"^bandwidth must be (positive|finite|one of 'median')"),
-    "bandwidth_tiny": ("raise", r"lie so far from the origin .* \(bandwidth = 1e-300\)"),
+    # (it said the rows "lie so far from the origin": ω² overflowed in the precision bound)
+    "bandwidth_tiny": ("raise", r"^bandwidth=1e-300 is below 1e-150: the squared kernel frequen"),
     "seed": ("raise", r"^seed must be at least 0"),
     "n_blocks": ("raise", r"^n_blocks must be at least 1"),
 }
@@ -564,6 +565,10 @@ def _assert_rescaling_invariance(fit, fit_c, c, degree):
             np.testing.assert_allclose(rep_c.misspec_stat, rep.misspec_stat, rtol=1e-6)
 
 
+# hostile and degenerate data, and local fits at a few probes of N(0, I) data: the fitted drift
+# may have no stationary law consistent with the data, and the fits say so with a
+# StationarityWarning (asserted where it matters: tests/routes/test_fit_stationarity.py)
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=150)
 @given(st.data())
 def test_entry_points_on_hostile_and_valid_input(compiled, models, data):
@@ -726,6 +731,9 @@ THETA0 = {  # starting point → expected outcome
 }
 
 
+# hostile data (a constant column, tiny scales): the fitted drift may have no stationary law
+# consistent with them, and the fits say so with a StationarityWarning, as they should
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=60)
 @given(st.data())
 def test_gradient_route_on_an_affine_model_is_the_linear_solve(compiled, models, data):
@@ -1009,6 +1017,9 @@ def _typed_call(route, model, P, X):
     return lambda: ds.fit_local(model, X, P, score="local_gaussian", temperature=2.0)
 
 
+# equality with the float64 fit is the oracle; local fits at a few probes of N(0, I) data (and
+# data of one limit_cycle shape) may give a StationarityWarning for the fitted drift, as they should
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @pytest.mark.parametrize("kind", CONVERTED + sorted(REFUSED))
 @settings(max_examples=8)
 @given(data=st.data())
@@ -1047,10 +1058,14 @@ def test_typed_inputs_fit_as_their_numbers_or_are_named(compiled, models, kind, 
 
 SCALE_ERRORS = (
     r"^X: the median pairwise distance (overflows|is zero)"
+    r"|^X: the samples are spread over a scale of .*rescale the state variables"
     r"|^the assembled (global|local) system A θ = b has entries of size .*rescale"
 )
 
 
+# equivariance is the oracle; local fits at a few probes of N(0, I) data may flag their fitted
+# drift (a StationarityWarning) at every scale alike
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=60)
 @given(st.data())
 def test_scaled_data_fit_equivariantly_or_are_refused(compiled, models, data):
@@ -1121,6 +1136,9 @@ def _typed_theta(theta, names, kind):
     return [str(t) for t in theta], None, r"^theta: holds numbers stored as text at 'M11'"
 
 
+# equality with the float64 simulation is the oracle; its burn-in is a few steps on purpose
+# (fast), so the chains have not settled and the StationarityWarning is expected
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @settings(max_examples=40)
 @given(st.data())
 def test_typed_simulate_inputs(compiled, models, aniso, data):

@@ -176,7 +176,7 @@ def test_drift_overflow_is_detected(lorenz):
     model, X = lorenz
     with pytest.raises(ds.DataError, match="overflow"):
         ds.fit_global(model, X * 1e200, n_features=64, bandwidth=1e200)
-    with pytest.raises(ds.DataError, match="median pairwise distance overflows"):
+    with pytest.raises(ds.DataError, match=r"spread over a scale of [\d.]+e\+20\d .* overflow"):
         ds.fit_global(model, X * 1e200, n_features=64)
 
 
@@ -248,6 +248,9 @@ def _indefinite_model(name):
     return ds.SDEModel([x, y], [a], [-a * x, -y], diffusion=[x, sp.Rational(1, 2)], name=name)
 
 
+# the D(x) check at the samples is tested: uniform draws are no stationary sample of this model,
+# so the fit's stationarity check may flag its drift (a StationarityWarning, as it should)
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 def test_state_dependent_diffusion_checked_at_the_samples(tmp_path):
     m = _indefinite_model("rel_indef_global")
     X = np.random.default_rng(0).uniform(0.5, 2.0, (200, 2))
@@ -313,6 +316,8 @@ def test_full_state_dependent_diffusion_indefinite(statediff):
         diffusion_psd(m2, np.array([[1.0], [0.0]]))
 
 
+# normal draws, not samples of this model: the fitted drift may be flagged (StationarityWarning)
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 def test_psd_diffusion_passes(statediff):
     m, out = statediff
     X = np.random.default_rng(1).normal(size=(300, 2))
@@ -410,6 +415,8 @@ def test_non_affine_without_start_is_named(tmp_path):
         ds.fit_global(m, X, n_features=32, out_dir=str(tmp_path))
 
 
+# normal draws, not samples of this model: the fitted drift may be flagged (StationarityWarning)
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 def test_local_entry_checks_state_dependent_model(statediff):
     m, out = statediff
     X = np.random.default_rng(2).normal(size=(4000, 2)) * [1.0, 0.7]
@@ -440,7 +447,7 @@ def test_fits_identical_across_thread_counts(lorenz, restore_threads):
         g = ds.fit_global(model, X, n_features=256, seed=3)
         loc = ds.fit_local(model, X, P, temperature=1.0)
         sm = ds.fit_local(model, X, ds.Balls(P, 8.0), score="score_matching")
-        sim = ds.simulate(model, model.nominal, 64, burn_in=200, seed=4)
+        sim = ds.simulate(model, model.nominal, 64, burn_in=2000, seed=4)  # (settled)
         runs.append([g.theta, g.A, g.b, g.report.std_errors, loc.theta, loc.A, sm.theta, sm.A, sim])
     for one, two in zip(*runs):
         assert np.array_equal(one, two), "result depends on the number of Numba threads"
@@ -485,9 +492,9 @@ def test_same_chunking_is_bitwise_reproducible(lorenz):
 _RUN = """
 import json, sys, numpy as np, dynosed_sym as ds
 model = ds.load_model(sys.argv[1])
-X = ds.simulate(model, model.nominal, 1500, burn_in=500, seed=11)
+X = ds.simulate(model, model.nominal, 1500, burn_in=2000, seed=11)
 g = ds.fit_global(model, X, n_features=128, seed=7)
-loc = ds.fit_local(model, X, X[::300], temperature=1.0)
+loc = ds.fit_local(model, X, X[::300], temperature="auto")
 chk = ds.check_identifiability(model, n_samples=2000, seed=3, n_features=128)
 print(json.dumps({k: np.asarray(v, dtype=float).tobytes().hex() for k, v in
                   dict(X=X, g=g.theta, A=g.A, loc=loc.theta, chk=chk.freeness).items()}))
@@ -495,9 +502,9 @@ print(json.dumps({k: np.asarray(v, dtype=float).tobytes().hex() for k, v in
 
 
 def _run_here(model):
-    X = ds.simulate(model, model.nominal, 1500, burn_in=500, seed=11)
+    X = ds.simulate(model, model.nominal, 1500, burn_in=2000, seed=11)
     g = ds.fit_global(model, X, n_features=128, seed=7)
-    loc = ds.fit_local(model, X, X[::300], temperature=1.0)
+    loc = ds.fit_local(model, X, X[::300], temperature="auto")
     chk = ds.check_identifiability(model, n_samples=2000, seed=3, n_features=128)
     return {
         k: np.asarray(v, dtype=float).tobytes().hex()
@@ -609,7 +616,10 @@ def test_data_scaled_by_huge_factors(ou, k):
     model, X = ou
     c = 10.0**k
     ref = ds.fit_global(model, X, n_features=64, lam=0.0)
-    got = ds.fit_global(model, X * c, n_features=64, lam=0.0)
+    # the same D with data × c: the drift M/c² relaxes over ~c² time units, which the fit's
+    # stationarity check reads, rightly, as the picture of a diverging process
+    with pytest.warns(ds.StationarityWarning, match="confines the samples only over"):
+        got = ds.fit_global(model, X * c, n_features=64, lam=0.0)
     assert got.report.rank == ref.report.rank
     np.testing.assert_allclose(got.theta * c**2, ref.theta, rtol=0, atol=1e-9)
     np.testing.assert_allclose(got.report.p_value, ref.report.p_value, rtol=1e-6)

@@ -15,6 +15,8 @@ __all__ = [
     "RandomFeatures",
     "draw_features",
     "median_lengthscale",
+    "check_lengthscale",
+    "LENGTHSCALE_RANGE",
     "feature_arguments",
     "MAX_FEATURE_TURNS",
     "TWO_PI",
@@ -65,8 +67,20 @@ class RandomFeatures:
         return self.omega.shape[0]
 
 
+#: Median length scales the global route accepts: below, the squared frequencies ω² ~ 1/ℓ² of
+#: the features (and the data's squared distances, under 1e-154) leave the double-precision
+#: range; above 2⁵¹¹ ≈ 6.7e153, the data's squared distances overflow.
+LENGTHSCALE_RANGE = (1e-150, 2.0**511)
+
+
 def median_lengthscale(X, seed=0, max_points=1000):
-    """Median pairwise Euclidean distance of a seeded subsample of at most ``max_points`` rows."""
+    """Median pairwise Euclidean distance of a seeded subsample of at most ``max_points`` rows.
+
+    When the median leaves ``LENGTHSCALE_RANGE`` it is computed again on the data divided by a
+    power of two (exact) that brings them into [−1, 1], so a spread far below 1e-154, whose
+    squared distances underflow to zero, is measured and named (a DataError) rather than
+    mistaken for identical samples; in range, the result is SciPy's pdist median as is.
+    """
     from scipy.spatial.distance import pdist
 
     rng = np.random.default_rng(seed)
@@ -74,10 +88,41 @@ def median_lengthscale(X, seed=0, max_points=1000):
         X = X[np.sort(rng.choice(X.shape[0], max_points, replace=False))]
     dist = pdist(X)
     ell = float(np.median(dist)) if dist.size else 0.0
+    lo, hi = LENGTHSCALE_RANGE
+    if dist.size and not lo <= ell <= hi:  # again on X ÷ 2^k, |X| ≤ 1: squares in range
+        top = float(np.max(np.abs(X)))
+        k = math.frexp(top)[1] if 0.0 < top < math.inf else 0
+        ell = float(np.ldexp(np.median(pdist(np.ldexp(X, -k))), k))
     if not ell > 0.0:
         raise DataError(
             "X: the median pairwise distance is zero (are all samples identical?); "
             "pass bandwidth= explicitly"
+        )
+    if not lo <= ell <= hi:
+        raise DataError(
+            f"X: the samples are spread over a scale of {ell:.3g} (median pairwise distance), "
+            f"outside {lo:.3g} … {hi:.3g}: "
+            + (
+                "squared distances would underflow and the squared kernel frequencies "
+                "ω² ~ 1/ℓ² overflow"
+                if ell < lo
+                else "squared distances would overflow"
+            )
+            + " in double precision; rescale the state variables (and the model with them) to "
+            "a spread of order one"
+        )
+    return ell
+
+
+def check_lengthscale(ell, name="bandwidth"):
+    """``ell`` unless it is below ``LENGTHSCALE_RANGE[0]`` (then a DataError): the squared
+    frequencies ω² ~ 1/ℓ² of the random features would overflow."""
+    lo = LENGTHSCALE_RANGE[0]
+    if not ell >= lo:
+        raise DataError(
+            f"{name}={ell:.3g} is below {lo:.3g}: the squared kernel frequencies ω² ~ 1/{name}² "
+            "would overflow in double precision; rescale the state variables (and the model "
+            "with them) to a spread of order one"
         )
     return ell
 

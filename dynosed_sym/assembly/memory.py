@@ -7,6 +7,14 @@ m = 4096 … 65,536, B = 8 and 32) are 4.5–5.1 × 8·B·m·(n + 1) bytes, henc
 ``ASSEMBLY_COPIES``.  :func:`check_assembly_memory` refuses, with the number, a request that
 would not fit in the machine's available memory (``n_features=10**9`` was killed by the
 out-of-memory killer at 23 GB, after minutes).
+
+The simulator (:func:`dynosed_sym.simulate`) writes its records into one (n_keep, C, d) array of
+doubles (n_keep = ⌈n_samples / C⌉ records of C chains), reorders them into the (n_samples, d)
+result and checks their stationarity; start states, keys and status take a few numbers per
+chain.  Measured peaks (tracemalloc, ou2d and Lorenz, n_samples = 2·10⁵ … 4·10⁵, C = 2048 …
+2·10⁵) are 4.1–6.6 × 8·n_samples·d bytes, hence ``SIMULATION_COPIES`` and
+:func:`simulation_bytes`; :func:`check_simulation_memory` refuses, naming n_samples and n_chains,
+a simulation that would not fit.
 """
 
 from __future__ import annotations
@@ -22,10 +30,16 @@ __all__ = [
     "check_assembly_memory",
     "ASSEMBLY_COPIES",
     "MEMORY_SHARE",
+    "simulation_bytes",
+    "check_simulation_memory",
+    "SIMULATION_COPIES",
 ]
 
 #: Copies of the per-block system (B × m × (n + 1) doubles) alive at the peak of a fit.
 ASSEMBLY_COPIES = 5
+
+#: Copies of the simulator's output (n_keep × C × d doubles) alive at the peak of a simulation.
+SIMULATION_COPIES = 6
 
 #: Share of the available memory (:func:`available_memory`) a global fit may plan to use.
 MEMORY_SHARE = 0.9
@@ -81,4 +95,32 @@ def check_assembly_memory(model, n_features, n_blocks, available=None):
         f"for the global system ({B:,} noise blocks × {n_features:,} features × {model.n + 1} "
         f"columns, {ASSEMBLY_COPIES} copies of 8 bytes), more than the {_size(have)} available; "
         "lower n_features (a few thousand suffice for most models) or n_blocks"
+    )
+
+
+def simulation_bytes(d, n_samples, n_chains) -> int:
+    """Estimated peak bytes of :func:`dynosed_sym.simulate` (module docstring)."""
+    n_keep = -(-n_samples // n_chains)
+    return 8 * (SIMULATION_COPIES * n_keep * n_chains * d + 2 * n_chains * (d + 2))
+
+
+def check_simulation_memory(model, n_samples, n_chains, available=None):
+    """Raise DataError when simulating ``n_samples`` states of ``model`` with ``n_chains`` chains
+    would need more than ``MEMORY_SHARE`` of the available memory (nothing is allocated)."""
+    need = simulation_bytes(model.d, n_samples, n_chains)
+    have = available_memory() if available is None else available
+    if have is None or need <= MEMORY_SHARE * have:
+        return
+    n_keep = -(-n_samples // n_chains)
+    more = (
+        " (n_chains > n_samples: every chain records at least one state, so lower n_chains)"
+        if n_chains > n_samples
+        else ""
+    )
+    raise DataError(
+        f"simulate: n_samples={n_samples:,} with n_chains={n_chains:,} would need about "
+        f"{_size(need)} of memory ({n_keep:,} records × {n_chains:,} chains × d = {model.d} "
+        f"states, {SIMULATION_COPIES} copies of 8 bytes), more than the {_size(have)} "
+        f"available{more}; lower n_samples (or n_chains), or simulate in several calls with "
+        "different seeds"
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import arguments
 from ..errors import DataError, DynosedError, ModelError
 from ..model.declaration import require_parameters
 from ..options import DEFAULT_BLOCKS, Execution, execution_doc
@@ -231,8 +232,7 @@ class IdentifiabilityCheck(RankVerdict):
         lines.append(
             f"design-time check on {self.sampling or f'{self.n_samples:,} samples'} "
             f"({t_sim:.1f} s sampling, {self.timings.get('assemble', float('nan')):.1f} s "
-            f"assembly): rank {rep.rank} of {rep.n_params} "
-            f"({'identifiable' if rep.unique else 'NOT identifiable'})"
+            f"assembly): rank {rep.rank} of {rep.n_params} ({self.rank_words()})"
         )
         for i in range(rep.null_vectors.shape[1]):
             lines.append(
@@ -468,6 +468,7 @@ def check_identifiability(
     IdentifiabilityCheck, or DesignCheck for a design
     """
     require_parameters(model)
+    level = arguments.level(level)  # before any work (simulation, compilation)
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
     if inputs is not None or times is not None or model.inputs or model.env_params:

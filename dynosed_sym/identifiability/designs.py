@@ -55,6 +55,31 @@ class RankVerdict:
     def unique(self):
         return self.rank == self.n_params
 
+    def rank_words(self):
+        """The verdict of the design-time report in words: ``identifiable``, ``NOT
+        identifiable``, or — when the exact structural rank is full and every unresolved
+        direction is weak (real: it does not shrink with N like noise) — "not yet resolved at
+        this N" (issue 23: "27 of 27" beside "24 of 27" read as a contradiction)."""
+        rep = self.report
+        if rep.unique:
+            return "identifiable"
+        verdicts = getattr(self, "direction_verdict", None) or []
+        open_ = [v for v in verdicts if v != "resolved"]
+        st = self.structural
+        if (
+            st.rank_is_exact
+            and st.rank == self.n_params
+            and open_
+            and all(v == "weak" for v in open_)
+        ):
+            k = len(open_)
+            return (
+                f"not yet resolved at this N: the structural rank is {st.rank} (identifiable); "
+                f"{k} weak direction{'s' if k > 1 else ''} need{'' if k > 1 else 's'} more "
+                "samples, see below"
+            )
+        return "NOT identifiable"
+
 
 @dataclass
 class DesignCheck(RankVerdict):
@@ -162,8 +187,7 @@ class DesignCheck(RankVerdict):
             lines.append("")
             lines.append(
                 f"design-time check: {self.n_samples:,} simulated samples per snapshot: rank "
-                f"{rep.rank} of {rep.n_params} "
-                f"({'identifiable' if rep.unique else 'NOT identifiable'})"
+                f"{rep.rank} of {rep.n_params} ({self.rank_words()})"
             )
             for combo in rep.null_space:
                 lines.append(f"  unresolved combination: {combo}")

@@ -12,7 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import arguments
-from ..assembly.features import draw_features, feature_arguments, median_lengthscale
+from ..assembly.features import (
+    check_lengthscale,
+    draw_features,
+    feature_arguments,
+    median_lengthscale,
+)
 from ..assembly.memory import check_assembly_memory
 from ..assembly.stein import BlockSystem, assemble_source
 from ..codegen.loading import compile_model
@@ -219,7 +224,7 @@ def fit_global(
                     "double precision); rescale the state variables"
                 )
         else:
-            ell = arguments.number(bandwidth, "bandwidth", positive=True)
+            ell = check_lengthscale(arguments.number(bandwidth, "bandwidth", positive=True))
         del head
         feats = draw_features(model.d, int(n_features), ell, seed=seed)
         show = progress_enabled(ex.progress, streamed=source.streamed or use_dask)
@@ -346,7 +351,7 @@ def _design(model, design, args):
     if isinstance(bandwidth, str):
         arguments.choice(bandwidth, "bandwidth", ("median",))
     else:
-        bandwidth = arguments.number(bandwidth, "bandwidth", positive=True)
+        bandwidth = check_lengthscale(arguments.number(bandwidth, "bandwidth", positive=True))
     order = args["order"]
     if order is not None:
         order = arguments.integer(order, "order", minimum=2)

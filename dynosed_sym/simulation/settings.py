@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import arguments
-from ..errors import DataError
 
 __all__ = ["Simulation", "INDEPENDENT"]
 
@@ -49,12 +48,8 @@ class Simulation:
         if not (self.n_chains is None or self.n_chains == "independent"):
             arguments.integer(self.n_chains, "Simulation.n_chains", minimum=1)
         if self.x0 is not None:
-            try:
-                x0 = np.array(self.x0, dtype=float)
-            except (TypeError, ValueError):
-                raise DataError(
-                    "Simulation.x0: expected a float array (d,) or (n_chains, d)"
-                ) from None
+            # refuses complex, boolean, text and dates (never cast); a copy, read-only
+            x0 = np.array(arguments.float_array(self.x0, "Simulation.x0"), dtype=float)
             x0.setflags(write=False)
             object.__setattr__(self, "x0", x0)
 

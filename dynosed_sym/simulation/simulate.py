@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import arguments
+from ..assembly.memory import check_simulation_memory
 from ..codegen.loading import compile_model
 from ..data.checks import diffusion_psd
 from ..data.designs import TimeCourse
@@ -56,10 +57,7 @@ def initial_states(model, n_chains, seed, x0=None, *, theta=None, dt=0.01) -> np
     (:mod:`dynosed_sym.simulation.starts`; ``theta`` and ``dt`` are used there)."""
     if x0 is None:
         return start_states(model, n_chains, seed, theta=theta, dt=dt)
-    try:
-        x0 = np.asarray(x0, dtype=float)
-    except (TypeError, ValueError):
-        raise DataError(f"x0: cannot convert {type(x0).__name__} to a float array") from None
+    x0 = arguments.float_array(x0, "x0")  # refuses complex, boolean, text, dates (never cast)
     if not np.isfinite(x0).all():
         raise DataError("x0: contains NaN or inf")
     if x0.shape == (model.d,):
@@ -319,6 +317,7 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         else arguments.integer(n_chains, "n_chains", minimum=1)
     )
     seed = arguments.seed(seed)
+    check_simulation_memory(model, n_samples, n_chains)  # before anything is allocated
     start = np.ascontiguousarray(initial_states(model, n_chains, seed, x0, theta=theta, dt=dt))
     diffusion_psd(model, start, "x0", "start state")
     cm = compile_model(model, out_dir)

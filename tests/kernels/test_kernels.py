@@ -217,6 +217,9 @@ def restore_threads():
     numba.set_num_threads(before)
 
 
+# bitwise identity across thread counts: model_points are plausible states, not a stationary
+# sample, so the fit's stationarity check may flag the fitted drift (a StationarityWarning)
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
 @pytest.mark.parametrize("name", ["lorenz", "grn_bcell"])
 def test_bitwise_identical_across_thread_counts(
     name, models, compiled, model_points, restore_threads
