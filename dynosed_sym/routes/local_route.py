@@ -488,6 +488,7 @@ def _fit_local_single(
         counts,
         estimate=estimate,
         prior_scale=prior_scale,
+        exact=A_blocks is None and arrays,
     )
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]

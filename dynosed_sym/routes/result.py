@@ -189,7 +189,11 @@ class FitResult:
                 row += rep.strength[k]
             else:
                 row += (
-                    _IDENTIFIABLE.get(rep.status[k]) if honest else ("no" if nm in free else "yes")
+                    _IDENTIFIABLE.get(rep.status[k])
+                    if honest
+                    else "not judged"
+                    if rep.singular_noise is None
+                    else ("no" if nm in free else "yes")
                 )
             lines.append(row)
         if has_se:

@@ -79,7 +79,8 @@ class IdentifiabilityReport:
     rank : int
         Number of singular directions resolved above the sampling noise.
     unique : bool
-        ``rank == n_params``.
+        ``rank == n_params`` with a sampling-noise estimate (False without one: identifiability
+        is not judged from floating-point precision alone).
     consistent : bool or None
         The misspecification test's p-value is at least ``CONSISTENCY_P`` (without the test:
         residual within ``CONSISTENCY_THRESHOLD`` times its noise level).
@@ -277,7 +278,12 @@ class IdentifiabilityReport:
     def __str__(self):
         lines = [
             f"rank {self.rank} of {self.n_params} "
-            f"({'identifiable' if self.unique else 'NOT identifiable'})"
+            + (
+                f"({'identifiable' if self.unique else 'NOT identifiable'})"
+                if self.singular_noise is not None or self.unique
+                else "against floating-point precision only (identifiability not judged: no "
+                "sampling-noise estimate)"
+            )
         ]
         for combo in self.null_space:
             lines.append(f"  unresolved combination: {combo}")
@@ -322,8 +328,13 @@ def analyse(
     *,
     estimate=None,
     prior_scale="ml",
+    exact=False,
 ):
     """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``.
+
+    ``exact``: A and b carry no sampling noise (exact scores given as arrays): without noise
+    blocks the rank is then judged against floating-point precision and may be called
+    identifiable; for samples without a noise estimate identifiability is not judged.
 
     ``grouping`` (:class:`~dynosed_sym.solve.uncertainty.Grouping`): the blocks are the
     pseudo-blocks of a design's independent groups (degrees of freedom, bootstrap).
@@ -375,7 +386,9 @@ def analyse(
         param_names=list(names),
         n_params=n,
         rank=rank,
-        unique=rank == n,
+        # without a noise estimate nothing can be called identified from the data (N = 3 gave
+        # "rank 3 of 3 (identifiable)")
+        unique=rank == n and (sing_noise is not None or exact),
         consistent=consistent,
         singular_values=s_full,
         singular_noise=sing_noise,
