@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import CodegenError, DataError
+from ..errors import CodegenError, DataError, ModelError
 from ..progress import note_first_compile
 from .files import (
     content_hash_of,
@@ -27,7 +27,7 @@ from .files import (
     write_if_changed,
 )
 from .render import render_module
-from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
+from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, constant_noise, spec_hash
 
 __all__ = ["CompiledModel", "compile_model", "check_finite_output"]
 
@@ -158,6 +158,53 @@ def _import_path(path, module_name):
     return module
 
 
+#: Kernels of a generated module that are called from Python (their last argument is ``u``
+#: when the model has inputs).
+BATCH_KERNELS = (
+    "drift",
+    "drift_jacobian",
+    "stein_features",
+    "local_rows",
+    "local_residual",
+    "simulate_chains",
+)
+
+
+class BoundKernels:
+    """A generated module whose kernels take a model's inputs: attributes are the module's, and
+    its batch kernels (:data:`BATCH_KERNELS`) are called with the input values ``u`` appended.
+    """
+
+    def __init__(self, module, u, name):
+        self._module, self._u, self._name = module, u, name
+
+    def __getattr__(self, attr):
+        obj = getattr(self._module, attr)
+        if attr not in BATCH_KERNELS:
+            return obj
+        if self._u is None:
+            inputs = ", ".join(self._module.INPUTS)
+            raise ModelError(
+                f"model {self._name!r} has inputs ({inputs}): its kernels need their values; "
+                "pass inputs= (or compile model.with_inputs(values))"
+            )
+        u = self._u
+        return lambda *args: obj(*args, u)
+
+
+def _a_terms(module):
+    """The rows (e, j, k) and coefficients of A's contraction: A_TERMS, then every matrix block
+    of A_BLOCKS expanded entry by entry (one term per block column)."""
+    rows = [t[:3] for t in module.A_TERMS]
+    coef = [t[3] for t in module.A_TERMS]
+    for first, brows, bcoefs, feats in getattr(module, "A_BLOCKS", ()):
+        K = len(feats)
+        for r, (j, c) in enumerate(zip(brows, bcoefs)):
+            rows += [(feats[k], j, first + r * K + k) for k in range(K)]
+            coef += [c] * K
+    return np.array(rows, dtype=np.int64).reshape(-1, 3), np.array(coef, dtype=float)
+
+
 class CompiledModel:
     """A model together with its loaded kernel module.
 
@@ -165,23 +212,33 @@ class CompiledModel:
     ----------
     model : SDEModel
     module : module
-        The generated module (``drift``, ``stein_features``, ``simulate_chains`` ...).
+        The generated module (``drift``, ``stein_features``, ``simulate_chains`` ...).  For a
+        model with inputs, a :class:`BoundKernels` view whose kernels get the input values.
     path : str
         File the module was loaded from.
+    inputs : numpy.ndarray (k,) or None
+        The values of the generated model's inputs the kernels run with (None: the model has
+        no inputs, or none were bound).
     noise_matrix : numpy.ndarray (d, d') or None
-        Constant G with ½GGᵀ = D, or None when G depends on the state.
+        Constant G with ½GGᵀ = D (at the inputs), or None when G depends on the state.
     """
 
-    def __init__(self, model, module, path):
+    def __init__(self, model, module, path, inputs=None, source=None):
         self.model = model
-        self.module = module
+        self.source = model if source is None else source  # the model the module was printed for
+        self.raw_module = module
         self.path = path
-        # constant G only (a numeric eigh); a state-dependent G lives in the generated module
-        self.noise_matrix = None if module.STATE_DEPENDENT_NOISE else _noise_matrix(model)[1]
+        self.inputs = None if inputs is None else np.ascontiguousarray(inputs, dtype=float)
+        self.module = BoundKernels(module, self.inputs, model.name) if module.INPUTS else module
+        self.noise_matrix = None
+        if not module.STATE_DEPENDENT_NOISE:  # constant G: a numeric eigh (at the inputs)
+            self.noise_matrix = _noise_matrix(self.source)[1]
+            if self.noise_matrix is None and self.inputs is not None:
+                self.noise_matrix = constant_noise(self.source, self.inputs)
         self.noise_dim = module.NOISE_DIM
         if module.IS_AFFINE:
-            self.a_terms = np.array([t[:3] for t in module.A_TERMS], dtype=np.int64).reshape(-1, 3)
-            self.a_coef = np.array([t[3] for t in module.A_TERMS], dtype=float)
+            self.a_terms, self.a_coef = _a_terms(module)
+            self.a_blocks = tuple(getattr(module, "A_BLOCKS", ()))
             self.b_sin_terms = np.array(
                 [t[:2] for t in module.B_SIN_TERMS], dtype=np.int64
             ).reshape(-1, 2)
@@ -193,6 +250,12 @@ class CompiledModel:
             self.n_sin = int(self.a_terms[:, 0].max(initial=-1)) + 1
             self.n_sin = max(self.n_sin, int(self.b_sin_terms[:, 0].max(initial=-1)) + 1)
             self.n_cos = int(self.b_cos_terms[:, 0].max(initial=-1)) + 1
+
+    def bind(self, inputs, model=None):
+        """This module with its kernels run at input values ``inputs`` (k,): a CompiledModel of
+        ``model`` (default: the same model), sharing the compiled kernels."""
+        u = self.source.input_vector(inputs)
+        return CompiledModel(model or self.model, self.raw_module, self.path, u, self.source)
 
     @property
     def is_affine(self):
@@ -267,10 +330,18 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
         Re-derive and rewrite even when a valid file exists (the file is still
         only touched if its content changes).
 
+    A model made by :meth:`SDEModel.with_inputs` runs the module of the model it came from,
+    with the input values as the kernels' argument ``u``: one module and one compilation
+    whatever the number of input values.
+
     Returns
     -------
     CompiledModel
     """
+    origin = getattr(model, "_input_origin", None)
+    if origin is not None:
+        parent, u = origin
+        return compile_model(parent, out_dir, force=force).bind(u, model)
     h = spec_hash(model)
     # a folder the user chose is used or fails loudly; the automatic default (e.g. a read-only
     # installed project) falls back to the per-user cache with a warning
@@ -280,7 +351,7 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     with _LOCK:
         if key in _LOADED and not force:
             cm = _LOADED[key]
-            return cm if cm.model is model else CompiledModel(model, cm.module, cm.path)
+            return cm if cm.model is model else CompiledModel(model, cm.raw_module, cm.path)
         try:
             path = _ensure_file(model, h, out_dir, force)
         except CodegenError as exc:

@@ -8,6 +8,7 @@ derived quantities (affine split, divergences, Stein features) live in
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import os
 import re
@@ -109,8 +110,15 @@ def _as_column(expr_list, what, d):
         ) from exc
 
 
+_NUMBERS = sp.core.numbers
+#: What _check_functions looks for, found in one traversal of an expression.
+_CHECKED = (sp.Function, sp.Integral, sp.Derivative, sp.Sum, sp.Product, _NUMBERS.ImaginaryUnit)
+_CHECKED += (_NUMBERS.ComplexInfinity, _NUMBERS.Infinity, _NUMBERS.NegativeInfinity, _NUMBERS.NaN)
+
+
 def _check_functions(expr, where):
-    for f in expr.atoms(sp.Function):
+    found = expr.atoms(*_CHECKED)
+    for f in sorted((f for f in found if isinstance(f, sp.Function)), key=sp.default_sort_key):
         if isinstance(f, sp.core.function.AppliedUndef):
             raise ModelError(
                 f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
@@ -127,11 +135,11 @@ def _check_functions(expr, where):
                 + ", ".join(sorted(c.__name__ for c in SUPPORTED_FUNCTIONS))
             )
     for bad in (sp.Integral, sp.Derivative, sp.Sum, sp.Product):
-        if expr.has(bad):
+        if any(isinstance(f, bad) for f in found):
             raise ModelError(f"{where}: unevaluated {bad.__name__} cannot be compiled")
-    if expr.has(sp.I):
+    if any(f is sp.I for f in found):
         raise ModelError(f"{where}: complex numbers are not supported")
-    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+    if any(isinstance(f, _CHECKED[6:]) for f in found):
         raise ModelError(f"{where}: contains an infinity or NaN")
 
 
@@ -221,8 +229,8 @@ class SDEModel:
             if s in seen:
                 raise ModelError(f"symbol {s} is declared twice ({seen[s]} and {kind})")
             seen[s] = kind
-        names = [str(s) for s in state_syms + param_syms + input_syms]
-        dup = {n for n in names if names.count(n) > 1}
+        names = collections.Counter(str(s) for s in state_syms + param_syms + input_syms)
+        dup = {n for n, count in names.items() if count > 1}
         if dup:
             raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
 
@@ -270,11 +278,14 @@ class SDEModel:
         else:
             self.G = None
             D = self._diffusion_matrix(diffusion, d).xreplace(param_repl)
+        param_set = set(self.params)
         for i, j in np.ndindex(D.shape):
             Dij = D[i, j]
+            if Dij.is_Number and Dij.is_finite:  # nothing to check (D is θ-free, finite)
+                continue
             where = f"diffusion D[{i},{j}]"
             _check_functions(Dij, where)
-            p_in = Dij.free_symbols & set(self.params)
+            p_in = Dij.free_symbols & param_set
             if p_in:
                 raise ModelError(
                     f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
@@ -293,7 +304,7 @@ class SDEModel:
                 )
         for i in range(d):
             for j in range(i + 1, d):
-                if sp.simplify(D[i, j] - D[j, i]) != 0:
+                if D[i, j] != D[j, i] and sp.simplify(D[i, j] - D[j, i]) != 0:
                     raise ModelError(
                         f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                         f"D[{j},{i}] = {D[j, i]}"
@@ -470,12 +481,15 @@ class SDEModel:
         """The model of one experiment: every input replaced by its value (a new SDEModel
         without inputs, same parameters, nominal values and ``env_params``).
 
+        Its kernels are this model's, with the values as their runtime argument: compiling it
+        (:func:`dynosed_sym.compile_model`) generates and compiles nothing new.
+
         Parameters
         ----------
         values : dict or array
             One value per input (see :meth:`input_vector`).
         name : str, optional
-            Default: ``{name}_u{hash}``, a digest of the values (so generated files differ).
+            Default: ``{name}_u{hash}``, a digest of the values.
         """
         import hashlib
 
@@ -486,12 +500,15 @@ class SDEModel:
         sub = {s: sp.Float(float(v), 17) for s, v in zip(self.inputs, u)}
         kw = dict(name=name, nominal=self.nominal, env_params=self.env_params)
         if self.G is not None:
-            return SDEModel(
+            out = SDEModel(
                 self.state, self.params, self.drift.xreplace(sub), noise=self.G.xreplace(sub), **kw
             )
-        return SDEModel(
-            self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
-        )
+        else:
+            out = SDEModel(
+                self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
+            )
+        out._input_origin = (self, u)  # compile_model runs this model's kernels at u
+        return out
 
     def theta_vector(self, theta, what="theta") -> np.ndarray:
         """Convert an array (θ order) or a dict keyed by symbol/name into shape (n,).

@@ -176,10 +176,14 @@ def test_op_table_matches_the_printed_kernels(modules):
 
 
 def test_op_count_of_a_small_kernel():
-    """-a*x + 0.01*pi*y: NEG, two MUL, ADD after folding 0.01*pi into one literal."""
+    """-a*x + 0.01*pi*y: NEG, two MUL, ADD after folding 0.01*pi into one literal, whose
+    symbolic form the comment above the line keeps."""
     block = print_block([("out[0]", -a * x + sp.pi * y / 100)], SlotPrinter({}))
     assert block.ops == 4 and block.n_terms == 0 and block.n_written == 1
-    assert block.lines == ["    out[0] = -a*x + 0.031415926535897934*y"]
+    assert block.lines == [
+        "    # 0.031415926535897934 = pi/100",
+        "    out[0] = -a*x + 0.031415926535897934*y",
+    ]
 
 
 # --------------------------------------------------------------------------- structural zeros
