@@ -12,7 +12,7 @@ dwarf everything else: a network of d = 100 genes (n = 10⁴ parameters) with m 
 and 32 blocks needs 5.2 GB for them, while the sums they are contracted from take
 32 × K × m × 8 bytes (≈ 100 MB for K = 200).  :class:`BlockMeans` keeps the sums and contracts
 a block when asked: ``A_blocks[b]``, ``A_blocks @ theta`` (B, m), :meth:`BlockMeans.rmatvec`
-(``A_bᵀ y_b``, B × n), :meth:`BlockMeans.weighted_sum`, :meth:`BlockMeans.deviation_gram`
+(``A_bᵀ y_b``, B × n), :meth:`BlockMeans.matvec` (``A_b θ``), :meth:`BlockMeans.weighted_sum`, :meth:`BlockMeans.deviation_gram`
 (``Σ_b w_b ΔA_bᵀΔA_b``), and ``numpy.asarray(A_blocks)`` for the dense (B, m, n) array.
 """
 
@@ -126,7 +126,9 @@ class BlockMeans:
     ``A_blocks[b]`` (one block, contracted on demand), ``A_blocks[idx]`` (dense stack),
     ``A_blocks @ v`` (B, m) or ``A_blocks @ V`` (B, m, k), ``A_blocks / a``, and
     ``numpy.asarray(A_blocks)`` (the dense array, built block by block).  Results are those of
-    the dense array: a block is contracted by the same :class:`Contraction` as before.
+    the dense array, bit for bit: a block is contracted by the same :class:`Contraction`.
+    :meth:`matvec`, :meth:`rmatvec`, :meth:`weighted_sum` and :meth:`deviation_gram` give the
+    statistics' contractions without holding more than one block.
 
     Attributes
     ----------
@@ -187,13 +189,17 @@ class BlockMeans:
         return BlockMeans(self._plan, self._omega, self._sums, self.counts, self._factor * a)
 
     def __matmul__(self, v):
-        v = np.asarray(v, dtype=float)
-        if v.ndim == 1:
-            out = np.empty(self.shape[:2])
-            for b, (P_s, _) in enumerate(self._sums):
-                out[b] = self._plan.Av(self._omega, P_s, self._scale(b), v)
-            return out / self._factor
-        return np.array([A @ v for A in self])
+        """A_b v for every block, block by block (as the dense array's product)."""
+        return np.array([A @ np.asarray(v, dtype=float) for A in self])
+
+    def matvec(self, theta):
+        """(B, m): A_b θ for every block without forming A_b (a matrix block costs R·K·m, not
+        m·n); equal to ``A_blocks @ theta`` up to rounding."""
+        theta = np.asarray(theta, dtype=float)
+        out = np.empty(self.shape[:2])
+        for b, (P_s, _) in enumerate(self._sums):
+            out[b] = self._plan.Av(self._omega, P_s, self._scale(b), theta)
+        return out / self._factor
 
     def rmatvec(self, Y):
         """(B, n): A_bᵀ Y[b] for every block (Y (B, m))."""

@@ -83,6 +83,12 @@ def _generator_fingerprint() -> str:
 GENERATOR_VERSION = f"{RELEASE}+{_generator_fingerprint()}"
 
 
+def _srepr(expr):
+    """srepr in the order of SymPy's (canonical, hash-independent) arguments: sorting the terms
+    of a network's drift for printing took seconds at d = 100."""
+    return sp.srepr(expr, order="none")
+
+
 def spec_hash(model) -> str:
     """SHA-256 (hex) of the model declaration and the generator version.
 
@@ -95,12 +101,12 @@ def spec_hash(model) -> str:
     for part in (
         GENERATOR_VERSION,
         model.name,
-        sp.srepr(sp.Tuple(*model.state)),
-        sp.srepr(sp.Tuple(*model.params)),
-        sp.srepr(sp.Tuple(*getattr(model, "inputs", ()))),
-        sp.srepr(model.drift),
-        sp.srepr(model.D),
-        sp.srepr(model.G) if model.G is not None else "None",
+        _srepr(sp.Tuple(*model.state)),
+        _srepr(sp.Tuple(*model.params)),
+        _srepr(sp.Tuple(*getattr(model, "inputs", ()))),
+        _srepr(model.drift),
+        _srepr(model.D),
+        _srepr(model.G) if model.G is not None else "None",
     ):
         h.update(part.encode())
         h.update(b"\0")

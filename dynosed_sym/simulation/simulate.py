@@ -108,7 +108,8 @@ def simulate(
         Start states (default: standard normal draws seeded by ``seed``).
     inputs : dict or array, optional
         Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
-        ``model.with_inputs(inputs)`` (compiled once per distinct input vector, cached on disk).
+        ``model.with_inputs(inputs)``: the model's kernels with the values as their argument (one
+        module and one compilation whatever the values).
     <execution options>
     n_groups : int, optional
         Dask backend: tasks the chains are split into (default: twice the number of workers).
