@@ -24,8 +24,9 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m dynosed_sym.apps.bench
 
-golden: $(STAMP)  ## regenerate generated/ for every model in models/
+golden: $(STAMP)  ## regenerate generated/ for every model in models/, and tests/codegen/golden
 	$(PY) -m dynosed_sym.codegen --prune --out generated models/*.py
+	DYNOSED_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider tests/codegen/test_structured.py -k golden
 
 docs: $(STAMP)  ## guide pages + API reference into docs/_build/html (warnings are errors)
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[docs]"

@@ -68,10 +68,10 @@ import numpy as np
 from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
-NAME = "network_d8"
-SPEC_HASH = "1b878c3e5e25c6206cbacc069489912be1d071ea913ff7daaeb445af87400782"
-GENERATOR_VERSION = "0.1.0+b8370e15"
-STATE = ("x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
+NAME = 'network_d8'
+SPEC_HASH = '1b878c3e5e25c6206cbacc069489912be1d071ea913ff7daaeb445af87400782'
+GENERATOR_VERSION = '0.1.0+b8370e15'
+STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
 INPUTS = ()
@@ -89,7 +89,9 @@ STATE_DEPENDENT_NOISE = False
 #   A[:, first + r*K + k] += coefs[r] * omega[:, rows[r]] * (sum_i sin_i * out_sin[i, feats[k]])
 #                                            (first, rows, coefs, feats) in A_BLOCKS (matrix blocks)
 A_TERMS = ()
-A_BLOCKS = ((0, tuple(range(8)), (1.0,) * 8, tuple(range(8))),)
+A_BLOCKS = (
+    (0, tuple(range(8)), (1.0,) * 8, tuple(range(8))),
+)
 B_SIN_TERMS = (
     (8, 0, 1.0),
     (9, 1, 1.0),
@@ -112,15 +114,8 @@ B_COS_TERMS = (
 )
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
 def drift_point(x, theta, out):
     """Drift f(x; theta) at one point: x (8,), theta (64,), out (8,)."""
     # 168 ops, 8 intermediate terms, 8 of 8 outputs written (136 ops in loops)
@@ -141,14 +136,14 @@ def drift_point(x, theta, out):
     t5 = x5**2
     t6 = x6**2
     t7 = x7**2
-    phi0[0] = t0 / (t0 + 1)
-    phi0[1] = t1 / (t1 + 1)
-    phi0[2] = t2 / (t2 + 1)
-    phi0[3] = t3 / (t3 + 1)
-    phi0[4] = t4 / (t4 + 1)
-    phi0[5] = t5 / (t5 + 1)
-    phi0[6] = t6 / (t6 + 1)
-    phi0[7] = t7 / (t7 + 1)
+    phi0[0] = t0/(t0 + 1)
+    phi0[1] = t1/(t1 + 1)
+    phi0[2] = t2/(t2 + 1)
+    phi0[3] = t3/(t3 + 1)
+    phi0[4] = t4/(t4 + 1)
+    phi0[5] = t5/(t5 + 1)
+    phi0[6] = t6/(t6 + 1)
+    phi0[7] = t7/(t7 + 1)
     out[0] = 0.5 - x0
     out[1] = 0.5 - x1
     out[2] = 0.5 - x2
@@ -161,28 +156,20 @@ def drift_point(x, theta, out):
     for j in range(8):
         acc = 0.0
         for k in range(8):
-            acc += theta[j * 8 + k] * phi0[k]
+            acc += theta[j*8 + k]*phi0[k]
         out[j] += acc
 
 
-@numba.njit(
-    parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
 def drift(X, theta, out):
     """Drift at N points: X (N, 8), theta (64,), out (N, 8)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
 def drift_jacobian_point(x, theta, out):
     """Jacobian df/dtheta at one point: x (8,), theta (64,), out (8, 64) with out[j, k] =
     df_j/dtheta_k."""
@@ -205,40 +192,33 @@ def drift_jacobian_point(x, theta, out):
     t5 = x5**2
     t6 = x6**2
     t7 = x7**2
-    phi0[0] = t0 / (t0 + 1)
-    phi0[1] = t1 / (t1 + 1)
-    phi0[2] = t2 / (t2 + 1)
-    phi0[3] = t3 / (t3 + 1)
-    phi0[4] = t4 / (t4 + 1)
-    phi0[5] = t5 / (t5 + 1)
-    phi0[6] = t6 / (t6 + 1)
-    phi0[7] = t7 / (t7 + 1)
+    phi0[0] = t0/(t0 + 1)
+    phi0[1] = t1/(t1 + 1)
+    phi0[2] = t2/(t2 + 1)
+    phi0[3] = t3/(t3 + 1)
+    phi0[4] = t4/(t4 + 1)
+    phi0[5] = t5/(t5 + 1)
+    phi0[6] = t6/(t6 + 1)
+    phi0[7] = t7/(t7 + 1)
     # W (8 x 8), W[j, k] = theta[j*8 + k]: df/dW[j, k] = phi0[k]
     for j in range(8):
         for k in range(8):
-            out[j, j * 8 + k] = phi0[k]
+            out[j, j*8 + k] = phi0[k]
 
 
-@numba.njit(
-    parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
 def drift_jacobian(X, theta, out):
     """df/dtheta at N points: X (N, 8), theta (64,), out (N, 8, 64)."""
     for i in numba.prange(X.shape[0]):
         drift_jacobian_point(X[i], theta, out[i])
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (8,), out_sin (16,), out_cos (1,)."""
+    """x-dependent factors of the Stein features at one point: x (8,), out_sin (16,), out_cos (1,).
+    """
     # 32 ops, 8 intermediate terms, 17 of 17 outputs written
     x0 = x[0]
     x1 = x[1]
@@ -256,14 +236,14 @@ def stein_features_point(x, out_sin, out_cos):
     t5 = x5**2
     t6 = x6**2
     t7 = x7**2
-    out_sin[0] = t0 / (t0 + 1)
-    out_sin[1] = t1 / (t1 + 1)
-    out_sin[2] = t2 / (t2 + 1)
-    out_sin[3] = t3 / (t3 + 1)
-    out_sin[4] = t4 / (t4 + 1)
-    out_sin[5] = t5 / (t5 + 1)
-    out_sin[6] = t6 / (t6 + 1)
-    out_sin[7] = t7 / (t7 + 1)
+    out_sin[0] = t0/(t0 + 1)
+    out_sin[1] = t1/(t1 + 1)
+    out_sin[2] = t2/(t2 + 1)
+    out_sin[3] = t3/(t3 + 1)
+    out_sin[4] = t4/(t4 + 1)
+    out_sin[5] = t5/(t5 + 1)
+    out_sin[6] = t6/(t6 + 1)
+    out_sin[7] = t7/(t7 + 1)
     out_sin[8] = 0.5 - x0
     out_sin[9] = 0.5 - x1
     out_sin[10] = 0.5 - x2
@@ -275,24 +255,16 @@ def stein_features_point(x, out_sin, out_cos):
     out_cos[0] = 1
 
 
-@numba.njit(
-    parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
 def stein_features(X, out_sin, out_cos):
     """Stein-feature factors at N points: X (N, 8), out_sin (N, 16), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     """Local-route row at one probe: x (8,), score s (8,), Jacobian J (8, 8) with J[j, l] =
     ds_j/dx_l, dlogp_dt scalar; out_a (64,) = a(x), out_b (1,) = beta(x)."""
@@ -308,77 +280,56 @@ def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     phi0 = np.empty(8)
     t0 = x0**2
     t1 = t0 + 1
-    t2 = 1 / t1
+    t2 = 1/t1
     t3 = x1**2
     t4 = t3 + 1
-    t5 = 1 / t4
+    t5 = 1/t4
     t6 = x2**2
     t7 = t6 + 1
-    t8 = 1 / t7
+    t8 = 1/t7
     t9 = x3**2
     t10 = t9 + 1
-    t11 = 1 / t10
+    t11 = 1/t10
     t12 = x4**2
     t13 = t12 + 1
-    t14 = 1 / t13
+    t14 = 1/t13
     t15 = x5**2
     t16 = t15 + 1
-    t17 = 1 / t16
+    t17 = 1/t16
     t18 = x6**2
     t19 = t18 + 1
-    t20 = 1 / t19
+    t20 = 1/t19
     t21 = x7**2
     t22 = t21 + 1
-    t23 = 1 / t22
-    phi0[0] = t0 * t2
-    phi0[1] = t3 * t5
-    phi0[2] = t6 * t8
-    phi0[3] = t11 * t9
-    phi0[4] = t12 * t14
-    phi0[5] = t15 * t17
-    phi0[6] = t18 * t20
-    phi0[7] = t21 * t23
-    dphi0_0_0 = 2 * t2 * x0 - 2 * x0**3 / t1**2
-    dphi0_1_1 = 2 * t5 * x1 - 2 * x1**3 / t4**2
-    dphi0_2_2 = 2 * t8 * x2 - 2 * x2**3 / t7**2
-    dphi0_3_3 = 2 * t11 * x3 - 2 * x3**3 / t10**2
-    dphi0_4_4 = 2 * t14 * x4 - 2 * x4**3 / t13**2
-    dphi0_5_5 = 2 * t17 * x5 - 2 * x5**3 / t16**2
-    dphi0_6_6 = 2 * t20 * x6 - 2 * x6**3 / t19**2
-    dphi0_7_7 = 2 * t23 * x7 - 2 * x7**3 / t22**2
+    t23 = 1/t22
+    phi0[0] = t0*t2
+    phi0[1] = t3*t5
+    phi0[2] = t6*t8
+    phi0[3] = t11*t9
+    phi0[4] = t12*t14
+    phi0[5] = t15*t17
+    phi0[6] = t18*t20
+    phi0[7] = t21*t23
+    dphi0_0_0 = 2*t2*x0 - 2*x0**3/t1**2
+    dphi0_1_1 = 2*t5*x1 - 2*x1**3/t4**2
+    dphi0_2_2 = 2*t8*x2 - 2*x2**3/t7**2
+    dphi0_3_3 = 2*t11*x3 - 2*x3**3/t10**2
+    dphi0_4_4 = 2*t14*x4 - 2*x4**3/t13**2
+    dphi0_5_5 = 2*t17*x5 - 2*x5**3/t16**2
+    dphi0_6_6 = 2*t20*x6 - 2*x6**3/t19**2
+    dphi0_7_7 = 2*t23*x7 - 2*x7**3/t22**2
     out_b[0] = (
-        -dlogp_dt
-        + (0.05) * J[0, 0]
-        + (0.05) * J[1, 1]
-        + (0.05) * J[2, 2]
-        + (0.05) * J[3, 3]
-        + (0.05) * J[4, 4]
-        + (0.05) * J[5, 5]
-        + (0.05) * J[6, 6]
-        + (0.05) * J[7, 7]
-        + (0.05) * s[0] ** 2
-        - s[0] * (0.5 - x0)
-        + (0.05) * s[1] ** 2
-        - s[1] * (0.5 - x1)
-        + (0.05) * s[2] ** 2
-        - s[2] * (0.5 - x2)
-        + (0.05) * s[3] ** 2
-        - s[3] * (0.5 - x3)
-        + (0.05) * s[4] ** 2
-        - s[4] * (0.5 - x4)
-        + (0.05) * s[5] ** 2
-        - s[5] * (0.5 - x5)
-        + (0.05) * s[6] ** 2
-        - s[6] * (0.5 - x6)
-        + (0.05) * s[7] ** 2
-        - s[7] * (0.5 - x7)
-        + 8
+        -dlogp_dt + (0.05)*J[0, 0] + (0.05)*J[1, 1] + (0.05)*J[2, 2] + (0.05)*J[3, 3]
+        + (0.05)*J[4, 4] + (0.05)*J[5, 5] + (0.05)*J[6, 6] + (0.05)*J[7, 7] + (0.05)*s[0]**2
+        - s[0]*(0.5 - x0) + (0.05)*s[1]**2 - s[1]*(0.5 - x1) + (0.05)*s[2]**2 - s[2]*(0.5 - x2)
+        + (0.05)*s[3]**2 - s[3]*(0.5 - x3) + (0.05)*s[4]**2 - s[4]*(0.5 - x4) + (0.05)*s[5]**2
+        - s[5]*(0.5 - x5) + (0.05)*s[6]**2 - s[6]*(0.5 - x6) + (0.05)*s[7]**2 - s[7]*(0.5 - x7) + 8
     )
     # W (8 x 8), W[j, k] = theta[j*8 + k]: d/dW[j, k] = phi0[k] s[j] + d phi0[k]/dx[j]
     for j in range(8):
         sj = s[j]
         for k in range(8):
-            out_a[j * 8 + k] = phi0[k] * sj
+            out_a[j*8 + k] = phi0[k]*sj
     out_a[0] += dphi0_0_0
     out_a[9] += dphi0_1_1
     out_a[18] += dphi0_2_2
@@ -389,9 +340,8 @@ def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     out_a[63] += dphi0_7_7
 
 
-@numba.njit(
-    parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
 def local_rows(X, S, J, dlogp_dt, A, b):
     """Local-route rows A[i] = a(x_i), b[i] = beta(x_i) (A theta = b at the truth) at probes X[i]:
     X, S (M, 8), J (M, 8, 8), dlogp_dt (M,) (zeros if stationary), A (M, 64),
@@ -400,15 +350,8 @@ def local_rows(X, S, J, dlogp_dt, A, b):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i : i + 1])
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
 def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     """Local residual and its theta-gradient at one probe: x (8,), score s (8,), Jacobian J (8, 8),
     dlogp_dt scalar, theta (64,); out_r (1,) = R, out_dr (64,) = dR/dtheta."""
@@ -424,77 +367,56 @@ def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     phi0 = np.empty(8)
     t0 = x0**2
     t1 = t0 + 1
-    t2 = 1 / t1
+    t2 = 1/t1
     t3 = x1**2
     t4 = t3 + 1
-    t5 = 1 / t4
+    t5 = 1/t4
     t6 = x2**2
     t7 = t6 + 1
-    t8 = 1 / t7
+    t8 = 1/t7
     t9 = x3**2
     t10 = t9 + 1
-    t11 = 1 / t10
+    t11 = 1/t10
     t12 = x4**2
     t13 = t12 + 1
-    t14 = 1 / t13
+    t14 = 1/t13
     t15 = x5**2
     t16 = t15 + 1
-    t17 = 1 / t16
+    t17 = 1/t16
     t18 = x6**2
     t19 = t18 + 1
-    t20 = 1 / t19
+    t20 = 1/t19
     t21 = x7**2
     t22 = t21 + 1
-    t23 = 1 / t22
-    phi0[0] = t0 * t2
-    phi0[1] = t3 * t5
-    phi0[2] = t6 * t8
-    phi0[3] = t11 * t9
-    phi0[4] = t12 * t14
-    phi0[5] = t15 * t17
-    phi0[6] = t18 * t20
-    phi0[7] = t21 * t23
-    dphi0_0_0 = 2 * t2 * x0 - 2 * x0**3 / t1**2
-    dphi0_1_1 = 2 * t5 * x1 - 2 * x1**3 / t4**2
-    dphi0_2_2 = 2 * t8 * x2 - 2 * x2**3 / t7**2
-    dphi0_3_3 = 2 * t11 * x3 - 2 * x3**3 / t10**2
-    dphi0_4_4 = 2 * t14 * x4 - 2 * x4**3 / t13**2
-    dphi0_5_5 = 2 * t17 * x5 - 2 * x5**3 / t16**2
-    dphi0_6_6 = 2 * t20 * x6 - 2 * x6**3 / t19**2
-    dphi0_7_7 = 2 * t23 * x7 - 2 * x7**3 / t22**2
+    t23 = 1/t22
+    phi0[0] = t0*t2
+    phi0[1] = t3*t5
+    phi0[2] = t6*t8
+    phi0[3] = t11*t9
+    phi0[4] = t12*t14
+    phi0[5] = t15*t17
+    phi0[6] = t18*t20
+    phi0[7] = t21*t23
+    dphi0_0_0 = 2*t2*x0 - 2*x0**3/t1**2
+    dphi0_1_1 = 2*t5*x1 - 2*x1**3/t4**2
+    dphi0_2_2 = 2*t8*x2 - 2*x2**3/t7**2
+    dphi0_3_3 = 2*t11*x3 - 2*x3**3/t10**2
+    dphi0_4_4 = 2*t14*x4 - 2*x4**3/t13**2
+    dphi0_5_5 = 2*t17*x5 - 2*x5**3/t16**2
+    dphi0_6_6 = 2*t20*x6 - 2*x6**3/t19**2
+    dphi0_7_7 = 2*t23*x7 - 2*x7**3/t22**2
     out_r[0] = (
-        dlogp_dt
-        - 0.05 * J[0, 0]
-        - 0.05 * J[1, 1]
-        - 0.05 * J[2, 2]
-        - 0.05 * J[3, 3]
-        - 0.05 * J[4, 4]
-        - 0.05 * J[5, 5]
-        - 0.05 * J[6, 6]
-        - 0.05 * J[7, 7]
-        - 0.05 * s[0] ** 2
-        + s[0] * (0.5 - x0)
-        - 0.05 * s[1] ** 2
-        + s[1] * (0.5 - x1)
-        - 0.05 * s[2] ** 2
-        + s[2] * (0.5 - x2)
-        - 0.05 * s[3] ** 2
-        + s[3] * (0.5 - x3)
-        - 0.05 * s[4] ** 2
-        + s[4] * (0.5 - x4)
-        - 0.05 * s[5] ** 2
-        + s[5] * (0.5 - x5)
-        - 0.05 * s[6] ** 2
-        + s[6] * (0.5 - x6)
-        - 0.05 * s[7] ** 2
-        + s[7] * (0.5 - x7)
-        - 8
+        dlogp_dt - 0.05*J[0, 0] - 0.05*J[1, 1] - 0.05*J[2, 2] - 0.05*J[3, 3] - 0.05*J[4, 4]
+        - 0.05*J[5, 5] - 0.05*J[6, 6] - 0.05*J[7, 7] - 0.05*s[0]**2 + s[0]*(0.5 - x0) - 0.05*s[1]**2
+        + s[1]*(0.5 - x1) - 0.05*s[2]**2 + s[2]*(0.5 - x2) - 0.05*s[3]**2 + s[3]*(0.5 - x3)
+        - 0.05*s[4]**2 + s[4]*(0.5 - x4) - 0.05*s[5]**2 + s[5]*(0.5 - x5) - 0.05*s[6]**2
+        + s[6]*(0.5 - x6) - 0.05*s[7]**2 + s[7]*(0.5 - x7) - 8
     )
     # W (8 x 8), W[j, k] = theta[j*8 + k]: d/dW[j, k] = phi0[k] s[j] + d phi0[k]/dx[j]
     for j in range(8):
         sj = s[j]
         for k in range(8):
-            out_dr[j * 8 + k] = phi0[k] * sj
+            out_dr[j*8 + k] = phi0[k]*sj
     out_dr[0] += dphi0_0_0
     out_dr[9] += dphi0_1_1
     out_dr[18] += dphi0_2_2
@@ -505,13 +427,12 @@ def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     out_dr[63] += dphi0_7_7
     acc = 0.0
     for k in range(64):
-        acc += theta[k] * out_dr[k]
+        acc += theta[k]*out_dr[k]
     out_r[0] += acc
 
 
-@numba.njit(
-    parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
 def local_residual(X, S, J, dlogp_dt, theta, R, dR):
     """Local residual R[i] and dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k) at probes X[i]:
     X, S (M, 8), J (M, 8, 8), dlogp_dt (M,), theta (64,), R (M,), dR (M, 64)."""
@@ -519,15 +440,8 @@ def local_residual(X, S, J, dlogp_dt, theta, R, dR):
         local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i : i + 1], dR[i])
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
 def drift_lanes(x, theta, out, nl, work):
     """Simulator: drift at lanes l < nl of a block of chains, x (8*LANES,) with state j of lane l at
     x[j*LANES+l], theta (64,), out (8*LANES,); structurally zero components are not written
@@ -536,12 +450,12 @@ def drift_lanes(x, theta, out, nl, work):
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
         x0 = x[l]
         x1 = x[LANES + l]
-        x2 = x[2 * LANES + l]
-        x3 = x[3 * LANES + l]
-        x4 = x[4 * LANES + l]
-        x5 = x[5 * LANES + l]
-        x6 = x[6 * LANES + l]
-        x7 = x[7 * LANES + l]
+        x2 = x[2*LANES + l]
+        x3 = x[3*LANES + l]
+        x4 = x[4*LANES + l]
+        x5 = x[5*LANES + l]
+        x6 = x[6*LANES + l]
+        x7 = x[7*LANES + l]
         t0 = x0**2
         t1 = x1**2
         t2 = x2**2
@@ -550,34 +464,33 @@ def drift_lanes(x, theta, out, nl, work):
         t5 = x5**2
         t6 = x6**2
         t7 = x7**2
-        work[l] = t0 / (t0 + 1)
-        work[LANES + l] = t1 / (t1 + 1)
-        work[2 * LANES + l] = t2 / (t2 + 1)
-        work[3 * LANES + l] = t3 / (t3 + 1)
-        work[4 * LANES + l] = t4 / (t4 + 1)
-        work[5 * LANES + l] = t5 / (t5 + 1)
-        work[6 * LANES + l] = t6 / (t6 + 1)
-        work[7 * LANES + l] = t7 / (t7 + 1)
+        work[l] = t0/(t0 + 1)
+        work[LANES + l] = t1/(t1 + 1)
+        work[2*LANES + l] = t2/(t2 + 1)
+        work[3*LANES + l] = t3/(t3 + 1)
+        work[4*LANES + l] = t4/(t4 + 1)
+        work[5*LANES + l] = t5/(t5 + 1)
+        work[6*LANES + l] = t6/(t6 + 1)
+        work[7*LANES + l] = t7/(t7 + 1)
         out[l] = 0.5 - x0
         out[LANES + l] = 0.5 - x1
-        out[2 * LANES + l] = 0.5 - x2
-        out[3 * LANES + l] = 0.5 - x3
-        out[4 * LANES + l] = 0.5 - x4
-        out[5 * LANES + l] = 0.5 - x5
-        out[6 * LANES + l] = 0.5 - x6
-        out[7 * LANES + l] = 0.5 - x7
+        out[2*LANES + l] = 0.5 - x2
+        out[3*LANES + l] = 0.5 - x3
+        out[4*LANES + l] = 0.5 - x4
+        out[5*LANES + l] = 0.5 - x5
+        out[6*LANES + l] = 0.5 - x6
+        out[7*LANES + l] = 0.5 - x7
     # W (8 x 8), W[j, k] = theta[j*8 + k]: zero W[j, k] skipped
     for j in range(8):
         for k in range(8):
-            w = theta[j * 8 + k]
+            w = theta[j*8 + k]
             if w != 0.0:
                 for l in range(min(nl, LANES)):
-                    out[j * LANES + l] += w * work[k * LANES + l]
+                    out[j*LANES + l] += w*work[k*LANES + l]
 
 
-@numba.njit(
-    parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True)
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     """RK4 drift plus Euler-Maruyama noise: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
 
