@@ -180,7 +180,7 @@ def {fname}({args}):
 
 SIMULATOR = '''
 
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status{u}):
     """{scheme}: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
@@ -188,7 +188,7 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status{u}
     x0 (C, {d}), theta ({n},), G ({d}, {dn}){g_note}, keys (C,) uint64, out (n_keep, C, {d}): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step{u_doc}."""
     width, n_blocks = lanes.layout(x0.shape[0])
-    for blk in numba.prange(n_blocks):
+    for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
 {work}{steps}
             if lanes.stopped(x, out, status, blk, width, step, n_burn, thin):

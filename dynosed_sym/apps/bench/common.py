@@ -10,10 +10,20 @@ import time
 import numba
 import numpy as np
 
-SECTIONS = ("fill", "scaling", "compile", "simulator", "large", "projection", "calibration")
+SECTIONS = (
+    "fill",
+    "scaling",
+    "compile",
+    "simulator",
+    "large",
+    "projection",
+    "network",
+    "calibration",
+)
 
-#: Sections of a run without --only (calibration is a long statistical sweep: --only calibration).
-DEFAULT_SECTIONS = SECTIONS[:-1]
+#: Sections of a run without --only (calibration is a long statistical sweep, network runs
+#: the d-gene networks up to d = 100 for several minutes: --only network / calibration).
+DEFAULT_SECTIONS = SECTIONS[:-2]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -11,6 +11,7 @@ from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
 from .compile import section_compile
 from .fill import section_fill, section_scaling
 from .large import section_large
+from .network import section_network
 from .projection import section_projection
 from .simulator import section_simulator
 
@@ -56,6 +57,7 @@ def main(argv=None):
         "simulator": section_simulator,
         "large": section_large,
         "projection": section_projection,
+        "network": section_network,
         "calibration": section_calibration,
     }
     for name in SECTIONS:

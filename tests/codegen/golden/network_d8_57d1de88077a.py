@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b8370e15, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+87e5178a, template kernels_v3.
 # model: network_d8
-# spec hash: 1b878c3e5e25c6206cbacc069489912be1d071ea913ff7daaeb445af87400782
+# spec hash: 57d1de88077a324091e960cb2fc7216501942726f5b9c028b8ead691063a45b8
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 831546080484cee1e06b98dcc02c6f00d10e3b63cd4d3e5058331e6838fd4a8c
+# content-sha256: 6ccded0ae5da1005d05c70be3fdf276d3ca8ef40769da0ff7d06c8586e35efaa
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = '1b878c3e5e25c6206cbacc069489912be1d071ea913ff7daaeb445af87400782'
-GENERATOR_VERSION = '0.1.0+b8370e15'
+SPEC_HASH = '57d1de88077a324091e960cb2fc7216501942726f5b9c028b8ead691063a45b8'
+GENERATOR_VERSION = '0.1.0+87e5178a'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
@@ -489,7 +489,7 @@ def drift_lanes(x, theta, out, nl, work):
                     out[j*LANES + l] += w*work[k*LANES + l]
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     """RK4 drift plus Euler-Maruyama noise: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
@@ -497,7 +497,7 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     x0 (C, 8), theta (64,), G (8, 8), keys (C,) uint64, out (n_keep, C, 8): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
     width, n_blocks = lanes.layout(x0.shape[0])
-    for blk in numba.prange(n_blocks):
+    for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
         work = np.zeros(8 * LANES)
         for step in range(1, n_burn + thin * n_keep + 1):

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+b8370e15, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+87e5178a, template kernels_v3.
 # model: grn_bcell
-# spec hash: ddee3eb0312673437a8bb3391ed10f667e8e5029dbceaac376b28197b3431a7d
+# spec hash: aa101baa2b115f074e1e64f9d792f8e65ce379073dcbb3ad5803bf3a04b283a4
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 517204d4f9e78f067bf14b79cfd363c5dea5e999c5741fe1b0571313df634b9b
+# content-sha256: 914917b2756e7613cc223055414cc89ce0ca76481505dc8de446afc9c3c2d2c4
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -59,8 +59,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'ddee3eb0312673437a8bb3391ed10f667e8e5029dbceaac376b28197b3431a7d'
-GENERATOR_VERSION = '0.1.0+b8370e15'
+SPEC_HASH = 'aa101baa2b115f074e1e64f9d792f8e65ce379073dcbb3ad5803bf3a04b283a4'
+GENERATOR_VERSION = '0.1.0+87e5178a'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
@@ -609,7 +609,7 @@ def drift_lanes(x, theta, out, nl):
         out[6*LANES + l] = -t16*x2 + t17*y2
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     """RK4 drift plus Euler-Maruyama noise: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
@@ -617,7 +617,7 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     x0 (C, 7), theta (21,), G (7, 7), keys (C,) uint64, out (n_keep, C, 7): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
     width, n_blocks = lanes.layout(x0.shape[0])
-    for blk in numba.prange(n_blocks):
+    for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
         for step in range(1, n_burn + thin * n_keep + 1):
             drift_lanes(x, theta, k1, width)
