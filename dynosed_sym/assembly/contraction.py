@@ -11,9 +11,10 @@ The per-block means ``A_b`` (B, m, n) are what the noise estimates read, but at 
 dwarf everything else: a network of d = 100 genes (n = 10⁴ parameters) with m = 2048 features
 and 32 blocks needs 5.2 GB for them, while the sums they are contracted from take
 32 × K × m × 8 bytes (≈ 100 MB for K = 200).  :class:`BlockMeans` keeps the sums and contracts
-a block when asked: ``A_blocks[b]``, ``A_blocks @ theta`` (B, m), :meth:`BlockMeans.rmatvec`
-(``A_bᵀ y_b``, B × n), :meth:`BlockMeans.matvec` (``A_b θ``), :meth:`BlockMeans.weighted_sum`, :meth:`BlockMeans.deviation_gram`
-(``Σ_b w_b ΔA_bᵀΔA_b``), and ``numpy.asarray(A_blocks)`` for the dense (B, m, n) array.
+a block when asked: ``A_blocks[b]``, ``A_blocks @ theta`` (B, m), :meth:`BlockMeans.matvec`
+(``A_b θ`` without forming A_b), :meth:`BlockMeans.rmatvec` (``A_bᵀ y_b``, B × n),
+:meth:`BlockMeans.weighted_sum`, :meth:`BlockMeans.deviation_gram` (``Σ_b w_b ΔA_bᵀΔA_b``), and
+``numpy.asarray(A_blocks)`` for the dense (B, m, n) array.
 """
 
 from __future__ import annotations

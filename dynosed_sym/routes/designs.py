@@ -3,9 +3,10 @@ time courses, or both (docs/designs.md) — one :class:`~dynosed_sym.routes.resu
 the stacked system.
 
 Each environment's model is ``model.with_inputs(u_e)`` (a plain model whose inputs are numbers;
-its kernels are the model's one generated module, with u_e as their runtime argument).  All snapshots share
-one feature draw, with the median bandwidth of a subsample pooled over them.  The stacking, the
-time-course quadrature and the grouped noise model are in :mod:`dynosed_sym.assembly.designs`.
+its kernels are the model's one generated module, with u_e as their runtime argument).  All
+snapshots share one feature draw, with the median bandwidth of a subsample pooled over them.
+The stacking, the time-course quadrature and the grouped noise model are in
+:mod:`dynosed_sym.assembly.designs`.
 """
 
 from __future__ import annotations

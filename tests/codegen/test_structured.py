@@ -111,7 +111,7 @@ def _point_outputs(mod, model, rng, n_points=6):
     d, n = model.d, model.n
     out = {}
     theta = rng.standard_normal(n)
-    for i in range(n_points):
+    for _ in range(n_points):
         x = rng.uniform(-1.5, 1.5, d)
         s, J, g = rng.standard_normal(d), rng.standard_normal((d, d)), rng.standard_normal()
         f = np.full(d, np.nan)

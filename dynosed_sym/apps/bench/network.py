@@ -44,7 +44,8 @@ _SCRIPT = textwrap.dedent(r"""
     import numpy as np
     import dynosed_sym as ds
     out = {"import_s": time.perf_counter() - t0}
-    d, n_warm, full_fit, out_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+    d, n_warm = int(sys.argv[1]), int(sys.argv[2])
+    full_fit, out_dir = sys.argv[3] == "1", sys.argv[4]
 
     def timed(key, fn):
         t = time.perf_counter()
@@ -104,7 +105,9 @@ _SCRIPT = textwrap.dedent(r"""
         cm.module.simulate_chains(*a)
         ts = []
         for _ in range(3):
-            t = time.perf_counter(); cm.module.simulate_chains(*a); ts.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            cm.module.simulate_chains(*a)
+            ts.append(time.perf_counter() - t)
         out[f"sim_{name}_chain_steps_per_s"] = C * steps / min(ts)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["generated_lines"] = open(cm.path).read().count("\n")
