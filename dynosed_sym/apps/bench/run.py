@@ -32,6 +32,12 @@ def main(argv=None):
         "--repeats", type=int, default=None, help="timed repeats per measurement (median reported)"
     )
     ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
+    ap.add_argument(
+        "--network-fit-max-d",
+        type=int,
+        default=None,
+        help="network section: largest d fitted whole (larger: the assembly only; default 50)",
+    )
     args = ap.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in only if s not in SECTIONS]
@@ -60,6 +66,10 @@ def main(argv=None):
         "network": section_network,
         "calibration": section_calibration,
     }
+    if args.network_fit_max_d is not None:
+        runners["network"] = lambda quick, reps: section_network(
+            quick, reps, full_fit_max_d=args.network_fit_max_d
+        )
     for name in SECTIONS:
         if name in only:
             results[name] = runners[name](args.quick, repeats)
