@@ -454,8 +454,8 @@ def _render_lanes(spec, mod, d, n):
     outputs += [(_lane_slot("out", j), spec.structured.drift[j]) for j in range(d)]
     mod.point(
         "drift_lanes",
-        "x, theta, out, nl, work",
-        doc + " work (K*LANES,): the blocks' basis functions.",
+        "x, theta, out, nl, work, nz_row, nz_basis, nz_w",
+        doc + " work (K*LANES,): the blocks' basis functions; nz_*: block_weights(theta).",
         outputs,
         mod.x_theta,
         lanes=True,
@@ -497,12 +497,22 @@ def _render_simulator(spec, mod, d, n, dn):
         scheme, g_note, steps = "Euler-Maruyama with G(x)", " (unused)", T.EM_STEPS
     else:
         scheme, g_note, steps = "RK4 drift plus Euler-Maruyama noise", "", T.RK4_STEPS
-    lane_args = (", work" if n_basis else "") + mod.u
+    lane_args = (", work, nz_row, nz_basis, nz_w" if n_basis else "") + mod.u
     steps = steps.format(lane_args=lane_args, u=mod.u)
     work = T.WORK_BUFFER.format(n_basis=n_basis) if n_basis else ""
+    if n_basis:
+        mod.parts.append(S.weights_function(spec.params, spec.blocks, T.POINT_DECORATOR))
     mod.parts.append(
         T.SIMULATOR.format(
-            scheme=scheme, d=d, n=n, dn=dn, g_note=g_note, steps=steps, work=work, **_u_fmt(spec)
+            scheme=scheme,
+            d=d,
+            n=n,
+            dn=dn,
+            g_note=g_note,
+            steps=steps,
+            work=work,
+            weights=T.WEIGHTS_CALL if n_basis else "",
+            **_u_fmt(spec),
         )
     )
 

@@ -20,9 +20,10 @@ kernels agree to rounding, not bit for bit, so only blocks of at least
 :data:`~dynosed_sym.codegen.spec.STRUCTURED_MIN_ENTRIES` parameters are printed this way (the
 bundled models keep their unrolled kernels).
 
-In the lane kernel a zero weight is skipped (``if w != 0.0``): a sparse network simulates at the
-cost of its nonzero interactions.  Adding ``0·phi`` changes no finite sum, so only a basis
-function that overflows (inf, where the unrolled sum would give NaN) behaves differently.
+In the simulator a zero weight is skipped: ``block_weights(theta)`` lists the nonzero weights
+once per call and the lane kernel loops over them, so a sparse network simulates at the cost of
+its nonzero interactions.  Adding ``0·phi`` changes no finite sum, so only a basis function that
+overflows (inf, where the unrolled sum would give NaN) behaves differently.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "jacobian_loops",
     "local_loops",
     "lane_loops",
+    "weights_function",
     "loop_ops",
 ]
 
@@ -206,24 +208,52 @@ def local_loops(params, blocks, out, residual=None, indent="    "):
 
 
 def lane_loops(params, blocks, indent="    "):
-    """The lane kernel's f[rows[j]] += coefs[j]·W[j, k]·phi[k] at every lane, zero W skipped."""
-    lines, offset = [], 0
+    """The lane kernel's f[rows[j]] += coefs[j]·W[j, k]·phi[k] at every lane, over the nonzero
+    weights only (``block_weights``: rows, basis slots and weights, in (j, k) order)."""
+    names = ", ".join(
+        f"{block_label(params, blk)} ({blk.shape[0]} x {blk.shape[1]})" for blk in blocks
+    )
+    return [
+        f"{indent}# {names}: the nonzero weights w = coefs[j]*W[j, k] (block_weights), j-major",
+        f"{indent}for q in range(nz_w.size):",
+        f"{indent}    w, r, c = nz_w[q], nz_row[q]*LANES, nz_basis[q]*LANES",
+        f"{indent}    for l in range(min(nl, LANES)):",
+        f"{indent}        out[r + l] += w*work[c + l]",
+    ]
+
+
+def weights_function(params, blocks, decorator):
+    """Source of ``block_weights(theta)``: the nonzero weights of the matrix blocks as arrays
+    (drift component, basis slot, coefs[j]·W[j, k]) in block, then (j, k) order."""
+    size = sum(blk.size for blk in blocks)
+    lines = [
+        "",
+        "",
+        decorator,
+        "def block_weights(theta):",
+        '    """Simulator: the nonzero weights of the matrix blocks, (j, k) in order: the drift',
+        "    component nz_row[q] gets nz_w[q] times basis function nz_basis[q] (a zero weight",
+        '    costs nothing in drift_lanes)."""',
+        f"    nz_row = np.empty({size}, dtype=np.int64)",
+        f"    nz_basis = np.empty({size}, dtype=np.int64)",
+        f"    nz_w = np.empty({size})",
+        "    q = 0",
+    ]
+    offset = 0
     for b, blk in enumerate(blocks):
         R, K = blk.shape
-        row = _row(blk, b)
-        row = f"({row})" if " " in row else row
-        slot = "k" if not offset else f"({offset} + k)"
+        slot = "k" if not offset else f"{offset} + k"
         lines += [
-            _comment(params, blk, b, indent, "zero W[j, k] skipped"),
-            f"{indent}for j in range({R}):",
-            f"{indent}    for k in range({K}):",
-            f"{indent}        w = {_coef(blk, b)}theta[{_theta(blk)}]",
-            f"{indent}        if w != 0.0:",
-            f"{indent}            for l in range(min(nl, LANES)):",
-            f"{indent}                out[{row}*LANES + l] += w*work[{slot}*LANES + l]",
+            f"    for j in range({R}):",
+            f"        for k in range({K}):",
+            f"            w = {_coef(blk, b)}theta[{_theta(blk)}]",
+            "            if w != 0.0:",
+            f"                nz_row[q], nz_basis[q], nz_w[q] = {_row(blk, b)}, {slot}, w",
+            "                q += 1",
         ]
         offset += K
-    return lines
+    lines.append("    return nz_row[:q], nz_basis[:q], nz_w[:q]")
+    return "\n".join(lines) + "\n"
 
 
 def loop_ops(blocks, kernel):

@@ -187,13 +187,18 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status{u}
 
     x0 (C, {d}), theta ({n},), G ({d}, {dn}){g_note}, keys (C,) uint64, out (n_keep, C, {d}): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step{u_doc}."""
-    width, n_blocks = lanes.layout(x0.shape[0])
+{weights}    width, n_blocks = lanes.layout(x0.shape[0])
     for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
 {work}{steps}
             if lanes.stopped(x, out, status, blk, width, step, n_burn, thin):
                 break
 '''
+
+# the nonzero weights of the matrix blocks, once per call (structured drift_lanes)
+WEIGHTS_CALL = """\
+    nz_row, nz_basis, nz_w = block_weights(theta)
+"""
 
 # the basis functions of the matrix blocks at every lane of a block (structured drift_lanes)
 WORK_BUFFER = """\

@@ -135,9 +135,9 @@ def _lane_drift(mod, model, rng, theta):
     x = rng.uniform(-1.5, 1.5, d * LANES)
     out = np.zeros(d * LANES)
     work = np.zeros(16 * d * LANES)
-    args = (x, theta, out, 5) + (
-        (work,) if "work" in mod.drift_lanes.py_func.__code__.co_varnames else ()
-    )
+    args = (x, theta, out, 5)
+    if hasattr(mod, "block_weights"):  # the loops: basis functions in work, nonzero weights
+        args += (work, *mod.block_weights.py_func(theta))
     mod.drift_lanes.py_func(*args)
     return out.reshape(d, LANES)[:, :5].copy()
 
@@ -208,17 +208,21 @@ def test_compiled_network_against_the_oracle(network8):
     assert np.abs(b - b_ref).max() <= 1e-12 * np.abs(b_ref).max()
 
 
-def test_compiled_simulator_loops_agree_with_unrolled(network8, tmp_path):
-    """The simulator with the loops (zero weights skipped) and the unrolled one, same streams."""
+@pytest.mark.parametrize("weights", ["sparse", "dense"])
+def test_compiled_simulator_loops_agree_with_unrolled(weights, network8, tmp_path):
+    """The simulator with the loops (over the nonzero weights) and the unrolled one, same streams,
+    at the sparse truth and with every weight nonzero."""
     model, truth, cm = network8
     mod, _ = _load(model, False, tmp_path)
     unrolled = ds.CompiledModel(model, mod, "")
     from dynosed_sym.simulation.simulate import chain_keys
 
+    theta = truth if weights == "sparse" else truth + 0.02 * np.sin(np.arange(truth.size))
+    assert (theta == 0).sum() == (48 if weights == "sparse" else 0)  # two regulators a gene
     x0 = np.full((24, model.d), 0.5) + 0.1 * np.random.default_rng(5).standard_normal((24, 8))
     keys = chain_keys(7, 24)
-    a, sa = cm.run_chains(x0, truth, cm.noise_matrix, 0.01, 50, 5, 4, keys)
-    b, sb = unrolled.run_chains(x0, truth, cm.noise_matrix, 0.01, 50, 5, 4, keys)
+    a, sa = cm.run_chains(x0, theta, cm.noise_matrix, 0.01, 50, 5, 4, keys)
+    b, sb = unrolled.run_chains(x0, theta, cm.noise_matrix, 0.01, 50, 5, 4, keys)
     assert not sa.any() and not sb.any()
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
 

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+87e5178a, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+d69454f3, template kernels_v3.
 # model: network_d8
-# spec hash: 57d1de88077a324091e960cb2fc7216501942726f5b9c028b8ead691063a45b8
+# spec hash: a2588be5500180b660475efb36316502f86dc88aa396f7407ba2c5fcbd4f3e20
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 6ccded0ae5da1005d05c70be3fdf276d3ca8ef40769da0ff7d06c8586e35efaa
+# content-sha256: a60d1236d7d7bc2e37009c867532dbecdb29a55b6e9411acf4f289f6dbdd92d6
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = '57d1de88077a324091e960cb2fc7216501942726f5b9c028b8ead691063a45b8'
-GENERATOR_VERSION = '0.1.0+87e5178a'
+SPEC_HASH = 'a2588be5500180b660475efb36316502f86dc88aa396f7407ba2c5fcbd4f3e20'
+GENERATOR_VERSION = '0.1.0+d69454f3'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
@@ -442,10 +442,11 @@ def local_residual(X, S, J, dlogp_dt, theta, R, dR):
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
-def drift_lanes(x, theta, out, nl, work):
+def drift_lanes(x, theta, out, nl, work, nz_row, nz_basis, nz_w):
     """Simulator: drift at lanes l < nl of a block of chains, x (8*LANES,) with state j of lane l at
     x[j*LANES+l], theta (64,), out (8*LANES,); structurally zero components are not written
-    (open_block zeroes out). work (K*LANES,): the blocks' basis functions."""
+    (open_block zeroes out). work (K*LANES,): the blocks' basis functions; nz_*:
+    block_weights(theta)."""
     # 168 ops, 8 intermediate terms, 8 of 8 outputs written (136 ops in loops)
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
         x0 = x[l]
@@ -480,13 +481,30 @@ def drift_lanes(x, theta, out, nl, work):
         out[5*LANES + l] = 0.5 - x5
         out[6*LANES + l] = 0.5 - x6
         out[7*LANES + l] = 0.5 - x7
-    # W (8 x 8), W[j, k] = theta[j*8 + k]: zero W[j, k] skipped
+    # W (8 x 8): the nonzero weights w = coefs[j]*W[j, k] (block_weights), j-major
+    for q in range(nz_w.size):
+        w, r, c = nz_w[q], nz_row[q]*LANES, nz_basis[q]*LANES
+        for l in range(min(nl, LANES)):
+            out[r + l] += w*work[c + l]
+
+
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+            nogil=True, inline="never")
+def block_weights(theta):
+    """Simulator: the nonzero weights of the matrix blocks, (j, k) in order: the drift
+    component nz_row[q] gets nz_w[q] times basis function nz_basis[q] (a zero weight
+    costs nothing in drift_lanes)."""
+    nz_row = np.empty(64, dtype=np.int64)
+    nz_basis = np.empty(64, dtype=np.int64)
+    nz_w = np.empty(64)
+    q = 0
     for j in range(8):
         for k in range(8):
             w = theta[j*8 + k]
             if w != 0.0:
-                for l in range(min(nl, LANES)):
-                    out[j*LANES + l] += w*work[k*LANES + l]
+                nz_row[q], nz_basis[q], nz_w[q] = j, k, w
+                q += 1
+    return nz_row[:q], nz_basis[:q], nz_w[:q]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
@@ -496,18 +514,19 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
 
     x0 (C, 8), theta (64,), G (8, 8), keys (C,) uint64, out (n_keep, C, 8): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
+    nz_row, nz_basis, nz_w = block_weights(theta)
     width, n_blocks = lanes.layout(x0.shape[0])
     for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
         work = np.zeros(8 * LANES)
         for step in range(1, n_burn + thin * n_keep + 1):
-            drift_lanes(x, theta, k1, width, work)
+            drift_lanes(x, theta, k1, width, work, nz_row, nz_basis, nz_w)
             lanes.rk4_first(x, k1, xs, acc, dt, width)
-            drift_lanes(xs, theta, k2, width, work)
+            drift_lanes(xs, theta, k2, width, work, nz_row, nz_basis, nz_w)
             lanes.rk4_middle(x, k2, xs, acc, 0.5 * dt, width)
-            drift_lanes(xs, theta, k2, width, work)
+            drift_lanes(xs, theta, k2, width, work, nz_row, nz_basis, nz_w)
             lanes.rk4_middle(x, k2, xs, acc, dt, width)
-            drift_lanes(xs, theta, k2, width, work)
+            drift_lanes(xs, theta, k2, width, work, nz_row, nz_basis, nz_w)
             lanes.rk4_last(x, k2, acc, G, eta, lkeys, step, dt, width)
             if lanes.stopped(x, out, status, blk, width, step, n_burn, thin):
                 break

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+87e5178a, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+d69454f3, template kernels_v3.
 # model: grn_bcell
-# spec hash: aa101baa2b115f074e1e64f9d792f8e65ce379073dcbb3ad5803bf3a04b283a4
+# spec hash: e62a6a926bcddb6f8133eb7ac2d833d5d3c8fbc11fc68a169c015f7c6437e397
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 914917b2756e7613cc223055414cc89ce0ca76481505dc8de446afc9c3c2d2c4
+# content-sha256: 64b14ccd1b1ccae2db3f4ef56facfa79dc95dfca9fb39af48ae8e3613fc20caa
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -59,8 +59,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'aa101baa2b115f074e1e64f9d792f8e65ce379073dcbb3ad5803bf3a04b283a4'
-GENERATOR_VERSION = '0.1.0+87e5178a'
+SPEC_HASH = 'e62a6a926bcddb6f8133eb7ac2d833d5d3c8fbc11fc68a169c015f7c6437e397'
+GENERATOR_VERSION = '0.1.0+d69454f3'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
 # known inputs of an experiment: every kernel's last argument u holds their values

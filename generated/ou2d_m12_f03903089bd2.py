@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+87e5178a, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+d69454f3, template kernels_v3.
 # model: ou2d_m12
-# spec hash: 9abf70be570d6c9d45cfa43729219bf847503509ce217a0e4c8ef5b3efd9cb60
+# spec hash: f03903089bd237482b31f392ef4ae9ddb354ac41a25dea4e86e0b39816df91e0
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 77d0cf48131960cbfcf98a4c24f3d50ebbc70526b9dbbed5680a3333653ba63c
+# content-sha256: 870d7053bae43985b4b1e5d9e6d90f4601d56ba2689af30f0c1ea87c85feb1cc
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d_m12``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'ou2d_m12'
-SPEC_HASH = '9abf70be570d6c9d45cfa43729219bf847503509ce217a0e4c8ef5b3efd9cb60'
-GENERATOR_VERSION = '0.1.0+87e5178a'
+SPEC_HASH = 'f03903089bd237482b31f392ef4ae9ddb354ac41a25dea4e86e0b39816df91e0'
+GENERATOR_VERSION = '0.1.0+d69454f3'
 STATE = ('x', 'y')
 PARAMS = ('M12',)
 # known inputs of an experiment: every kernel's last argument u holds their values

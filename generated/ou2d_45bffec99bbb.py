@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+87e5178a, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+d69454f3, template kernels_v3.
 # model: ou2d
-# spec hash: 4dc69bb2ba5bf3d468a375de157afed241eb346bbb4187b00744ed89e82f944e
+# spec hash: 45bffec99bbbb43b11eea0ddd1ab490821ee4ca91723307a7b0c0ae3b1ff3a45
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 202e837a710098c5fd681f19ee241a2172dcb09b478af56b198be8ada3e6fec2
+# content-sha256: a40b49f8b3a7541da99aadb7a14e729ae148e1ced63c13ba26fb5a06f6ec7c64
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'ou2d'
-SPEC_HASH = '4dc69bb2ba5bf3d468a375de157afed241eb346bbb4187b00744ed89e82f944e'
-GENERATOR_VERSION = '0.1.0+87e5178a'
+SPEC_HASH = '45bffec99bbbb43b11eea0ddd1ab490821ee4ca91723307a7b0c0ae3b1ff3a45'
+GENERATOR_VERSION = '0.1.0+d69454f3'
 STATE = ('x', 'y')
 PARAMS = ('M11', 'M12', 'M21', 'M22')
 # known inputs of an experiment: every kernel's last argument u holds their values
