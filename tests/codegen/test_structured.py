@@ -217,7 +217,7 @@ def test_compiled_simulator_loops_agree_with_unrolled(weights, network8, tmp_pat
     unrolled = ds.CompiledModel(model, mod, "")
     from dynosed_sym.simulation.simulate import chain_keys
 
-    theta = truth if weights == "sparse" else truth + 0.02 * np.sin(np.arange(truth.size))
+    theta = truth if weights == "sparse" else truth + 0.02 * np.cos(np.arange(truth.size))
     assert (theta == 0).sum() == (48 if weights == "sparse" else 0)  # two regulators a gene
     x0 = np.full((24, model.d), 0.5) + 0.1 * np.random.default_rng(5).standard_normal((24, 8))
     keys = chain_keys(7, 24)
