@@ -216,9 +216,11 @@ def lane_loops(params, blocks, indent="    "):
     return [
         f"{indent}# {names}: the nonzero weights w = coefs[j]*W[j, k] (block_weights), j-major",
         f"{indent}for q in range(nz_w.size):",
-        f"{indent}    w, r, c = nz_w[q], nz_row[q]*LANES, nz_basis[q]*LANES",
+        f"{indent}    w = nz_w[q]",
+        f"{indent}    o = out[nz_row[q]*LANES :]  # views: l from range() indexes them (no wraparound)",
+        f"{indent}    v = work[nz_basis[q]*LANES :]",
         f"{indent}    for l in range(min(nl, LANES)):",
-        f"{indent}        out[r + l] += w*work[c + l]",
+        f"{indent}        o[l] += w*v[l]",
     ]
 
 

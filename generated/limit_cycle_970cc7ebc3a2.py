@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+d69454f3, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+1ea40ad5, template kernels_v3.
 # model: limit_cycle
-# spec hash: 1641937c9f3640968f718e7bcdf12691a4761cf6ab21447fa3cb4c3606d4a538
+# spec hash: 970cc7ebc3a2a729b7e1d07cba313d8232e5d71c7f20b07e4317fb395452430b
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 750d0e419977eb4b032456e3523e0cdfa0eb47475f1bf766b992df22245d8599
+# content-sha256: 0102388b4619ec8a6006348cc968fca9b268651755ff789aefacf0c58698d5b1
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'limit_cycle'
-SPEC_HASH = '1641937c9f3640968f718e7bcdf12691a4761cf6ab21447fa3cb4c3606d4a538'
-GENERATOR_VERSION = '0.1.0+d69454f3'
+SPEC_HASH = '970cc7ebc3a2a729b7e1d07cba313d8232e5d71c7f20b07e4317fb395452430b'
+GENERATOR_VERSION = '0.1.0+1ea40ad5'
 STATE = ('x', 'y')
 PARAMS = ('a', 'c', 'omega')
 # known inputs of an experiment: every kernel's last argument u holds their values

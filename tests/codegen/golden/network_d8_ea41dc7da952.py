@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+d69454f3, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+1ea40ad5, template kernels_v3.
 # model: network_d8
-# spec hash: a2588be5500180b660475efb36316502f86dc88aa396f7407ba2c5fcbd4f3e20
+# spec hash: ea41dc7da9527664f2de47f0a27018ef840dbfa3c9e4d4d378e0f97a6d8d0770
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: a60d1236d7d7bc2e37009c867532dbecdb29a55b6e9411acf4f289f6dbdd92d6
+# content-sha256: ebefba46186ef0e1dd9d27fc761d00702fcf1250690f4e69666aa6eb0a15fa0f
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = 'a2588be5500180b660475efb36316502f86dc88aa396f7407ba2c5fcbd4f3e20'
-GENERATOR_VERSION = '0.1.0+d69454f3'
+SPEC_HASH = 'ea41dc7da9527664f2de47f0a27018ef840dbfa3c9e4d4d378e0f97a6d8d0770'
+GENERATOR_VERSION = '0.1.0+1ea40ad5'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
@@ -483,9 +483,11 @@ def drift_lanes(x, theta, out, nl, work, nz_row, nz_basis, nz_w):
         out[7*LANES + l] = 0.5 - x7
     # W (8 x 8): the nonzero weights w = coefs[j]*W[j, k] (block_weights), j-major
     for q in range(nz_w.size):
-        w, r, c = nz_w[q], nz_row[q]*LANES, nz_basis[q]*LANES
+        w = nz_w[q]
+        o = out[nz_row[q]*LANES :]  # views: l from range() indexes them (no wraparound)
+        v = work[nz_basis[q]*LANES :]
         for l in range(min(nl, LANES)):
-            out[r + l] += w*work[c + l]
+            o[l] += w*v[l]
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
