@@ -217,7 +217,7 @@ def lane_loops(params, blocks, indent="    "):
         f"{indent}# {names}: the nonzero weights w = coefs[j]*W[j, k] (block_weights), j-major",
         f"{indent}for q in range(nz_w.size):",
         f"{indent}    w = nz_w[q]",
-        f"{indent}    o = out[nz_row[q]*LANES :]  # views: l from range() indexes them (no wraparound)",
+        f"{indent}    o = out[nz_row[q]*LANES :]  # views, indexed by l >= 0: no wraparound",
         f"{indent}    v = work[nz_basis[q]*LANES :]",
         f"{indent}    for l in range(min(nl, LANES)):",
         f"{indent}        o[l] += w*v[l]",

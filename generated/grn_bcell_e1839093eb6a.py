@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+1ea40ad5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+98177c26, template kernels_v3.
 # model: grn_bcell
-# spec hash: 0ba5c87ae4770d8885338aa7c9763b64c7af5f039672b6c3cbcc455d1aaa8cbe
+# spec hash: e1839093eb6af72c85dcea7d668eed68c999c053ee79f2773891a32ebf8df10b
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f88c84d2f08bd662c49a6d4d332ffae5c2126f0a69e730fb9195dc17ce69aada
+# content-sha256: 620553f2701c0dbfc35acecf15564826236b96fbf69d2131243b649c84c2f57e
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -59,8 +59,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = '0ba5c87ae4770d8885338aa7c9763b64c7af5f039672b6c3cbcc455d1aaa8cbe'
-GENERATOR_VERSION = '0.1.0+1ea40ad5'
+SPEC_HASH = 'e1839093eb6af72c85dcea7d668eed68c999c053ee79f2773891a32ebf8df10b'
+GENERATOR_VERSION = '0.1.0+98177c26'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
 # known inputs of an experiment: every kernel's last argument u holds their values

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+1ea40ad5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+98177c26, template kernels_v3.
 # model: network_d8
-# spec hash: ea41dc7da9527664f2de47f0a27018ef840dbfa3c9e4d4d378e0f97a6d8d0770
+# spec hash: ad9fc802a4c156f92b3364bca36647cb0dffed7eede29902f2b797ffea704eec
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: ebefba46186ef0e1dd9d27fc761d00702fcf1250690f4e69666aa6eb0a15fa0f
+# content-sha256: 3363571ea608707d03b719e702c2b5ccd31024c7ea4185109223003e85dbedd6
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = 'ea41dc7da9527664f2de47f0a27018ef840dbfa3c9e4d4d378e0f97a6d8d0770'
-GENERATOR_VERSION = '0.1.0+1ea40ad5'
+SPEC_HASH = 'ad9fc802a4c156f92b3364bca36647cb0dffed7eede29902f2b797ffea704eec'
+GENERATOR_VERSION = '0.1.0+98177c26'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
@@ -484,7 +484,7 @@ def drift_lanes(x, theta, out, nl, work, nz_row, nz_basis, nz_w):
     # W (8 x 8): the nonzero weights w = coefs[j]*W[j, k] (block_weights), j-major
     for q in range(nz_w.size):
         w = nz_w[q]
-        o = out[nz_row[q]*LANES :]  # views: l from range() indexes them (no wraparound)
+        o = out[nz_row[q]*LANES :]  # views, indexed by l >= 0: no wraparound
         v = work[nz_basis[q]*LANES :]
         for l in range(min(nl, LANES)):
             o[l] += w*v[l]
