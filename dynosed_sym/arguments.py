@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import math
 import numbers
 
+import numpy as np
+
 from .errors import DataError
 
-__all__ = ["integer", "number", "seed", "choice"]
+__all__ = ["integer", "number", "seed", "choice", "level", "float_array", "numeric_dtype"]
 
 
 def integer(value, name, minimum=None):
@@ -44,9 +48,196 @@ def seed(value, name="seed"):
     return integer(value, name, minimum=0)
 
 
+def level(value, name="level"):
+    """A confidence level: a number strictly between 0 and 1 (0.95 for a 95 % interval)."""
+    value = number(value, name)
+    if not 0.0 < value < 1.0:
+        hint = f" (for a {value:g} % interval pass {value / 100:g})" if 50 <= value < 100 else ""
+        raise DataError(
+            f"{name} must be between 0 and 1 (exclusive), e.g. 0.95 for a 95 % interval, "
+            f"got {value!r}{hint}"
+        )
+    return value
+
+
 def choice(value, name, allowed):
     """``value`` if it is one of ``allowed`` (a tuple), else a DataError listing them."""
     if value not in allowed:
         shown = ", ".join(repr(a) for a in allowed)
         raise DataError(f"{name} must be one of {shown}, got {value!r}")
     return value
+
+
+# --------------------------------------------------------------------------- arrays of numbers
+#: what a dtype kind (or a cell's type) holds, and what to do about it
+_REFUSED = {
+    "b": ("boolean values", "convert it explicitly if True/False mean 1/0 (e.g. .astype(float))"),
+    "c": (
+        "complex numbers",
+        "pass real numbers (e.g. .real, if the imaginary parts are rounding noise)",
+    ),
+    "M": (
+        "dates/times",
+        "convert it to numbers explicitly (e.g. seconds since a reference time)",
+    ),
+    "m": ("time spans", "convert it to numbers explicitly (e.g. .total_seconds())"),
+    "U": ("text", "numbers are expected"),
+    "O": ("a value that is not a number", "numbers are expected"),
+}
+_REFUSED["S"] = _REFUSED["T"] = _REFUSED["U"]
+
+
+def _cell_kind(value):
+    """The dtype kind a Python cell value stands for: "f" (a real number), "n" (missing: None,
+    pandas.NA), or a refused kind of ``_REFUSED``."""
+    if isinstance(value, (bool, np.bool_)):
+        return "b"
+    if isinstance(value, (numbers.Real, decimal.Decimal, np.floating, np.integer)):
+        return "f"
+    if value is None or type(value).__name__ == "NAType":
+        return "n"
+    if isinstance(value, (complex, np.complexfloating)):
+        return "c"
+    if isinstance(value, (str, bytes)):
+        return "U"
+    if isinstance(value, (datetime.date, datetime.time, np.datetime64)) or (
+        type(value).__name__ == "NaTType"
+    ):
+        return "M"
+    if isinstance(value, (datetime.timedelta, np.timedelta64)):
+        return "m"
+    return "O"
+
+
+def _where(index, shape, columns, entries, offset):
+    """Where the cell at flat ``index`` of an array of ``shape`` is, in the caller's words."""
+    if not shape:
+        return ""
+    pos = np.unravel_index(index, shape)
+    if len(shape) == 1:
+        if entries is not None and len(entries) == shape[0]:
+            return f" at {entries[pos[0]]!r}"
+        if columns is not None and len(columns) == 1:
+            return f" in column {columns[0]!r}, row {int(pos[0]) + offset}"
+        return f" at row {int(pos[0]) + offset}"
+    col = int(pos[-1])
+    label = columns[col] if columns is not None and col < len(columns) else col
+    where = f" in column {label!r}, row {int(pos[0]) + offset}"
+    return where + (f" (index {tuple(int(p) for p in pos)})" if len(shape) > 2 else "")
+
+
+def float_array(values, name, columns=None, entries=None, offset=0, error=DataError):
+    """``values`` as a float64 array, or ``error`` naming what in it is not a real number.
+
+    Real numbers of any width (floats, integers, and Python numbers in an object array) are
+    converted; missing cells (None, pandas.NA) become NaN, for the caller's finiteness check.
+    Refused, never cast: booleans, complex numbers (even with zero imaginary parts), dates,
+    times, time spans and text — the message names the column (``columns``: labels of the last
+    axis; a 1-D array with one label is that column) and the first row (counted from
+    ``offset``), or the entry (``entries``: labels of a vector), shows the value and says what
+    to do.  Long-double values beyond the double range are refused too.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # e.g. ragged nested lists
+        raise error(f"{name}: cannot convert to an array of numbers ({exc})") from None
+    kind = arr.dtype.kind
+    if kind in "iu":
+        return arr.astype(float)
+    if kind == "f":
+        with np.errstate(over="ignore"):
+            out = arr.astype(float)
+        if arr.dtype.itemsize > 8:
+            over = np.isinf(out) & np.isfinite(arr)
+            if over.any():
+                i = int(np.flatnonzero(over.reshape(-1))[0])
+                raise error(
+                    f"{name}: value{_where(i, arr.shape, columns, entries, offset)} is beyond "
+                    f"the double-precision range ({_show(arr.reshape(-1)[i])}); rescale the data"
+                )
+        return out
+    flat = arr.reshape(-1)
+    if kind in "OUST":
+        if kind == "O":
+            kinds = np.array([_cell_kind(v) for v in flat], dtype="<U1")
+        else:  # a text array (a list mixing numbers and text becomes one): all text
+            kinds = np.full(flat.shape, "U")
+        refused = np.flatnonzero((kinds != "f") & (kinds != "n"))
+        if refused.size == 0:
+            out = np.empty(flat.shape)
+            missing = kinds == "n"
+            out[missing] = np.nan
+            try:
+                out[~missing] = [float(v) for v in flat[~missing]]
+            except OverflowError:
+                i = next(j for j, v in enumerate(flat) if kinds[j] == "f" and _too_big(v))
+                raise error(
+                    f"{name}: value{_where(i, arr.shape, columns, entries, offset)} is beyond "
+                    f"the double-precision range ({_show(flat[i])}); rescale the data"
+                ) from None
+            return out.reshape(arr.shape)
+        i = int(refused[0])
+        kind = str(kinds[i])
+        if kind == "U":  # the text that is not a number (a column read as text has both)
+            bad = [j for j in refused if kinds[j] != "U" or not _numeric_text(flat[j])]
+            if not bad:
+                where = _where(i, arr.shape, columns, entries, offset)
+                raise error(
+                    f"{name}: holds numbers stored as text{where}: {_show(flat[i])}; convert "
+                    "them to numbers first (e.g. pandas.to_numeric, .astype(float))"
+                )
+            i = int(bad[0])
+            kind = str(kinds[i])
+    elif kind == "c" and flat.size:
+        nonreal = np.flatnonzero(flat.imag != 0)
+        i = int(nonreal[0]) if nonreal.size else 0
+    else:
+        i = 0
+    what, advice = _REFUSED.get(kind, _REFUSED["O"])
+    if kind in "UST" and columns is not None:
+        advice += (
+            ": fix or drop that entry (in a CSV file: text, a decimal comma or an unusual "
+            "missing-value marker in that column)"
+        )
+    if not flat.size:
+        raise error(f"{name}: holds {what} (dtype {arr.dtype}), not real numbers; {advice}")
+    value = flat[i]
+    raise error(
+        f"{name}: holds {what}{_where(i, arr.shape, columns, entries, offset)}: "
+        f"{_show(value)}; {advice}"
+    )
+
+
+def _numeric_text(value):
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def numeric_dtype(dtype, name, error=DataError):
+    """Raise ``error`` unless ``dtype`` holds real numbers (float, signed or unsigned integer):
+    what :func:`float_array` refuses, told from the dtype alone (nothing is read)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fiu":
+        return
+    what, advice = _REFUSED.get(dtype.kind, _REFUSED["O"])
+    raise error(f"{name}: holds {what} (dtype {dtype}), not real numbers; {advice}")
+
+
+def _too_big(value):
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
+def _show(value):
+    """A cell value for a message: its repr, shortened."""
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        text = f"{type(value).__name__}({str(value)!r})"
+    else:
+        text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -24,7 +24,13 @@ Hypothesis tests of the local route with:
   exact samples of its stationary law (a 1-D gradient drift) the truth — zero for an added
   parameter — lies in the 1 − 10⁻⁶ interval.
 
-Examples per CI run (``dynosed`` profile): 150 + 100 + 40 + 150 + 100 + 60 + 60 + 20 = 680.
+* dtypes and scales (issue 22): data of every dtype in every container fit exactly as their
+  numbers as float64, or the DataError names the column and the first row; data × 10^k
+  (k = −300 … 300) fit equivariantly (θ̂ ÷ c²) or are refused as beyond double precision;
+  simulate's θ and inputs in every form give the same samples or a ModelError naming them.
+
+Examples per CI run (``dynosed`` profile): 150 + 100 + 40 + 150 + 100 + 60 + 60 + 20 + 17·8 +
+60 + 40 = 916.
 """
 
 from __future__ import annotations
@@ -400,7 +406,7 @@ LOCAL_OUTCOMES = {
     "probes_nan": ("raise", r"^probes: contain NaN or inf"),
     "probes_shape": ("raise", r"^probes: expected an array of shape \(M, 2\)"),
     "probes_empty": ("raise", r"^probes: no probe points"),
-    "radius": ("raise", r"^score matching: radius must be a positive number"),
+    "radius": ("raise", r"^(score matching: )?radius must be a positive number"),
     "degree": ("raise", r"^score matching: degree must be an integer ≥ 2"),
 }
 DATA_DEFECTS = [None] * 14 + [
@@ -674,6 +680,8 @@ def declarations(draw):
         D = sp.Matrix(d, d, lambda i, j: draw(st.sampled_from([0, 1, 2, xs[0], -1])))
         if D != D.T:
             errors.append(r"^diffusion D is not symmetric")
+        elif D.is_zero_matrix:
+            errors.append(r"^diffusion D is identically zero")  # no information about f
         elif not D.free_symbols:
             if min(np.linalg.eigvalsh(np.array(D.tolist(), dtype=float))) < 0:
                 errors.append(r"^diffusion D is not positive semi-definite")
@@ -892,3 +900,263 @@ def test_nonaffine_exact_law_and_a_zero_parameter(nonaffine_compiled, a, k, star
     event("identifiable: intervals checked")
     ci = fit.conf_int(level=1 - 1e-6)
     assert np.all((ci[:, 0] <= truth) & (truth <= ci[:, 1])), fit.summary(truth=truth)
+
+
+# --------------------------------------------------------------------------- dtypes and scales
+# Every input of fit_global, fit_local and simulate, in every container and dtype a user may
+# hand over, and the data at every scale from 1e-300 to 1e300.  The oracle is the fit on the
+# same numbers, correctly typed (or correctly scaled): the typed input must give exactly that
+# result — or, for a type the package refuses (booleans, complex, dates, text), the DataError
+# that names the column and the first row.  Never any error, never a silent cast.
+_COL = r"in column '(?P<col>[xy])', row (?P<row>\d+)"
+REFUSED = {
+    "bool": r"^X: holds boolean values " + _COL,
+    "complex": r"^X: holds complex numbers " + _COL,
+    "datetime": r"^X: holds dates/times " + _COL,
+    "timedelta": r"^X: holds time spans " + _COL,
+    "text_cell": r"^X: holds text " + _COL + r": 'n/a\?'",
+    "numeric_text": r"^X: holds numbers stored as text " + _COL,
+    "bigint": r"^X: value " + _COL + r" is beyond the double-precision range",
+    "none_cell": r"^X: 1 row\(s\) contain NaN or inf \(rows (?P<row>\d+)\)",
+    "nan_cell": r"^X: 1 row\(s\) contain NaN or inf \(rows (?P<row>\d+)\)",
+}
+CONVERTED = ["float32", "float16", "longdouble", "int64", "int8", "uint16", "object", "mixed"]
+
+
+def typed(X, kind, rng):
+    """(candidate, reference, cell): ``X`` (N, 2) in the dtype ``kind``; the reference is the
+    same numbers as float64 (None for a refused kind); cell: the (row, column) named."""
+    N = X.shape[0]
+    i, j = int(rng.integers(N)), int(rng.integers(2))
+    if kind in ("float32", "float16", "longdouble"):
+        cand = X.astype(kind)
+        return cand, cand.astype(float), None
+    if kind in ("int64", "int8"):
+        cand = np.round(X * 16).astype(kind)
+        return cand, cand.astype(float), None
+    if kind == "uint16":
+        cand = np.round((X + 8) * 64).astype(kind)
+        return cand, cand.astype(float), None
+    if kind == "object":  # Python floats
+        return X.astype(object), X, None
+    if kind == "mixed":  # Python ints, NumPy scalars and Fractions in one object array
+        from fractions import Fraction
+
+        cand = X.astype(object)
+        cand[i, j] = int(round(X[i, j]))
+        cand[(i + 1) % N, 1 - j] = np.float32(X[(i + 1) % N, 1 - j])
+        cand[(i + 2) % N, j] = Fraction(3, 8)
+        return cand, np.array(cand.tolist(), dtype=float), None
+    if kind == "bool":
+        return X > 0, None, (0, 0)
+    if kind == "complex":
+        cand = X + 0j
+        if rng.integers(2):
+            cand[i, j] += 1e-3j
+            return cand, None, (i, j)
+        return cand, None, (0, 0)  # all imaginary parts zero: still refused
+    if kind == "datetime":
+        return np.round(X * 1e6).astype("int64").astype("datetime64[us]"), None, (0, 0)
+    if kind == "timedelta":
+        return np.round(X * 1e6).astype("int64").astype("timedelta64[us]"), None, (0, 0)
+    if kind == "text_cell":
+        cand = X.astype(object)
+        cand[i, j] = "n/a?"
+        return cand, None, (i, j)
+    if kind == "numeric_text":
+        return X.astype(str), None, (0, 0)
+    if kind == "bigint":
+        cand = X.astype(object)
+        cand[i, j] = 10**400
+        return cand, None, (i, j)
+    if kind == "none_cell":
+        cand = X.astype(object)
+        cand[i, j] = None
+        return cand, None, (i, j)
+    if kind == "nan_cell":
+        cand = X.copy()
+        cand[i, j] = np.nan
+        return cand, None, (i, j)
+    raise AssertionError(kind)
+
+
+def contained(arr, how, rng):
+    """``arr`` as an ndarray, a DataFrame (state columns in random order, an extra column) or
+    nested lists."""
+    if how == "ndarray":
+        return arr
+    if how == "list":
+        return arr.tolist()
+    import pandas as pd
+
+    df = pd.DataFrame({s: pd.Series(arr[:, j], dtype=arr.dtype) for j, s in enumerate("xy")})
+    df["extra"] = "label"
+    return df[list(rng.permutation(["x", "y", "extra"]))]
+
+
+def outcome(call):
+    """("fit", θ) or ("error", exception type, message) of ``call()``; anything else fails."""
+    try:
+        fit = call()
+    except ds.DynosedError as exc:
+        return ("error", type(exc).__name__, str(exc))
+    assert np.isfinite(fit.theta).all()
+    return ("fit", fit.theta.tobytes())
+
+
+def _typed_call(route, model, P, X):
+    if route == "global":
+        return lambda: ds.fit_global(model, X, n_features=64, seed=1)
+    return lambda: ds.fit_local(model, X, P, score="local_gaussian", temperature=2.0)
+
+
+@pytest.mark.parametrize("kind", CONVERTED + sorted(REFUSED))
+@settings(max_examples=8)
+@given(data=st.data())
+def test_typed_inputs_fit_as_their_numbers_or_are_named(compiled, models, kind, data):
+    """Data of any dtype in any container: the fit equals, bit for bit, the fit on the same
+    numbers as float64 — or, for a dtype the package refuses, the DataError names the column and
+    the first row, with the value's kind.  (ndarray, DataFrame with shuffled and extra columns,
+    nested lists; float16/32, long double, signed and unsigned integers, Python objects;
+    booleans, complex, datetime64, timedelta64, text, numbers stored as text, integers beyond
+    double range, None and NaN cells.)"""
+    name = data.draw(st.sampled_from(["ou2d", "limit_cycle"]))
+    model = models[name]
+    route = data.draw(st.sampled_from(["global", "local"]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    X = rng.standard_normal((data.draw(st.integers(150, 300)), 2))
+    P = rng.uniform(-0.5, 0.5, (data.draw(st.integers(2, 6)), 2))
+    how = data.draw(st.sampled_from(["ndarray", "DataFrame", "list"]))
+    cand, ref, cell = typed(X, kind, rng)
+    if how == "list" and kind in ("datetime", "timedelta"):
+        how = "ndarray"  # (their lists hold Python datetimes: the same refusal, other words)
+    event(f"{route}: {how}")
+    got = outcome(_typed_call(route, model, P, contained(cand, how, rng)))
+    if ref is not None:
+        assert got == outcome(_typed_call(route, model, P, ref)), (kind, how, got)
+        return
+    assert got[0] == "error" and got[1] == "DataError", (kind, how, got)
+    match = re.search(REFUSED[kind], got[2])
+    assert match, (kind, how, got[2])
+    row, col = cell
+    if kind == "complex" and how == "DataFrame" and col == 1:
+        row, col = 0, 0  # columns are read one by one: column x is complex too (imaginary 0)
+    assert int(match.group("row")) == row, got[2]
+    if "col" in match.groupdict():
+        assert match.group("col") == "xy"[col], got[2]
+
+
+#: data × 10^k whose θ̂ (∝ 10^-2k) falls below ≈ 1e-170: the solve's honest intervals fail inside
+#: solve/intervals.py, being rewritten by the lead (strict xfail in tests/test_reliability.py)
+LEAD_BAND = range(85, 151)
+SCALE_ERRORS = (
+    r"^X: the median pairwise distance (overflows|is zero)"
+    r"|^the assembled (global|local) system A θ = b has entries of size .*rescale"
+)
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_scaled_data_fit_equivariantly_or_are_refused(compiled, models, data):
+    """ou2d on N(0, I) data × c, c = 10^k from 1e-300 to 1e300 (the bandwidth, the kernel
+    precision T/c² and the probes scaled with the data, λ = 0): the estimate is the unscaled one
+    ÷ c² to rounding (the drift Mx maps to itself under x ↦ cx, D fixed, so M ↦ M/c²), or the
+    DataError that says the values are beyond double precision."""
+    model = models["ou2d"]
+    route = data.draw(st.sampled_from(["global", "local"]))
+    limit = 300 if route == "global" else 150  # (T/c² must be a positive double)
+    k = data.draw(st.integers(-limit, limit).filter(lambda k: k not in LEAD_BAND))
+    c = 10.0**k
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    X = rng.standard_normal((data.draw(st.integers(300, 600)), 2))
+    P = rng.uniform(-0.5, 0.5, (6, 2))
+    as_frame = data.draw(st.booleans())
+    if route == "global":
+
+        def fit(s):
+            Xs = X * s
+            if as_frame:
+                import pandas as pd
+
+                Xs = pd.DataFrame(Xs, columns=["x", "y"])
+            return ds.fit_global(model, Xs, n_features=64, lam=0.0, seed=2)
+    else:
+
+        def fit(s):
+            return ds.fit_local(
+                model, X * s, P * s, score="local_gaussian", temperature=2.0 / s**2, lam=0.0
+            )
+
+    ref = fit(1.0)
+    try:
+        got = fit(c)
+    except ds.DataError as exc:
+        event(f"{route}: refused")
+        assert re.search(SCALE_ERRORS, str(exc)), (k, str(exc))
+        return
+    event(f"{route}: fit")
+    assert got.report.rank == ref.report.rank, (k, got.summary(), ref.summary())
+    scaled = got.theta * c**2
+    assert np.abs(scaled - ref.theta).max() <= 1e-6 * np.abs(ref.theta).max(), (k, scaled)
+
+
+_THETA_KINDS = ["float32", "int64", "object", "list", "dict", "dict_np", "bool", "complex", "text"]
+
+
+def _typed_theta(theta, names, kind):
+    """(candidate, reference or None, pattern): θ in the form ``kind``."""
+    if kind == "float32":
+        cand = np.asarray(theta, np.float32)
+        return cand, cand.astype(float), None
+    if kind == "int64":
+        return np.asarray(theta).astype(np.int64), np.asarray(theta, dtype=np.int64) * 1.0, None
+    if kind == "object":
+        return np.asarray(theta, dtype=object), np.asarray(theta), None
+    if kind == "list":
+        return list(theta), np.asarray(theta), None
+    if kind == "dict":
+        return dict(zip(names, theta)), np.asarray(theta), None
+    if kind == "dict_np":
+        return dict(zip(names, np.float32(theta))), np.float32(theta).astype(float), None
+    if kind == "bool":
+        return dict(zip(names, [True] + list(theta[1:]))), None, r"^theta\['M11'\]: holds boolean"
+    if kind == "complex":
+        return np.asarray(theta) + 0j, None, r"^theta: holds complex numbers at 'M11'"
+    return [str(t) for t in theta], None, r"^theta: holds numbers stored as text at 'M11'"
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_typed_simulate_inputs(compiled, models, aniso, data):
+    """simulate's θ (array, list, dict, NumPy or Python scalars, float32 or int) and known
+    inputs give bit for bit the samples of the same numbers as float64; booleans, complex and
+    text are refused naming the parameter or input."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    kind = data.draw(st.sampled_from(_THETA_KINDS))
+    event(kind)
+    theta = [-1.0, 0.5, -0.5, -1.0] if kind != "int64" else [-2, 1, -1, -2]
+    cand, ref, pattern = _typed_theta(theta, ["M11", "M12", "M21", "M22"], kind)
+    seed = int(rng.integers(1000))
+
+    def run(th, s=1.5):
+        return ds.simulate(aniso, th, 64, inputs={"s": s}, burn_in=5, thin=1, seed=seed)
+
+    if ref is None:
+        with pytest.raises(ds.ModelError, match=pattern):
+            run(cand)
+        return
+    np.testing.assert_array_equal(run(cand), run(ref))
+    s_kind = data.draw(st.sampled_from(["float32", "int", "object", "bool", "complex", "str"]))
+    s_cand = {
+        "float32": np.float32(1.5),
+        "int": 2,
+        "object": np.array(1.5, dtype=object),
+        "bool": True,
+        "complex": 1.5 + 0j,
+        "str": "1.5",
+    }[s_kind]
+    if s_kind in ("bool", "complex", "str"):
+        with pytest.raises(ds.ModelError, match=r"^inputs\['s'\]: holds "):
+            run(ref, s_cand)
+    else:
+        np.testing.assert_array_equal(run(ref, s_cand), run(ref, float(s_cand)))

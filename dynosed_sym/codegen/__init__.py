@@ -9,8 +9,10 @@
   imported from :mod:`dynosed_sym.kernels`);
 * :mod:`.render` — spec → module text (deterministic);
 * :mod:`.files` — names, folders, banner check, atomic writes;
-* :mod:`.loading` — :func:`compile_model`: emit when needed, import by path, repair a damaged
-  Numba cache → :class:`CompiledModel`.
+* :mod:`.loading` — :func:`compile_model`: emit when needed, execute the checked module text →
+  :class:`CompiledModel`;
+* :mod:`.trust` — what is trusted on disk: the per-user key, records of generated modules,
+  Numba cache files sealed and verified by an HMAC.
 
 ``python -m dynosed_sym.codegen MODEL.py`` prints the module of model files (``make golden``).
 """

@@ -1,9 +1,11 @@
 """Loaded kernels: emit (if needed), import by path, wrap with checks.
 
 ``compile_model`` is cheap for an unchanged model: the spec hash is computed
-from the declaration, the generated file is found by that hash and verified by
-its content hash, and Numba loads the compiled machine code from its on-disk
-cache.  No symbolic derivation and no recompilation happen on this path.
+from the declaration, the generated file is found by that hash, checked by its content hash
+and trusted by its record in the per-user trust folder (:mod:`.trust`), and Numba loads the
+compiled machine code from its on-disk cache, each file verified by its HMAC trailer.  No
+symbolic derivation and no recompilation happen on this path (the first use of a file this
+user has not seen regenerates it once to compare).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from ..errors import CodegenError, DataError, ModelError
 from ..progress import note_first_compile
+from . import trust
 from .files import (
     content_hash_of,
     default_output_dir,
@@ -36,18 +39,46 @@ _LOCK = threading.Lock()
 
 
 def _valid_file(path, expected_hash):
-    """True when ``path`` is an intact generated file for ``expected_hash``."""
+    """The text of ``path`` when it is an intact generated file for ``expected_hash``, else None.
+
+    Intact: its banner's content hash matches its body and it names this spec hash and generator
+    version.  That catches truncation and careless edits, not a planted file (whoever edits the
+    body can recompute the hash): trust is :func:`_trusted_text`'s.
+    """
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError):
-        return False
+        return None
     recorded, body = split_banner(text)
-    return (
+    intact = (
         recorded is not None
         and recorded == content_hash_of(body)
         and f"SPEC_HASH = {expected_hash!r}" in body
         and f"GENERATOR_VERSION = {GENERATOR_VERSION!r}" in body
+    )
+    return text if intact else None
+
+
+def _trusted_text(model, path, expected_hash):
+    """(text, problem): the text of ``path`` when it is what ``model`` generates, else None and
+    what is wrong with the file (None when there is no file).
+
+    An intact file is trusted when the trust folder holds a record of its text
+    (:mod:`.trust`); otherwise it is regenerated and compared once, and recorded when equal.
+    """
+    text = _valid_file(path, expected_hash)
+    if text is None:
+        return None, ("was modified or truncated" if os.path.exists(path) else None)
+    data = text.encode("utf-8")
+    if trust.module_is_trusted(data):
+        return text, None
+    if render_module(build_spec(model)) == text:
+        trust.trust_module(data)
+        return text, None
+    return None, (
+        "is not what this declaration generates (edited, or planted by someone who can "
+        "write to its folder)"
     )
 
 
@@ -82,76 +113,18 @@ def _numba_cache_files(module):
     return files
 
 
-def _numba_cache_intact(files) -> bool:
-    """False when a cache file of the module is damaged (truncated, overwritten).
+def _import_text(path, text, module_name):
+    """Execute the checked ``text`` of ``path`` as module ``module_name``.
 
-    Numba writes them atomically, but a full disk or a copy gone wrong can leave a broken
-    one, and Numba then fails inside the first kernel call with an UnpicklingError.  An
-    index starts with the Numba version that wrote it; one of this version is unpickled
-    completely (small, plain data), one of another version is skipped (Numba ignores it and
-    rewrites it; its format may not load here).  A data file is only checked to be a complete
-    pickle frame, by its first and last byte (unpickling it would rebuild the machine code;
-    reading it would cost a disk read of the whole cache on every warm start).
+    The text is the one that was verified, not the file read again: a file swapped after the
+    check, or a ``.pyc`` planted beside it, is never run.  ``__file__`` and the code's file name
+    are ``path``, where Numba's cache locator looks.
     """
-    import pickle
-
-    import numba
-
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                if f.endswith(".nbi"):
-                    if pickle.load(fh) != numba.__version__:
-                        continue
-                    pickle.loads(fh.read())
-                else:
-                    first = fh.read(1)
-                    size = fh.seek(0, os.SEEK_END)
-                    if size < 3 or first != b"\x80":
-                        return False
-                    fh.seek(size - 1)
-                    if fh.read(1) != b".":
-                        return False
-        except FileNotFoundError:
-            continue  # removed meanwhile by another process: Numba recompiles
-        except Exception:
-            return False
-    return True
-
-
-def _repair_numba_cache(module):
-    """Delete a damaged Numba cache of a loaded generated module (with a warning): it is rebuilt.
-
-    Runs after the import and before any kernel call (the kernels compile lazily, so nothing
-    has been read from the cache yet).  A file that cannot be deleted is named in a second
-    warning: the first call of its kernel will then fail inside Numba.
-    """
-    files = _numba_cache_files(module)
-    if files and not _numba_cache_intact(files):
-        warnings.warn(
-            f"Numba's cache of {os.path.basename(module.__file__)} is damaged; deleting it "
-            "(the kernels are compiled again)",
-            stacklevel=3,
-        )
-        for f in files:
-            try:
-                os.unlink(f)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                warnings.warn(
-                    f"cannot delete the damaged Numba cache file {f} ({exc}); delete it "
-                    "by hand, or Numba fails on the first call of this kernel",
-                    stacklevel=3,
-                )
-
-
-def _import_path(path, module_name):
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(text, path, "exec"), module.__dict__)
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise CodegenError(f"generated module {path!r} failed to import: {exc}") from exc
@@ -367,34 +340,34 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
             cm = _LOADED[key]
             return cm if cm.model is model else CompiledModel(model, cm.raw_module, cm.path)
         try:
-            path = _ensure_file(model, h, out_dir, force)
+            path, text = _ensure_file(model, h, out_dir, force)
         except CodegenError as exc:
             fallback = os.path.abspath(user_cache_dir())
             if chosen or out_dir == fallback:
                 raise
             warnings.warn(f"{exc}; using the user cache {fallback!r} instead", stacklevel=2)
-            path = _ensure_file(model, h, fallback, force)
-        module = _import_path(path, f"dynosed_generated_{model.name}_{h[:12]}")
-        _repair_numba_cache(module)
+            path, text = _ensure_file(model, h, fallback, force)
+        module = _import_text(path, text, f"dynosed_generated_{model.name}_{h[:12]}")
+        trust.verify_numba_caches(module)  # Numba checks each cache file before it unpickles it
         note_first_compile(module, model.name)  # one stderr line when Numba's disk cache is cold
         cm = CompiledModel(model, module, path)
         _LOADED[key] = cm
         return cm
 
 
-def _ensure_file(model, h, out_dir, force) -> str:
-    """Path of a valid generated module for spec hash ``h`` in ``out_dir``, written if needed.
+def _ensure_file(model, h, out_dir, force):
+    """(path, text) of a trusted generated module for spec hash ``h`` in ``out_dir``, written
+    if needed (with a warning when a file was there but could not be trusted).
 
     Another process may write the same file at the same time: every write is a whole-file
     atomic replace of identical text (the output is deterministic), so a reader sees either
     no file, or a complete one.
     """
     path = os.path.join(out_dir, module_filename(model.name, h))
-    if force or not _valid_file(path, h):
-        if os.path.exists(path) and not force:
-            warnings.warn(
-                f"generated file {path} was modified or truncated; regenerating it", stacklevel=3
-            )
+    text, problem = (None, None) if force else _trusted_text(model, path, h)
+    if text is None:
+        if problem is not None:
+            warnings.warn(f"generated file {path} {problem}; regenerating it", stacklevel=3)
         text = render_module(build_spec(model))
         try:
             write_if_changed(path, text)
@@ -403,7 +376,8 @@ def _ensure_file(model, h, out_dir, force) -> str:
                 f"cannot write generated kernels to {out_dir!r} ({exc}); "
                 "pass out_dir= or set DYNOSED_GENERATED_DIR to a writable folder"
             ) from exc
-    return path
+        trust.trust_module(text.encode("utf-8"))
+    return path, text
 
 
 def check_finite_output(arr, what, X=None):

@@ -8,20 +8,71 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import float_array
 from ..errors import DataError
 
-__all__ = ["as_samples", "from_anndata", "check_finite", "validate_rows", "is_frame", "is_anndata"]
+__all__ = [
+    "as_samples",
+    "from_anndata",
+    "check_finite",
+    "validate_rows",
+    "is_frame",
+    "is_anndata",
+    "missing_column",
+]
+
+
+def missing_column(name, state, cols, what="DataFrame"):
+    """The DataError of a frame without the column of state variable ``state``: the columns as
+    read (repr, so stray spaces show) and, when one differs only by spaces or case, the fix."""
+    near = [c for c in cols if c.strip().lower() == state.lower()]
+    hint = ""
+    if near and near[0].strip() == state:
+        hint = (
+            f"; column {near[0]!r} differs from {state!r} only by spaces: strip them "
+            "(df.columns = df.columns.str.strip()), or write the file's header without spaces "
+            "after the commas"
+        )
+    elif near:
+        hint = f"; column {near[0]!r} differs from {state!r} in case: names are case-sensitive"
+    elif any(c.startswith("(") and c.endswith(")") for c in cols):
+        hint = (
+            "; its columns are tuples (a MultiIndex): keep one level, e.g. "
+            "df.columns = df.columns.get_level_values(-1)"
+        )
+    else:
+        glued = [c for c in cols if state in c and any(sep in c for sep in ";\t|")]
+        if glued:
+            hint = (
+                f"; column {glued[0]!r} holds several names: the file's columns are separated "
+                "by another character than ',' (read it with sep=...)"
+            )
+    shown = ", ".join(repr(c) for c in cols[:20]) + (" ..." if len(cols) > 20 else "")
+    return DataError(
+        f"{name}: {what} has no column {state!r} for state variable {state!r} "
+        f"(columns: {shown}){hint}"
+    )
 
 
 def _from_frame(X, model, name):
     cols = [str(c) for c in X.columns]
-    missing = [s for s in model.state_names if s not in cols]
-    if missing:
-        raise DataError(
-            f"{name}: DataFrame has no column {missing[0]!r} for state variable "
-            f"{missing[0]!r} (columns: {', '.join(cols)})"
-        )
-    return X[model.state_names].to_numpy(dtype=float)
+    for s in model.state_names:
+        if s not in cols:
+            raise missing_column(name, s, cols)
+        if cols.count(s) > 1:
+            raise DataError(
+                f"{name}: DataFrame has {cols.count(s)} columns named {s!r}; keep the one "
+                f"that holds state variable {s!r}"
+            )
+    out = np.empty((len(X), model.d))
+    for j, s in enumerate(model.state_names):
+        series = X.iloc[:, cols.index(s)]
+        if getattr(series.dtype, "kind", "O") in "fiu":
+            values = series.to_numpy(dtype=float, na_value=np.nan)  # (nullable Int64, Float64)
+        else:
+            values = series.to_numpy()
+        out[:, j] = float_array(values, name, columns=[s])
+    return out
 
 
 def is_frame(X):
@@ -40,10 +91,7 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     if is_frame(X):
         arr = _from_frame(X, model, name)
     else:
-        try:
-            arr = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise DataError(f"{name}: cannot convert to a float array ({exc})") from exc
+        arr = float_array(X, name, columns=model.state_names)
     if arr.ndim == 1 and model.d == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -128,7 +176,8 @@ def from_anndata(adata, model, var_names=None, layer=None, name="X", min_samples
     cols = mat[:, [index[v] for v in chosen]]
     if hasattr(cols, "toarray"):  # scipy.sparse
         cols = cols.toarray()
-    return as_samples(np.asarray(cols, dtype=float), model, name, min_samples=min_samples)
+    cols = float_array(cols, name, columns=chosen)
+    return as_samples(cols, model, name, min_samples=min_samples)
 
 
 def check_finite(arr, name, offset=0):
@@ -142,18 +191,14 @@ def check_finite(arr, name, offset=0):
         raise DataError(f"{name}: {rows.size} row(s) contain NaN or inf (rows {shown})")
 
 
-def validate_rows(raw, d, name="X", offset=0) -> np.ndarray:
+def validate_rows(raw, d, name="X", offset=0, columns=None) -> np.ndarray:
     """Rows ``offset …`` of a streamed input → C-contiguous float64 (n, d), checked finite.
 
     Used for reads from files, Zarr/HDF5 arrays and dask chunks (also on Dask workers),
-    where the columns are already in ``model.state`` order.
+    where the columns are already in ``model.state`` order (``columns``: their names, for the
+    messages).
     """
-    try:
-        arr = np.asarray(raw, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(
-            f"{name}: rows from {offset} cannot be converted to floats ({exc})"
-        ) from exc
+    arr = float_array(raw, name, columns=columns, offset=offset)
     if arr.ndim == 1 and d == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[1] != d:

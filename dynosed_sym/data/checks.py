@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import float_array
 from ..errors import DataError, ModelError
 
 __all__ = [
@@ -26,10 +27,7 @@ def per_row(values, points, name, what="sample"):
     """One finite value per row of ``points`` (M, d): an array, or a callable ``fn(points)``."""
     if callable(values):
         values = values(points)
-    try:
-        g = np.asarray(values, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: cannot convert to a float array ({exc})") from None
+    g = float_array(values, name).reshape(-1)
     if g.shape != (points.shape[0],):
         raise DataError(f"{name}: expected one value per {what} ({points.shape[0]}), got {g.size}")
     if not np.isfinite(g).all():

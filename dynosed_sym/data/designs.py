@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arguments import float_array
 from ..errors import DataError, ModelError
 from .arrays import is_anndata, is_frame
 
@@ -68,10 +69,9 @@ class TimeCourse:
             )
         items = []
         for t, X in snapshots.items():
-            try:
-                tf = float(t)
-            except (TypeError, ValueError):
-                raise DataError(f"TimeCourse: time {t!r} is not a number") from None
+            if np.ndim(t) != 0:
+                raise DataError(f"TimeCourse: time {t!r} is not a number")
+            tf = float(float_array(t, f"TimeCourse: time {t!r}"))
             if not math.isfinite(tf):
                 raise DataError(f"TimeCourse: time {t!r} is not finite")
             if X is None:
@@ -149,12 +149,7 @@ def split_by(data, column, numeric=False, name="X"):
     if vals.size == 0:
         raise DataError(f"{name}: no rows")
     if numeric:
-        try:
-            num = vals.astype(float)
-        except (TypeError, ValueError):
-            raise DataError(
-                f"{name}: column {column!r} holds values that are not numbers"
-            ) from None
+        num = float_array(vals, name, columns=[str(column)])
         if not np.isfinite(num).all():
             raise DataError(f"{name}: column {column!r} holds NaN or inf")
         keys = num

@@ -31,9 +31,17 @@ import os
 
 import numpy as np
 
+from ..arguments import numeric_dtype
 from ..errors import DataError
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
-from .arrays import as_samples, from_anndata, is_anndata, is_frame, validate_rows
+from .arrays import (
+    as_samples,
+    from_anndata,
+    is_anndata,
+    is_frame,
+    missing_column,
+    validate_rows,
+)
 from .blocks import block_edges
 from .checks import Spread, diffusion_psd
 
@@ -236,13 +244,16 @@ class SliceSource(DataSource):
                 f"{name}: {location or kind} holds an array of shape {tuple(obj.shape)}, "
                 f"expected (N, {model.d}) with columns {', '.join(model.state_names)}"
             )
+        _numeric_dtype(obj, name, location or kind)
         self.n_rows = int(shape[0])
         native = getattr(obj, "chunks", None)
         self.native_rows = int(native[0]) if isinstance(native, tuple) and native else None
 
     def read(self, lo, hi) -> np.ndarray:
         """Validated rows [lo, hi)."""
-        return validate_rows(self.obj[lo:hi], self.d, self.name, offset=lo)
+        return validate_rows(
+            self.obj[lo:hi], self.d, self.name, offset=lo, columns=self.model.state_names
+        )
 
     def window_rows(self, chunk_rows):
         """Rows per read: ``chunk_rows`` rounded to whole native (Zarr/HDF5) chunks."""
@@ -263,6 +274,23 @@ class SliceSource(DataSource):
         if self._closer is not None:
             self._closer()
             self._closer = None
+
+
+def _numeric_dtype(obj, name, where):
+    """Refuse, before reading anything, a file-backed array that does not hold real numbers.
+
+    An array of Python objects is refused for its own sake: a Zarr 2 store decodes such chunks
+    with pickle, i.e. reading a planted store runs its code (data files are never executed)."""
+    try:
+        dtype = np.dtype(obj.dtype)
+    except TypeError:
+        return  # an exotic dtype: each read is still checked
+    if dtype.kind == "O":
+        raise DataError(
+            f"{name}: {where} holds Python objects (dtype object), not numbers: such chunks are "
+            "decoded with pickle, which can run code; store the data as float64"
+        )
+    numeric_dtype(dtype, f"{name}: {where}")
 
 
 class IterSource(DataSource):
@@ -292,7 +320,9 @@ class IterSource(DataSource):
             if is_frame(raw):
                 block = as_samples(raw, self.model, label, min_samples=0)
             else:
-                block = validate_rows(raw, self.d, label, offset=self._offset)
+                block = validate_rows(
+                    raw, self.d, label, offset=self._offset, columns=self.model.state_names
+                )
             if block.shape[0]:
                 self._offset += block.shape[0]
                 return block
@@ -348,10 +378,7 @@ class DaskSource(DataSource):
             cols = [str(c) for c in X.columns]
             missing = [s for s in model.state_names if s not in cols]
             if missing:
-                raise DataError(
-                    f"{name}: dask DataFrame has no column {missing[0]!r} for state "
-                    f"variable {missing[0]!r} (columns: {', '.join(cols)})"
-                )
+                raise missing_column(name, missing[0], cols, "dask DataFrame")
             X = X[model.state_names].to_dask_array(lengths=True)
         if X.ndim == 1 and model.d == 1:
             X = X[:, None]
@@ -368,11 +395,22 @@ class DaskSource(DataSource):
         self.n_rows = int(X.shape[0])
 
     def head(self, rows):
-        return validate_rows(self.array[: min(self.n_rows, int(rows))].compute(), self.d, self.name)
+        return validate_rows(
+            self.array[: min(self.n_rows, int(rows))].compute(),
+            self.d,
+            self.name,
+            columns=self.model.state_names,
+        )
 
     def chunks(self, chunk_rows=CHUNK_ROWS):
         for lo, hi in windows(self.n_rows, chunk_rows):
-            yield validate_rows(self.array[lo:hi].compute(), self.d, self.name, offset=lo)
+            yield validate_rows(
+                self.array[lo:hi].compute(),
+                self.d,
+                self.name,
+                offset=lo,
+                columns=self.model.state_names,
+            )
 
 
 def _optional(module, extra):

@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from ..errors import DynosedError
+from .. import arguments
+from ..errors import DataError, DynosedError
 from ..solve.combinations import exact_combination, format_combination
 from .exact import exact, exact_rank, function_null_space, orthonormal, rat
 from .stationary import gaussian_score, gradient_score
@@ -164,6 +165,17 @@ def nominal_vector(model, nominal):
     return None if model.nominal is None else np.asarray(model.nominal, dtype=float)
 
 
+def _probe_count(probes) -> int:
+    """Number of probe points: ``probes`` is a count (an integer ≥ 1, e.g. k-means centres to
+    choose) or the points (M, d), M ≥ 1."""
+    P = np.asarray(getattr(probes, "centres", probes))
+    if P.ndim == 0:
+        return arguments.integer(P.item(), "probes", minimum=1)
+    if P.shape[0] == 0:
+        raise DataError("probes: no probe points")
+    return int(P.shape[0])
+
+
 def structural_check(
     model, nominal=None, route="global", *, probes=None, use_nominal=True, seed=0
 ) -> StructuralReport:
@@ -191,6 +203,9 @@ def structural_check(
     t0 = time.perf_counter()
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+    seed = arguments.seed(seed)
+    if route == "local" and probes is not None:
+        _probe_count(probes)  # (checked before the symbolic work)
     if model.inputs:
         raise DynosedError(
             f"the model has inputs ({', '.join(model.input_names)}): the structural check "
@@ -369,7 +384,7 @@ def structural_check(
             "(ds.check_identifiability)"
         )
     if route == "local" and probes is not None:
-        M = int(np.asarray(probes).shape[0])
+        M = _probe_count(probes)
         if M < rank:
             notes.append(
                 f"only {M} probe points for {rank} identifiable directions: the local system "

@@ -17,7 +17,15 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
+from ..arguments import float_array
 from ..errors import ModelError
+from .validation import (
+    assumptions_of,
+    check_constants,
+    parse_strings,
+    real_value,
+    refuse_zero_diffusion,
+)
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
 
@@ -141,6 +149,7 @@ def _check_functions(expr, where):
         raise ModelError(f"{where}: complex numbers are not supported")
     if any(isinstance(f, _CHECKED[6:]) for f in found):
         raise ModelError(f"{where}: contains an infinity or NaN")
+    check_constants(expr, where)
 
 
 class SDEModel:
@@ -240,6 +249,10 @@ class SDEModel:
         d = len(self.state)
 
         self._param_repl = param_repl  # MatrixSymbol elements W[i, j] -> symbols named W[i,j]
+        names = {str(s): s for s in state_syms + param_syms + input_syms}
+        drift = parse_strings(drift, names, "drift")
+        diffusion = parse_strings(diffusion, names, "diffusion")
+        noise = parse_strings(noise, names, "noise")
         f = _as_column(drift, "drift", d)
         if param_repl:
             f = f.xreplace(param_repl)
@@ -257,6 +270,13 @@ class SDEModel:
                         "no t).  For a snapshot that is not stationary keep f(x; θ) and pass "
                         "∂ₜlog p as dlogp_dt= to fit_global/fit_local; for a periodic forcing make "
                         f"the phase a state variable"
+                    )
+                if str(bad) in names:  # same name, another Symbol (other assumptions)
+                    raise ModelError(
+                        f"{where}: symbol {bad} is not the declared {bad}: it was made with other "
+                        f"assumptions ({assumptions_of(bad)} instead of "
+                        f"{assumptions_of(names[str(bad)])}); build the drift from the declared "
+                        "Symbol objects, or write it as a string"
                     )
                 raise ModelError(
                     f"{where}: symbol {bad} is neither a state variable, a parameter nor an input"
@@ -309,6 +329,7 @@ class SDEModel:
                         f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                         f"D[{j},{i}] = {D[j, i]}"
                     )
+        refuse_zero_diffusion(D, "noise G" if noise is not None else "diffusion D")
         for i in range(d):
             # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
             # what the symbols prove: a diagonal entry negative for every real state
@@ -452,21 +473,15 @@ class SDEModel:
                         f"{what}: {name!r} is not an input of model {self.name!r} "
                         f"(inputs: {', '.join(self.input_names) or 'none'})"
                     )
-                try:
-                    by_name[name] = float(val)
-                except (TypeError, ValueError):
-                    raise ModelError(
-                        f"{what}: value of {name!r} is not a number: {val!r}"
-                    ) from None
+                by_name[name] = real_value(val, what, name)
             missing = [n for n in self.input_names if n not in by_name]
             if missing:
                 raise ModelError(f"{what}: no value for input {missing[0]!r}")
             out = np.array([by_name[n] for n in self.input_names], dtype=float)
         else:
-            try:
-                out = np.asarray([] if values is None else values, dtype=float).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            values = [] if values is None else values
+            out = float_array(values, what, entries=self.input_names, error=ModelError)
+            out = out.reshape(-1)
             if out.shape != (len(self.inputs),):
                 raise ModelError(
                     f"{what}: expected {len(self.inputs)} value(s) (one per input: "
@@ -526,16 +541,14 @@ class SDEModel:
                         f"{what}: {key!r} is not a parameter of model {self.name!r} "
                         f"(parameters: {', '.join(self.param_names)})"
                     )
-                by_name[key] = float(val)
+                by_name[key] = real_value(val, what, key)
             missing = [p for p in self.param_names if p not in by_name]
             if missing:
                 raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
             out = np.array([by_name[p] for p in self.param_names], dtype=float)
         else:
-            try:
-                out = np.asarray(theta, dtype=float).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                raise ModelError(f"{what}: cannot convert to a float array ({exc})") from exc
+            out = float_array(theta, what, entries=self.param_names, error=ModelError)
+            out = out.reshape(-1)
             if out.shape != (self.n,):
                 raise ModelError(
                     f"{what}: expected {self.n} values (one per parameter), got {out.size}"

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import arguments
 from ..assembly.features import draw_features, feature_arguments, median_lengthscale
+from ..assembly.memory import check_assembly_memory
 from ..assembly.stein import BlockSystem, assemble_source
 from ..codegen.loading import compile_model
 from ..data.blocks import block_edges
@@ -30,6 +31,7 @@ from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
 from .result import FitResult, gradient_info
+from .stationarity import flag_stationarity
 
 __all__ = ["fit_global"]
 
@@ -155,6 +157,7 @@ def fit_global(
     """
     require_parameters(model)
     n_features = arguments.integer(n_features, "n_features", minimum=1)
+    check_assembly_memory(model, n_features, n_blocks)  # before anything m-sized is allocated
     lam = arguments.number(lam, "lam", nonnegative=True)
     seed = arguments.seed(seed)
     design = as_design(X, model, inputs, env_column, time_column)
@@ -313,7 +316,8 @@ def fit_global(
         info["input"] = (
             source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
         )
-    return FitResult(model, theta, A, b, report, "global", N, info)
+    fit = FitResult(model, theta, A, b, report, "global", N, info)
+    return flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
 
 
 def _design(model, design, args):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import arguments
+from ..data.arrays import missing_column
 from ..errors import ConvergenceWarning, DataError
 from ..kernels.balls import ball_labels
 from ..options import CHUNK_ROWS
@@ -45,10 +46,7 @@ KMEANS_ITERATIONS = 300
 
 
 def _as_data(X, name="X"):
-    try:
-        X = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: cannot convert to a float array ({exc})") from None
+    X = arguments.float_array(X, name)
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:
@@ -115,7 +113,14 @@ def kmeans_centres(X, k, seed=0, n_iter=None, tol=1e-10, return_info=False):
     X = _as_data(X)
     N = X.shape[0]
     k = _check_k(k, N)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(arguments.seed(seed))
+    # work with the data scaled by a power of two to a largest |entry| in [½, 1): exact, and
+    # squared distances neither overflow (data ×1e300 gave NaN probabilities) nor underflow;
+    # the stopping rule keeps its meaning in the data's units (``unit``: 1 there)
+    e = int(np.frexp(np.abs(X).max(initial=0.0))[1])
+    X = np.ldexp(X, -e)
+    with np.errstate(over="ignore"):
+        unit = float(np.ldexp(1.0, -e))
     C = np.empty((k, X.shape[1]))
     C[0] = X[rng.integers(N)]
     d2 = _sq_dist_to(X, C[0])
@@ -135,9 +140,11 @@ def kmeans_centres(X, k, seed=0, n_iter=None, tol=1e-10, return_info=False):
         shift = np.abs(newC - C).max()
         C = newC
         it += 1
-        if shift <= tol * max(1.0, np.abs(C).max()):
+        if shift <= tol * max(unit, np.abs(C).max()):
             converged = True
             break
+    C = np.ldexp(C, e)
+    shift = float(np.ldexp(shift, e))
     if not converged:
         warnings.warn(
             f"k-means stopped after {it} Lloyd iterations without converging (last centre "
@@ -153,7 +160,8 @@ def random_centres(X, k, seed=0, min_separation=0.0, max_tries=100_000):
     X = _as_data(X)
     N = X.shape[0]
     k = _check_k(k, N)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(arguments.seed(seed))
+    min_separation = arguments.number(min_separation, "min_separation", nonnegative=True)
     if min_separation <= 0:
         return X[np.sort(rng.choice(N, k, replace=False))].copy()
     chosen = []
@@ -179,10 +187,8 @@ def dense_centres(X, k, radius, seed=0, max_points=20_000):
     X = _as_data(X)
     N = X.shape[0]
     k = _check_k(k, N)
-    radius = float(radius)
-    if not (np.isfinite(radius) and radius > 0):
-        raise DataError(f"radius must be positive, got {radius!r}")
-    rng = np.random.default_rng(seed)
+    radius = arguments.number(radius, "radius", positive=True)
+    rng = np.random.default_rng(arguments.seed(seed))
     sub = X if N <= max_points else X[np.sort(rng.choice(N, max_points, replace=False))]
     tree = cKDTree(sub)
     counts = tree.query_ball_point(sub, radius, return_length=True).astype(float)
@@ -235,7 +241,7 @@ class Balls:
 
     def __post_init__(self):
         C = _as_data(self.centres, "centres")
-        r = np.asarray(self.radius, dtype=float)
+        r = arguments.float_array(self.radius, "Balls: radius")
         if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != C.shape[0]):
             raise DataError(
                 f"Balls: radius must be a number or one per centre ({C.shape[0]}), "
@@ -328,7 +334,7 @@ def restrict_to_balls(
             or max_per_ball < 1
         ):
             raise DataError(f"max_per_ball must be a positive integer, got {max_per_ball!r}")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(arguments.seed(seed))
         keep = np.zeros(X.shape[0], dtype=bool)
         for i in range(balls.k):
             rows = np.flatnonzero(lab == i)
@@ -359,13 +365,13 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
         cols = [str(c) for c in probes.columns]
         missing = [s for s in model.state_names if s not in cols]
         if missing:
-            raise DataError(f"probes: DataFrame has no column {missing[0]!r}")
-        P = probes[model.state_names].to_numpy(dtype=float)
+            raise missing_column("probes", missing[0], cols)
+        P = arguments.float_array(
+            probes[model.state_names].to_numpy(), "probes", columns=model.state_names
+        )
     else:
-        try:
-            P = np.asarray(probes, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise DataError(f"probes: cannot convert to a float array ({exc})") from None
+        names = None if model is None else model.state_names
+        P = arguments.float_array(probes, "probes", columns=names)
     d = model.d if model is not None else (P.shape[1] if P.ndim == 2 else 1)
     if P.ndim == 1 and d == 1:
         P = P[:, None]

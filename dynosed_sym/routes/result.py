@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 
+from .. import arguments
 from ..errors import DynosedError
 from ..solve.uncertainty import confidence_intervals
 
@@ -88,7 +89,7 @@ class FitResult:
             not called).
         """
         rep = self.report
-        level = rep.ci_level if level is None else float(level)
+        level = rep.ci_level if level is None else arguments.level(level)
         if method == "sandwich":
             if rep.std_errors is None:
                 raise DynosedError("this fit has no noise blocks, hence no standard errors")
@@ -114,6 +115,9 @@ class FitResult:
         Returns the :class:`~dynosed_sym.solve.uncertainty.BootstrapResult`; ``summary()`` then
         shows its standard errors and percentile intervals beside the sandwich ones.
         """
+        n_boot = arguments.integer(n_boot, "n_boot", minimum=2)
+        seed = arguments.seed(seed)
+        level = None if level is None else arguments.level(level)
         return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
 
     def summary(self, truth=None, bootstrap=None) -> str:
@@ -140,7 +144,10 @@ class FitResult:
         has_se = rep.std_errors is not None
         honest = has_se and rep.loading is not None
         # the loading and bias.sd columns only when some direction is unresolved (else all 0)
-        columns = honest and bool(np.any(np.asarray(rep.loading) > 0))
+        columns = honest and bool(
+            np.any(np.asarray(rep.loading) > 0)
+            or (rep.bias_sd is not None and np.any(np.asarray(rep.bias_sd) > 0))
+        )
         widened = columns and rep.estimator == "resolved"
         pct = f"{100 * rep.ci_level:g}% CI"
         w = max(9, max(len(nm) for nm in names))

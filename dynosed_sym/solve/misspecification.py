@@ -296,6 +296,12 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
     e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ̂
     e = e - (e @ Ur) @ Ur.T  # project out the resolved directions
     Z = np.sqrt(w)[:, None] * e
+    # T and its null law are unchanged when r and Z are scaled alike: scale both to a largest
+    # entry of 1, so that squares neither underflow (data ×1e40 gave tr(S²) = 0, a division
+    # by zero) nor overflow
+    unit = max(float(np.max(np.abs(Z), initial=0.0)), float(np.max(np.abs(r), initial=0.0)))
+    if unit > 0 and np.isfinite(unit):
+        Z, r = Z / unit, r / unit
     # its nonzero spectrum is that of Ŝ_r (for a design's pseudo-blocks: the grouped sum)
     K = Z @ Z.T / (B - 1)
     tr = float(np.trace(K))

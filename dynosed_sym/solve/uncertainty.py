@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import arguments
 from .linear import hinv, solve_tikhonov
 from .misspecification import block_weights, misspecification_test
 
@@ -90,6 +91,8 @@ def sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv=None)
 
 def t_quantile(level, dof):
     from scipy import stats
+
+    level = arguments.level(level)  # every confidence level ends here: in (0, 1) or a DataError
 
     return (
         float(stats.t.ppf(0.5 + level / 2.0, dof))

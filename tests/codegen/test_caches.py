@@ -8,9 +8,11 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import types
 import warnings
 
 import numpy as np
@@ -292,6 +294,8 @@ def test_read_only_folder_by_permissions(tmp_path):
 
 
 # --------------------------------------------------------------------------- Numba cache
+# (deliberate attacks on the cache files — bit flips, zeroed middles, foreign keys, planted
+# modules and .pyc files: tests/codegen/test_trust.py)
 _COMPILE = """
 import sys, numpy as np, sympy as sp, dynosed_sym as ds
 x, y = sp.symbols("x y", real=True); k = sp.Symbol("k", real=True)
@@ -300,11 +304,27 @@ m = ds.SDEModel([x, y], [k], [-k * x + y, -x - k * y**3], diffusion=[1, sp.Ratio
 ds.compile_model(m, sys.argv[1]).drift(np.zeros((2, 2)), [1.0])
 """
 
+#: the warning of a Numba cache file that fails its check (codegen/trust.py)
+DAMAGED = r"Numba's cache file .* (fails its checksum|has no checksum)"
+
+
+def _drift_oracle(X, k):
+    return np.column_stack([-k * X[:, 0] + X[:, 1], -X[:, 0] - k * X[:, 1] ** 3])
+
+
+def _sealed(path):
+    """Whether ``path`` ends with a valid HMAC trailer under this user's key."""
+    from dynosed_sym.codegen import trust
+
+    key = trust._key()[0]
+    return trust._unseal(key, os.path.basename(path), open(path, "rb").read())[0] is not None
+
 
 @pytest.mark.parametrize("damage", ["index", "data"])
 def test_damaged_numba_cache_is_rebuilt(tmp_path, project_root, damage):
     """A truncated Numba index or data file used to raise UnpicklingError from inside the first
-    kernel call; now it is deleted with a warning and the kernels are compiled again."""
+    kernel call; now it fails its check before Numba reads it, is deleted with a warning and the
+    kernel is compiled again (and its cache written anew, sealed)."""
     name = f"nbcache_{damage}"
     subprocess.run(
         [sys.executable, "-c", _COMPILE, str(tmp_path), name],
@@ -313,19 +333,17 @@ def test_damaged_numba_cache_is_rebuilt(tmp_path, project_root, damage):
         timeout=300,
     )
     cache = tmp_path / "__pycache__"
-    files = sorted(cache.glob(f"{name}_*.nb{'i' if damage == 'index' else 'c'}"))
-    assert files
+    files = sorted(cache.glob(f"{name}_*.drift-*.nb{'i' if damage == 'index' else 'c'}"))
+    assert files and all(_sealed(f) for f in files)
     for f in files:
         f.write_bytes(f.read_bytes()[:40])
     m = small_model(name)
-    with pytest.warns(UserWarning, match="Numba's cache .* is damaged"):
-        cm = ds.compile_model(m, str(tmp_path))
+    cm = ds.compile_model(m, str(tmp_path))
     X = np.array([[1.0, 2.0], [0.5, -1.0]])
-    np.testing.assert_allclose(
-        cm.drift(X, [0.7]),
-        np.column_stack([-0.7 * X[:, 0] + X[:, 1], -X[:, 0] - 0.7 * X[:, 1] ** 3]),
-        rtol=1e-15,
-    )
+    with pytest.warns(UserWarning, match=DAMAGED):
+        f = cm.drift(X, [0.7])  # (kernels load their cache at the first call)
+    np.testing.assert_allclose(f, _drift_oracle(X, 0.7), rtol=1e-15)
+    assert all(_sealed(f) for f in files)  # rewritten by Numba, through the sealing writer
 
 
 @pytest.fixture(scope="module")
@@ -343,84 +361,86 @@ def _stats(files):
     return {f: (os.stat(f).st_ino, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files}
 
 
-def test_intact_numba_cache_is_kept(warm_module, project_root):
-    """The check reads, never deletes or rewrites, an intact cache: neither the repair on the
-    loaded module nor compile_model in a new process (which repairs before the first call)."""
+_COUNT_READS = """
+import builtins, collections, json, sys
+reads = collections.Counter()
+_open = builtins.open
+def counting_open(file, *args, **kwargs):
+    if str(file).endswith((".nbi", ".nbc")):
+        reads[str(file)] += 1
+    return _open(file, *args, **kwargs)
+builtins.open = counting_open
+exec(sys.argv[3])
+print("READS " + json.dumps(reads))
+"""
+
+
+def test_intact_numba_cache_is_kept_and_read_once(warm_module, project_root):
+    """The check never deletes or rewrites an intact cache, and costs no extra read: in a new
+    process, every cache file the kernel call needs is opened exactly once (the verified bytes
+    are the ones unpickled)."""
     m, cm, out = warm_module
     files = compiled_mod._numba_cache_files(cm.module)
     assert {os.path.dirname(f) for f in files} == {str(out / "__pycache__")}
     assert any(f.endswith(".nbi") for f in files) and any(f.endswith(".nbc") for f in files)
     before = _stats(files)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        compiled_mod._repair_numba_cache(cm.module)
-    assert _stats(files) == before
-    subprocess.run(
-        [sys.executable, "-W", "error::UserWarning", "-c", _COMPILE, str(out), m.name],
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error::UserWarning",
+            "-c",
+            _COUNT_READS,
+            str(out),
+            m.name,
+            _COMPILE,
+        ],
         check=True,
         cwd=str(project_root),
         timeout=300,
+        capture_output=True,
+        text=True,
     )
-    assert (
-        _stats(compiled_mod._numba_cache_files(cm.module)) == before
-    )  # warm: loaded, not rewritten
+    reads = json.loads(proc.stdout.split("READS ", 1)[1])
+    drift = [f for f in files if ".drift-" in os.path.basename(f)]
+    assert drift and all(reads.get(f) == 1 for f in drift), reads
+    assert max(reads.values()) == 1
+    assert _stats(compiled_mod._numba_cache_files(cm.module)) == before  # loaded, not rewritten
 
 
-def test_numba_cache_check_reads_two_bytes_of_a_data_file(warm_module, monkeypatch):
-    """A data file is checked by its first and last byte (seek), not read whole: a warm start
-    must not cost a disk read of the whole cache."""
-    _, cm, _ = warm_module
-    data = [f for f in compiled_mod._numba_cache_files(cm.module) if f.endswith(".nbc")]
-    read = []
-
-    class Counting:
-        def __init__(self, fh):
-            self.fh = fh
-
-        def read(self, *args):
-            out = self.fh.read(*args)
-            read.append(len(out))
-            return out
-
-        def __getattr__(self, name):
-            return getattr(self.fh, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.fh.close()
-
-    monkeypatch.setattr(
-        compiled_mod, "open", lambda *a, **k: Counting(open(*a, **k)), raising=False
-    )
-    assert data and compiled_mod._numba_cache_intact(data)
-    assert len(read) == 2 * len(data) and sum(read) == 2 * len(data)
-    assert 2 < min(os.path.getsize(f) for f in data)
-
-
-def test_numba_index_of_another_version_is_not_damage(warm_module, tmp_path):
+def test_numba_index_of_another_version_is_not_damage(tmp_path):
     """Numba skips an index written by another Numba version (its rest may not unpickle here)
-    and rewrites it; the check must not call it damaged and delete the cache."""
+    and rewrites it: one sealed by this user is skipped without a warning and left for Numba to
+    replace; an unsealed one is not trusted (deleted, with the warning)."""
     import pickle
 
-    import numba
+    from dynosed_sym.codegen import trust
 
-    _, cm, _ = warm_module
-    index = next(f for f in compiled_mod._numba_cache_files(cm.module) if f.endswith(".nbi"))
-    other = tmp_path / os.path.basename(index)
-    for version, intact in [("0.1.0-another-numba", True), (numba.__version__, False)]:
-        with open(other, "wb") as fh:
-            pickle.dump(version, fh, protocol=-1)
-            fh.write(b"\x80\x05\x95 not a pickle this Numba can read")
-        assert compiled_mod._numba_cache_intact([str(other)]) is intact
-    assert compiled_mod._numba_cache_intact([index])
+    trust.verify_numba_caches(types.ModuleType("none"))  # builds the verifying class
+    key = trust._key()[0]
+    cache_file = trust._VERIFIED[0](str(tmp_path), "f-1.py311", b"stamp")
+    cache_file._dynosed_key = key
+    index = tmp_path / "f-1.py311.nbi"
+    body = pickle.dumps("0.1.0-another-numba", protocol=-1) + b"\x80\x05\x95 not for this Numba"
+    index.write_bytes(trust._seal(key, index.name, body))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache_file._load_index() == {}
+    assert index.exists()
+    index.write_bytes(body)
+    with pytest.warns(UserWarning, match="has no checksum"):
+        assert cache_file._load_index() == {}
+    assert not index.exists()
+    # an index of this version, sealed: loaded as Numba would
+    cache_file._save_index({"key": "f-1.py311.1.nbc"})
+    assert _sealed(index) and cache_file._load_index() == {"key": "f-1.py311.1.nbc"}
 
 
 def test_damaged_cache_in_numba_user_folder_is_found(warm_module, tmp_path, monkeypatch):
     """When Numba keeps the cache outside ``__pycache__`` (its per-user folder for a read-only
-    module folder, or NUMBA_CACHE_DIR), the damaged files there are found, through each
-    kernel's cache locator, and deleted; a file that cannot be deleted is named in a warning."""
+    module folder, or NUMBA_CACHE_DIR), the files there are verified too: a damaged one is
+    deleted and rebuilt, the intact ones are used as they are; a file that cannot be deleted is
+    named in a warning (and not used)."""
     from numba.core import caching, config
 
     m, cm, out = warm_module
@@ -440,16 +460,23 @@ def test_damaged_cache_in_numba_user_folder_is_found(warm_module, tmp_path, monk
             target = cache / os.path.basename(f)
             target.write_bytes(open(f, "rb").read())
             planted.append(target)
+        # the drift kernel's data file first: the one truncated
+        planted.sort(key=lambda f: not (".drift-" in f.name and f.name.endswith(".nbc")))
         planted[0].write_bytes(planted[0].read_bytes()[:40])
         return planted
 
     path.parent.mkdir()
     path.write_text(open(cm.path, encoding="utf-8").read(), encoding="utf-8")
     planted = plant()
-    with pytest.warns(UserWarning, match="Numba's cache .* is damaged"):
-        cm2 = ds.compile_model(m, str(elsewhere))
+    assert ".drift-" in planted[0].name and planted[0].name.endswith(".nbc")
+    intact = {f: f.read_bytes() for f in planted[1:]}
+    X = np.array([[1.0, 2.0], [0.5, -1.0]])
+    cm2 = ds.compile_model(m, str(elsewhere))
+    with pytest.warns(UserWarning, match=DAMAGED):
+        np.testing.assert_allclose(cm2.drift(X, [0.7]), _drift_oracle(X, 0.7), rtol=1e-15)
     assert not (elsewhere / "__pycache__").exists()
-    assert not any(f.exists() for f in planted)
+    assert _sealed(planted[0])  # rebuilt
+    assert {f: f.read_bytes() for f in planted[1:]} == intact
 
     planted = plant()
     real_unlink = os.unlink
@@ -459,14 +486,15 @@ def test_damaged_cache_in_numba_user_folder_is_found(warm_module, tmp_path, monk
             raise PermissionError(13, "Permission denied", str(f))
         return real_unlink(f, *args, **kwargs)
 
+    cm3 = ds.compile_model(m, str(elsewhere), force=True)  # a new module: nothing loaded yet
     with monkeypatch.context() as mp:
         mp.setattr(os, "unlink", refuse)
         with pytest.warns(UserWarning) as record:
-            compiled_mod._repair_numba_cache(cm2.module)
+            np.testing.assert_allclose(cm3.drift(X, [0.7]), _drift_oracle(X, 0.7), rtol=1e-15)
     messages = [str(w.message) for w in record]
-    assert any("is damaged" in msg for msg in messages)
+    assert any(re.search(DAMAGED, msg) for msg in messages)
     assert any(
         "cannot delete the damaged Numba cache file" in msg and str(planted[0]) in msg
         for msg in messages
     )
-    assert all(f.exists() for f in planted)
+    assert _sealed(planted[0])  # not used, and replaced by Numba's atomic write

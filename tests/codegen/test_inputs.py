@@ -40,6 +40,7 @@ def _plain(model_u, name):
     return ds.SDEModel(model_u.state, model_u.params, model_u.drift, model_u.D, name=name)
 
 
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")  # burn_in=5: short
 def test_three_input_values_one_module_one_compile(tmp_path):
     model = forced_model()
     X = np.random.default_rng(0).standard_normal((64, 2))

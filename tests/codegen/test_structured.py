@@ -14,7 +14,7 @@ from conftest import ROOT
 import dynosed_sym as ds
 from dynosed_sym.apps.bench.network_model import hill, network_model
 from dynosed_sym.codegen.files import module_filename, stale_files, write_if_changed
-from dynosed_sym.codegen.loading import _import_path
+from dynosed_sym.codegen.loading import _import_text
 from dynosed_sym.codegen.render import render_module
 from dynosed_sym.codegen.spec import STRUCTURED_MIN_ENTRIES, build_spec
 from dynosed_sym.reference import drift_reference, local_rows_reference, stein_system_reference
@@ -44,8 +44,9 @@ def mixed_model():
 def _load(model, structured, tmp_path):
     spec = build_spec(model, structured=structured)
     path = tmp_path / module_filename(model.name, spec.hash)
-    path.write_text(render_module(spec), encoding="utf-8")
-    return _import_path(str(path), f"test_structured_{model.name}_{spec.hash[:12]}"), spec
+    text = render_module(spec)
+    path.write_text(text, encoding="utf-8")
+    return _import_text(str(path), text, f"test_structured_{model.name}_{spec.hash[:12]}"), spec
 
 
 # --------------------------------------------------------------------------- detection

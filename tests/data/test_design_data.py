@@ -18,7 +18,9 @@ def test_split_by_keeps_row_order_and_first_appearance():
     assert parts["b"]["x"].tolist() == [0.0, 2.0, 5.0]
     with pytest.raises(DataError, match="missing values"):
         split_by(frame.assign(env=["a", None, "b", "a", "c", "b"]), "env")
-    with pytest.raises(DataError, match="not numbers"):
+    with pytest.raises(
+        DataError, match=r"holds text in column .env., row 0: .b.; numbers are expected"
+    ):
         split_by(frame, "env", numeric=True)
     with pytest.raises(DataError, match="needs a DataFrame or an AnnData"):
         split_by(np.zeros((3, 2)), "env")

@@ -68,7 +68,10 @@ def test_dataframe_with_shuffled_and_extra_columns_gives_the_array_fit(ou, X_ou,
 
 def test_dataframe_missing_state_column_is_named(ou, X_ou):
     df = pd.DataFrame({"x": X_ou[:, 0], "Y": X_ou[:, 1]})
-    with pytest.raises(ds.DataError, match=r"no column 'y'.*columns: x, Y"):
+    with pytest.raises(
+        ds.DataError,
+        match=r"no column 'y'.*columns: 'x', 'Y'\); column 'Y' differs from 'y' in case",
+    ):
         ds.fit_global(ou, df, n_features=16)
 
 

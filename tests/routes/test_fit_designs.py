@@ -260,7 +260,9 @@ def test_time_course_validation():
         ds.TimeCourse({0.0: np.zeros((5, 2))})
     with pytest.raises(DataError, match="not finite"):
         ds.TimeCourse({0.0: np.zeros((5, 2)), np.inf: np.zeros((5, 2))})
-    with pytest.raises(DataError, match="not a number"):
+    with pytest.raises(
+        DataError, match=r"^TimeCourse: time 'a': holds text: 'a'; numbers are expected"
+    ):
         ds.TimeCourse({"a": np.zeros((5, 2)), 1.0: np.zeros((5, 2))})
     tc = ds.TimeCourse({0.4: 1, 0.1: 2, 0.2: 3})
     assert tc.times.tolist() == [0.1, 0.2, 0.4] and tc.snapshots == [2, 3, 1]

@@ -129,7 +129,7 @@ def test_as_probes_forms(models, clusters):
         (np.zeros((4, 3)), "shape"),
         (np.zeros((0, 2)), "no probe"),
         ([[np.nan, 1.0]], "NaN"),
-        ("abc", "convert"),
+        ("abc", "holds text"),
         (2, "need data"),
     ):
         with pytest.raises(ds.DataError, match=msg):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.linalg
 from conftest import OU_M, ou_noise_model, ou_transient_law
 
@@ -10,6 +11,7 @@ import dynosed_sym as ds
 from dynosed_sym.simulation import simulate_time_course
 
 
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")  # burn_in=50: short
 def test_simulate_with_inputs_is_the_specialised_model(tmp_path):
     """inputs= runs the model's one module with u as an argument; a model printed with the
     value substituted (its own module) gives the same samples, bit for bit (s enters D only)."""

@@ -16,6 +16,7 @@ from .io import (
     _load_data,
     _load_model,
     _parse_prior_scale,
+    _refuse_overwrite,
 )
 
 
@@ -118,9 +119,9 @@ from .io import (
 @click.option(
     "--temperature",
     type=click.FloatRange(min=0, min_open=True),
-    default=49.0,
-    show_default=True,
-    help="[local] Precision T of the Gaussian score kernel.",
+    default=None,
+    help="[local] Precision T of the Gaussian score kernel (default: chosen from the data "
+    "around the probes).",
 )
 @click.option(
     "--score",
@@ -238,6 +239,7 @@ def fit(
 
     if out is not None and not str(out).lower().endswith((".json", ".csv")):
         raise click.BadParameter(f"{out!r}: expected a .json or .csv file", param_hint="--out")
+    _refuse_overwrite(out, (model_file, *data_files))
     if bandwidth != "median":
         try:
             bandwidth = float(bandwidth)
@@ -302,7 +304,7 @@ def fit(
                     n_probes=n_probes,
                     probe_method=probe_method,
                     radius=radius,
-                    temperature=temperature,
+                    temperature="auto" if temperature is None else temperature,
                     score=score,
                 ),
                 solver_args,
@@ -315,6 +317,10 @@ def fit(
                 solver == "auto" and not compile_model(model).is_affine
             )
             X = _load_data(data_file, model, in_memory=gradient)
+            if not isinstance(X, str):  # a table or array in memory: messages name the file
+                from ...data import as_samples
+
+                X = as_samples(X, model, data_file)
             result = fit_global(
                 model,
                 X,
@@ -331,7 +337,7 @@ def fit(
             from ...data import as_samples
             from ...routes.probes import Balls, choose_probes
 
-            X = as_samples(_load_data(data_file, model, in_memory=True), model, "DATA")
+            X = as_samples(_load_data(data_file, model, in_memory=True), model, data_file)
             centres = choose_probes(X, n_probes, method=probe_method, radius=radius, seed=seed)
             probes = centres
             if radius is not None:
@@ -341,7 +347,7 @@ def fit(
                 model,
                 X,
                 probes,
-                temperature=temperature,
+                temperature="auto" if temperature is None else temperature,
                 score=score,
                 lam=lam,
                 n_blocks=n_blocks,

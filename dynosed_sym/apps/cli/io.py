@@ -113,6 +113,29 @@ def _suffix(path, option):
     )
 
 
+def _refuse_overwrite(out, inputs, option="--out"):
+    """BadParameter when ``out`` is one of the ``inputs`` (the same file, also through a symlink,
+    a hard link or another relative path): writing results there would destroy the data."""
+    if out is None or not os.path.exists(out):
+        return
+    for path in inputs:
+        try:
+            same = os.path.samefile(out, path)
+        except OSError:
+            same = os.path.realpath(out) == os.path.realpath(path)
+        if same:
+            shown = (
+                repr(out)
+                if os.path.abspath(out) == os.path.abspath(path)
+                else (f"{out!r} (the same file as {path!r})")
+            )
+            raise click.BadParameter(
+                f"{shown} is an input file of this command: writing the results there would "
+                "overwrite it; choose another file name",
+                param_hint=option,
+            )
+
+
 def _read_table(path, suffix):
     try:
         import pandas as pd

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import arguments
 from ...data.blocks import NoiseBlocks, block_edges
 from ...data.sources import Columns, DataSource, open_source
 from ...errors import DataError
@@ -59,11 +60,8 @@ class ScoreEstimate:
 
 def check_scores(S, J, M, d, what="score"):
     """Validate user-supplied scores (M, d) and Jacobians (M, d, d) → float arrays."""
-    try:
-        S = np.asarray(S, dtype=float)
-        J = np.asarray(J, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{what}: scores and Jacobians must be numeric arrays ({exc})") from None
+    S = arguments.float_array(S, f"{what}: scores")
+    J = arguments.float_array(J, f"{what}: Jacobians")
     if d == 1 and S.shape == (M,):
         S = S[:, None]
     if d == 1 and J.shape in ((M,), (M, 1)):

@@ -3,6 +3,9 @@ an estimator or a callable."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from ... import arguments
 from ...errors import DataError
 from .base import ScoreEstimate, ScoreEstimator
 from .callable import CallableScore
@@ -15,6 +18,10 @@ __all__ = ["make_estimator", "estimate_scores"]
 def make_estimator(score="kernel", temperature=49.0, radius=None, degree=2) -> ScoreEstimator:
     """The estimator named by ``score``: "kernel", "local_gaussian", "score_matching", an
     estimator or a callable."""
+    if radius is not None:  # checked whether or not the estimator uses it
+        r = arguments.float_array(radius, "radius")
+        if r.ndim > 1 or not (np.isfinite(r).all() and (r > 0).all()):
+            raise DataError(f"radius must be a positive number or one per probe, got {radius!r}")
     if isinstance(score, ScoreEstimator):
         return score
     if isinstance(score, str):

@@ -1,0 +1,127 @@
+"""The ``dynosed`` command and its input files (issue 22): ``--out`` never overwrites an input,
+and a malformed table names the file, the column and the row, and says what to do."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dynosed_sym.apps.cli import main
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def data_csv(tmp_path, ou_samples):
+    """An ou2d data file (exact stationary samples, M = −I)."""
+    X = ou_samples(-np.eye(2), 1.0, 400, seed=3)
+    path = tmp_path / "data.csv"
+    path.write_text("x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in X.tolist()), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("form", ["same", "relative", "dotdot", "absolute", "symlink", "hardlink"])
+def test_fit_refuses_to_overwrite_its_input(runner, project_root, data_csv, form, monkeypatch):
+    """``--out`` naming the data file — as it was given, through another relative path, an
+    absolute path, a symlink or a hard link — is refused before the fit (exit 2), and the data
+    file is left byte for byte as it was."""
+    folder = data_csv.parent
+    monkeypatch.chdir(folder)
+    (folder / "sub").mkdir()
+    out = {
+        "same": "data.csv",
+        "relative": "./data.csv",
+        "dotdot": "sub/../data.csv",
+        "absolute": str(data_csv),
+        "symlink": "link.csv",
+        "hardlink": "hard.csv",
+    }[form]
+    if form == "symlink":
+        os.symlink("data.csv", "link.csv")
+    if form == "hardlink":
+        os.link("data.csv", "hard.csv")
+    before = data_csv.read_bytes()
+    model = str(project_root / "models" / "ou2d.py")
+    res = runner.invoke(main, ["fit", model, "data.csv", "--out", out, "--features", "32"])
+    assert res.exit_code == 2, res.output
+    assert "Invalid value for --out" in res.output
+    assert "is an input file of this command: writing the results there would overwrite it" in (
+        " ".join(res.output.split())
+    )
+    assert data_csv.read_bytes() == before
+
+
+def test_fit_refuses_to_overwrite_any_of_several_inputs(runner, project_root, data_csv, tmp_path):
+    other = tmp_path / "other.csv"
+    other.write_bytes(data_csv.read_bytes())
+    model = str(project_root / "models" / "ou2d.py")
+    res = runner.invoke(
+        main,
+        ["fit", model, str(data_csv), str(other), "--input", "s=1", "--out", str(other)],
+    )
+    assert res.exit_code == 2 and "is an input file" in res.output, res.output
+    assert other.read_bytes() == data_csv.read_bytes()
+
+
+def test_fit_writes_a_new_out_file(runner, project_root, data_csv, tmp_path):
+    """(the check does not get in the way of a fresh file, or of an existing one that is not an
+    input)"""
+    model = str(project_root / "models" / "ou2d.py")
+    for out in (tmp_path / "fit.csv", tmp_path / "fit.csv"):
+        res = runner.invoke(
+            main, ["fit", model, str(data_csv), "--out", str(out), "--features", "32"]
+        )
+        assert res.exit_code == 0, res.output
+        assert out.read_text(encoding="utf-8").startswith("parameter,estimate,")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "x, y\n1,2\n3,4\n0.5,1\n",
+            r"bad.csv: DataFrame has no column 'y' for state variable 'y' \(columns: 'x', ' y'\); "
+            r"column ' y' differs from 'y' only by spaces: strip them .* or write the file's "
+            r"header without spaces after the commas",
+        ),
+        (
+            "x,Y\n1,2\n3,4\n0.5,1\n",
+            r"column 'Y' differs from 'y' in case: names are case-sensitive",
+        ),
+        (
+            "x;y\n1;2\n3;4\n0.5;1\n",
+            r"\(columns: 'x;y'\); column 'x;y' holds several names: the file's columns are "
+            r"separated by another character than ','",
+        ),
+        (
+            "x,y\n1,2\n3,abc\n0.5,1\n",
+            r"bad.csv: holds text in column 'y', row 1: 'abc'; numbers are expected: fix or drop "
+            r"that entry \(in a CSV file: text, a decimal comma",
+        ),
+        ('x,y\n"1,5",2\n3,4\n0.5,1\n', r"bad.csv: holds text in column 'x', row 0: '1,5'"),
+        ("x,y\n1,2\nTrue,4\n0.5,1\n", r"bad.csv: holds text in column 'x', row 1: 'True'"),
+        ("x,y\ntrue,2\nfalse,4\ntrue,1\n", r"bad.csv: holds boolean values in column 'x', row 0"),
+    ],
+)
+@pytest.mark.parametrize("route", ["global", "local"])
+def test_malformed_table_names_file_column_row(
+    runner, project_root, tmp_path, text, message, route
+):
+    """A CSV header with spaces, another case or another separator; text, a decimal comma or
+    booleans in a numeric column: one line naming the file, the column as read (repr) and the
+    row, and the fix — the data are never cast."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text, encoding="utf-8")
+    model = str(project_root / "models" / "ou2d.py")
+    res = runner.invoke(main, ["fit", model, str(bad), "--route", route])
+    assert res.exit_code == 1, res.output
+    line = " ".join(res.output.split())
+    assert line.startswith("Error: ") and str(bad) in line
+    assert re.search(message, line), line
