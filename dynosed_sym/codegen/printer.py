@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 from sympy.core.mul import _keep_coeff
+from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
 from .wrapping import wrap_assignment
@@ -146,6 +147,16 @@ class SlotPrinter(PythonCodePrinter):
             return self._print(sp.Float(-value if negative else value))
         coefficient = sp.Float(-value if negative else value)
         return super()._print_Mul(sp.Mul(coefficient, *rest, evaluate=False))
+
+    def _print_Pow(self, expr, rational=False):
+        """``x**(-k)`` (integer k ≥ 2) as ``1/x**k``: Numba computes both as 1/(x**k), bit for
+        bit, but raises ZeroDivisionError for the first at x = 0 whatever the error model, where
+        the second is inf like every other division of a kernel (``error_model="numpy"``)."""
+        exp = expr.exp
+        if exp.is_Integer and exp < -1:
+            denominator = sp.Pow(expr.base, -exp, evaluate=False)
+            return "1/" + self.parenthesize(denominator, PRECEDENCE["Mul"], strict=True)
+        return super()._print_Pow(expr, rational=rational)
 
     def _print_Add(self, expr, order=None):
         text = super()._print_Add(expr, order)

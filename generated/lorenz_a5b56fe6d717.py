@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+98177c26, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
 # model: lorenz
-# spec hash: 4de7a4ec82a5e70d352b67f0511b8c6124ac996e71bb7a20fa8f22a0e584ee75
+# spec hash: a5b56fe6d717a70319d995cf6b0b8c4c16b64b8b24c07aa3a5b7ad1b612038e2
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 9d452f361c8f9a2c6c82e23d12c123af0bb0d8a70810207e14fed3cd1faec6e2
+# content-sha256: ae27a081013df706e084307288761dfd9014e48e7dd9c1c50e1c0eea4c43e9b0
 # ============================================================================
 """Numba kernels for the SDE model ``lorenz``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'lorenz'
-SPEC_HASH = '4de7a4ec82a5e70d352b67f0511b8c6124ac996e71bb7a20fa8f22a0e584ee75'
-GENERATOR_VERSION = '0.1.0+98177c26'
+SPEC_HASH = 'a5b56fe6d717a70319d995cf6b0b8c4c16b64b8b24c07aa3a5b7ad1b612038e2'
+GENERATOR_VERSION = '0.1.0+4b5f98b5'
 STATE = ('x', 'y', 'z')
 PARAMS = ('sigma', 'rho', 'beta')
 # known inputs of an experiment: every kernel's last argument u holds their values

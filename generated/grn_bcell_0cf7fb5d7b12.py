@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+98177c26, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
 # model: grn_bcell
-# spec hash: e1839093eb6af72c85dcea7d668eed68c999c053ee79f2773891a32ebf8df10b
+# spec hash: 0cf7fb5d7b1284526a0049dd4536c7ce68ca3f84b397e1b717c2bcf86c1a95b0
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 620553f2701c0dbfc35acecf15564826236b96fbf69d2131243b649c84c2f57e
+# content-sha256: ebeebb41b389b7dcbfc695d997c3d0e2dc07b351e54797debc881bc90824cecc
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -45,8 +45,8 @@ written: outputs assigned, structural zeros are not; inputs: slots read of each 
     drift_point           111     18     7 of 7  x 7/7, theta 21/21
     drift_jacobian_point   30     12  21 of 147  x 3/7, theta 0/21
     stein_features_point   54     10   15 of 15  x 7/7
-    local_row_point       168     38   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt
-    local_residual_point  259     54   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt, theta 21/21
+    local_row_point       169     38   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt
+    local_residual_point  261     54   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt, theta 21/21
     drift_lanes           111     18     7 of 7  x 7/7, theta 21/21
 """
 
@@ -59,8 +59,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'e1839093eb6af72c85dcea7d668eed68c999c053ee79f2773891a32ebf8df10b'
-GENERATOR_VERSION = '0.1.0+98177c26'
+SPEC_HASH = '0cf7fb5d7b1284526a0049dd4536c7ce68ca3f84b397e1b717c2bcf86c1a95b0'
+GENERATOR_VERSION = '0.1.0+4b5f98b5'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
@@ -307,7 +307,7 @@ def stein_features(X, out_sin, out_cos):
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     """Local-route row at one probe: x (7,), score s (7,), Jacobian J (7, 7) with J[j, l] =
     ds_j/dx_l, dlogp_dt scalar; out_a (21,) = a(x), out_b (1,) = beta(x)."""
-    # 168 ops, 38 intermediate terms, 22 of 22 outputs written
+    # 169 ops, 38 intermediate terms, 22 of 22 outputs written
     p = x[0]
     b = x[1]
     r = x[2]
@@ -331,7 +331,7 @@ def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     t13 = 100*s[1]
     t14 = t1*t13
     t15 = t13*t7
-    t16 = t6**(-2)
+    t16 = 1/t6**2
     t17 = 200*b*t16
     t18 = t14*t7
     t19 = t1*t17
@@ -401,7 +401,7 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     """Local residual and its theta-gradient at one probe: x (7,), score s (7,), Jacobian J (7, 7),
     dlogp_dt scalar, theta (21,); out_r (1,) = R, out_dr (21,) = dR/dtheta."""
-    # 259 ops, 54 intermediate terms, 22 of 22 outputs written
+    # 261 ops, 54 intermediate terms, 22 of 22 outputs written
     p = x[0]
     b = x[1]
     r = x[2]
@@ -440,7 +440,7 @@ def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     t7 = 18*p/t6**2
     t8 = b**2
     t9 = t8 + 1
-    t10 = t9**(-2)
+    t10 = 1/t9**2
     t11 = 200*b*t10
     t12 = 1/t6
     t13 = t12*t5
@@ -453,7 +453,7 @@ def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     t20 = W_1_5*t17
     t21 = y1**30
     t22 = t0 + t2
-    t23 = t22**(-15)
+    t23 = 1/t22**15
     t24 = 10*t14*t21*t23
     t25 = 0.031415926535897934  # pi/100
     t26 = 1 - t22
