@@ -20,44 +20,15 @@ import sympy as sp
 from ..arguments import float_array
 from ..errors import ModelError
 from .validation import (
+    SUPPORTED_FUNCTIONS,
     assumptions_of,
-    check_constants,
+    check_functions,
     parse_strings,
     real_value,
     refuse_zero_diffusion,
 )
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
-
-# SymPy function classes the code printer maps onto ``math`` functions that
-# Numba compiles.  Anything else (undefined functions, special functions without
-# a Numba implementation) is rejected at declaration time, not at compile time.
-SUPPORTED_FUNCTIONS = (
-    sp.sin,
-    sp.cos,
-    sp.tan,
-    sp.asin,
-    sp.acos,
-    sp.atan,
-    sp.atan2,
-    sp.sinh,
-    sp.cosh,
-    sp.tanh,
-    sp.asinh,
-    sp.acosh,
-    sp.atanh,
-    sp.exp,
-    sp.log,
-    sp.erf,
-    sp.erfc,
-    sp.Abs,
-    sp.sign,
-    sp.floor,
-    sp.ceiling,
-    sp.Min,
-    sp.Max,
-    sp.Heaviside,
-)
 
 
 def _as_symbol_list(items, what):
@@ -116,40 +87,6 @@ def _as_column(expr_list, what, d):
         raise ModelError(
             f"{what}: cannot interpret a component as a SymPy expression ({exc})"
         ) from exc
-
-
-_NUMBERS = sp.core.numbers
-#: What _check_functions looks for, found in one traversal of an expression.
-_CHECKED = (sp.Function, sp.Integral, sp.Derivative, sp.Sum, sp.Product, _NUMBERS.ImaginaryUnit)
-_CHECKED += (_NUMBERS.ComplexInfinity, _NUMBERS.Infinity, _NUMBERS.NegativeInfinity, _NUMBERS.NaN)
-
-
-def _check_functions(expr, where):
-    found = expr.atoms(*_CHECKED)
-    for f in sorted((f for f in found if isinstance(f, sp.Function)), key=sp.default_sort_key):
-        if isinstance(f, sp.core.function.AppliedUndef):
-            raise ModelError(
-                f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
-            )
-        if isinstance(f, sp.Piecewise):
-            raise ModelError(
-                f"{where}: Piecewise() cannot be compiled (its branches have no derivatives the "
-                "Stein features could use); write it with Heaviside(), Min(), Max(), Abs() or "
-                "sign(), whose derivatives are taken almost everywhere"
-            )
-        if not isinstance(f, SUPPORTED_FUNCTIONS):
-            raise ModelError(
-                f"{where}: function {f.func.__name__}() cannot be compiled by Numba; supported: "
-                + ", ".join(sorted(c.__name__ for c in SUPPORTED_FUNCTIONS))
-            )
-    for bad in (sp.Integral, sp.Derivative, sp.Sum, sp.Product):
-        if any(isinstance(f, bad) for f in found):
-            raise ModelError(f"{where}: unevaluated {bad.__name__} cannot be compiled")
-    if any(f is sp.I for f in found):
-        raise ModelError(f"{where}: complex numbers are not supported")
-    if any(isinstance(f, _CHECKED[6:]) for f in found):
-        raise ModelError(f"{where}: contains an infinity or NaN")
-    check_constants(expr, where)
 
 
 class SDEModel:
@@ -259,7 +196,7 @@ class SDEModel:
         declared = set(self.state) | set(self.params) | set(self.inputs)
         for j, fj in enumerate(f):
             where = f"drift[{j}] (d{self.state[j]})"
-            _check_functions(fj, where)
+            check_functions(fj, where)
             extra = fj.free_symbols - declared
             if extra:
                 bad = sorted(extra, key=str)[0]
@@ -304,7 +241,7 @@ class SDEModel:
             if Dij.is_Number and Dij.is_finite:  # nothing to check (D is θ-free, finite)
                 continue
             where = f"diffusion D[{i},{j}]"
-            _check_functions(Dij, where)
+            check_functions(Dij, where)
             p_in = Dij.free_symbols & param_set
             if p_in:
                 raise ModelError(

@@ -41,6 +41,11 @@ def main(argv=None):
         default=None,
         help="network section: largest d fitted whole (larger: the assembly only; default 50)",
     )
+    ap.add_argument(
+        "--network-sizes",
+        default=None,
+        help="network section: comma-separated d (default 10,20,50,100; --quick 10,20)",
+    )
     add_sweep_arguments(ap)
     args = ap.parse_args(argv)
     args.argv_text = " ".join(sys.argv[1:] if argv is None else argv)
@@ -71,10 +76,11 @@ def main(argv=None):
         "network": section_network,
         "calibration": section_calibration,
     }
-    if args.network_fit_max_d is not None:
-        runners["network"] = lambda quick, reps: section_network(
-            quick, reps, full_fit_max_d=args.network_fit_max_d
-        )
+    if args.network_fit_max_d is not None or args.network_sizes:
+        kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
+        if args.network_fit_max_d is not None:
+            kw["full_fit_max_d"] = args.network_fit_max_d
+        runners["network"] = lambda quick, reps: section_network(quick, reps, **kw)
     if "calibration" in only and "sweep" not in only:
         only.append("sweep")  # the calibration has grown into the sweep (issue 19)
     for name in SECTIONS:
