@@ -27,8 +27,9 @@ bench: $(STAMP)
 bench-peers: $(STAMP)  ## stadion vs ours on the peer's task (its own venv; ≈ 40 min; benchmarks/peers)
 	nice -n 10 $(PY) benchmarks/peers/run.py
 
-golden: $(STAMP)  ## regenerate generated/ for every model in models/
+golden: $(STAMP)  ## regenerate generated/ for every model in models/, and tests/codegen/golden
 	$(PY) -m dynosed_sym.codegen --prune --out generated models/*.py
+	DYNOSED_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider tests/codegen/test_structured.py -k golden
 
 docs: $(STAMP)  ## guide pages + API reference into docs/_build/html (warnings are errors)
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[docs]"

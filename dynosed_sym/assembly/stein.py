@@ -19,6 +19,7 @@ from ..data.blocks import NoiseBlocks, block_edges
 from ..errors import DataError
 from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
+from .contraction import BlockMeans, contraction_of
 from .features import RandomFeatures, feature_arguments
 
 __all__ = [
@@ -40,8 +41,9 @@ class BlockSystem(NamedTuple):
     ----------
     A : (m, n), b : (m,)
         Means over all samples.
-    A_blocks : (B, m, n), b_blocks : (B, m)
-        Means over each noise block.
+    A_blocks : (B, m, n) array, or BlockMeans above DENSE_BLOCKS_BYTES; b_blocks : (B, m)
+        Means over each noise block (:class:`~dynosed_sym.assembly.contraction.BlockMeans`
+        stores the sums they come from and contracts a block when it is read).
     counts : (B,)
         Samples per block.
     """
@@ -55,33 +57,16 @@ class BlockSystem(NamedTuple):
 
 def contract(cm, feats: RandomFeatures, P_s, P_c, count):
     """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with the scaling of
-    docs/design.md §2.
+    docs/design.md §2 (:class:`~dynosed_sym.assembly.contraction.Contraction`).
 
     A ``P_c`` with one factor more than the model's cos factors carries ``Σ_i cos_ri ∂ₜlog p(x_i)``
     (non-stationary snapshot, see :func:`block_sums`): the Stein feature's ``−z_r ∂ₜlog p`` term
     adds ``√(2/m)/N Σ_i cos_ri ∂ₜlog p(x_i)`` to b.
     """
-    m = feats.m
+    plan = contraction_of(cm)
     P_s, P_c = feats.unblock(P_s), feats.unblock(P_c)
-    Om = feats.omega
-    scale = math.sqrt(2.0 / m) / count
-    n = cm.model.n
-    A = np.zeros((m, n))
-    e, j, k = cm.a_terms.T if cm.a_terms.size else (np.zeros(0, int),) * 3
-    contrib = cm.a_coef[None, :] * Om[:, j] * P_s[e].T
-    np.add.at(A.T, k, contrib.T)
-    A *= -scale
-    b = np.zeros(m)
-    if cm.b_sin_terms.size:
-        e, j = cm.b_sin_terms.T
-        b += (cm.b_sin_coef[None, :] * Om[:, j] * P_s[e].T).sum(axis=1)
-    if cm.b_cos_terms.size:
-        e, j, l = cm.b_cos_terms.T
-        b += (cm.b_cos_coef[None, :] * Om[:, j] * Om[:, l] * P_c[e].T).sum(axis=1)
-    if P_c.shape[0] == cm.n_cos + 1:  # the ∂ₜlog p column of block_sums(..., dlogp_dt=...)
-        b += P_c[cm.n_cos]
-    b *= scale
-    return A, b
+    scale = math.sqrt(2.0 / feats.m) / count
+    return plan.A(feats.omega, P_s, scale), plan.b(feats.omega, P_s, P_c, scale)
 
 
 def block_sums(cm, X, feats: RandomFeatures, edges=None, dlogp_dt=None):
@@ -126,13 +111,26 @@ def contract_blocks(cm, feats: RandomFeatures, sums):
         return BlockSystem(*_contract_blocks(cm, feats, sums))
 
 
+#: Largest dense per-block means (B·m·n·8 bytes) an assembly returns; beyond it ``A_blocks``
+#: is a :class:`~dynosed_sym.assembly.contraction.BlockMeans` (the sums, contracted on demand).
+DENSE_BLOCKS_BYTES = 1 << 30
+
+
 def _contract_blocks(cm, feats, sums):
-    A_blocks, b_blocks, counts = [], [], []
+    plan = contraction_of(cm)
+    B, m = len(sums), feats.m
+    lazy = B * m * cm.model.n * 8 > DENSE_BLOCKS_BYTES
+    A_blocks, b_blocks, counts, kept = [], [], [], []
     P_s_tot = P_c_tot = None
     for P_s, P_c, count in sums:
-        Ab, bb = contract(cm, feats, P_s, P_c, count)
-        A_blocks.append(Ab)
-        b_blocks.append(bb)
+        if lazy:
+            Ps, Pc = feats.unblock(P_s), feats.unblock(P_c)
+            kept.append((np.ascontiguousarray(Ps), np.ascontiguousarray(Pc)))
+            b_blocks.append(plan.b(feats.omega, Ps, Pc, math.sqrt(2.0 / m) / count))
+        else:
+            Ab, bb = contract(cm, feats, P_s, P_c, count)
+            A_blocks.append(Ab)
+            b_blocks.append(bb)
         counts.append(int(count))
         if P_s_tot is None:
             P_s_tot, P_c_tot = P_s.copy(), P_c.copy()
@@ -146,7 +144,9 @@ def _contract_blocks(cm, feats, sums):
             f"(bandwidth = {feats.lengthscale:.3g}) is far too small for the data, or the "
             "drift/diffusion overflow at these samples"
         )
-    return A, b, np.array(A_blocks), np.array(b_blocks), np.array(counts)
+    counts = np.array(counts)
+    A_blocks = BlockMeans(plan, feats.omega, kept, counts) if lazy else np.array(A_blocks)
+    return A, b, A_blocks, np.array(b_blocks), counts
 
 
 def assemble_global(cm, blocks, feats: RandomFeatures):

@@ -112,7 +112,8 @@ class KernelPayload:
         Its content (written into the worker's cache folder when ``path`` is not readable
         there or holds something else).
     digest : str
-        SHA-256 of ``text``; keys the per-process cache of loaded modules.
+        SHA-256 of ``text`` and of the input values the kernels run with (one module serves
+        every input value); keys the per-process cache of loaded modules.
     """
 
     def __init__(self, cm):
@@ -120,7 +121,8 @@ class KernelPayload:
         self.path = cm.path
         with open(cm.path, encoding="utf-8") as fh:
             self.text = fh.read()
-        self.digest = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        inputs = b"" if cm.inputs is None else cm.inputs.tobytes()
+        self.digest = hashlib.sha256(self.text.encode("utf-8") + b"\0" + inputs).hexdigest()
 
     def load(self):
         """The :class:`~dynosed_sym.CompiledModel` in this process (loaded once per process)."""

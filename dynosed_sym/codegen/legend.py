@@ -103,9 +103,59 @@ def op_table(rows, indent="    "):
     return lines
 
 
+_GRID_NAME = re.compile(r"(\D*?)(\d+)(\D+?)(\d+)(\D*)")
+
+#: Fewest names of a matrix (``W_0_0 … W_R_K``) that ``names_tuple`` writes as a generator.
+GRID_MIN = 16
+
+
+def _grid_at(parsed, i):
+    """(R, K, text) of the row-major grid of names starting at ``i`` (``W_j_k`` for j < R,
+    k < K), or None when it is shorter than GRID_MIN."""
+    m = parsed[i]
+    if m is None or int(m[3]) != 0:
+        return None
+    pre, j0, mid, _, post = m
+    if any(c in pre + mid + post for c in "{}'\"\\"):
+        return None
+
+    def name(j, k):
+        return (pre, str(j), mid, str(k), post)
+
+    K = 0
+    while i + K < len(parsed) and parsed[i + K] == name(j0, K):
+        K += 1
+    R = 0
+    while all(
+        i + R * K + k < len(parsed) and parsed[i + R * K + k] == name(int(j0) + R, k)
+        for k in range(K)
+    ):
+        R += 1
+    if R * K < GRID_MIN:
+        return None
+    rows = f"range({R})" if int(j0) == 0 else f"range({j0}, {int(j0) + R})"
+    return R, K, f'*(f"{pre}{{j}}{mid}{{k}}{post}" for j in {rows} for k in range({K}))'
+
+
 def names_tuple(names, indent="    "):
-    """Source of a tuple of strings, packed into lines of at most 100 characters."""
-    items = [repr(str(n)) for n in names]
+    """Source of a tuple of strings, packed into lines of at most 100 characters.
+
+    A matrix of names (``W_0_0, W_0_1, …``, row-major, at least GRID_MIN) is written as a
+    generator, ``*(f"W_{j}_{k}" for j in range(100) for k in range(100))``, so a network's
+    10⁴ parameter names take a line.
+    """
+    names = [str(n) for n in names]
+    parsed = [_GRID_NAME.fullmatch(n) for n in names]
+    parsed = [None if m is None else m.groups() for m in parsed]
+    items, i = [], 0
+    while i < len(names):
+        grid = _grid_at(parsed, i)
+        if grid is None:
+            items.append(repr(names[i]))
+            i += 1
+        else:
+            items.append(grid[2])
+            i += grid[0] * grid[1]
     one_line = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if len(one_line) <= WIDTH - 12:
         return one_line

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import CodegenError, DataError
+from ..errors import CodegenError, DataError, ModelError
 from ..progress import note_first_compile
 from . import trust
 from .files import (
@@ -30,7 +30,7 @@ from .files import (
     write_if_changed,
 )
 from .render import render_module
-from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, spec_hash
+from .spec import GENERATOR_VERSION, _noise_matrix, build_spec, constant_noise, spec_hash
 
 __all__ = ["CompiledModel", "compile_model", "check_finite_output"]
 
@@ -131,6 +131,53 @@ def _import_text(path, text, module_name):
     return module
 
 
+#: Kernels of a generated module that are called from Python (their last argument is ``u``
+#: when the model has inputs).
+BATCH_KERNELS = (
+    "drift",
+    "drift_jacobian",
+    "stein_features",
+    "local_rows",
+    "local_residual",
+    "simulate_chains",
+)
+
+
+class BoundKernels:
+    """A generated module whose kernels take a model's inputs: attributes are the module's, and
+    its batch kernels (:data:`BATCH_KERNELS`) are called with the input values ``u`` appended.
+    """
+
+    def __init__(self, module, u, name):
+        self._module, self._u, self._name = module, u, name
+
+    def __getattr__(self, attr):
+        obj = getattr(self._module, attr)
+        if attr not in BATCH_KERNELS:
+            return obj
+        if self._u is None:
+            inputs = ", ".join(self._module.INPUTS)
+            raise ModelError(
+                f"model {self._name!r} has inputs ({inputs}): its kernels need their values; "
+                "pass inputs= (or compile model.with_inputs(values))"
+            )
+        u = self._u
+        return lambda *args: obj(*args, u)
+
+
+def _a_terms(module):
+    """The rows (e, j, k) and coefficients of A's contraction: A_TERMS, then every matrix block
+    of A_BLOCKS expanded entry by entry (one term per block column)."""
+    rows = [t[:3] for t in module.A_TERMS]
+    coef = [t[3] for t in module.A_TERMS]
+    for first, brows, bcoefs, feats in getattr(module, "A_BLOCKS", ()):
+        K = len(feats)
+        for r, (j, c) in enumerate(zip(brows, bcoefs)):
+            rows += [(feats[k], j, first + r * K + k) for k in range(K)]
+            coef += [c] * K
+    return np.array(rows, dtype=np.int64).reshape(-1, 3), np.array(coef, dtype=float)
+
+
 class CompiledModel:
     """A model together with its loaded kernel module.
 
@@ -138,23 +185,33 @@ class CompiledModel:
     ----------
     model : SDEModel
     module : module
-        The generated module (``drift``, ``stein_features``, ``simulate_chains`` ...).
+        The generated module (``drift``, ``stein_features``, ``simulate_chains`` ...).  For a
+        model with inputs, a :class:`BoundKernels` view whose kernels get the input values.
     path : str
         File the module was loaded from.
+    inputs : numpy.ndarray (k,) or None
+        The values of the generated model's inputs the kernels run with (None: the model has
+        no inputs, or none were bound).
     noise_matrix : numpy.ndarray (d, d') or None
-        Constant G with ½GGᵀ = D, or None when G depends on the state.
+        Constant G with ½GGᵀ = D (at the inputs), or None when G depends on the state.
     """
 
-    def __init__(self, model, module, path):
+    def __init__(self, model, module, path, inputs=None, source=None):
         self.model = model
-        self.module = module
+        self.source = model if source is None else source  # the model the module was printed for
+        self.raw_module = module
         self.path = path
-        # constant G only (a numeric eigh); a state-dependent G lives in the generated module
-        self.noise_matrix = None if module.STATE_DEPENDENT_NOISE else _noise_matrix(model)[1]
+        self.inputs = None if inputs is None else np.ascontiguousarray(inputs, dtype=float)
+        self.module = BoundKernels(module, self.inputs, model.name) if module.INPUTS else module
+        self.noise_matrix = None
+        if not module.STATE_DEPENDENT_NOISE:  # constant G: a numeric eigh (at the inputs)
+            self.noise_matrix = _noise_matrix(self.source)[1]
+            if self.noise_matrix is None and self.inputs is not None:
+                self.noise_matrix = constant_noise(self.source, self.inputs)
         self.noise_dim = module.NOISE_DIM
         if module.IS_AFFINE:
-            self.a_terms = np.array([t[:3] for t in module.A_TERMS], dtype=np.int64).reshape(-1, 3)
-            self.a_coef = np.array([t[3] for t in module.A_TERMS], dtype=float)
+            self.a_terms, self.a_coef = _a_terms(module)
+            self.a_blocks = tuple(getattr(module, "A_BLOCKS", ()))
             self.b_sin_terms = np.array(
                 [t[:2] for t in module.B_SIN_TERMS], dtype=np.int64
             ).reshape(-1, 2)
@@ -166,6 +223,12 @@ class CompiledModel:
             self.n_sin = int(self.a_terms[:, 0].max(initial=-1)) + 1
             self.n_sin = max(self.n_sin, int(self.b_sin_terms[:, 0].max(initial=-1)) + 1)
             self.n_cos = int(self.b_cos_terms[:, 0].max(initial=-1)) + 1
+
+    def bind(self, inputs, model=None):
+        """This module with its kernels run at input values ``inputs`` (k,): a CompiledModel of
+        ``model`` (default: the same model), sharing the compiled kernels."""
+        u = self.source.input_vector(inputs)
+        return CompiledModel(model or self.model, self.raw_module, self.path, u, self.source)
 
     @property
     def is_affine(self):
@@ -196,30 +259,44 @@ class CompiledModel:
         self.module.stein_features(X, out_sin, out_cos)
         return out_sin, out_cos
 
-    def run_chains(self, x0, theta, G, dt, burn_in, thin, n_keep, keys):
+    def run_chains(self, x0, theta, G, dt, burn_in, thin, n_keep, keys, threads=None):
         """Run the generated integrator on chains: start states ``x0`` (C, d), stream ``keys`` (C,).
+
+        The chains are split into contiguous parts (whole blocks of 64 lanes) run on ``threads``
+        threads (default: Numba's thread count); a chain's records depend only on its key, its
+        start and θ, so the result is the same, bit for bit, for any split.
 
         Returns
         -------
         out : (n_keep, C, d) recorded states
         status : (C,) int64, 0 or the first step at which a chain was not finite
         """
+        import numba
+
         x0 = np.ascontiguousarray(x0, dtype=float)
-        out = np.empty((int(n_keep), x0.shape[0], x0.shape[1]))
-        status = np.zeros(x0.shape[0], dtype=np.int64)
-        self.module.simulate_chains(
-            x0,
-            np.ascontiguousarray(theta, dtype=float),
-            np.ascontiguousarray(G, dtype=float),
-            float(dt),
-            int(burn_in),
-            int(thin),
-            int(n_keep),
-            np.ascontiguousarray(keys, dtype=np.uint64),
-            out,
-            status,
-        )
-        return out, status
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        C, d = x0.shape
+        status = np.zeros(C, dtype=np.int64)
+        rest = (np.ascontiguousarray(theta, dtype=float), np.ascontiguousarray(G, dtype=float))
+        rest += (float(dt), int(burn_in), int(thin), int(n_keep))
+        n_parts = max(1, min(int(threads or numba.get_num_threads()), -(-C // 64)))
+        edges = [64 * (-(-C // 64) * p // n_parts) for p in range(n_parts)] + [C]
+        parts = [(lo, min(hi, C)) for lo, hi in zip(edges[:-1], edges[1:]) if lo < C]
+        outs = [np.empty((int(n_keep), hi - lo, d)) for lo, hi in parts]
+        kernel = self.module.simulate_chains
+
+        def run(i):
+            lo, hi = parts[i]
+            kernel(x0[lo:hi], *rest, keys[lo:hi], outs[i], status[lo:hi])
+
+        if len(parts) == 1:
+            run(0)
+            return outs[0], status
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+            list(pool.map(run, range(len(parts))))
+        return np.concatenate(outs, axis=1), status
 
     def __repr__(self):
         return f"CompiledModel({self.model.name!r}, path={self.path!r})"
@@ -240,10 +317,18 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
         Re-derive and rewrite even when a valid file exists (the file is still
         only touched if its content changes).
 
+    A model made by :meth:`SDEModel.with_inputs` runs the module of the model it came from,
+    with the input values as the kernels' argument ``u``: one module and one compilation
+    whatever the number of input values.
+
     Returns
     -------
     CompiledModel
     """
+    origin = getattr(model, "_input_origin", None)
+    if origin is not None:
+        parent, u = origin
+        return compile_model(parent, out_dir, force=force).bind(u, model)
     h = spec_hash(model)
     # a folder the user chose is used or fails loudly; the automatic default (e.g. a read-only
     # installed project) falls back to the per-user cache with a warning
@@ -253,7 +338,7 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     with _LOCK:
         if key in _LOADED and not force:
             cm = _LOADED[key]
-            return cm if cm.model is model else CompiledModel(model, cm.module, cm.path)
+            return cm if cm.model is model else CompiledModel(model, cm.raw_module, cm.path)
         try:
             path, text = _ensure_file(model, h, out_dir, force)
         except CodegenError as exc:

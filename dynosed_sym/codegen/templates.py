@@ -8,7 +8,7 @@ counter RNG, the lane-block bookkeeping of the simulator) lives in
 generated module, so it stays within 100 columns too.
 """
 
-TEMPLATE_NAME = "kernels_v2"
+TEMPLATE_NAME = "kernels_v3"
 
 BANNER = """\
 # ============================================================================
@@ -52,12 +52,14 @@ SPEC_HASH = {hash!r}
 GENERATOR_VERSION = {version!r}
 STATE = {state_tuple}
 PARAMS = {param_tuple}
+# known inputs of an experiment: every kernel's last argument u holds their values
+INPUTS = {input_tuple}
 IS_AFFINE = {affine}
 # parameters entering the drift affinely with parameter-free columns (variable projection)
 SEPARABLE = {separable}
 NOISE_DIM = {dn}
 STATE_DEPENDENT_NOISE = {state_noise}
-'''
+{block_constants}'''
 
 # The kernel list of the header: call, then the argument shapes from column 45.
 KERNEL_DOC_WIDTH = 41
@@ -93,7 +95,10 @@ STEIN_TABLES = """
 #   b       += coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])    (e, j, coef) in B_SIN_TERMS
 #   b       += coef * omega[:, j] * omega[:, l] * (sum_i cos_i * out_cos[i, e])
 #                                                                    (e, j, l, coef) in B_COS_TERMS
+#   A[:, first + r*K + k] += coefs[r] * omega[:, rows[r]] * (sum_i sin_i * out_sin[i, feats[k]])
+#                                            (first, rows, coefs, feats) in A_BLOCKS (matrix blocks)
 A_TERMS = {a_terms}
+A_BLOCKS = {a_blocks}
 B_SIN_TERMS = {b_sin_terms}
 B_COS_TERMS = {b_cos_terms}
 """
@@ -141,21 +146,22 @@ def {fname}(X, {args}):
 LOCAL_BATCH_FUNCTION = '''
 
 {decorator}
-def local_rows(X, S, J, dlogp_dt, A, b):
+def local_rows(X, S, J, dlogp_dt, A, b{u}):
     """Local-route rows A[i] = a(x_i), b[i] = beta(x_i) (A theta = b at the truth) at probes X[i]:
-    X, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,) (zeros if stationary), A (M, {n}), b (M,)."""
+    X, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,) (zeros if stationary), A (M, {n}),
+    b (M,){u_doc}."""
     for i in numba.prange(X.shape[0]):
-        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i : i + 1])
+        local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i : i + 1]{u})
 '''
 
 LOCAL_RESIDUAL_BATCH_FUNCTION = '''
 
 {decorator}
-def local_residual(X, S, J, dlogp_dt, theta, R, dR):
+def local_residual(X, S, J, dlogp_dt, theta, R, dR{u}):
     """Local residual R[i] and dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k) at probes X[i]:
-    X, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,), theta ({n},), R (M,), dR (M, {n})."""
+    X, S (M, {d}), J (M, {d}, {d}), dlogp_dt (M,), theta ({n},), R (M,), dR (M, {n}){u_doc}."""
     for i in range(X.shape[0]):
-        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i : i + 1], dR[i])
+        local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i : i + 1], dR[i]{u})
 '''
 
 # The simulator (scheme, layout, streams: dynosed_sym.kernels.lanes).  A lane kernel evaluates
@@ -168,41 +174,51 @@ LANE_FUNCTION = """
 def {fname}({args}):
     {doc}
     {counts}
-    for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
+{pre}    for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
 {body}
-"""
+{post}"""
 
 SIMULATOR = '''
 
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
-def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
+def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status{u}):
     """{scheme}: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
 
     x0 (C, {d}), theta ({n},), G ({d}, {dn}){g_note}, keys (C,) uint64, out (n_keep, C, {d}): every
-    thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
-    width, n_blocks = lanes.layout(x0.shape[0])
-    for blk in numba.prange(n_blocks):
+    thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step{u_doc}."""
+{weights}    width, n_blocks = lanes.layout(x0.shape[0])
+    for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
-{steps}
+{work}{steps}
             if lanes.stopped(x, out, status, blk, width, step, n_burn, thin):
                 break
 '''
 
+# the nonzero weights of the matrix blocks, once per call (structured drift_lanes)
+WEIGHTS_CALL = """\
+    nz_row, nz_basis, nz_w = block_weights(theta)
+"""
+
+# the basis functions of the matrix blocks at every lane of a block (structured drift_lanes)
+WORK_BUFFER = """\
+        work = np.zeros({n_basis} * LANES)
+"""
+
 RK4_STEPS = """\
         for step in range(1, n_burn + thin * n_keep + 1):
-            drift_lanes(x, theta, k1, width)
+            drift_lanes(x, theta, k1, width{lane_args})
             lanes.rk4_first(x, k1, xs, acc, dt, width)
-            drift_lanes(xs, theta, k2, width)
+            drift_lanes(xs, theta, k2, width{lane_args})
             lanes.rk4_middle(x, k2, xs, acc, 0.5 * dt, width)
-            drift_lanes(xs, theta, k2, width)
+            drift_lanes(xs, theta, k2, width{lane_args})
             lanes.rk4_middle(x, k2, xs, acc, dt, width)
-            drift_lanes(xs, theta, k2, width)
+            drift_lanes(xs, theta, k2, width{lane_args})
             lanes.rk4_last(x, k2, acc, G, eta, lkeys, step, dt, width)"""
 
 EM_STEPS = """\
         Gx = np.zeros(G.size * LANES)  # G(x) of every lane; entries never written stay zero
         for step in range(1, n_burn + thin * n_keep + 1):
-            drift_lanes(x, theta, k1, width)
-            noise_lanes(x, Gx, width)
+            drift_lanes(x, theta, k1, width{lane_args})
+            noise_lanes(x, Gx, width{u})
             lanes.em_step(x, k1, Gx, acc, eta, lkeys, step, dt, width)"""

@@ -21,11 +21,18 @@ steps.  ``status[c]`` is 0, or the first step at which a state of chain c was no
 a chain diverges its whole block stops (chains of that block that were still finite keep status
 0 and incomplete records).
 
-Every helper is ``inline="always"`` and ``fastmath=False`` (Numba inlines it into the generated
-kernel, so the arithmetic is that kernel's, operation for operation), except
-:func:`normals_lanes`: a separate function compiled with ``fastmath={"contract"}`` only (FMA
-contraction of the polynomials; every lane runs the same instructions, so results stay
-independent of lane, block and thread; the hash and the bit manipulations stay exact).
+Every helper is a function of its own (``inline="never"``, ``fastmath=False``, cached on disk
+with this module): compiled once for every model, where inlining them into each generated
+kernel cost seconds of compilation per model.  Without fast-math flags LLVM neither reorders
+nor contracts their arithmetic, so it is the same operation for operation wherever it runs.
+:func:`normals_lanes` is compiled with ``fastmath={"contract"}`` only (FMA contraction of the
+polynomials; every lane runs the same instructions, so results stay independent of lane, block
+and thread; the hash and the bit manipulations stay exact).
+
+Threads.  A generated ``simulate_chains`` runs its blocks one after the other; the chains are
+split into parts run on threads by :meth:`dynosed_sym.codegen.loading.CompiledModel.run_chains`
+(the kernels release the GIL).  A parallel loop inside the kernel cost more compilation than
+the whole serial kernel.
 """
 
 import math
@@ -33,7 +40,7 @@ import math
 import numba
 import numpy as np
 
-from .rng import GOLDEN, inline_helper, normal_pair
+from .rng import GOLDEN, normal_pair
 
 __all__ = [
     "LANES",
@@ -50,6 +57,17 @@ __all__ = [
 
 #: Lanes of a block: the width of every lane buffer.
 LANES = 64
+
+#: The options of every block helper: a separate, cached function (see the module docstring).
+block_helper = numba.njit(
+    parallel=False,
+    fastmath=False,
+    cache=True,
+    error_model="numpy",
+    boundscheck=False,
+    nogil=True,
+    inline="never",
+)
 
 
 @numba.njit(
@@ -77,20 +95,21 @@ def normals_lanes(keys, counter, eta, nq, nl):
     return counter + np.uint64(2 * ((nq + 1) // 2))
 
 
-@inline_helper
+@block_helper
 def stream_position(step, nq):
     """Counter of a stream before step ``step`` (1-based) when every step draws nq normals."""
     return np.uint64(step - 1) * np.uint64(2 * ((nq + 1) // 2))
 
 
-@inline_helper
+@block_helper
 def layout(n_chains):
-    """(width, n_blocks): lanes per block (a multiple of 8, at least 8 blocks when C allows)."""
-    width = min(LANES, 8 * max(1, -(-n_chains // 64)))
+    """(width, n_blocks): lanes per block, a multiple of 8, at most LANES (full blocks: the
+    blocks run one after the other)."""
+    width = min(LANES, 8 * max(1, -(-n_chains // 8)))
     return width, -(-n_chains // width)
 
 
-@inline_helper
+@block_helper
 def open_block(x0, keys, status, G, blk, width):
     """Buffers of block ``blk``, loaded with its chains' start states and keys.
 
@@ -118,7 +137,7 @@ def open_block(x0, keys, status, G, blk, width):
     return x, xs, k1, k2, acc, eta, lkeys
 
 
-@inline_helper
+@block_helper
 def rk4_first(x, k1, xs, acc, dt, nl):
     """After the first RK4 stage: xs = x + dt/2 k1, acc = k1 (lanes l < nl)."""
     hdt = 0.5 * dt
@@ -129,7 +148,7 @@ def rk4_first(x, k1, xs, acc, dt, nl):
             acc[r + l] = k1[r + l]
 
 
-@inline_helper
+@block_helper
 def rk4_middle(x, k, xs, acc, h, nl):
     """After the second or third RK4 stage k: xs = x + h k, acc += 2 k (lanes l < nl)."""
     for j in range(x.size // LANES):
@@ -139,7 +158,7 @@ def rk4_middle(x, k, xs, acc, h, nl):
             acc[r + l] = acc[r + l] + 2.0 * k[r + l]
 
 
-@inline_helper
+@block_helper
 def rk4_last(x, k4, acc, G, eta, lkeys, step, dt, nl):
     """Last RK4 stage plus noise: x += dt/6 (k1 + 2 k2 + 2 k3 + k4) + sqrt(dt) G eta.
 
@@ -163,7 +182,7 @@ def rk4_last(x, k4, acc, G, eta, lkeys, step, dt, nl):
             x[r + l] = x[r + l] + acc[r + l]
 
 
-@inline_helper
+@block_helper
 def em_step(x, f, Gx, acc, eta, lkeys, step, dt, nl):
     """Euler–Maruyama with a state-dependent noise matrix: x += dt f + sqrt(dt) G(x) eta.
 
@@ -186,7 +205,7 @@ def em_step(x, f, Gx, acc, eta, lkeys, step, dt, nl):
             x[r + l] = x[r + l] + acc[r + l]
 
 
-@inline_helper
+@block_helper
 def stopped(x, out, status, blk, width, step, n_burn, thin):
     """After step ``step`` of block ``blk``: True when a chain diverged (its status is set);
     else the block's states are recorded in out (n_keep, C, d) when the step is one to keep."""

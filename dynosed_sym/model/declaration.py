@@ -8,6 +8,7 @@ derived quantities (affine split, divergences, Stein features) live in
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import os
 import re
@@ -19,44 +20,15 @@ import sympy as sp
 from ..arguments import float_array
 from ..errors import ModelError
 from .validation import (
+    SUPPORTED_FUNCTIONS,
     assumptions_of,
-    check_constants,
+    check_functions,
     parse_strings,
     real_value,
     refuse_zero_diffusion,
 )
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
-
-# SymPy function classes the code printer maps onto ``math`` functions that
-# Numba compiles.  Anything else (undefined functions, special functions without
-# a Numba implementation) is rejected at declaration time, not at compile time.
-SUPPORTED_FUNCTIONS = (
-    sp.sin,
-    sp.cos,
-    sp.tan,
-    sp.asin,
-    sp.acos,
-    sp.atan,
-    sp.atan2,
-    sp.sinh,
-    sp.cosh,
-    sp.tanh,
-    sp.asinh,
-    sp.acosh,
-    sp.atanh,
-    sp.exp,
-    sp.log,
-    sp.erf,
-    sp.erfc,
-    sp.Abs,
-    sp.sign,
-    sp.floor,
-    sp.ceiling,
-    sp.Min,
-    sp.Max,
-    sp.Heaviside,
-)
 
 
 def _as_symbol_list(items, what):
@@ -115,33 +87,6 @@ def _as_column(expr_list, what, d):
         raise ModelError(
             f"{what}: cannot interpret a component as a SymPy expression ({exc})"
         ) from exc
-
-
-def _check_functions(expr, where):
-    for f in expr.atoms(sp.Function):
-        if isinstance(f, sp.core.function.AppliedUndef):
-            raise ModelError(
-                f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
-            )
-        if isinstance(f, sp.Piecewise):
-            raise ModelError(
-                f"{where}: Piecewise() cannot be compiled (its branches have no derivatives the "
-                "Stein features could use); write it with Heaviside(), Min(), Max(), Abs() or "
-                "sign(), whose derivatives are taken almost everywhere"
-            )
-        if not isinstance(f, SUPPORTED_FUNCTIONS):
-            raise ModelError(
-                f"{where}: function {f.func.__name__}() cannot be compiled by Numba; supported: "
-                + ", ".join(sorted(c.__name__ for c in SUPPORTED_FUNCTIONS))
-            )
-    for bad in (sp.Integral, sp.Derivative, sp.Sum, sp.Product):
-        if expr.has(bad):
-            raise ModelError(f"{where}: unevaluated {bad.__name__} cannot be compiled")
-    if expr.has(sp.I):
-        raise ModelError(f"{where}: complex numbers are not supported")
-    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
-        raise ModelError(f"{where}: contains an infinity or NaN")
-    check_constants(expr, where)
 
 
 class SDEModel:
@@ -230,8 +175,8 @@ class SDEModel:
             if s in seen:
                 raise ModelError(f"symbol {s} is declared twice ({seen[s]} and {kind})")
             seen[s] = kind
-        names = [str(s) for s in state_syms + param_syms + input_syms]
-        dup = {n for n in names if names.count(n) > 1}
+        names = collections.Counter(str(s) for s in state_syms + param_syms + input_syms)
+        dup = {n for n, count in names.items() if count > 1}
         if dup:
             raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
 
@@ -251,7 +196,7 @@ class SDEModel:
         declared = set(self.state) | set(self.params) | set(self.inputs)
         for j, fj in enumerate(f):
             where = f"drift[{j}] (d{self.state[j]})"
-            _check_functions(fj, where)
+            check_functions(fj, where)
             extra = fj.free_symbols - declared
             if extra:
                 bad = sorted(extra, key=str)[0]
@@ -290,11 +235,14 @@ class SDEModel:
         else:
             self.G = None
             D = self._diffusion_matrix(diffusion, d).xreplace(param_repl)
+        param_set = set(self.params)
         for i, j in np.ndindex(D.shape):
             Dij = D[i, j]
+            if Dij.is_Number and Dij.is_finite:  # nothing to check (D is θ-free, finite)
+                continue
             where = f"diffusion D[{i},{j}]"
-            _check_functions(Dij, where)
-            p_in = Dij.free_symbols & set(self.params)
+            check_functions(Dij, where)
+            p_in = Dij.free_symbols & param_set
             if p_in:
                 raise ModelError(
                     f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
@@ -313,7 +261,7 @@ class SDEModel:
                 )
         for i in range(d):
             for j in range(i + 1, d):
-                if sp.simplify(D[i, j] - D[j, i]) != 0:
+                if D[i, j] != D[j, i] and sp.simplify(D[i, j] - D[j, i]) != 0:
                     raise ModelError(
                         f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                         f"D[{j},{i}] = {D[j, i]}"
@@ -485,12 +433,15 @@ class SDEModel:
         """The model of one experiment: every input replaced by its value (a new SDEModel
         without inputs, same parameters, nominal values and ``env_params``).
 
+        Its kernels are this model's, with the values as their runtime argument: compiling it
+        (:func:`dynosed_sym.compile_model`) generates and compiles nothing new.
+
         Parameters
         ----------
         values : dict or array
             One value per input (see :meth:`input_vector`).
         name : str, optional
-            Default: ``{name}_u{hash}``, a digest of the values (so generated files differ).
+            Default: ``{name}_u{hash}``, a digest of the values.
         """
         import hashlib
 
@@ -501,12 +452,15 @@ class SDEModel:
         sub = {s: sp.Float(float(v), 17) for s, v in zip(self.inputs, u)}
         kw = dict(name=name, nominal=self.nominal, env_params=self.env_params)
         if self.G is not None:
-            return SDEModel(
+            out = SDEModel(
                 self.state, self.params, self.drift.xreplace(sub), noise=self.G.xreplace(sub), **kw
             )
-        return SDEModel(
-            self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
-        )
+        else:
+            out = SDEModel(
+                self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
+            )
+        out._input_origin = (self, u)  # compile_model runs this model's kernels at u
+        return out
 
     def theta_vector(self, theta, what="theta") -> np.ndarray:
         """Convert an array (θ order) or a dict keyed by symbol/name into shape (n,).

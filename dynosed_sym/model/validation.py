@@ -1,5 +1,6 @@
 """Checks of what a declaration is made of: strings parsed with the declared symbols, constants
-that double precision can hold, and the values of parameters and inputs (issue 22).
+that double precision can hold, functions a kernel can compute, and the values of parameters and
+inputs (issue 22).
 
 Used by :class:`~dynosed_sym.model.declaration.SDEModel`; every failure is a ModelError naming
 the equation or the entry.
@@ -21,6 +22,8 @@ __all__ = [
     "assumptions_of",
     "check_constants",
     "refuse_zero_diffusion",
+    "check_functions",
+    "SUPPORTED_FUNCTIONS",
 ]
 
 
@@ -71,7 +74,7 @@ def check_constants(expr, where):
             continue
         value = sub.evalf(30)
         if not value.is_real or not value.is_finite:
-            continue  # complex, oo, nan: _check_functions names them
+            continue  # complex, oo, nan: check_functions names them
         double = float(value)
         text = sp.sstr(sub)
         shown = (f"{text} ≈ " if len(text) <= 30 and not sub.is_Float else "") + (
@@ -102,3 +105,71 @@ def refuse_zero_diffusion(D, what):
         "∇·(f p) = 0 does not fix the scale of f); declare the noise with diffusion= (D) or "
         "noise= (G), even if it is small"
     )
+
+
+# SymPy function classes the code printer maps onto ``math`` functions that
+# Numba compiles.  Anything else (undefined functions, special functions without
+# a Numba implementation) is rejected at declaration time, not at compile time.
+SUPPORTED_FUNCTIONS = (
+    sp.sin,
+    sp.cos,
+    sp.tan,
+    sp.asin,
+    sp.acos,
+    sp.atan,
+    sp.atan2,
+    sp.sinh,
+    sp.cosh,
+    sp.tanh,
+    sp.asinh,
+    sp.acosh,
+    sp.atanh,
+    sp.exp,
+    sp.log,
+    sp.erf,
+    sp.erfc,
+    sp.Abs,
+    sp.sign,
+    sp.floor,
+    sp.ceiling,
+    sp.Min,
+    sp.Max,
+    sp.Heaviside,
+)
+
+
+_NUMBERS = sp.core.numbers
+#: What check_functions looks for, found in one traversal of an expression.
+_CHECKED = (sp.Function, sp.Integral, sp.Derivative, sp.Sum, sp.Product, _NUMBERS.ImaginaryUnit)
+_CHECKED += (_NUMBERS.ComplexInfinity, _NUMBERS.Infinity, _NUMBERS.NegativeInfinity, _NUMBERS.NaN)
+
+
+def check_functions(expr, where):
+    """Raise ModelError for what a kernel cannot compute: undefined or unsupported functions,
+    Piecewise, unevaluated integrals/derivatives/sums/products, complex numbers, infinities,
+    NaN, constants beyond double range."""
+    found = expr.atoms(*_CHECKED)
+    for f in sorted((f for f in found if isinstance(f, sp.Function)), key=sp.default_sort_key):
+        if isinstance(f, sp.core.function.AppliedUndef):
+            raise ModelError(
+                f"{where}: undefined function {f.func.__name__}() — give it an explicit formula"
+            )
+        if isinstance(f, sp.Piecewise):
+            raise ModelError(
+                f"{where}: Piecewise() cannot be compiled (its branches have no derivatives the "
+                "Stein features could use); write it with Heaviside(), Min(), Max(), Abs() or "
+                "sign(), whose derivatives are taken almost everywhere"
+            )
+        if not isinstance(f, SUPPORTED_FUNCTIONS):
+            raise ModelError(
+                f"{where}: function {f.func.__name__}() cannot be compiled by Numba; supported: "
+                + ", ".join(sorted(c.__name__ for c in SUPPORTED_FUNCTIONS))
+            )
+    for bad in (sp.Integral, sp.Derivative, sp.Sum, sp.Product):
+        if any(isinstance(f, bad) for f in found):
+            raise ModelError(f"{where}: unevaluated {bad.__name__} cannot be compiled")
+    if any(f is sp.I for f in found):
+        raise ModelError(f"{where}: complex numbers are not supported")
+    if any(isinstance(f, _CHECKED[6:]) for f in found):
+        raise ModelError(f"{where}: contains an infinity or NaN")
+    check_constants(expr, where)

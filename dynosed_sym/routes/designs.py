@@ -2,10 +2,11 @@
 time courses, or both (docs/designs.md) — one :class:`~dynosed_sym.routes.result.FitResult` over
 the stacked system.
 
-Each environment's model is ``model.with_inputs(u_e)`` (a plain model whose inputs are numbers,
-compiled once per distinct input vector and cached on disk like any model).  All snapshots share
-one feature draw, with the median bandwidth of a subsample pooled over them.  The stacking, the
-time-course quadrature and the grouped noise model are in :mod:`dynosed_sym.assembly.designs`.
+Each environment's model is ``model.with_inputs(u_e)`` (a plain model whose inputs are numbers;
+its kernels are the model's one generated module, with u_e as their runtime argument).  All
+snapshots share one feature draw, with the median bandwidth of a subsample pooled over them.
+The stacking, the time-course quadrature and the grouped noise model are in
+:mod:`dynosed_sym.assembly.designs`.
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ def _env_text(env):
 
 
 def environment_models(model, design, out_dir=None):
-    """{env: (model_e, compiled_e)}: ``model.with_inputs(u_e)`` compiled once per input vector."""
+    """{env: (model_e, compiled_e)}: ``model.with_inputs(u_e)``, its kernels the model's module
+    bound to u_e (one module and one compilation for every environment)."""
     cache, out = {}, {}
     for env in design.envs:
         key = tuple(np.asarray(env.inputs, dtype=float).tolist())

@@ -5,6 +5,8 @@ and the stationarity checks need, without compiling extra Numba kernels.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import sympy as sp
 
@@ -26,37 +28,53 @@ class ModelFunctions:
     def __init__(self, model):
         state, params = list(model.state), list(model.params)
         f = model.drift
-        jac = f.jacobian(model.state).applyfunc(almost_everywhere)
+        jac = _state_jacobian(f, state)
         D = model.D
         div_D = [sum(sp.diff(D[i, j], state[j]) for j in range(model.d)) for i in range(model.d)]
         div_div_D = almost_everywhere(sum(sp.diff(div_D[i], state[i]) for i in range(model.d)))
-        args = state + params  # (almost-everywhere derivatives: no DiracDelta terms)
+        self._args = state + params  # (almost-everywhere derivatives: no DiracDelta terms)
+        self._model = model
         self.d = model.d
-        self._f = sp.lambdify(args, list(f), "numpy")
-        self._jac = sp.lambdify(args, jac.tolist(), "numpy")
+        self._f = sp.lambdify(self._args, list(f), "numpy")
+        self._jac = sp.lambdify(self._args, jac.tolist(), "numpy")
         self._D = sp.lambdify(state, D.tolist(), "numpy")
         self._divdiv = sp.lambdify(state, div_div_D, "numpy")
         self.constant_D = not any(e.free_symbols & set(state) for e in D)
         #: ∂f/∂x does not depend on the state (a drift linear in x)
         self.linear = not any(e.free_symbols & set(state) for e in jac)
-        # ∂f_i/∂θ_k and ∂(∇·f)/∂θ_k, nonzero entries only (for the uncertainty of θ̂)
-        self._f_theta = [
-            (i, k, sp.lambdify(args, e, "numpy"))
-            for i in range(model.d)
-            for k, p in enumerate(params)
-            if not (e := almost_everywhere(sp.diff(f[i], p))).is_zero
-        ]
-        div_f = sum(jac[i, i] for i in range(model.d))
-        self._div_theta = [
-            (k, sp.lambdify(args, e, "numpy"))
-            for k, p in enumerate(params)
-            if not (e := almost_everywhere(sp.diff(div_f, p))).is_zero
-        ]
         G, _ = _noise_matrix(model)
         self._G = None
         if G is not None and any(e.free_symbols for e in G):
             self._G = sp.lambdify(state, G.tolist(), "numpy")
             self._G_shape = G.shape
+
+    @cached_property
+    def _f_theta(self):
+        """([(i, k)], one lambdified list) of the nonzero ∂f_i/∂θ_k (for the uncertainty of θ̂),
+        from the derivation's sparse entries; built on first use (fits only)."""
+        entries = self._model.derivation.entries
+        pairs, exprs = [], []
+        for (i, k), e in sorted(entries.items()):
+            e = almost_everywhere(e)
+            if not e.is_zero:
+                pairs.append((i, k))
+                exprs.append(e)
+        return pairs, sp.lambdify(self._args, exprs, "numpy")
+
+    @cached_property
+    def _div_theta(self):
+        """([k], one lambdified list) of the nonzero ∂(∇·f)/∂θ_k = Σ_i ∂/∂x_i ∂f_i/∂θ_k."""
+        state = self._model.state
+        acc = {}
+        for (i, k), e in self._model.derivation.entries.items():
+            acc.setdefault(k, []).append(sp.diff(e, state[i]))
+        ks, exprs = [], []
+        for k in sorted(acc):
+            e = almost_everywhere(sp.Add(*acc[k]))
+            if not e.is_zero:
+                ks.append(k)
+                exprs.append(e)
+        return ks, sp.lambdify(self._args, exprs, "numpy")
 
     @staticmethod
     def _fill(vals, n, shape):
@@ -82,11 +100,15 @@ class ModelFunctions:
 
     def drift_theta(self, X, theta):
         """Nonzero ∂f_i/∂θ_k at the rows: list of (i, k, values (n,))."""
-        return [(i, k, self._call(fn, X, theta, ())) for i, k, fn in self._f_theta]
+        pairs, fn = self._f_theta
+        vals = self._call(fn, X, theta, (len(pairs),))
+        return [(i, k, vals[:, q]) for q, (i, k) in enumerate(pairs)]
 
     def divergence_theta(self, X, theta):
         """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,))."""
-        return [(k, self._call(fn, X, theta, ())) for k, fn in self._div_theta]
+        ks, fn = self._div_theta
+        vals = self._call(fn, X, theta, (len(ks),))
+        return [(k, vals[:, q]) for q, k in enumerate(ks)]
 
     def diffusion(self, X):
         """D(x) (n, d, d)."""
@@ -101,6 +123,21 @@ class ModelFunctions:
         if self._G is None:
             return None
         return self._call(self._G, X, None, self._G_shape)
+
+
+def _state_jacobian(f, state):
+    """∂f/∂x (d, d), almost everywhere: every additive term of f_i differentiated by the states it
+    contains only (d² term derivatives for a network whose f_i has d terms, not d³)."""
+    index = {x: j for j, x in enumerate(state)}
+    J = sp.zeros(len(f), len(state))
+    for i, fi in enumerate(f):
+        parts = {}
+        for term in sp.Add.make_args(fi):
+            for j in sorted(index[x] for x in term.free_symbols if x in index):
+                parts.setdefault(j, []).append(sp.diff(term, state[j]))
+        for j, ds in parts.items():
+            J[i, j] = almost_everywhere(sp.Add(*ds))
+    return J
 
 
 def _flatten(vals):

@@ -116,7 +116,8 @@ def simulate(
         positive orthant (every draw with a negative coordinate replaced the same way).
     inputs : dict or array, optional
         Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
-        ``model.with_inputs(inputs)`` (compiled once per distinct input vector, cached on disk).
+        ``model.with_inputs(inputs)``: the model's kernels with the values as their argument (one
+        module and one compilation whatever the values).
     <execution options>
     n_groups : int, optional
         Dask backend: tasks the chains are split into (default: twice the number of workers).
@@ -177,44 +178,19 @@ def simulate(
                 bar=bar,
             )
         return _checked(plan, plan.samples(out, status))
-    out, status = plan.empty_output()
     if progress_enabled(ex.progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
         # a chain's output depends only on its key and start, so batches of chains give the
         # same samples as one call; the bar advances per batch
+        out, status = plan.empty_output()
         with progress_bar(
             True, total=plan.n_chains, desc=f"simulate {model.name}", unit="chains"
         ) as bar:
             for lo in range(0, plan.n_chains, SIM_BATCH_CHAINS):
                 hi = min(plan.n_chains, lo + SIM_BATCH_CHAINS)
-                part = np.empty((plan.n_keep, hi - lo, model.d))
-                plan.cm.module.simulate_chains(
-                    plan.x0[lo:hi],
-                    plan.theta,
-                    plan.G,
-                    plan.dt,
-                    plan.burn_in,
-                    plan.thin,
-                    plan.n_keep,
-                    plan.keys[lo:hi],
-                    part,
-                    status[lo:hi],
-                )
-                out[:, lo:hi] = part
+                out[:, lo:hi], status[lo:hi] = plan.run(lo, hi)
                 bar.update(hi - lo)
         return _checked(plan, plan.samples(out, status))
-    plan.cm.module.simulate_chains(
-        plan.x0,
-        plan.theta,
-        plan.G,
-        plan.dt,
-        plan.burn_in,
-        plan.thin,
-        plan.n_keep,
-        plan.keys,
-        out,
-        status,
-    )
-    return _checked(plan, plan.samples(out, status))
+    return _checked(plan, plan.samples(*plan.run(0, plan.n_chains)))
 
 
 def _checked(plan, X):
@@ -257,6 +233,19 @@ class SimulationPlan:
     x0: np.ndarray
     keys: np.ndarray
     seed: int | None = None  # the seed of default start states (None: x0 was given)
+
+    def run(self, lo, hi):
+        """Chains lo … hi − 1 by the generated integrator: (out (n_keep, hi − lo, d), status)."""
+        return self.cm.run_chains(
+            self.x0[lo:hi],
+            self.theta,
+            self.G,
+            self.dt,
+            self.burn_in,
+            self.thin,
+            self.n_keep,
+            self.keys[lo:hi],
+        )
 
     def empty_output(self):
         """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""

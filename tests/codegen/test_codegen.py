@@ -402,3 +402,23 @@ def test_py_func_agrees_with_jit(model, cmodel, model_points):
     s_jit, c_jit = cmodel.stein_features(X)
     np.testing.assert_allclose(s_jit, s_py, rtol=1e-13, atol=1e-13 * np.abs(s_py).max())
     np.testing.assert_allclose(c_jit, c_py, rtol=1e-13, atol=1e-13 * max(np.abs(c_py).max(), 1.0))
+
+
+def test_negative_integer_powers_print_as_divisions(tmp_path):
+    """x**(-2) is printed 1/x**2: Numba raises ZeroDivisionError for the first at x = 0 (whatever
+    the error model), the second gives inf like every other division of a kernel."""
+    x, a = sp.Symbol("x", real=True), sp.Symbol("a", real=True)
+    drift = -x + a * (x**-2 + sp.sin(x**-2)) + a * (1 + x) ** -3
+    model = ds.SDEModel([x], [a], [drift], diffusion=sp.Rational(1, 10), name="negative_powers")
+    cm = ds.compile_model(model, str(tmp_path))
+    with open(cm.path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert "**(-" not in text
+    assert "t0 = 1/x_**2" in text
+    X = np.array([[0.0], [0.3], [-1.7], [2.5]])
+    out = np.empty_like(X)
+    cm.raw_module.drift(X, np.array([1.5]), out)  # raw kernel: no finiteness check
+    assert not np.isfinite(out[0, 0])
+    v = X[1:, 0]
+    ref = -v + 1.5 * (1 / v**2 + np.sin(1 / v**2)) + 1.5 / (1 + v) ** 3
+    np.testing.assert_allclose(out[1:, 0], ref, rtol=1e-14)

@@ -11,11 +11,12 @@ import re
 import numpy as np
 import pytest
 import sympy as sp
-from conftest import GENERATED_SNAPSHOT
+from conftest import GENERATED_SNAPSHOT, MODELS_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dynosed_sym as ds
+from dynosed_sym.apps.bench.network_model import network_model
 from dynosed_sym.codegen.legend import legend_table, slot_entries
 from dynosed_sym.codegen.printer import SlotPrinter, print_block
 from dynosed_sym.codegen.render import render_module
@@ -66,9 +67,14 @@ def _other_models():
 
 @pytest.fixture(scope="module")
 def modules():
-    """{name: text}: the committed generated/ files and modules rendered for _other_models()."""
+    """{name: text}: the committed generated/ files, modules rendered for _other_models(), and
+    modules with matrix blocks as loops (the d = 8 network; the GRN's W forced, whose rows have
+    different coefficients)."""
     texts = {f"generated/{k}": v for k, v in GENERATED_SNAPSHOT.items()}
     texts.update({m.name: render_module(build_spec(m)) for m in _other_models()})
+    texts["network_d8"] = render_module(build_spec(network_model(8, 0)[0]))
+    grn = ds.load_model(MODELS_DIR / "grn_bcell.py")
+    texts["grn_structured"] = render_module(build_spec(grn, structured=True))
     return texts
 
 
@@ -102,10 +108,11 @@ def test_no_long_run_of_lines_shared_by_two_modules(modules):
         first, second = sorted(names)[:2]
         n, at = _longest_shared_run(modules[first].splitlines(), modules[second].splitlines())
         pytest.fail(f"{first} and {second} share {n} consecutive lines, from {at!r}")
-    # the simulator stays in every module, short: the block loop and the stage calls
+    # the simulator stays in every module, short: the block loop and the stage calls (with
+    # matrix blocks, one line more: their nonzero weights)
     for text in modules.values():
         sim = text[text.index("def simulate_chains") :]
-        assert len(sim.splitlines()) <= 20
+        assert len(sim.splitlines()) <= 20 + ("block_weights(theta)" in sim)
         assert "lanes.open_block(" in sim and "lanes.stopped(" in sim
 
 
@@ -163,7 +170,8 @@ def _function(text, name):
 
 
 def test_op_table_matches_the_printed_kernels(modules):
-    """terms = intermediate assignments, written = output assignments of each printed kernel."""
+    """terms = intermediate assignments, written = output assignments of each printed kernel
+    (those a loop over a matrix block writes are counted in its comment)."""
     for name, text in modules.items():
         rows = re.findall(r"^    (\w+_(?:point|lanes)) +(\d+) +(\d+) +(\d+) of (\d+) ", text, re.M)
         assert {r[0] for r in rows} >= {"drift_point", "drift_lanes"}, name
@@ -171,15 +179,23 @@ def test_op_table_matches_the_printed_kernels(modules):
             src = _function(text, kernel)
             assert f"# {ops} ops, {terms} intermediate terms, {written} of" in src
             assert len(re.findall(r"^ +t\d+ = ", src, re.M)) == int(terms), (name, kernel)
-            outputs = re.findall(r"^ +out\w*\[(?!:)[^\]]*\] = ", src, re.M)
-            assert len(outputs) == int(written), (name, kernel)
+            in_loops = re.search(r"(\d+) outputs in loops\)", src)
+            outputs = re.findall(r"^ +out\w*\[(?![^\]]*\b[jk]\b)(?!:)[^\]]*\] = ", src, re.M)
+            assert len(outputs) + int(in_loops[1] if in_loops else 0) == int(written), (
+                name,
+                kernel,
+            )
 
 
 def test_op_count_of_a_small_kernel():
-    """-a*x + 0.01*pi*y: NEG, two MUL, ADD after folding 0.01*pi into one literal."""
+    """-a*x + 0.01*pi*y: NEG, two MUL, ADD after folding 0.01*pi into one literal, whose
+    symbolic form the comment above the line keeps."""
     block = print_block([("out[0]", -a * x + sp.pi * y / 100)], SlotPrinter({}))
     assert block.ops == 4 and block.n_terms == 0 and block.n_written == 1
-    assert block.lines == ["    out[0] = -a*x + 0.031415926535897934*y"]
+    assert block.lines == [
+        "    # 0.031415926535897934 = pi/100",
+        "    out[0] = -a*x + 0.031415926535897934*y",
+    ]
 
 
 # --------------------------------------------------------------------------- structural zeros
@@ -316,3 +332,58 @@ def test_wrapping_keeps_the_syntax_tree(code, indent):
     one = ast.dump(ast.parse(f"out[0] = {code}"))
     assert ast.dump(ast.parse("\n".join(s[len(indent) :] for s in lines))) == one
     assert max(map(len, lines)) <= 100
+
+
+# --------------------------------------------------------------------------- names (issue 21)
+_ALIAS = re.compile(r"^ +(\w+) = (x|theta|u)\[(?:(\d+)\*)?(LANES \+ l|l|\d+)\]$")
+
+
+def _slot(array, factor, index):
+    """Slot number of an alias's right-hand side: x[3], theta[13], x[l], x[2*LANES + l]."""
+    if index == "l":
+        return 0
+    if index == "LANES + l":
+        return int(factor or 1)
+    return int(index)
+
+
+def test_kernels_name_their_slots(modules):
+    """Every slot a kernel reads is loaded once into a variable named after its symbol
+    (``W[1,6]`` → ``W_1_6``, a clash with the kernel's own names gets ``_``); the formulas use
+    the names, never the slots."""
+    for name, text in modules.items():
+        ns = {}
+        exec(text[text.index("STATE = ") : text.index("IS_AFFINE")], ns)
+        symbols = {"x": ns["STATE"], "theta": ns["PARAMS"], "u": ns["INPUTS"]}
+        for kernel in re.findall(r"^def (\w+_(?:point|lanes))\(", text, re.M):
+            src = _function(text, kernel).splitlines()
+            aliases = [(i, _ALIAS.match(line)) for i, line in enumerate(src)]
+            aliases = {i: m for i, m in aliases if m}
+            for m in aliases.values():
+                alias, array, factor, index = m.groups()
+                wanted = re.sub(
+                    r"_+", "_", re.sub(r"\W", "_", symbols[array][_slot(*m.groups()[1:])])
+                )
+                assert alias.rstrip("_") == wanted.strip("_"), (name, kernel, m.group(0))
+            names = [m.group(1) for m in aliases.values()]
+            assert len(names) == len(set(names)), (name, kernel)
+            for i, line in enumerate(src):
+                if i in aliases or line.lstrip().startswith("#"):
+                    continue
+                assert not re.search(r"\b(?:x|u)\[\d|\bx\[(?:\d+\*)?(?:LANES \+ )?l\]", line), (
+                    name,
+                    kernel,
+                    line,
+                )
+                if "for " not in line and "theta[k]" not in line and "theta[j*" not in line:
+                    assert not re.search(r"\btheta\[\d", line), (name, kernel, line)
+
+
+def test_constants_keep_their_symbolic_form(modules):
+    grn = next(t for k, t in modules.items() if k.startswith("generated/grn_bcell"))
+    assert "    W_1_6 = theta[13]\n" in grn and "    p = x[0]\n" in grn
+    assert "    t14 = 0.031415926535897934  # pi/100\n" in grn
+    assert "    # 1.4142135623730951 = sqrt(2)\n    t16 = 1.4142135623730951*t14\n" in grn
+    P = SlotPrinter({x: "x"})
+    block = print_block([("out[0]", x / 3 + sp.Rational(1, 4) * x**2)], P)
+    assert block.lines[0] == "    # 0.3333333333333333 = 1/3"  # 1/4 reads back exactly: no note

@@ -42,6 +42,13 @@ projection
     routes (global: m = 512 (--quick) or 2048; local: score matching at 60 probes, scores
     estimated once): median time (at most 3 repeats) of the trust-region search alone,
     least-squares evaluations, the ratio, and max |Δθ| between the two optima.
+network
+    The d-gene network of issue 20 (W·h(x) − x + 1/2, n = d², sparse truth) at d = 10, 20, 50,
+    100 (--quick: 10, 20), each in a fresh process with empty caches: cold start stage by stage
+    to the first fit (simulate 5000 + fit_global), warm simulate and fit with timings split,
+    peak memory of the assembly and of the process, and the simulator's rate in chain-steps ×
+    drift operations per second against the GRN's; not in the default run, only with
+    ``--only network`` (results: benchmarks/network.txt).
 calibration
     Not timings: coverage of the 95 % intervals, uniformity of the misspecification p-value and
     the small-N bias over ≥ 100 data sets each (exact OU, simulated Lorenz, five GRN data sets of

@@ -17,13 +17,15 @@ SECTIONS = (
     "simulator",
     "large",
     "projection",
+    "network",
     "calibration",
     "sweep",
 )
 
-#: Sections of a run without --only (calibration and the sweep are long statistical runs:
-#: --only calibration runs both, --only sweep the sweep alone).
-DEFAULT_SECTIONS = SECTIONS[:-2]
+#: Sections of a run without --only (network runs the d-gene networks up to d = 100 for several
+#: minutes; calibration and the sweep are long statistical runs: --only calibration runs both,
+#: --only sweep the sweep alone).
+DEFAULT_SECTIONS = SECTIONS[:-3]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -14,6 +14,7 @@ from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
 from .compile import section_compile
 from .fill import section_fill, section_scaling
 from .large import section_large
+from .network import section_network
 from .projection import section_projection
 from .simulator import section_simulator
 
@@ -34,6 +35,17 @@ def main(argv=None):
         "--repeats", type=int, default=None, help="timed repeats per measurement (median reported)"
     )
     ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
+    ap.add_argument(
+        "--network-fit-max-d",
+        type=int,
+        default=None,
+        help="network section: largest d fitted whole (larger: the assembly only; default 50)",
+    )
+    ap.add_argument(
+        "--network-sizes",
+        default=None,
+        help="network section: comma-separated d (default 10,20,50,100; --quick 10,20)",
+    )
     add_sweep_arguments(ap)
     args = ap.parse_args(argv)
     args.argv_text = " ".join(sys.argv[1:] if argv is None else argv)
@@ -61,8 +73,14 @@ def main(argv=None):
         "simulator": section_simulator,
         "large": section_large,
         "projection": section_projection,
+        "network": section_network,
         "calibration": section_calibration,
     }
+    if args.network_fit_max_d is not None or args.network_sizes:
+        kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
+        if args.network_fit_max_d is not None:
+            kw["full_fit_max_d"] = args.network_fit_max_d
+        runners["network"] = lambda quick, reps: section_network(quick, reps, **kw)
     if "calibration" in only and "sweep" not in only:
         only.append("sweep")  # the calibration has grown into the sweep (issue 19)
     for name in SECTIONS:

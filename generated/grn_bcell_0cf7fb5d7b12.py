@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+9494ed7e, template kernels_v2.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
 # model: grn_bcell
-# spec hash: 7062a4d0573613a8a116364b6afcad59e1647a4c2bc20ff917820d93eb784e2c
+# spec hash: 0cf7fb5d7b1284526a0049dd4536c7ce68ca3f84b397e1b717c2bcf86c1a95b0
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 76e1ddee2323b27d8c83fc2c840c25e1bdaa86ff22e392da716302a261cd5cc5
+# content-sha256: ebeebb41b389b7dcbfc695d997c3d0e2dc07b351e54797debc881bc90824cecc
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -18,6 +18,7 @@ Slots (where each symbol sits in the kernels' arrays):
     theta[12] = W[1,5]   theta[13] = W[1,6]   theta[14] = W[2,0]   theta[15] = W[2,1]
     theta[16] = W[2,2]   theta[17] = W[2,3]   theta[18] = W[2,4]   theta[19] = W[2,5]
     theta[20] = W[2,6]
+    a kernel names the slots it reads: state, parameter and input names as Python names
     local kernels: s[j] = d log p/dx[j] (score), J[j, l] = ds[j]/dx[l], dlogp_dt = d log p/dt
     lane kernels (simulator): x[j*LANES + l] = x[j] of lane l, LANES = 64
     noise: G (7, 7) constant, simulate_chains's argument (CompiledModel.noise_matrix)
@@ -44,8 +45,8 @@ written: outputs assigned, structural zeros are not; inputs: slots read of each 
     drift_point           111     18     7 of 7  x 7/7, theta 21/21
     drift_jacobian_point   30     12  21 of 147  x 3/7, theta 0/21
     stein_features_point   54     10   15 of 15  x 7/7
-    local_row_point       168     38   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt
-    local_residual_point  259     54   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt, theta 21/21
+    local_row_point       169     38   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt
+    local_residual_point  261     54   22 of 22  x 7/7, s 7/7, J 7/49, dlogp_dt, theta 21/21
     drift_lanes           111     18     7 of 7  x 7/7, theta 21/21
 """
 
@@ -58,14 +59,12 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = '7062a4d0573613a8a116364b6afcad59e1647a4c2bc20ff917820d93eb784e2c'
-GENERATOR_VERSION = '0.1.0+9494ed7e'
+SPEC_HASH = '0cf7fb5d7b1284526a0049dd4536c7ce68ca3f84b397e1b717c2bcf86c1a95b0'
+GENERATOR_VERSION = '0.1.0+4b5f98b5'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
-PARAMS = (
-    'W[0,0]', 'W[0,1]', 'W[0,2]', 'W[0,3]', 'W[0,4]', 'W[0,5]', 'W[0,6]', 'W[1,0]', 'W[1,1]',
-    'W[1,2]', 'W[1,3]', 'W[1,4]', 'W[1,5]', 'W[1,6]', 'W[2,0]', 'W[2,1]', 'W[2,2]', 'W[2,3]',
-    'W[2,4]', 'W[2,5]', 'W[2,6]',
-)
+PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
+# known inputs of an experiment: every kernel's last argument u holds their values
+INPUTS = ()
 IS_AFFINE = True
 # parameters entering the drift affinely with parameter-free columns (variable projection)
 SEPARABLE = tuple(range(21))
@@ -77,6 +76,8 @@ STATE_DEPENDENT_NOISE = False
 #   b       += coef * omega[:, j] * (sum_i sin_i * out_sin[i, e])    (e, j, coef) in B_SIN_TERMS
 #   b       += coef * omega[:, j] * omega[:, l] * (sum_i cos_i * out_cos[i, e])
 #                                                                    (e, j, l, coef) in B_COS_TERMS
+#   A[:, first + r*K + k] += coefs[r] * omega[:, rows[r]] * (sum_i sin_i * out_sin[i, feats[k]])
+#                                            (first, rows, coefs, feats) in A_BLOCKS (matrix blocks)
 A_TERMS = (
     (0, 0, 0, 9.0),
     (1, 0, 1, 9.0),
@@ -100,6 +101,7 @@ A_TERMS = (
     (5, 2, 19, 2.6),
     (6, 2, 20, 2.6),
 )
+A_BLOCKS = ()
 B_SIN_TERMS = (
     (7, 0, 1.0),
     (8, 1, 1.0),
@@ -125,40 +127,69 @@ B_COS_TERMS = (
 def drift_point(x, theta, out):
     """Drift f(x; theta) at one point: x (7,), theta (21,), out (7,)."""
     # 111 ops, 18 intermediate terms, 7 of 7 outputs written
-    t0 = 1/(x[0]**2 + 1)
+    p = x[0]
+    b = x[1]
+    r = x[2]
+    x1 = x[3]
+    y1 = x[4]
+    x2 = x[5]
+    y2 = x[6]
+    W_0_0 = theta[0]
+    W_0_1 = theta[1]
+    W_0_2 = theta[2]
+    W_0_3 = theta[3]
+    W_0_4 = theta[4]
+    W_0_5 = theta[5]
+    W_0_6 = theta[6]
+    W_1_0 = theta[7]
+    W_1_1 = theta[8]
+    W_1_2 = theta[9]
+    W_1_3 = theta[10]
+    W_1_4 = theta[11]
+    W_1_5 = theta[12]
+    W_1_6 = theta[13]
+    W_2_0 = theta[14]
+    W_2_1 = theta[15]
+    W_2_2 = theta[16]
+    W_2_3 = theta[17]
+    W_2_4 = theta[18]
+    W_2_5 = theta[19]
+    W_2_6 = theta[20]
+    t0 = 1/(p**2 + 1)
     t1 = 9*t0
-    t2 = 1/(x[1]**2 + 1)
+    t2 = 1/(b**2 + 1)
     t3 = 9*t2
-    t4 = 1/(x[2]**2 + 1)
+    t4 = 1/(r**2 + 1)
     t5 = t1*t2
     t6 = 100*t0
     t7 = 100*t2
     t8 = t2*t6
-    t9 = x[3]**2 + x[4]**2
+    t9 = x1**2 + y1**2
     t10 = 2.6*t0
     t11 = 2.6*t2
     t12 = t10*t2
-    t13 = x[5]**2 + x[6]**2
-    t14 = 0.031415926535897934
+    t13 = x2**2 + y2**2
+    t14 = 0.031415926535897934  # pi/100
     t15 = 1 - t9
+    # 1.4142135623730951 = sqrt(2)
     t16 = 1.4142135623730951*t14
     t17 = 1 - t13
     out[0] = (
-        theta[0]*t1 + theta[1]*t3 + 9*theta[2]*t4 + theta[3]*t5 + theta[4]*t1*t4 + theta[5]*t3*t4
-        + theta[6]*t4*t5 - x[0] + 1e-06
+        W_0_0*t1 + W_0_1*t3 + 9*W_0_2*t4 + W_0_3*t5 + W_0_4*t1*t4 + W_0_5*t3*t4 + W_0_6*t4*t5 - p
+        + 1e-06
     )
     out[1] = (
-        theta[7]*t6 + theta[8]*t7 + 100*theta[9]*t4 + theta[10]*t8 + theta[11]*t4*t6
-        + theta[12]*t4*t7 + theta[13]*t4*t8 - x[1]*(10*t2*x[4]**30/t9**15 + 1) + 2
+        W_1_0*t6 + W_1_1*t7 + 100*W_1_2*t4 + W_1_3*t8 + W_1_4*t4*t6 + W_1_5*t4*t7 + W_1_6*t4*t8
+        - b*(10*t2*y1**30/t9**15 + 1) + 2
     )
     out[2] = (
-        theta[14]*t10 + theta[15]*t11 + 2.6*theta[16]*t4 + theta[17]*t12 + theta[18]*t10*t4
-        + theta[19]*t11*t4 + theta[20]*t12*t4 - x[2] + 0.1 + 5*t2*x[6]**30/t13**15
+        W_2_0*t10 + W_2_1*t11 + 2.6*W_2_2*t4 + W_2_3*t12 + W_2_4*t10*t4 + W_2_5*t11*t4
+        + W_2_6*t12*t4 - r + 0.1 + 5*t2*y2**30/t13**15
     )
-    out[3] = t14*x[4] + t15*x[3]
-    out[4] = -t14*x[3] + t15*x[4]
-    out[5] = t16*x[6] + t17*x[5]
-    out[6] = -t16*x[5] + t17*x[6]
+    out[3] = t14*y1 + t15*x1
+    out[4] = -t14*x1 + t15*y1
+    out[5] = t16*y2 + t17*x2
+    out[6] = -t16*x2 + t17*y2
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
@@ -176,11 +207,14 @@ def drift_jacobian_point(x, theta, out):
     df_j/dtheta_k."""
     # 30 ops, 12 intermediate terms, 21 of 147 outputs written
     out[:] = 0.0
-    t0 = 1/(x[0]**2 + 1)
+    p = x[0]
+    b = x[1]
+    r = x[2]
+    t0 = 1/(p**2 + 1)
     t1 = 9*t0
-    t2 = 1/(x[1]**2 + 1)
+    t2 = 1/(b**2 + 1)
     t3 = 9*t2
-    t4 = 1/(x[2]**2 + 1)
+    t4 = 1/(r**2 + 1)
     t5 = t1*t2
     t6 = 100*t0
     t7 = 100*t2
@@ -225,14 +259,22 @@ def stein_features_point(x, out_sin, out_cos):
     """x-dependent factors of the Stein features at one point: x (7,), out_sin (14,), out_cos (1,).
     """
     # 54 ops, 10 intermediate terms, 15 of 15 outputs written
-    t0 = 1/(x[0]**2 + 1)
-    t1 = 1/(x[1]**2 + 1)
-    t2 = 1/(x[2]**2 + 1)
+    p = x[0]
+    b = x[1]
+    r = x[2]
+    x1 = x[3]
+    y1 = x[4]
+    x2 = x[5]
+    y2 = x[6]
+    t0 = 1/(p**2 + 1)
+    t1 = 1/(b**2 + 1)
+    t2 = 1/(r**2 + 1)
     t3 = t0*t1
-    t4 = x[3]**2 + x[4]**2
-    t5 = x[5]**2 + x[6]**2
-    t6 = 0.031415926535897934
+    t4 = x1**2 + y1**2
+    t5 = x2**2 + y2**2
+    t6 = 0.031415926535897934  # pi/100
     t7 = 1 - t4
+    # 1.4142135623730951 = sqrt(2)
     t8 = 1.4142135623730951*t6
     t9 = 1 - t5
     out_sin[0] = t0
@@ -242,13 +284,13 @@ def stein_features_point(x, out_sin, out_cos):
     out_sin[4] = t0*t2
     out_sin[5] = t1*t2
     out_sin[6] = t2*t3
-    out_sin[7] = 1e-06 - x[0]
-    out_sin[8] = -x[1]*(10*t1*x[4]**30/t4**15 + 1) + 2
-    out_sin[9] = -x[2] + 5*t1*x[6]**30/t5**15 + 0.1
-    out_sin[10] = t6*x[4] + t7*x[3]
-    out_sin[11] = -t6*x[3] + t7*x[4]
-    out_sin[12] = t8*x[6] + t9*x[5]
-    out_sin[13] = -t8*x[5] + t9*x[6]
+    out_sin[7] = 1e-06 - p
+    out_sin[8] = -b*(10*t1*y1**30/t4**15 + 1) + 2
+    out_sin[9] = -r + 5*t1*y2**30/t5**15 + 0.1
+    out_sin[10] = t6*y1 + t7*x1
+    out_sin[11] = -t6*x1 + t7*y1
+    out_sin[12] = t8*y2 + t9*x2
+    out_sin[13] = -t8*x2 + t9*y2
     out_cos[0] = 1
 
 
@@ -265,42 +307,50 @@ def stein_features(X, out_sin, out_cos):
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     """Local-route row at one probe: x (7,), score s (7,), Jacobian J (7, 7) with J[j, l] =
     ds_j/dx_l, dlogp_dt scalar; out_a (21,) = a(x), out_b (1,) = beta(x)."""
-    # 168 ops, 38 intermediate terms, 22 of 22 outputs written
-    t0 = x[0]**2 + 1
+    # 169 ops, 38 intermediate terms, 22 of 22 outputs written
+    p = x[0]
+    b = x[1]
+    r = x[2]
+    x1 = x[3]
+    y1 = x[4]
+    x2 = x[5]
+    y2 = x[6]
+    t0 = p**2 + 1
     t1 = 1/t0
     t2 = 9*s[0]
     t3 = t1*t2
-    t4 = 18*x[0]/t0**2
-    t5 = x[1]**2
+    t4 = 18*p/t0**2
+    t5 = b**2
     t6 = t5 + 1
     t7 = 1/t6
     t8 = t2*t7
-    t9 = x[2]**2 + 1
+    t9 = r**2 + 1
     t10 = 1/t9
     t11 = t3*t7
     t12 = t4*t7
     t13 = 100*s[1]
     t14 = t1*t13
     t15 = t13*t7
-    t16 = t6**(-2)
-    t17 = 200*x[1]*t16
+    t16 = 1/t6**2
+    t17 = 200*b*t16
     t18 = t14*t7
     t19 = t1*t17
     t20 = 2.6*s[2]
     t21 = t1*t20
     t22 = t20*t7
-    t23 = 5.2*x[2]/t9**2
+    t23 = 5.2*r/t9**2
     t24 = t21*t7
     t25 = t1*t23
-    t26 = x[3]**2
-    t27 = x[5]**2
-    t28 = x[4]**2
-    t29 = x[6]**2
+    t26 = x1**2
+    t27 = x2**2
+    t28 = y1**2
+    t29 = y2**2
     t30 = t26 + t28
-    t31 = x[4]**30/t30**15
+    t31 = y1**30/t30**15
     t32 = 10*t31*t7
-    t33 = 0.031415926535897934
+    t33 = 0.031415926535897934  # pi/100
     t34 = 1 - t30
+    # 1.4142135623730951 = sqrt(2)
     t35 = 1.4142135623730951*t33
     t36 = t27 + t29
     t37 = 1 - t36
@@ -327,12 +377,12 @@ def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
     out_a[20] = t10*t24 - t25*t7
     out_b[0] = (
         -dlogp_dt + 0.0001*J[0, 0] + 0.0001*J[1, 1] + 0.0001*J[2, 2] + 0.0001*J[3, 3]
-        + 0.0001*J[4, 4] + 0.0001*J[5, 5] + 0.0001*J[6, 6] + 0.0001*s[0]**2 - s[0]*(1e-06 - x[0])
-        + 0.0001*s[1]**2 - s[1]*(-x[1]*(t32 + 1) + 2) + 0.0001*s[2]**2
-        - s[2]*(-x[2] + 0.1 + 5*t7*x[6]**30/t36**15) + 0.0001*s[3]**2 - s[3]*(t33*x[4] + t34*x[3])
-        + 0.0001*s[4]**2 - s[4]*(-t33*x[3] + t34*x[4]) + 0.0001*s[5]**2 - s[5]*(t35*x[6] + t37*x[5])
-        + 0.0001*s[6]**2 - s[6]*(-t35*x[5] + t37*x[6]) - 20*t16*t31*t5 + 4*t26 + 4*t27 + 4*t28
-        + 4*t29 + t32 - 1
+        + 0.0001*J[4, 4] + 0.0001*J[5, 5] + 0.0001*J[6, 6] + 0.0001*s[0]**2 - s[0]*(1e-06 - p)
+        + 0.0001*s[1]**2 - s[1]*(-b*(t32 + 1) + 2) + 0.0001*s[2]**2
+        - s[2]*(-r + 0.1 + 5*t7*y2**30/t36**15) + 0.0001*s[3]**2 - s[3]*(t33*y1 + t34*x1)
+        + 0.0001*s[4]**2 - s[4]*(-t33*x1 + t34*y1) + 0.0001*s[5]**2 - s[5]*(t35*y2 + t37*x2)
+        + 0.0001*s[6]**2 - s[6]*(-t35*x2 + t37*y2) - 20*t16*t31*t5 + 4*t26 + 4*t27 + 4*t28 + 4*t29
+        + t32 - 1
     )
 
 
@@ -340,7 +390,8 @@ def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
             nogil=True)
 def local_rows(X, S, J, dlogp_dt, A, b):
     """Local-route rows A[i] = a(x_i), b[i] = beta(x_i) (A theta = b at the truth) at probes X[i]:
-    X, S (M, 7), J (M, 7, 7), dlogp_dt (M,) (zeros if stationary), A (M, 21), b (M,)."""
+    X, S (M, 7), J (M, 7, 7), dlogp_dt (M,) (zeros if stationary), A (M, 21),
+    b (M,)."""
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i : i + 1])
 
@@ -350,40 +401,69 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     """Local residual and its theta-gradient at one probe: x (7,), score s (7,), Jacobian J (7, 7),
     dlogp_dt scalar, theta (21,); out_r (1,) = R, out_dr (21,) = dR/dtheta."""
-    # 259 ops, 54 intermediate terms, 22 of 22 outputs written
-    t0 = x[3]**2
-    t1 = x[5]**2
-    t2 = x[4]**2
-    t3 = x[6]**2
-    t4 = x[2]**2 + 1
-    t5 = 5.2*x[2]/t4**2
-    t6 = x[0]**2 + 1
-    t7 = 18*x[0]/t6**2
-    t8 = x[1]**2
+    # 261 ops, 54 intermediate terms, 22 of 22 outputs written
+    p = x[0]
+    b = x[1]
+    r = x[2]
+    x1 = x[3]
+    y1 = x[4]
+    x2 = x[5]
+    y2 = x[6]
+    W_0_0 = theta[0]
+    W_0_1 = theta[1]
+    W_0_2 = theta[2]
+    W_0_3 = theta[3]
+    W_0_4 = theta[4]
+    W_0_5 = theta[5]
+    W_0_6 = theta[6]
+    W_1_0 = theta[7]
+    W_1_1 = theta[8]
+    W_1_2 = theta[9]
+    W_1_3 = theta[10]
+    W_1_4 = theta[11]
+    W_1_5 = theta[12]
+    W_1_6 = theta[13]
+    W_2_0 = theta[14]
+    W_2_1 = theta[15]
+    W_2_2 = theta[16]
+    W_2_3 = theta[17]
+    W_2_4 = theta[18]
+    W_2_5 = theta[19]
+    W_2_6 = theta[20]
+    t0 = x1**2
+    t1 = x2**2
+    t2 = y1**2
+    t3 = y2**2
+    t4 = r**2 + 1
+    t5 = 5.2*r/t4**2
+    t6 = p**2 + 1
+    t7 = 18*p/t6**2
+    t8 = b**2
     t9 = t8 + 1
-    t10 = t9**(-2)
-    t11 = 200*x[1]*t10
+    t10 = 1/t9**2
+    t11 = 200*b*t10
     t12 = 1/t6
     t13 = t12*t5
     t14 = 1/t9
     t15 = t14*t5
     t16 = t14*t7
     t17 = 1/t4
-    t18 = theta[4]*t17
+    t18 = W_0_4*t17
     t19 = t11*t12
-    t20 = theta[12]*t17
-    t21 = x[4]**30
+    t20 = W_1_5*t17
+    t21 = y1**30
     t22 = t0 + t2
-    t23 = t22**(-15)
+    t23 = 1/t22**15
     t24 = 10*t14*t21*t23
-    t25 = 0.031415926535897934
+    t25 = 0.031415926535897934  # pi/100
     t26 = 1 - t22
     t27 = t13*t14
+    # 1.4142135623730951 = sqrt(2)
     t28 = 1.4142135623730951*t25
     t29 = t1 + t3
     t30 = 1 - t29
-    t31 = theta[6]*t17
-    t32 = theta[13]*t17
+    t31 = W_0_6*t17
+    t32 = W_1_6*t17
     t33 = 9*t12
     t34 = 9*t14
     t35 = 9*t17
@@ -406,25 +486,23 @@ def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
     t52 = s[2]*t38
     t53 = t14*t51
     out_r[0] = (
-        -theta[0]*t7 - theta[3]*t16 - theta[8]*t11 - theta[10]*t19 - theta[16]*t5 - theta[18]*t13
-        - theta[19]*t15 - theta[20]*t27 + dlogp_dt - 0.0001*J[0, 0] - 0.0001*J[1, 1]
-        - 0.0001*J[2, 2] - 0.0001*J[3, 3] - 0.0001*J[4, 4] - 0.0001*J[5, 5] - 0.0001*J[6, 6]
-        - 0.0001*s[0]**2
+        -W_0_0*t7 - W_0_3*t16 - W_1_1*t11 - W_1_3*t19 - W_2_2*t5 - W_2_4*t13 - W_2_5*t15 - W_2_6*t27
+        + dlogp_dt - 0.0001*J[0, 0] - 0.0001*J[1, 1] - 0.0001*J[2, 2] - 0.0001*J[3, 3]
+        - 0.0001*J[4, 4] - 0.0001*J[5, 5] - 0.0001*J[6, 6] - 0.0001*s[0]**2
         + s[0]*(
-            theta[0]*t33 + theta[1]*t34 + theta[2]*t35 + theta[3]*t36 + theta[5]*t17*t34 - x[0]
-            + t18*t33 + t31*t36 + 1e-06
+            W_0_0*t33 + W_0_1*t34 + W_0_2*t35 + W_0_3*t36 + W_0_5*t17*t34 - p + t18*t33 + t31*t36
+            + 1e-06
         ) - 0.0001*s[1]**2
         + s[1]*(
-            theta[7]*t41 + theta[8]*t42 + theta[9]*t43 + theta[10]*t44 + theta[11]*t17*t41
-            - x[1]*(t24 + 1) + t20*t42 + t32*t44 + 2
+            W_1_0*t41 + W_1_1*t42 + W_1_2*t43 + W_1_3*t44 + W_1_4*t17*t41 - b*(t24 + 1) + t20*t42
+            + t32*t44 + 2
         ) - 0.0001*s[2]**2
         + s[2]*(
-            theta[14]*t37 + theta[15]*t38 + theta[16]*t39 + theta[17]*t40 + theta[18]*t17*t37
-            + theta[19]*t17*t38 + theta[20]*t17*t40 - x[2] + 5*t14*x[6]**30/t29**15 + 0.1
-        ) - 0.0001*s[3]**2 + s[3]*(t25*x[4] + t26*x[3]) - 0.0001*s[4]**2
-        + s[4]*(-t25*x[3] + t26*x[4]) - 0.0001*s[5]**2 + s[5]*(t28*x[6] + t30*x[5]) - 0.0001*s[6]**2
-        + s[6]*(-t28*x[5] + t30*x[6]) - 4*t0 - 4*t1 + 20*t10*t21*t23*t8 - t11*t20 - t16*t31 - t18*t7
-        - t19*t32 - 4*t2 - t24 - 4*t3 + 1
+            W_2_0*t37 + W_2_1*t38 + W_2_2*t39 + W_2_3*t40 + W_2_4*t17*t37 + W_2_5*t17*t38
+            + W_2_6*t17*t40 - r + 5*t14*y2**30/t29**15 + 0.1
+        ) - 0.0001*s[3]**2 + s[3]*(t25*y1 + t26*x1) - 0.0001*s[4]**2 + s[4]*(-t25*x1 + t26*y1)
+        - 0.0001*s[5]**2 + s[5]*(t28*y2 + t30*x2) - 0.0001*s[6]**2 + s[6]*(-t28*x2 + t30*y2) - 4*t0
+        - 4*t1 + 20*t10*t21*t23*t8 - t11*t20 - t16*t31 - t18*t7 - t19*t32 - 4*t2 - t24 - 4*t3 + 1
     )
     out_dr[0] = t45 - t7
     out_dr[1] = t46
@@ -465,46 +543,73 @@ def drift_lanes(x, theta, out, nl):
     x[j*LANES+l], theta (21,), out (7*LANES,); structurally zero components are not written
     (open_block zeroes out)."""
     # 111 ops, 18 intermediate terms, 7 of 7 outputs written
+    W_0_0 = theta[0]
+    W_0_1 = theta[1]
+    W_0_2 = theta[2]
+    W_0_3 = theta[3]
+    W_0_4 = theta[4]
+    W_0_5 = theta[5]
+    W_0_6 = theta[6]
+    W_1_0 = theta[7]
+    W_1_1 = theta[8]
+    W_1_2 = theta[9]
+    W_1_3 = theta[10]
+    W_1_4 = theta[11]
+    W_1_5 = theta[12]
+    W_1_6 = theta[13]
+    W_2_0 = theta[14]
+    W_2_1 = theta[15]
+    W_2_2 = theta[16]
+    W_2_3 = theta[17]
+    W_2_4 = theta[18]
+    W_2_5 = theta[19]
+    W_2_6 = theta[20]
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
-        t0 = 1/(x[l]**2 + 1)
+        p = x[l]
+        b = x[LANES + l]
+        r = x[2*LANES + l]
+        x1 = x[3*LANES + l]
+        y1 = x[4*LANES + l]
+        x2 = x[5*LANES + l]
+        y2 = x[6*LANES + l]
+        t0 = 1/(p**2 + 1)
         t1 = 9*t0
-        t2 = 1/(x[LANES + l]**2 + 1)
+        t2 = 1/(b**2 + 1)
         t3 = 9*t2
-        t4 = 1/(x[2*LANES + l]**2 + 1)
+        t4 = 1/(r**2 + 1)
         t5 = t1*t2
         t6 = 100*t0
         t7 = 100*t2
         t8 = t2*t6
-        t9 = x[3*LANES + l]**2 + x[4*LANES + l]**2
+        t9 = x1**2 + y1**2
         t10 = 2.6*t0
         t11 = 2.6*t2
         t12 = t10*t2
-        t13 = x[5*LANES + l]**2 + x[6*LANES + l]**2
-        t14 = 0.031415926535897934
+        t13 = x2**2 + y2**2
+        t14 = 0.031415926535897934  # pi/100
         t15 = 1 - t9
+        # 1.4142135623730951 = sqrt(2)
         t16 = 1.4142135623730951*t14
         t17 = 1 - t13
         out[l] = (
-            theta[0]*t1 + theta[1]*t3 + 9*theta[2]*t4 + theta[3]*t5 + theta[4]*t1*t4
-            + theta[5]*t3*t4 + theta[6]*t4*t5 - x[l] + 1e-06
+            W_0_0*t1 + W_0_1*t3 + 9*W_0_2*t4 + W_0_3*t5 + W_0_4*t1*t4 + W_0_5*t3*t4 + W_0_6*t4*t5
+            - p + 1e-06
         )
         out[LANES + l] = (
-            theta[7]*t6 + theta[8]*t7 + 100*theta[9]*t4 + theta[10]*t8 + theta[11]*t4*t6
-            + theta[12]*t4*t7 + theta[13]*t4*t8 - x[LANES + l]*(10*t2*x[4*LANES + l]**30/t9**15 + 1)
-            + 2
+            W_1_0*t6 + W_1_1*t7 + 100*W_1_2*t4 + W_1_3*t8 + W_1_4*t4*t6 + W_1_5*t4*t7 + W_1_6*t4*t8
+            - b*(10*t2*y1**30/t9**15 + 1) + 2
         )
         out[2*LANES + l] = (
-            theta[14]*t10 + theta[15]*t11 + 2.6*theta[16]*t4 + theta[17]*t12 + theta[18]*t10*t4
-            + theta[19]*t11*t4 + theta[20]*t12*t4 - x[2*LANES + l] + 0.1
-            + 5*t2*x[6*LANES + l]**30/t13**15
+            W_2_0*t10 + W_2_1*t11 + 2.6*W_2_2*t4 + W_2_3*t12 + W_2_4*t10*t4 + W_2_5*t11*t4
+            + W_2_6*t12*t4 - r + 0.1 + 5*t2*y2**30/t13**15
         )
-        out[3*LANES + l] = t14*x[4*LANES + l] + t15*x[3*LANES + l]
-        out[4*LANES + l] = -t14*x[3*LANES + l] + t15*x[4*LANES + l]
-        out[5*LANES + l] = t16*x[6*LANES + l] + t17*x[5*LANES + l]
-        out[6*LANES + l] = -t16*x[5*LANES + l] + t17*x[6*LANES + l]
+        out[3*LANES + l] = t14*y1 + t15*x1
+        out[4*LANES + l] = -t14*x1 + t15*y1
+        out[5*LANES + l] = t16*y2 + t17*x2
+        out[6*LANES + l] = -t16*x2 + t17*y2
 
 
-@numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
+@numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     """RK4 drift plus Euler-Maruyama noise: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
@@ -512,7 +617,7 @@ def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     x0 (C, 7), theta (21,), G (7, 7), keys (C,) uint64, out (n_keep, C, 7): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
     width, n_blocks = lanes.layout(x0.shape[0])
-    for blk in numba.prange(n_blocks):
+    for blk in range(n_blocks):
         x, xs, k1, k2, acc, eta, lkeys = lanes.open_block(x0, keys, status, G, blk, width)
         for step in range(1, n_burn + thin * n_keep + 1):
             drift_lanes(x, theta, k1, width)

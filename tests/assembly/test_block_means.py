@@ -1,0 +1,110 @@
+"""Per-block means kept as the sums they come from (issue 20, memory at scale): BlockMeans
+against the dense (B, m, n) array, the contraction against np.add.at over the table, a fit that
+reads them lazily, and the memory an assembly then takes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import traced_peak
+
+import dynosed_sym as ds
+from dynosed_sym.apps.bench.network_model import network_model
+from dynosed_sym.assembly import stein
+from dynosed_sym.assembly.contraction import BlockMeans, contraction_of
+from dynosed_sym.assembly.features import draw_features
+from dynosed_sym.data.blocks import block_edges
+
+
+@pytest.fixture(scope="module")
+def network12(tmp_path_factory):
+    """d = 12 network (its 144 weights a matrix block), samples from its simulator."""
+    model, truth = network_model(12, 0)
+    cm = ds.compile_model(model, str(tmp_path_factory.mktemp("net12")))
+    X = ds.simulate(model, truth, 3000, burn_in=400, out_dir=str(tmp_path_factory.mktemp("s")))
+    return model, truth, cm, X
+
+
+def _add_at(cm, feats, P_s, count):
+    """A by the table, term by term with np.add.at (the contraction before matrix blocks)."""
+    import math
+
+    P_s = feats.unblock(P_s)
+    A = np.zeros((feats.m, cm.model.n))
+    e, j, k = cm.a_terms.T
+    np.add.at(A.T, k, (cm.a_coef[None, :] * feats.omega[:, j] * P_s[e].T).T)
+    A *= -math.sqrt(2.0 / feats.m) / count
+    return A
+
+
+@pytest.mark.parametrize("which", ["grn", "network"])
+def test_contraction_is_the_table_bit_for_bit(which, compiled, models, network12):
+    """Columns with one table entry (every column of a matrix block) and the GRN's table: the
+    same arithmetic as np.add.at over the expanded table."""
+    if which == "grn":
+        cm, X = compiled["grn_bcell"], np.random.default_rng(0).uniform(0, 2, (500, 7))
+    else:
+        _, _, cm, X = network12
+        assert cm.a_blocks
+    feats = draw_features(cm.model.d, 200, 1.3, seed=1)
+    P_s, P_c = stein.block_sums(cm, X, feats)
+    A, _ = stein.contract(cm, feats, P_s, P_c, X.shape[0])
+    np.testing.assert_array_equal(A, _add_at(cm, feats, P_s, X.shape[0]))
+
+
+def test_block_means_are_the_dense_blocks(network12, monkeypatch):
+    model, truth, cm, X = network12
+    feats = draw_features(model.d, 160, 1.0, seed=2)
+    edges = block_edges(X.shape[0], 8)
+    dense = stein.assemble_array(cm, X, edges, feats)
+    monkeypatch.setattr(stein, "DENSE_BLOCKS_BYTES", 0)
+    lazy = stein.assemble_array(cm, X, edges, feats)
+    Ab = lazy.A_blocks
+    assert isinstance(Ab, BlockMeans) and Ab.shape == dense.A_blocks.shape and len(Ab) == 8
+    assert Ab.stored_nbytes < Ab.nbytes / 4
+    np.testing.assert_array_equal(lazy.A, dense.A)
+    np.testing.assert_array_equal(lazy.b_blocks, dense.b_blocks)
+    np.testing.assert_array_equal(np.asarray(Ab), dense.A_blocks)
+    np.testing.assert_array_equal(Ab[3], dense.A_blocks[3])
+    np.testing.assert_array_equal(Ab[[1, 5]], dense.A_blocks[[1, 5]])
+    rng = np.random.default_rng(3)
+    theta, Y, w = rng.standard_normal(model.n), rng.standard_normal((8, 160)), rng.uniform(size=8)
+    tol = 1e-12 * np.abs(dense.A_blocks).max()
+    np.testing.assert_array_equal(Ab @ theta, dense.A_blocks @ theta)
+    assert np.abs(Ab.matvec(theta) - dense.A_blocks @ theta).max() <= tol * np.abs(theta).sum()
+    V = rng.standard_normal((model.n, 3))
+    np.testing.assert_array_equal(Ab @ V, dense.A_blocks @ V)
+    ATY = np.einsum("bmn,bm->bn", dense.A_blocks, Y)
+    assert np.abs(Ab.rmatvec(Y) - ATY).max() <= 1e-12 * np.abs(ATY).max()
+    np.testing.assert_allclose(Ab.weighted_sum(w), np.tensordot(w, dense.A_blocks, 1), rtol=1e-12)
+    dA = dense.A_blocks - dense.A[None]
+    S = np.einsum("b,bmn,bmk->nk", w, dA, dA)
+    assert np.abs(Ab.deviation_gram(dense.A, w) - S).max() <= 1e-12 * np.abs(S).max()
+    np.testing.assert_array_equal(np.asarray(Ab / 4.0), dense.A_blocks / 4.0)
+
+
+def test_a_fit_with_lazy_blocks_is_the_dense_fit(models, monkeypatch):
+    """fit_global with BlockMeans (the solve reads them as an array) gives the same θ̂, standard
+    errors and p-value as with the dense blocks, bit for bit."""
+    model = models["ou2d"]
+    X = ds.simulate(model, model.nominal, 4000, seed=1, burn_in=300)
+    dense = ds.fit_global(model, X, n_features=256)
+    monkeypatch.setattr(stein, "DENSE_BLOCKS_BYTES", 0)
+    lazy = ds.fit_global(model, X, n_features=256)
+    np.testing.assert_array_equal(lazy.theta, dense.theta)
+    np.testing.assert_array_equal(lazy.report.std_errors, dense.report.std_errors)
+    assert lazy.report.p_value == dense.report.p_value
+
+
+def test_lazy_assembly_memory_is_the_sums_not_the_blocks(network12, monkeypatch):
+    """Above DENSE_BLOCKS_BYTES the assembly never holds the (B, m, n) blocks: its peak is the
+    fill's sums (K = 25 factors here against n = 144 columns: the gap grows with n/K, 50 for
+    the d = 100 network)."""
+    model, _, cm, X = network12
+    feats = draw_features(model.d, 512, 1.0, seed=4)
+    edges = block_edges(X.shape[0], 32)
+    contraction_of(cm)
+    monkeypatch.setattr(stein, "DENSE_BLOCKS_BYTES", 0)
+    dense_bytes = 32 * 512 * model.n * 8
+    peak = traced_peak(lambda: stein.assemble_array(cm, X, edges, feats))
+    assert peak < dense_bytes / 2, (peak, dense_bytes)
