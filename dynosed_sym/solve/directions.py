@@ -33,6 +33,7 @@ import numpy as np
 __all__ = [
     "Directions",
     "singular_directions",
+    "directions_and_deviations",
     "col_se",
     "resolve_quantile",
     "RANK_THRESHOLD",
@@ -98,6 +99,10 @@ def resolve_quantile(dof, threshold=RANK_THRESHOLD):
 def singular_directions(
     A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD, dof=None
 ) -> Directions:
+    return directions_and_deviations(A, A_blocks, counts, threshold, dof)[0]
+
+
+def directions_and_deviations(A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD, dof=None):
     """SVD of A (a complete basis of right singular vectors) and the resolution rule (module
     docstring).
 
@@ -118,6 +123,9 @@ def singular_directions(
     Returns
     -------
     Directions
+        (:func:`directions_and_deviations` also returns the block deviations in the V basis,
+        ``(A_b − A) V`` (B, m, n), or None without noise blocks: the solve takes the corrected
+        Gram on R from them instead of forming S.)
     """
     m, n = A.shape
     _, s, Vt = (
@@ -129,7 +137,7 @@ def singular_directions(
     floor = np.finfo(float).eps * max(m, n) * (s_full[0] if n else 0.0)
     resolved = s_full > floor
     if A_blocks is None or len(A_blocks) < 2:
-        return Directions(s_full, V, None, resolved)
+        return Directions(s_full, V, None, resolved), None
     counts = np.asarray(counts, dtype=float)
     B = len(A_blocks)
     dof = float(B - 1 if dof is None else dof)
@@ -145,7 +153,7 @@ def singular_directions(
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
     resolved &= t > q
-    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof)
+    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof), dAV
 
 
 def col_se(blocks, mean, counts):

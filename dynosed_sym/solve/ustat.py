@@ -51,7 +51,7 @@ import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError
-from .directions import MIN_DOF, RANK_THRESHOLD, Directions, singular_directions
+from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
@@ -153,6 +153,25 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
     S = wdA.T @ dA / (B - 1)
     s = wdA.T @ db / (B - 1)
     return 0.5 * (S + S.T), s
+
+
+def _covariance_on(dAR, db, counts):
+    """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
+    ``db = b_b − b`` (B, m)."""
+    w = block_weights(counts)
+    B, m, r = dAR.shape
+    flat = dAR.reshape(B * m, r)
+    wflat = flat * np.repeat(w, m)[:, None]
+    S_RR = wflat.T @ flat / (B - 1)
+    return 0.5 * (S_RR + S_RR.T), wflat.T @ db.reshape(B * m) / (B - 1)
+
+
+def covariance_times(A, A_blocks, counts, v):
+    """``S v`` (n,) without forming S: ``Σ_b w_b (A_b − A)ᵀ((A_b − A)v)/(B − 1)``."""
+    w = block_weights(counts)
+    u = A_blocks @ v - (A @ v)[None]  # (B, m)
+    out = np.einsum("bmn,bm->n", A_blocks, u * w[:, None]) - A.T @ (w @ u)
+    return out / (w.size - 1)
 
 
 def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
@@ -351,9 +370,11 @@ def _solve_unit(
     if subspace is not None and estimator != "resolved":
         raise ValueError("subspace= is only used with estimator='resolved'")
     if subspace is None:
-        dirs = singular_directions(A, A_blocks, counts, rank_threshold, dof)
+        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof)
         V = dirs.V
         VR = V[:, dirs.resolved]
+        dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
+        del dAV
         c = dirs.singular_values[dirs.resolved]
         G = np.eye(c.size)  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R on both sides
     else:
@@ -362,13 +383,17 @@ def _solve_unit(
         c = np.linalg.norm(AV, axis=0)
         c = np.where(c > 0, c, 1.0)
         G = (AV.T @ AV) / np.outer(c, c)
+        dAR = A_blocks @ VR - AV[None]
+    # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
+    # n × n from B·m·n² products, is never formed)
     if statistic == "u":
-        S, s = block_covariance(A, b, A_blocks, b_blocks, counts)
+        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts)
     else:
-        S, s = np.zeros((n, n)), np.zeros(n)
-    # everything on R is scaled by the resolved singular values (diag K < 1/9 by the rank rule)
+        S_RR, s_R = np.zeros((c.size, c.size)), np.zeros(c.size)
+    del dAR
+    # everything on R is scaled by the resolved singular values
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        K = (VR.T @ S @ VR) / np.outer(c, c)
+        K = S_RR / np.outer(c, c)
     if not (np.isfinite(K).all() and np.isfinite(G).all()):
         raise DataError(
             "the noise of the assembled system is not finite on its resolved directions (entries "
@@ -376,7 +401,7 @@ def _solve_unit(
             "parameters, or pass statistic='v'"
         )
     alpha = _guarded(G, K)
-    rhs = (VR.T @ (A.T @ b) - alpha * (VR.T @ s)) / c
+    rhs = (VR.T @ (A.T @ b) - alpha * s_R) / c
     z, Hp = _solve_scaled(G - alpha * K, rhs, c)
     Hp = VR @ Hp @ VR.T
     if estimator == "resolved":
@@ -401,8 +426,13 @@ def _solve_unit(
     notes = []
     fill = None
     if estimator == "resolved" and subspace is None:
+        scale = alpha if statistic == "u" else 0.0
+
+        def S_times(v):  # the correction applied to a vector (the coupling of the fill)
+            return scale * covariance_times(A, A_blocks, counts, v)
+
         fill = fill_unresolved(
-            A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, alpha * S, dirs.threshold
+            A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, S_times, dirs.threshold
         )
         theta = theta + fill.shift + fill.VU @ fill.z
         if not np.isfinite(dirs.threshold):

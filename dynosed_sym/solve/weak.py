@@ -82,7 +82,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     system_blocks : (A_blocks, b_blocks, counts)
     dirs : :class:`~dynosed_sym.solve.directions.Directions`
     Hp : (n, n) H⁺ of the resolved estimate
-    S : (n, n) the correction applied on R (zeros for the V-statistic)
+    S : callable ``v -> S v``, the correction applied on R (zeros for the V-statistic)
     q : float, the resolution quantile (inf: nothing could be resolved, the least squares kept)
     """
     A_blocks, b_blocks, counts = system_blocks
@@ -104,7 +104,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
     z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
-    shift = Hp @ (S @ (VU @ z)) if np.any(z) else np.zeros(n)
+    shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
     return Fill(VU, z_ls, t, z, shift)
 
 
