@@ -83,7 +83,11 @@ class Directions(NamedTuple):
     dof: float = float("nan")
 
 
-def resolve_quantile(dof, threshold=RANK_THRESHOLD):
+#: Test the n directions at a family-wise level (each at (1 − RESOLVE_LEVEL)/n).
+FAMILYWISE = True
+
+
+def resolve_quantile(dof, threshold=RANK_THRESHOLD, n=1):
     """The t value a direction must exceed: ``threshold`` if given (whatever the degrees of
     freedom), else the two-sided Student-t quantile at RESOLVE_LEVEL with ``dof`` degrees of
     freedom (inf below MIN_DOF)."""
@@ -93,7 +97,10 @@ def resolve_quantile(dof, threshold=RANK_THRESHOLD):
         return float("inf")
     from scipy import stats
 
-    return float(stats.t.ppf(0.5 + RESOLVE_LEVEL / 2.0, dof))
+    alpha = 1.0 - RESOLVE_LEVEL
+    if FAMILYWISE:
+        alpha /= max(int(n), 1)
+    return float(stats.t.ppf(1.0 - alpha / 2.0, dof))
 
 
 def singular_directions(
@@ -149,7 +156,7 @@ def directions_and_deviations(A, A_blocks=None, counts=None, threshold=RANK_THRE
     proj = 2.0 * np.einsum("mi,bmi->bi", AV, dAV)  # (B, n): block deviations of ‖A v_i‖²
     var = w @ proj**2 / (B - 1) + 2.0 * vSv**2 / dof
     kappa_sd = np.sqrt(np.maximum(var, 0.0))
-    q = resolve_quantile(dof, threshold)
+    q = resolve_quantile(dof, threshold, n)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
     resolved &= t > q

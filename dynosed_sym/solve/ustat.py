@@ -55,6 +55,7 @@ from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_devi
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
+from .uncertainty import block_influence
 from .weak import Fill, fill_unresolved
 
 __all__ = [
@@ -185,6 +186,18 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     t1 = np.einsum("bml,bl->bm", dA, u) @ A  # (AᵀΔ_b u_b)_b
     t2 = np.einsum("bmk,bm->bk", dA, u @ A.T)  # (Δ_bᵀA u_b)_b
     return Hp @ (w @ (t1 + t2)) / (B - 1)
+
+
+def second_order_gain(b2, se):
+    """The share of b̂₂ that is subtracted: 1 while every |b̂₂_j| is at most the estimate's own
+    standard error se_j, falling linearly to 0 at twice it (``clip(2 − max_j |b̂₂_j|/se_j, 0, 1)``).
+    b̂₂ is a second-order term, O(1/N) against the O(N^-½) noise; one larger than the noise means
+    the expansion behind it has failed — with many parameters per block (n ≳ B: a 20-gene network,
+    ‖b̂₂‖ ≈ 20 for parameters of size 1) its noisy H⁺ enters twice."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(se > 0, np.abs(b2) / se, np.where(b2 != 0, np.inf, 0.0))
+    worst = float(np.max(ratio, initial=0.0))
+    return float(np.clip(2.0 - worst, 0.0, 1.0))
 
 
 def _guarded(G, K):
@@ -421,6 +434,9 @@ def _solve_unit(
     b2 = np.zeros(n)
     if statistic == "u" and second_order and VR.shape[1]:
         b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+        IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
+        se = np.sqrt(block_weights(counts) @ (IF * IF) / (len(counts) - 1))
+        b2 = second_order_gain(b2, se) * b2
         theta = theta - b2
     theta_resolved = theta
     notes = []

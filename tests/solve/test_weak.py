@@ -47,7 +47,7 @@ def test_curvature_and_its_noise_by_block_loops(rng):
         var = sum(w[k] * proj[k] ** 2 for k in range(B)) / (B - 1) + 2 * vSv**2 / (B - 1)
         assert np.isclose(dirs.kappa[i], dirs.singular_values[i] ** 2 - vSv, rtol=1e-10)
         assert np.isclose(dirs.kappa_sd[i], np.sqrt(var), rtol=1e-10)
-    q = stats.t.ppf(0.975, B - 1)
+    q = stats.t.ppf(1 - 0.05 / (2 * n), B - 1)  # the n directions at a family-wise 5 %
     assert dirs.threshold == pytest.approx(q)
     np.testing.assert_array_equal(dirs.resolved, dirs.kappa / dirs.kappa_sd > q)
 
@@ -77,6 +77,18 @@ def test_noise_orthogonal_to_Av_does_not_unresolve_a_direction(rng):
     dirs = singular_directions(A, Ab, counts)
     assert dirs.singular_values[0] < 3 * dirs.noise[0]  # the old rule: unresolved
     assert dirs.resolved[0], (dirs.kappa, dirs.kappa_sd)
+
+
+def test_second_order_term_is_dropped_where_its_expansion_fails():
+    """b̂₂ larger than the estimate's own noise means the expansion behind it failed: the gain is
+    1 up to |b̂₂_j| = se_j, 0 from 2·se_j on, linear between."""
+    from dynosed_sym.solve.ustat import second_order_gain
+
+    se = np.array([1.0, 2.0])
+    assert second_order_gain(np.array([0.5, -2.0]), se) == 1.0
+    assert second_order_gain(np.array([1.5, 0.0]), se) == pytest.approx(0.5)
+    assert second_order_gain(np.array([0.0, 4.5]), se) == 0.0
+    assert second_order_gain(np.zeros(2), se) == 1.0
 
 
 # ---------------------------------------------------------------------------------- the fill
