@@ -15,7 +15,8 @@ A and b are means of per-sample terms; their sampling noise is estimated from pe
       Var κ̂_i = Σ_b w_b (2 (A v_i)ᵀ (A_b − A) v_i)² / (B − 1) + 2 (v_iᵀ S v_i)² / dof.
 
 A direction is *resolved* when ``t_i = κ̂_i / sd(κ̂_i)`` exceeds the two-sided Student-t quantile
-at ``RESOLVE_LEVEL`` with ``dof`` degrees of freedom (and σ_i exceeds the floating-point floor
+at level ``1 − (1 − RESOLVE_LEVEL)/n`` (the n directions at a family-wise RESOLVE_LEVEL) with
+``dof`` degrees of freedom (and σ_i exceeds the floating-point floor
 ``eps · max(m, n) · σ_max``): the data then determine that the fit has curvature along v_i.
 Unlike ``σ_i > 3 SE_i`` the rule does not count noise orthogonal to ``A v_i``, which moves the
 singular vector but not the curvature (FitzHugh–Nagumo's overall drift scale: σ/SE ≈ 2, t ≈ 8).
@@ -83,23 +84,17 @@ class Directions(NamedTuple):
     dof: float = float("nan")
 
 
-#: Test the n directions at a family-wise level (each at (1 − RESOLVE_LEVEL)/n).
-FAMILYWISE = True
-
-
 def resolve_quantile(dof, threshold=RANK_THRESHOLD, n=1):
     """The t value a direction must exceed: ``threshold`` if given (whatever the degrees of
-    freedom), else the two-sided Student-t quantile at RESOLVE_LEVEL with ``dof`` degrees of
-    freedom (inf below MIN_DOF)."""
+    freedom), else the two-sided Student-t quantile at ``1 − (1 − RESOLVE_LEVEL)/n`` with ``dof``
+    degrees of freedom (inf below MIN_DOF)."""
     if threshold is not None:
         return float(threshold)
     if dof < MIN_DOF:
         return float("inf")
     from scipy import stats
 
-    alpha = 1.0 - RESOLVE_LEVEL
-    if FAMILYWISE:
-        alpha /= max(int(n), 1)
+    alpha = (1.0 - RESOLVE_LEVEL) / max(int(n), 1)
     return float(stats.t.ppf(1.0 - alpha / 2.0, dof))
 
 
