@@ -6,16 +6,26 @@ Every entry point that reads data or runs kernels (:func:`~dynosed_sym.simulate`
 the same keyword options for *how* it runs — noise blocks, rows per kernel call, progress bar,
 folder of generated kernels, Dask backend — documented once here (:data:`EXECUTION_DOC`) and
 validated once (:meth:`Execution.resolve`).
+
+*What* an entry point computes is set by small frozen dataclasses, one per concept (e.g.
+:class:`dynosed_sym.density.Training`): defaults in the fields, validation in ``__post_init__``
+(:func:`dynosed_sym.arguments.check_field`), variants by :func:`dataclasses.replace`.  The entry
+point takes each as a keyword named after the class (``training=Training(n_steps=6000)``; None
+means the defaults) and resolves it with :func:`option`; :func:`moved_keywords` folds the flat
+keywords such an object replaced into it, with a :class:`FutureWarning`.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from . import arguments
 
 __all__ = [
     "Execution",
+    "option",
+    "moved_keywords",
     "EXECUTION_DOC",
     "execution_doc",
     "DEFAULT_BLOCKS",
@@ -119,3 +129,69 @@ class Execution:
     def dask_requested(self) -> bool:
         """``backend="dask"``, or a client given without ``backend="local"``."""
         return self.backend == "dask" or (self.client is not None and self.backend is None)
+
+
+def option(value, cls, name):
+    """The option object passed as keyword ``name``: ``cls()`` (the defaults) for None, ``value``
+    itself if it is a ``cls``; anything else is refused with a DataError naming the keyword and
+    the class to build."""
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    hint = f"{name}={cls.__name__}(**{name})" if isinstance(value, dict) else f"{cls.__name__}(...)"
+    raise arguments.DataError(
+        f"{name} must be a {cls.__module__}.{cls.__name__} or None, got "
+        f"{type(value).__name__} {value!r:.60}; build one: {hint}"
+    )
+
+
+def moved_keywords(entry, keywords, given, moved):
+    """Fold flat keywords that moved into option objects into those objects.
+
+    Parameters
+    ----------
+    entry : str
+        The entry point's name, for messages.
+    keywords : dict
+        The extra keywords the entry point received (its ``**moved``).
+    given : dict
+        ``{keyword: value as passed}`` of the entry point's option objects (None when not given).
+    moved : dict
+        ``{old keyword: (option keyword, option class, field)}``.
+
+    Returns
+    -------
+    dict
+        ``given`` with each option that received old keywords replaced by the object they build
+        (a :class:`FutureWarning` names the new spelling).  An unknown keyword is a TypeError, an
+        old keyword next to its option object a DataError.
+    """
+    unknown = sorted(k for k in keywords if k not in moved)
+    if unknown:
+        raise TypeError(f"{entry}() got an unexpected keyword argument {unknown[0]!r}")
+    if not keywords:
+        return dict(given)
+    fields = {}
+    for old, value in keywords.items():
+        target, cls, name = moved[old]
+        fields.setdefault(target, (cls, {}))[1][name] = value
+    out = dict(given)
+    spelled = []
+    for target, (cls, values) in fields.items():
+        if given[target] is not None:
+            raise arguments.DataError(
+                f"{entry}: {', '.join(sorted(values))} given both as keywords and through "
+                f"{target}=; set them in {target}={cls.__name__}(...) only"
+            )
+        out[target] = cls(**values)
+        shown = ", ".join(f"{k}={v!r:.30}" for k, v in values.items())
+        spelled.append(f"{target}={cls.__name__}({shown})")
+    warnings.warn(
+        FutureWarning(
+            f"{entry}: the keywords {', '.join(sorted(keywords))} are fields of option objects "
+            f"now and will be refused in a later version; pass {', '.join(spelled)}"
+        ),
+        stacklevel=3,
+    )
+    return out
