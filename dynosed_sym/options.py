@@ -139,10 +139,10 @@ def option(value, cls, name):
         return cls()
     if isinstance(value, cls):
         return value
-    hint = f"{name}={cls.__name__}(**{name})" if isinstance(value, dict) else f"{cls.__name__}(...)"
+    fields = ", ".join(f"{k}={v!r}" for k, v in value.items()) if isinstance(value, dict) else "..."
     raise arguments.DataError(
         f"{name} must be a {cls.__module__}.{cls.__name__} or None, got "
-        f"{type(value).__name__} {value!r:.60}; build one: {hint}"
+        f"{type(value).__name__} {value!r:.60}; build one: {name}={cls.__name__}({fields})"
     )
 
 

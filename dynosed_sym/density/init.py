@@ -423,7 +423,7 @@ def starting_mixture(samples, architecture, rng, terms_of=None, n_fit=6000):
     The tail maps' centre and whitening come from the samples' mean and covariance, their starting
     strengths from the drift's growth (:func:`tail_exponents`: quartic along every whitened axis →
     the radial map at γ = 0.3, only along some → those axes' maps; a likelihood of the samples
-    could not tell tails apart in our runs); the latent mixture is an EM fit to (a subsample of)
+    could not tell the tails apart); the latent mixture is an EM fit to (a subsample of)
     the samples mapped to latent coordinates; the weights are the mean responsibilities over all
     samples; the couplings start as the identity.
 

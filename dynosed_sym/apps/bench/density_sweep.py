@@ -63,6 +63,16 @@ def _grid_case(name, kind, build, logp, extent, note):
     return Case(name, kind, build, "grid", log_density=logp, extent=extent, note=note)
 
 
+def _sim_case(name, kind, build, note):
+    """A case without a closed-form law, compared with a long simulation on (-5, 5)²."""
+    extent = ((-5.0, 5.0), (-5.0, 5.0))
+    return Case(name, kind, build, "sim", extent=extent, note=f"{note} (vs simulation)")
+
+
+def _ou_case(name, kind, M, D, note):
+    return Case(name, kind, lambda: ex.ou(M, D), "kl", sampler=_ou_sampler(M, D), note=note)
+
+
 def _ou_sampler(M, D):
     S = ex.ou_covariance(M, D)
     L = np.linalg.cholesky(S)
@@ -146,22 +156,8 @@ CASES = {
             ((-5.0, 5.0), (-5.0, 5.0)),
             "bundled limit-cycle oscillator (Gaussian tails)",
         ),
-        Case(
-            "ou3_nonnormal",
-            "dev",
-            lambda: ex.ou(_OU_M1, _OU_D1),
-            "kl",
-            sampler=_ou_sampler(_OU_M1, _OU_D1),
-            note="3-D non-normal OU",
-        ),
-        Case(
-            "swirl",
-            "dev",
-            lambda: ex.swirl_bistable(),
-            "sim",
-            extent=((-5.0, 5.0), (-5.0, 5.0)),
-            note="bundled non-gradient bistable (vs simulation)",
-        ),
+        _ou_case("ou3_nonnormal", "dev", _OU_M1, _OU_D1, "3-D non-normal OU"),
+        _sim_case("swirl", "dev", ex.swirl_bistable, "bundled non-gradient bistable"),
         # --- held-out cases
         _grid_case(
             "ring_wide_still",
@@ -235,13 +231,8 @@ CASES = {
             ((-3.0, 3.0), (-2.5, 2.5)),
             "2-D double well with D(x) = 0.25(1 + |x|²/2) I, rotation ω=0.5",
         ),
-        Case(
-            "ou3_rotating",
-            "held-out",
-            lambda: ex.ou(_OU_M2, _OU_D2),
-            "kl",
-            sampler=_ou_sampler(_OU_M2, _OU_D2),
-            note="3-D OU with rotation and anisotropic D",
+        _ou_case(
+            "ou3_rotating", "held-out", _OU_M2, _OU_D2, "3-D OU with rotation and anisotropic D"
         ),
         Case(
             "sdw3",
@@ -251,13 +242,11 @@ CASES = {
             sampler=_well3_sampler(0.25),
             note="3-D double well with state-dependent D",
         ),
-        Case(
+        _sim_case(
             "swirl_variant",
             "held-out",
-            lambda: ex.swirl_bistable_variant(),
-            "sim",
-            extent=((-5.0, 5.0), (-5.0, 5.0)),
-            note="non-gradient bistable, D=0.3, k=0.5, g=2 (vs simulation)",
+            ex.swirl_bistable_variant,
+            "non-gradient bistable, D=0.3, k=0.5, g=2",
         ),
     ]
 }

@@ -160,14 +160,8 @@ def _demo_ring(out_dir, seed, progress):
     dens = density_from_dynamics(model, theta, seed=seed, progress=progress)
     extent = (-4.5, 4.5, -4.5, 4.5)
     tv, integral = grid_tv(dens, hopf_log_density, _pairs(extent), 300)
-    png = os.path.join(out_dir, "density_hopf_ring.png")
-    plot_density_comparison(
-        dens,
-        log_density=hopf_log_density,
-        extent=extent,
-        path=png,
-        title=f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}",
-    )
+    title = f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}"
+    png = _save(dens, out_dir, "density_hopf_ring.png", title, extent, log_density=hopf_log_density)
     return dict(png=png, tv=tv, integral=integral, train_seconds=dens.train_seconds)
 
 
@@ -189,14 +183,8 @@ def _demo_swirl(out_dir, seed, progress, n_simulated):
     H1, _, _ = np.histogram2d(X[::2, 0], X[::2, 1], bins=40, range=[extent[:2], extent[2:]])
     H2, _, _ = np.histogram2d(X[1::2, 0], X[1::2, 1], bins=40, range=[extent[:2], extent[2:]])
     noise = 0.5 * float(np.abs(H1 / X[::2].shape[0] - H2 / X[1::2].shape[0]).sum())
-    png = os.path.join(out_dir, "density_swirl_bistable.png")
-    plot_density_comparison(
-        dens,
-        samples=X,
-        extent=extent,
-        path=png,
-        title=f"non-gradient bistable drift: TV to simulation = {tv:.3f}",
-    )
+    title = f"non-gradient bistable drift: TV to simulation = {tv:.3f}"
+    png = _save(dens, out_dir, "density_swirl_bistable.png", title, extent, samples=X)
     return dict(
         png=png,
         tv=tv,
@@ -204,3 +192,10 @@ def _demo_swirl(out_dir, seed, progress, n_simulated):
         train_seconds=dens.train_seconds,
         simulate_seconds=sim_seconds,
     )
+
+
+def _save(dens, out_dir, name, title, extent, **reference):
+    """Draw ``dens`` against ``reference`` (log_density= or samples=) into out_dir/name → path."""
+    png = os.path.join(out_dir, name)
+    plot_density_comparison(dens, extent=extent, path=png, title=title, **reference)
+    return png
