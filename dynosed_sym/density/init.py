@@ -1,7 +1,7 @@
 """Where the mass is: the starting density of :func:`density_from_dynamics` from a short simulation.
 
 The residual the density is trained on is local, so training must start in the right region, and
-it cannot move mass between metastable states (see the notes in :mod:`.train`).  Both come
+it cannot move mass between metastable states (see the notes in :mod:`.optimize`).  Both come
 cheaply from the model's own compiled simulator (:func:`dynosed_sym.simulate`, ≈ 10⁸ chain-steps
 per second on two cores):
 
