@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench golden docs clean
+.PHONY: demo test test-fast bench bench-peers golden docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m dynosed_sym.apps.bench
+
+bench-peers: $(STAMP)  ## stadion vs ours on the peer's task (its own venv; ≈ 40 min; benchmarks/peers)
+	nice -n 10 $(PY) benchmarks/peers/run.py
 
 golden: $(STAMP)  ## regenerate generated/ for every model in models/
 	$(PY) -m dynosed_sym.codegen --prune --out generated models/*.py

@@ -37,6 +37,8 @@ from .errors import (
     DynosedError,
     ModelError,
     NotAffineError,
+    StationarityError,
+    StationarityWarning,
     TrainingDivergedError,
 )
 from .identifiability import (
@@ -45,10 +47,10 @@ from .identifiability import (
     check_identifiability,
     structural_check,
 )
-from .model import SDEModel, load_model
+from .model import SDEModel, ShiftDesign, load_model, shift_interventions
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
-from .simulation import simulate
+from .simulation import Simulation, check_stationarity, simulate
 from .solve import BootstrapResult, IdentifiabilityReport
 
 try:
@@ -60,11 +62,15 @@ __all__ = [
     # declare
     "SDEModel",
     "load_model",
+    "shift_interventions",
+    "ShiftDesign",
     # compile
     "compile_model",
     "CompiledModel",
     # simulate
     "simulate",
+    "Simulation",
+    "check_stationarity",
     # fit
     "fit_global",
     "fit_local",
@@ -93,9 +99,11 @@ __all__ = [
     "ModelError",
     "NotAffineError",
     "DataError",
+    "StationarityError",
     "CodegenError",
     "TrainingDivergedError",
     "DaskUnavailableError",
     "ConvergenceWarning",
+    "StationarityWarning",
     "__version__",
 ]

@@ -13,10 +13,12 @@ __all__ = [
     "ModelError",
     "NotAffineError",
     "DataError",
+    "StationarityError",
     "CodegenError",
     "TrainingDivergedError",
     "DaskUnavailableError",
     "ConvergenceWarning",
+    "StationarityWarning",
 ]
 
 
@@ -52,6 +54,12 @@ class DataError(DynosedError, ValueError):
     """Input data or a numerical argument is unusable (names the argument)."""
 
 
+class StationarityError(DataError):
+    """Samples are not (or cannot be) stationary: a simulation diverged or is still far from its
+    stationary law, or the parameters give no stationary law (names what diverged and what to
+    do).  A :class:`DataError`, so ``except DataError`` still catches it."""
+
+
 class CodegenError(DynosedError, RuntimeError):
     """Code generation or loading of generated kernels failed."""
 
@@ -70,3 +78,8 @@ class ConvergenceWarning(UserWarning):
     The result it returned carries a flag saying so (``converged`` or a note in its summary);
     treat its numbers as provisional.
     """
+
+
+class StationarityWarning(UserWarning):
+    """Samples look only approximately stationary (a borderline moment or drift check): e.g. the
+    chains were still relaxing at the end of the burn-in.  The message says what to change."""

@@ -680,6 +680,8 @@ def declarations(draw):
         D = sp.Matrix(d, d, lambda i, j: draw(st.sampled_from([0, 1, 2, xs[0], -1])))
         if D != D.T:
             errors.append(r"^diffusion D is not symmetric")
+        elif D.is_zero_matrix:
+            errors.append(r"^diffusion D is identically zero")  # no information about f
         elif not D.free_symbols:
             if min(np.linalg.eigvalsh(np.array(D.tolist(), dtype=float))) < 0:
                 errors.append(r"^diffusion D is not positive semi-definite")

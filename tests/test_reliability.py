@@ -640,6 +640,9 @@ def test_fit_local_on_data_times_1e300(ou):
         match=r"^kernel score: probe 0 \(x = .*e\+29\d.*\) is inf kernel widths .* lower "
         r"temperature= if the kernel width 1/√T = 0.143 is small for the data's scale",
     ):
+        ds.fit_local(model, X * 1e300, 10, temperature=49.0)
+    # the default temperature follows the data's scale, which double precision cannot here
+    with pytest.raises(ds.DataError, match=r"^temperature='auto': the data's scale .*rescale"):
         ds.fit_local(model, X * 1e300, 10)
 
 

@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data.arrays import as_samples
 from ..errors import DataError, DynosedError, ModelError
 from ..model.declaration import require_parameters
 from ..options import DEFAULT_BLOCKS, Execution, execution_doc
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
-from ..simulation.simulate import simulate as _simulate
 from ..solve.combinations import short_combination
 from ..solve.report import FREE_PROJECTION, RANK_THRESHOLD, col_se
 from ..solve.uncertainty import t_quantile
+from .design_sampling import design_sampler, draw_samples
 from .designs import RankVerdict, check_design
 from .structural import StructuralReport, nominal_vector, structural_check
 
@@ -50,6 +49,10 @@ class IdentifiabilityCheck(RankVerdict):
     rank, unique, null_space, free_params, freeness, freeness_normalised
         From ``report`` (the structural verdict when not simulated).
     n_samples : int
+    sampling : str
+        Where the samples came from, as the report states it: ``"20,000 independent simulated
+        snapshots (…)"``, ``"… samples from 2,048 chains (…)"``, ``"… given samples"`` or
+        ``"… samples from sampler="``.
     levels : (L,) array
         Sample sizes of the nested subsets of data blocks used to follow each direction.
     direction_sv : (L, n) array
@@ -93,6 +96,7 @@ class IdentifiabilityCheck(RankVerdict):
     structural: StructuralReport
     report: object = None
     n_samples: int = 0
+    sampling: str = ""
     levels: np.ndarray | None = None
     direction_sv: np.ndarray | None = None
     direction_noise: np.ndarray | None = None
@@ -224,9 +228,10 @@ class IdentifiabilityCheck(RankVerdict):
         names = self.param_names
         t_sim = self.timings.get("simulate", float("nan"))
         lines.append(
-            f"design-time check: {self.n_samples:,} simulated samples ({t_sim:.1f} s simulation, "
-            f"{self.timings.get('assemble', float('nan')):.1f} s assembly): rank {rep.rank} of "
-            f"{rep.n_params} ({'identifiable' if rep.unique else 'NOT identifiable'})"
+            f"design-time check on {self.sampling or f'{self.n_samples:,} samples'} "
+            f"({t_sim:.1f} s sampling, {self.timings.get('assemble', float('nan')):.1f} s "
+            f"assembly): rank {rep.rank} of {rep.n_params} "
+            f"({'identifiable' if rep.unique else 'NOT identifiable'})"
         )
         for i in range(rep.null_vectors.shape[1]):
             lines.append(
@@ -366,13 +371,10 @@ def check_identifiability(
     n_features=2048,
     bandwidth="median",
     lam=1e-6,
-    dt=0.01,
-    burn_in=5000,
-    thin=10,
-    n_chains=None,
+    simulation=None,
     samples=None,
     probes=None,
-    temperature=49.0,
+    temperature="auto",
     score="kernel",
     simulate=True,
     prior_scale="ml",
@@ -409,11 +411,22 @@ def check_identifiability(
         Confidence level of that target.
     n_features, bandwidth, lam
         As :func:`dynosed_sym.fit_global`.
-    dt, burn_in, thin, n_chains
-        As :func:`dynosed_sym.simulate` (``n_chains`` default ``min(n_samples, 2048)``).
+    simulation : Simulation, optional
+        How the snapshots are simulated (:class:`dynosed_sym.simulation.Simulation`: ``dt``,
+        ``burn_in``, ``thin``, ``n_chains``, ``x0``, the keywords of
+        :func:`dynosed_sym.simulate`).  Default ``Simulation(n_chains="independent")``:
+        ``n_samples`` *independent* snapshots, one chain each after a burn-in of 50 time units,
+        so the predicted errors at N are those of N independent cells.
+        ``Simulation(n_chains=2048)`` reproduces the earlier default (2048 chains thinned every
+        0.1 time units: correlated samples, pessimistic predictions).  The nominal parameters
+        must give a stationary law: the simulation raises a
+        :class:`~dynosed_sym.errors.StationarityError` when the chains diverge.
     samples : (N, d) array, optional
         Use these samples (e.g. an exact sampler) instead of simulating.  Rows should be ordered
         so that contiguous blocks are independent (as the simulator's chain-by-chain output).
+        They are checked for a stationary law of the nominal θ
+        (:func:`~dynosed_sym.simulation.stationarity.check_stationarity`; a StationarityError
+        when they cannot be one).
     probes, temperature, score
         Local route only: probe points (or regions) and the score estimator, as
         :func:`dynosed_sym.fit_local`.
@@ -435,7 +448,8 @@ def check_identifiability(
         The law at t = 0 of a time course (per environment as a dict).
     sampler : callable, optional
         ``sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d)`` samples of one
-        snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator.
+        snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator; for a
+        model without inputs it is called with ``inputs={}`` (checked like ``samples=``).
     advise : bool
         Design advice: which extra environment resolves the unresolved directions (and how many
         samples it needs), which extra snapshot time helps a time course most.
@@ -462,13 +476,14 @@ def check_identifiability(
                 "pass a sampler= instead of samples="
             )
         ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir)
-        return check_design(
+        draw = sampler or design_sampler(model, simulation, ex.out_dir)
+        result = check_design(
             model,
             nominal,
             inputs=inputs,
             times=times,
             initial=initial,
-            sampler=sampler,
+            sampler=draw,
             n_samples=int(n_samples),
             seed=seed,
             n_features=n_features,
@@ -481,12 +496,20 @@ def check_identifiability(
             candidate_times=candidate_times,
             n_blocks=ex.n_blocks,
             out_dir=ex.out_dir,
-            dt=dt,
-            burn_in=burn_in,
-            thin=thin,
         )
-    if sampler is not None or initial is not None:
-        raise DynosedError("sampler= and initial= describe a design: pass inputs= or times=")
+        if simulate:
+            result.notes.append(
+                "samples per snapshot: "
+                + (
+                    "from sampler="
+                    if sampler is not None
+                    else draw.description(n_samples)
+                    + " (time courses: chains from the initial law)"
+                )
+            )
+        return result
+    if initial is not None:
+        raise DynosedError("initial= is the law at t = 0 of a time course: pass times= as well")
     ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir, min_blocks=0)
     n_blocks, out_dir = ex.n_blocks, ex.out_dir
     theta = nominal_vector(model, nominal)
@@ -524,21 +547,9 @@ def check_identifiability(
     if not simulate:
         return check
     t1 = time.perf_counter()
-    if samples is None:
-        X = _simulate(
-            model,
-            theta,
-            int(n_samples),
-            dt=dt,
-            burn_in=burn_in,
-            thin=thin,
-            n_chains=n_chains,
-            seed=seed,
-            progress=ex.progress,
-            out_dir=out_dir,
-        )
-    else:
-        X = as_samples(samples, model, "samples")
+    X, check.sampling = draw_samples(
+        model, theta, n_samples, seed, simulation, samples, sampler, ex
+    )
     timings["simulate"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     if route == "global":

@@ -18,7 +18,13 @@ import sympy as sp
 
 from ..arguments import float_array
 from ..errors import ModelError
-from .validation import assumptions_of, check_constants, parse_strings, real_value
+from .validation import (
+    assumptions_of,
+    check_constants,
+    parse_strings,
+    real_value,
+    refuse_zero_diffusion,
+)
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
 
@@ -312,6 +318,7 @@ class SDEModel:
                         f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
                         f"D[{j},{i}] = {D[j, i]}"
                     )
+        refuse_zero_diffusion(D, "noise G" if noise is not None else "diffusion D")
         for i in range(d):
             # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
             # what the symbols prove: a diagonal entry negative for every real state

@@ -15,7 +15,13 @@ import sympy as sp
 from ..arguments import float_array
 from ..errors import ModelError
 
-__all__ = ["parse_strings", "real_value", "assumptions_of", "check_constants"]
+__all__ = [
+    "parse_strings",
+    "real_value",
+    "assumptions_of",
+    "check_constants",
+    "refuse_zero_diffusion",
+]
 
 
 def parse_strings(obj, names, what):
@@ -81,3 +87,18 @@ def check_constants(expr, where):
                 f"{where}: the constant {shown} underflows to zero in double precision "
                 "(below 5e-324); rescale the model's units"
             )
+
+
+def refuse_zero_diffusion(D, what):
+    """ModelError when D is identically zero: the stationary law of dx = f dt sits on the ODE's
+    attractor without a density, and ∇·(f p) = ∇·∇·(D p) loses its right-hand side, so it no
+    longer fixes the scale of f (for f = Uθ every multiple of θ fits): no information about f."""
+    for e in D:
+        if not (e.is_zero or (e.free_symbols and sp.simplify(e).is_zero)):
+            return
+    raise ModelError(
+        f"{what} is identically zero: without noise, snapshots carry no information about the "
+        "drift (the stationary law of dx = f dt sits on the ODE's attractor and has no density; "
+        "∇·(f p) = 0 does not fix the scale of f); declare the noise with diffusion= (D) or "
+        "noise= (G), even if it is small"
+    )

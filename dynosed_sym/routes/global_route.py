@@ -31,6 +31,7 @@ from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
 from .result import FitResult, gradient_info
+from .stationarity import flag_stationarity
 
 __all__ = ["fit_global"]
 
@@ -315,7 +316,8 @@ def fit_global(
         info["input"] = (
             source.kind if (source.kind == "dask" or not use_dask) else f"{source.kind} on dask"
         )
-    return FitResult(model, theta, A, b, report, "global", N, info)
+    fit = FitResult(model, theta, A, b, report, "global", N, info)
+    return flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
 
 
 def _design(model, design, args):

@@ -164,7 +164,7 @@ def fit_local_design(
                 raise DataError(f"use_times: {bad[0]:g} is not an interior snapshot time")
             interior = [k for k in interior if any(abs(t - times[k]) < 1e-12 for t in wanted)]
         edges = [block_edges(X.shape[0], n_blocks) for X in Xs]
-        h = _kde_bandwidth(dlogp_bandwidth, Xs, kw.get("temperature", 49.0))
+        h = _kde_bandwidth(dlogp_bandwidth, Xs, kw.get("temperature", "auto"))
         first_group = len(groups)
         for e_j in edges:
             groups.append(dict(env=env.name, parts={}, B=e_j.size - 1))
@@ -226,12 +226,18 @@ def _transient_note(kde, times, k, g, env):
 
 
 def _kde_bandwidth(h, Xs, temperature):
-    """Bandwidth of the ∂ₜ kernel densities: given, or twice the score kernel's 1/√T."""
+    """Bandwidth of the ∂ₜ kernel densities: given, or twice the score kernel's 1/√T (for
+    ``temperature="auto"``: Scott's rule σ_min·n^(−1/(d+4)) on the pooled snapshots)."""
     if h is not None:
         h = float(h)
         if not h > 0:
             raise DataError(f"dlogp_bandwidth must be positive, got {h!r}")
         return h
+    if isinstance(temperature, str):
+        X = np.concatenate(Xs)
+        n, d = X.shape
+        var = np.linalg.eigvalsh(np.atleast_2d(np.cov(X, rowvar=False))).min()
+        return math.sqrt(max(float(var), 1e-300)) * n ** (-1.0 / (d + 4))
     return 2.0 / math.sqrt(float(temperature))
 
 

@@ -49,7 +49,7 @@ from ..data.designs import as_design
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
 from ..model.declaration import require_parameters
-from ..options import DEFAULT_BLOCKS, Execution, execution_doc
+from ..options import BANDWIDTH_ROWS, DEFAULT_BLOCKS, Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
@@ -60,6 +60,15 @@ from .local_designs import fit_local_design
 from .probes import as_probes
 from .result import FitResult, gradient_info
 from .scores import ScoreEstimate, check_scores, make_estimator
+from .scores.bandwidth import (
+    U_REFUSE,
+    auto_temperature,
+    refuse_wide_kernel,
+    smoothing_bias,
+    smoothing_ratio,
+    widen_intervals,
+)
+from .stationarity import flag_stationarity
 
 __all__ = ["fit_local", "local_system"]
 
@@ -119,7 +128,7 @@ def fit_local(
     time_column=None,
     dlogp_bandwidth=None,
     use_times=None,
-    temperature=49.0,
+    temperature="auto",
     score="kernel",
     lam=1e-6,
     radius=None,
@@ -176,9 +185,17 @@ def fit_local(
         estimates ∂ₜlog p at an interior snapshot (default 2/√T).
     use_times : sequence of float, optional
         Time courses: the interior snapshot times whose rows are used (default: all).
-    temperature : float
-        Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``); the
-        reference paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.
+    temperature : float or "auto"
+        Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``;
+        bandwidth 1/√T).  ``"auto"`` (default): chosen from the data around the probes — the
+        local Gaussian fit measures the narrowest local variance 1/λ at each probe, and
+        ``T = λ/u*`` with ``u* = ((4 + d)/(2 n₁))^{2/(8+d)}`` balances the kernel's smoothing
+        bias against its noise (:mod:`dynosed_sym.routes.scores.bandwidth`).  The reference
+        paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.  Whatever T, the smoothing bias is
+        estimated (local Gaussian fits at T and T/2 from the same pass) and added to ``bias.sd``
+        and the intervals; with ``score="kernel"`` a given T whose kernel is more than 10×
+        wider than the data's spread around some probe (100× in variance) is refused with a
+        DataError.
     score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
         How scores and Jacobians at the probes are obtained: the kernel estimator of
         docs/design.md §2, its deconvolved local-Gaussian variant (no smoothing bias), local
@@ -297,7 +314,7 @@ def _fit_local_single(
     X,
     probes,
     *,
-    temperature=49.0,
+    temperature="auto",
     score="kernel",
     lam=1e-6,
     radius=None,
@@ -366,6 +383,7 @@ def _fit_local_single(
         if source is not None:
             info["input"] = source.kind
             n_samples = source.n_rows or 0
+        companions = None
         if arrays:
             S, J = check_scores(score[0], score[1], M, model.d)
             est = ScoreEstimate(S, J, None, None, None, "given")
@@ -386,31 +404,16 @@ def _fit_local_single(
                     f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
                     "'score_matching', which read it in one pass, or load X"
                 )
-            if (
-                estimator.method in ("kernel", "local_gaussian")
-                and ball_radius is not None
-                and np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS
-            ):
-                warnings.warn(
-                    f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not "
-                    f"small against the ball radius {np.min(ball_radius):.3g}: data cut off at "
-                    f"the ball's edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or "
-                    "use score='score_matching')",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            if source is None:
-                est = estimator.estimate(Xa, P, n_blocks=int(n_blocks))
-            else:
-                show = progress_enabled(ex.progress, streamed=True)
-                with progress_bar(show, total=source.n_rows, desc=f"fit_local {model.name}") as bar:
-                    est = estimator.estimate(
-                        source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows), bar=bar
-                    )
+            est, companions = _estimate(
+                estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_radius
+            )
+            if source is not None:
                 n_samples = est.n_samples if est.n_samples is not None else n_samples
             info["score"] = estimator.method
             if estimator.method in ("kernel", "local_gaussian"):
-                info["temperature"] = estimator.temperature
+                info["temperature"] = round(estimator.temperature, 6)
+                if estimator.auto:
+                    info["temperature_rule"] = "auto"
             if estimator.method == "score_matching":
                 r = np.asarray(estimator.radius)
                 info["radius"] = float(r) if r.ndim == 0 else "per probe"
@@ -421,7 +424,6 @@ def _fit_local_single(
         if source is not None:
             source.close()
     info["lam"] = lam
-    scale = 1.0 / np.sqrt(M)
     B = est.n_blocks if est.n_blocks >= 2 else 0
     # the full-data system and the B delete-one-block systems in one kernel call
     S_all, J_all = est.score[None], est.jacobian[None]
@@ -436,16 +438,7 @@ def _fit_local_single(
         )
 
     def pseudo(A_all, b_all):
-        """Full-data system and its jackknife pseudo-values as noise blocks (module docstring)."""
-        A, b = A_all[0], b_all[0]
-        if not B:
-            return A, b, None, None, None
-        Ab, bb = A_all[1:], b_all[1:]
-        if not (np.isfinite(Ab).all() and np.isfinite(bb).all()):
-            return A, b, None, None, None
-        pa = B * A[None] - (B - 1) * Ab
-        pb = B * b[None] - (B - 1) * bb
-        return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
+        return _pseudo(A_all, b_all, B)
 
     estimate = gn = None
     if gradient:
@@ -469,16 +462,7 @@ def _fit_local_single(
             theta = estimate.theta
         info.update(gradient_info(ginfo, gn))
     else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            A_all, b_all = local_rows(
-                cm,
-                np.tile(P, (B + 1, 1)),
-                S_all.reshape(-1, model.d),
-                J_all.reshape(-1, model.d, model.d),
-                np.tile(g, B + 1),
-            )
-        A_all = A_all.reshape(B + 1, M, model.n) * scale
-        b_all = b_all.reshape(B + 1, M) * scale
+        A_all, b_all = _rows_all(cm, model, P, g, est)
         system_scale(A_all[0], b_all[0], "local")
         system = pseudo(A_all, b_all)
         estimate = solve_system(
@@ -511,6 +495,17 @@ def _fit_local_single(
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)
+    if companions is not None:
+        _smoothing(
+            report,
+            theta,
+            companions,
+            gradient,
+            estimator,
+            info,
+            (cm, model, P, g),
+            (lam, statistic, solve_as, prior_scale),
+        )
     if A_blocks is None and arrays:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
         report.notes.append(
@@ -520,4 +515,130 @@ def _fit_local_single(
     fit = FitResult(model, theta, A, b, report, "local", n_samples, info)
     fit.scores = est
     fit.probes = P
-    return fit
+    kmeans_probes = isinstance(probes, (int, np.integer)) and not isinstance(probes, bool)
+    return flag_stationarity(fit, X, stationary_data=kmeans_probes and dlogp_dt is None, points=P)
+
+
+def _pseudo(A_all, b_all, B):
+    """Full-data system and its jackknife pseudo-values as noise blocks (module docstring)."""
+    A, b = A_all[0], b_all[0]
+    if not B:
+        return A, b, None, None, None
+    Ab, bb = A_all[1:], b_all[1:]
+    if not (np.isfinite(Ab).all() and np.isfinite(bb).all()):
+        return A, b, None, None, None
+    pa = B * A[None] - (B - 1) * Ab
+    pb = B * b[None] - (B - 1) * bb
+    return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
+
+
+def _rows_all(cm, model, P, g, est):
+    """Rows (B + 1, M, n) and (B + 1, M) of the full-data system and the B delete-one-block
+    systems of a score estimate, scaled by 1/√M, in one kernel call."""
+    M = P.shape[0]
+    B = est.n_blocks if est.n_blocks >= 2 else 0
+    S_all, J_all = est.score[None], est.jacobian[None]
+    if B:
+        S_all = np.concatenate([S_all, est.score_blocks])
+        J_all = np.concatenate([J_all, est.jacobian_blocks])
+    with np.errstate(invalid="ignore", over="ignore"):
+        A_all, b_all = local_rows(
+            cm,
+            np.tile(P, (B + 1, 1)),
+            S_all.reshape(-1, model.d),
+            J_all.reshape(-1, model.d, model.d),
+            np.tile(g, B + 1),
+        )
+    scale = 1.0 / np.sqrt(M)
+    return A_all.reshape(B + 1, M, model.n) * scale, b_all.reshape(B + 1, M) * scale
+
+
+def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_radius):
+    """(scores at the probes, companion estimates or None): kernel estimators resolve an "auto"
+    temperature, the plain kernel refuses a given one whose kernel is far wider than the data
+    (the local Gaussian fit deconvolves it), and both return the local Gaussian estimates at T
+    and T/2 for the smoothing bias (:mod:`.scores.bandwidth`)."""
+    kernel = estimator.method in ("kernel", "local_gaussian")
+    if kernel and estimator.temperature is None:
+        if source is None:
+            estimator.resolve(Xa, P)
+        else:
+            estimator.resolve(source.head(BANDWIDTH_ROWS), P, n_rows=source.n_rows)
+    if kernel and ball_radius is not None:
+        if np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS:
+            warnings.warn(
+                f"kernel bandwidth 1/√T = {1 / np.sqrt(estimator.temperature):.3g} is not "
+                f"small against the ball radius {np.min(ball_radius):.3g}: data cut off at "
+                f"the ball's edge bias the kernel score (keep radius·√T ≥ {KERNEL_WIDTHS}, or "
+                "use score='score_matching')",
+                UserWarning,
+                stacklevel=4,
+            )
+    kw = {"companions": True} if kernel else {}
+    if source is None:
+        out = (estimator.estimate_family if kernel else estimator.estimate)(
+            Xa, P, n_blocks=int(n_blocks), **kw
+        )
+    else:
+        show = progress_enabled(ex.progress, streamed=True)
+        with progress_bar(show, total=source.n_rows, desc=f"fit_local {model.name}") as bar:
+            out = (estimator.estimate_family if kernel else estimator.estimate)(
+                source, P, n_blocks=int(n_blocks), chunk_rows=int(chunk_rows), bar=bar, **kw
+            )
+    if not kernel:
+        return out, None
+    est, lg, lg_half = out
+    if lg is not None and not estimator.auto and estimator.method == "kernel":
+        u = smoothing_ratio(lg, estimator.temperature)
+        hint = None
+        if Xa is not None and u.max() > U_REFUSE:
+            hint = auto_temperature(estimator, Xa, P)[0]
+        refuse_wide_kernel(u, estimator.temperature, estimator.method, P, hint)
+    return est, (lg, lg_half)
+
+
+def _smoothing(report, theta, companions, gradient, estimator, info, where, solve):
+    """Widen the report's intervals by the kernel's estimated smoothing bias (or say why not)."""
+    lg, lg_half = companions
+    T = estimator.temperature
+    if lg is None:
+        report.notes.append(
+            "note: the local Gaussian fit at some probe is degenerate: the kernel's smoothing "
+            "bias was not estimated and is not in the intervals"
+        )
+        return
+    u = smoothing_ratio(lg, T)
+    info["smoothing"] = round(float(np.median(u)), 4)
+    if gradient or lg_half is None:
+        report.notes.append(
+            f"note: kernel variance 1/T is {np.median(u):.3g} × the data's local variance "
+            "(median over probes); its smoothing bias was not estimated "
+            + ("(drift not affine in θ)" if gradient else "(degenerate local fit at T/2)")
+            + " and is not in the intervals"
+        )
+        return
+    cm, model, P, g = where
+    lam, statistic, solve_as, prior_scale = solve
+    thetas = []
+    for comp in (lg, lg_half):
+        A_all, b_all = _rows_all(cm, model, P, g, comp)
+        B = comp.n_blocks if comp.n_blocks >= 2 else 0
+        sys_c = _pseudo(A_all, b_all, B)
+        thetas.append(
+            solve_system(
+                *sys_c, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
+            ).theta
+        )
+    bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method)
+    widen_intervals(report, theta, bias)
+    report.notes.append(
+        f"kernel smoothing: kernel variance 1/T = {1 / T:.3g} is {np.median(u):.3g} × the data's "
+        f"narrowest local variance around the probes (median; max {np.max(u):.3g}); its "
+        "estimated smoothing bias ("
+        + (
+            "kernel vs local Gaussian fit at T, local Gaussian at T/2 vs T"
+            if estimator.method == "kernel"
+            else "local Gaussian at T/2 vs T"
+        )
+        + f"; largest {np.nanmax(bias):.3g}) is in bias.sd and the intervals"
+    )

@@ -144,7 +144,10 @@ class FitResult:
         has_se = rep.std_errors is not None
         honest = has_se and rep.loading is not None
         # the loading and bias.sd columns only when some direction is unresolved (else all 0)
-        columns = honest and bool(np.any(np.asarray(rep.loading) > 0))
+        columns = honest and bool(
+            np.any(np.asarray(rep.loading) > 0)
+            or (rep.bias_sd is not None and np.any(np.asarray(rep.bias_sd) > 0))
+        )
         widened = columns and rep.estimator == "resolved"
         pct = f"{100 * rep.ci_level:g}% CI"
         w = max(9, max(len(nm) for nm in names))

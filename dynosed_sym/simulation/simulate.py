@@ -26,9 +26,11 @@ from .. import arguments
 from ..codegen.loading import compile_model
 from ..data.checks import diffusion_psd
 from ..data.designs import TimeCourse
-from ..errors import DataError, ModelError
+from ..errors import DataError, ModelError, StationarityError
 from ..options import Execution, execution_doc
 from ..progress import progress_bar, progress_enabled
+from .starts import positive_starts, start_states
+from .stationarity import check_stationarity, enforce_stationary
 
 __all__ = [
     "simulate",
@@ -48,11 +50,12 @@ def chain_keys(seed, n_chains) -> np.ndarray:
     return np.random.SeedSequence(seed).generate_state(n_chains, dtype=np.uint64)
 
 
-def initial_states(model, n_chains, seed, x0=None) -> np.ndarray:
-    """Start states (C, d): ``x0`` broadcast, or standard normal draws (the paper's choice)."""
+def initial_states(model, n_chains, seed, x0=None, *, theta=None, dt=0.01) -> np.ndarray:
+    """Start states (C, d): ``x0`` broadcast, or standard normal draws seeded by ``seed`` (the
+    paper's choice) where they lie inside the model's domain, and otherwise a start inside it
+    (:mod:`dynosed_sym.simulation.starts`; ``theta`` and ``dt`` are used there)."""
     if x0 is None:
-        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        return rng.standard_normal((n_chains, model.d))
+        return start_states(model, n_chains, seed, theta=theta, dt=dt)
     try:
         x0 = np.asarray(x0, dtype=float)
     except (TypeError, ValueError):
@@ -105,7 +108,14 @@ def simulate(
         ``ceil(n_samples / n_chains)`` states.
     seed : int
     x0 : array (d,) or (n_chains, d), optional
-        Start states (default: standard normal draws seeded by ``seed``).
+        Start states: one state for every chain, or one per chain.  Default: chain c starts at
+        its own standard normal draw (seeded by ``seed``) when that lies inside the model's
+        domain (f finite, D(x) positive semi-definite, the noise finite); a draw outside it
+        (e.g. x < 0 for noise ∝ √x) is replaced by its absolute value relaxed for one time unit
+        along the drift (:mod:`dynosed_sym.simulation.starts`), and a DataError asks for
+        ``x0=`` when that is outside too.  When chains from these starts leave the finite range
+        (a population model started at negative sizes), they are run once more from the
+        positive orthant (every draw with a negative coordinate replaced the same way).
     inputs : dict or array, optional
         Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
         ``model.with_inputs(inputs)`` (compiled once per distinct input vector, cached on disk).
@@ -125,6 +135,13 @@ def simulate(
     DataError
         For invalid arguments, and when a chain leaves the finite range (the
         message names the chain and the step); no NaN is ever returned.
+    StationarityError
+        (a DataError) When the recorded states are not a stationary law: their variance still
+        grows (along a direction the drift does not confine: "diverging"), the drift expands
+        volume where they are, or it contracts less than any stationary law of their spread
+        needs (:mod:`dynosed_sym.simulation.stationarity`; judged with ≥ 16 chains).  The
+        message says what diverged and what to change.  A borderline imbalance gives a
+        :class:`~dynosed_sym.errors.StationarityWarning` instead.
 
     Notes
     -----
@@ -161,7 +178,7 @@ def simulate(
                 client=ex.client,
                 bar=bar,
             )
-        return plan.samples(out, status)
+        return _checked(plan, plan.samples(out, status))
     out, status = plan.empty_output()
     if progress_enabled(ex.progress) and plan.n_chains >= 2 * SIM_BATCH_CHAINS:
         # a chain's output depends only on its key and start, so batches of chains give the
@@ -186,7 +203,7 @@ def simulate(
                 )
                 out[:, lo:hi] = part
                 bar.update(hi - lo)
-        return plan.samples(out, status)
+        return _checked(plan, plan.samples(out, status))
     plan.cm.module.simulate_chains(
         plan.x0,
         plan.theta,
@@ -199,7 +216,26 @@ def simulate(
         out,
         status,
     )
-    return plan.samples(out, status)
+    return _checked(plan, plan.samples(out, status))
+
+
+def _checked(plan, X):
+    """X when it passes the stationarity checks (raise when diverging, warn when not settled)."""
+    groups = np.arange(X.shape[0]) // plan.n_keep  # rows are ordered chain by chain
+    check = check_stationarity(plan.model, plan.theta, X, groups)
+    burn = f"burn_in (now {plan.burn_in} steps = {plan.burn_in * plan.dt:g} time units)"
+    enforce_stationary(
+        check,
+        f"simulate: the chains of model {plan.model.name!r} at these parameters",
+        (
+            "There is no stationary law to sample at these parameters: choose parameters whose "
+            "drift confines the state (if a longer burn-in should settle it, increase "
+            f"{burn})",
+            f"The chains have not settled on a stationary law: increase {burn}, reduce dt "
+            f"({plan.dt:g}) or start nearer to it with x0=",
+        ),
+    )
+    return X
 
 
 @dataclass
@@ -222,6 +258,7 @@ class SimulationPlan:
     G: np.ndarray
     x0: np.ndarray
     keys: np.ndarray
+    seed: int | None = None  # the seed of default start states (None: x0 was given)
 
     def empty_output(self):
         """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""
@@ -231,7 +268,24 @@ class SimulationPlan:
         )
 
     def samples(self, out, status):
-        """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain."""
+        """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain.  Chains
+        from the default starts that diverge are run once more from positive starts
+        (:func:`~dynosed_sym.simulation.starts.positive_starts`) before giving up."""
+        if status.any() and self.seed is not None:
+            starts = positive_starts(self.model, self.n_chains, self.seed, self.theta, self.dt)
+            if starts is not None:
+                again, status2 = self.cm.run_chains(
+                    starts,
+                    self.theta,
+                    self.G,
+                    self.dt,
+                    self.burn_in,
+                    self.thin,
+                    self.n_keep,
+                    self.keys,
+                )
+                if not status2.any():
+                    out, status = again, status2
         if status.any():
             c = int(np.flatnonzero(status)[0])
             hint = (
@@ -240,9 +294,12 @@ class SimulationPlan:
                 else ", or D(x) is negative where the chain went (a state-dependent D must be "
                 "positive semi-definite wherever the state can go)"
             )
-            raise DataError(
+            raise StationarityError(
                 f"simulation diverged: chain {c} left the finite range at step {status[c]} "
-                f"(dt={self.dt}); reduce dt or check the parameters{hint}"
+                f"(t = {status[c] * self.dt:.4g}, dt={self.dt}): the drift does not confine the "
+                f"state at these parameters (no stationary law), or dt is too large for it, or "
+                f"the chain started outside the model's domain; reduce dt, check the parameters "
+                f"or pass x0={hint}"
             )
         return np.ascontiguousarray(
             out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples]
@@ -262,8 +319,8 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         else arguments.integer(n_chains, "n_chains", minimum=1)
     )
     seed = arguments.seed(seed)
-    x0 = np.ascontiguousarray(initial_states(model, n_chains, seed, x0))
-    diffusion_psd(model, x0, "x0", "start state")
+    start = np.ascontiguousarray(initial_states(model, n_chains, seed, x0, theta=theta, dt=dt))
+    diffusion_psd(model, start, "x0", "start state")
     cm = compile_model(model, out_dir)
     G = cm.noise_matrix if cm.noise_matrix is not None else np.zeros((model.d, cm.noise_dim))
     return SimulationPlan(
@@ -277,8 +334,9 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         burn_in=burn_in,
         thin=thin,
         G=np.ascontiguousarray(G, dtype=float),
-        x0=x0,
+        x0=start,
         keys=chain_keys(seed, n_chains),
+        seed=seed if x0 is None else None,
     )
 
 
@@ -378,16 +436,22 @@ def simulate_time_course(
             out[t] = x0
             continue
         steps = max(1, int(np.ceil(t / dt - 1e-9)))
-        out[t] = simulate(
+        # a transient snapshot: no stationarity check (the chains are meant to be on their way)
+        plan = plan_simulation(
             model,
             theta,
             n,
-            dt=t / steps,
-            burn_in=steps - 1,  # record 0 is the state after burn_in + thin steps
-            thin=1,
-            n_chains=n,
-            seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
-            x0=x0,
-            out_dir=out_dir,
+            t / steps,
+            steps - 1,  # record 0 is the state after burn_in + thin steps
+            1,
+            n,
+            int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
+            x0,
+            out_dir,
+        )
+        out[t] = plan.samples(
+            *plan.cm.run_chains(
+                plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in, 1, plan.n_keep, plan.keys
+            )
         )
     return TimeCourse(out)

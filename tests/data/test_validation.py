@@ -56,12 +56,20 @@ def test_lambda_zero_with_an_unconstrained_parameter():
     assert fit.report.freeness_normalised[1] == 1.0
 
 
-def test_zero_diffusion_model_fits(models):
-    """D ≡ 0 (no cosine factors at all) assembles without error."""
-    model = ds.SDEModel([x, y], [a], [-a * x, -y], diffusion=0, name="no_noise")
-    X = np.random.default_rng(1).normal(size=(200, 2))
-    fit = ds.fit_global(model, X, n_features=128)
-    assert np.isfinite(fit.A).all() and np.isfinite(fit.b).all()
+def test_zero_diffusion_is_refused_at_declaration():
+    """D ≡ 0 (diffusion=0, a zero matrix, an expression that simplifies to 0, or noise G = 0)
+    is a ModelError: snapshots of a deterministic system carry no information about f."""
+    for kw in (
+        {"diffusion": 0},
+        {"diffusion": [0, 0.0]},
+        {"diffusion": sp.zeros(2, 2)},
+        {"diffusion": sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1},
+        {"noise": sp.zeros(2, 1)},
+    ):
+        with pytest.raises(ds.ModelError, match="identically zero.*no information"):
+            ds.SDEModel([x, y], [a], [-a * x, -y], name="no_noise", **kw)
+    # noise in one coordinate only (degenerate, not zero) is a valid model
+    ds.SDEModel([x, y], [a], [-a * x, -y], diffusion=[0, 1], name="half_noise")
 
 
 def test_tiny_bandwidth_is_a_data_error(lorenz_data):

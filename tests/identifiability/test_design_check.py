@@ -176,7 +176,7 @@ def test_design_check_errors(aniso, models):
         ds.check_identifiability(models["ou2d"], times=[0, 1])
     with pytest.raises(DataError, match="at least 2"):
         ds.check_identifiability(models["ou2d"], times=[0.5], initial=OU_START)
-    with pytest.raises(ds.DynosedError, match="sampler= and initial="):
+    with pytest.raises(ds.DynosedError, match="initial= is the law at t = 0"):
         ds.check_identifiability(models["ou2d"], initial=OU_START)
 
 

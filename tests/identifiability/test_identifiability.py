@@ -12,6 +12,7 @@ from scipy import stats
 
 import dynosed_sym as ds
 from dynosed_sym.identifiability import check_identifiability, function_null_space, structural_check
+from dynosed_sym.simulation import Simulation
 
 x, y, z = sp.symbols("x y z", real=True)
 a, b, c, k = sp.symbols("a b c k", real=True)
@@ -27,7 +28,9 @@ def _no_simulation(monkeypatch):
 
     monkeypatch.setattr(ds, "simulate", boom)
     monkeypatch.setattr(sys.modules["dynosed_sym.simulation.simulate"], "simulate", boom)
-    monkeypatch.setattr(sys.modules["dynosed_sym.identifiability.design"], "_simulate", boom)
+    monkeypatch.setattr(
+        sys.modules["dynosed_sym.identifiability.design_sampling"], "simulate", boom
+    )
     monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_global", boom)
     monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_source", boom)
 
@@ -363,7 +366,9 @@ def test_design_ou_m12_identifiable_and_planning(models):
 
 
 def test_design_limit_cycle_omega_not_identifiable(models):
-    chk = check_identifiability(models["limit_cycle"], n_samples=20_000, burn_in=2000, seed=1)
+    chk = check_identifiability(
+        models["limit_cycle"], n_samples=20_000, simulation=Simulation(burn_in=2000), seed=1
+    )
     assert chk.structural.free_params == ["omega"]
     assert chk.report.free_params == ["omega"] and chk.rank == 2
     i = int(np.argmin(chk.direction_sv[-1]))
@@ -418,7 +423,9 @@ def test_grn_pre_data_freeness_ordering_agrees_with_post_data(models):
     """Design check (simulated at nominal, seed 123) vs a fit to independent data (seed 0)."""
     model = models["grn_bcell"]
     protocol = dict(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)
-    chk = check_identifiability(model, n_samples=50_000, seed=123, **protocol)
+    chk = check_identifiability(
+        model, n_samples=50_000, seed=123, simulation=Simulation(**protocol)
+    )
     X = ds.simulate(model, model.nominal, 50_000, seed=0, **protocol)
     fit = ds.fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0)
     pre, post = chk.freeness_normalised, fit.report.freeness_normalised

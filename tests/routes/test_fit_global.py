@@ -190,8 +190,10 @@ def test_misspecified_model_is_inconsistent(models, seed):
         name="lorenz_without_xy",
     )
     X = ds.simulate(true, true.nominal, 5000, seed=seed)
-    bad = ds.fit_global(lacking, X, seed=seed)
+    with pytest.warns(ds.StationarityWarning, match="variance along z"):
+        bad = ds.fit_global(lacking, X, seed=seed)  # its drift cannot balance Var(z) either
     good = ds.fit_global(true, X, seed=seed)
+    assert bad.info["stationarity"] != "stationary" and good.stationarity.verdict == "stationary"
     assert bad.report.consistent is False
     assert good.report.consistent is True
     assert bad.report.residual_ratio > 3 * good.report.residual_ratio
@@ -271,7 +273,8 @@ def test_explicit_bandwidth_and_lambda(lorenz_fit):
     m, X, fit = lorenz_fit
     f2 = ds.fit_global(m, X, bandwidth=fit.info["bandwidth"], seed=0)
     np.testing.assert_allclose(f2.theta, fit.theta, rtol=1e-4)
-    heavy = ds.fit_global(m, X, lam=1e6, seed=0, estimator="ridge")
+    with pytest.warns(ds.StationarityWarning):  # a drift shrunk to ≈ 0 confines nothing
+        heavy = ds.fit_global(m, X, lam=1e6, seed=0, estimator="ridge")
     assert np.linalg.norm(heavy.theta) < 0.1 * np.linalg.norm(fit.theta)  # shrunk towards 0
     # the resolved estimator (default) does not regularise the directions the data resolve
     assert np.array_equal(ds.fit_global(m, X, lam=1e6, seed=0).theta, fit.theta)

@@ -54,7 +54,9 @@ def test_ou_triangular_score_matching_in_balls():
 
 
 def test_kernel_bias_variance_over_temperature():
-    rows = demo.kernel_temperature_table(n_draws=6)
+    with pytest.warns(ds.StationarityWarning, match="no stationary law"):
+        # far from the best T the estimates are far off: some have no stationary law at all
+        rows = demo.kernel_temperature_table(n_draws=6)
     print("\n    T   |bias|    |sd|   RMSE  max|ŝ−s|  max|Ĵ−J|")
     for T, r in rows.items():
         print(

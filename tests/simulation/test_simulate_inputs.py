@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.linalg
 from conftest import OU_M, ou_noise_model, ou_transient_law
 
@@ -10,6 +11,7 @@ import dynosed_sym as ds
 from dynosed_sym.simulation import simulate_time_course
 
 
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")  # burn_in=50: short
 def test_simulate_with_inputs_is_the_specialised_model():
     model = ou_noise_model("aniso")
     a = ds.simulate(model, model.nominal, 300, inputs={"s": 2.0}, burn_in=50, seed=3)

@@ -3,7 +3,8 @@
 Usage::
 
     python -m dynosed_sym.apps.bench                    # all timings (about 5 minutes on 2 cores)
-    python -m dynosed_sym.apps.bench --only calibration # the statistical calibration
+    python -m dynosed_sym.apps.bench --only calibration # the statistical calibration + sweep
+    python -m dynosed_sym.apps.bench --only sweep --families fhn_focus --n-sets 5
     python -m dynosed_sym.apps.bench --quick            # smaller sizes, fewer repeats
     python -m dynosed_sym.apps.bench --only fill,simulator
     python -m dynosed_sym.apps.bench --json results.json
@@ -45,7 +46,13 @@ calibration
     Not timings: coverage of the 95 % intervals, uniformity of the misspecification p-value and
     the small-N bias over ≥ 100 data sets each (exact OU, simulated Lorenz, five GRN data sets of
     the paper's protocol), default fit against ``statistic="v"``; 2–3 minutes; not in the
-    default run, only with ``--only calibration`` (results: benchmarks/calibration.txt).
+    default run, only with ``--only calibration`` (results: benchmarks/calibration.txt), which
+    then runs the sweep.
+sweep
+    The calibration sweep of issue 19 (:mod:`.calibration_sweep`): 18 model families not
+    designed on, both routes, 20 data sets per cell, the default fit against the ridge fit;
+    results benchmarks/calibration_sweep.txt and .json.gz; ``--families``, ``--n-sets``,
+    ``--routes``, ``--default-options``, ``--candidate``, ``--reanalyse``, ``--resume``.
 
 Every timing is preceded by an explicit warm-up call (compilation is never mixed with
 run time) and is the median over repeats.  No timing is asserted anywhere; the printed

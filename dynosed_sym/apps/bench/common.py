@@ -10,10 +10,20 @@ import time
 import numba
 import numpy as np
 
-SECTIONS = ("fill", "scaling", "compile", "simulator", "large", "projection", "calibration")
+SECTIONS = (
+    "fill",
+    "scaling",
+    "compile",
+    "simulator",
+    "large",
+    "projection",
+    "calibration",
+    "sweep",
+)
 
-#: Sections of a run without --only (calibration is a long statistical sweep: --only calibration).
-DEFAULT_SECTIONS = SECTIONS[:-1]
+#: Sections of a run without --only (calibration and the sweep are long statistical runs:
+#: --only calibration runs both, --only sweep the sweep alone).
+DEFAULT_SECTIONS = SECTIONS[:-2]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

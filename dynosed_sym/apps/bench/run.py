@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from .calibration import section_calibration
+from .calibration_sweep import add_arguments as add_sweep_arguments
+from .calibration_sweep import section_sweep
 from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
 from .compile import section_compile
 from .fill import section_fill, section_scaling
@@ -25,13 +28,15 @@ def main(argv=None):
         "--only",
         default=",".join(DEFAULT_SECTIONS),
         help=f"comma-separated sections among {', '.join(SECTIONS)} (default: all but "
-        + "calibration)",
+        + "calibration and sweep; calibration runs the bundled cases and then the sweep)",
     )
     ap.add_argument(
         "--repeats", type=int, default=None, help="timed repeats per measurement (median reported)"
     )
     ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
+    add_sweep_arguments(ap)
     args = ap.parse_args(argv)
+    args.argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in only if s not in SECTIONS]
     if unknown:
@@ -58,8 +63,12 @@ def main(argv=None):
         "projection": section_projection,
         "calibration": section_calibration,
     }
+    if "calibration" in only and "sweep" not in only:
+        only.append("sweep")  # the calibration has grown into the sweep (issue 19)
     for name in SECTIONS:
-        if name in only:
+        if name == "sweep" and name in only:
+            results[name] = section_sweep(args)
+        elif name in only and not args.reanalyse:
             results[name] = runners[name](args.quick, repeats)
     print(f"\ntotal benchmark time {time.perf_counter() - t_all:.0f} s")
     if args.json:

@@ -107,7 +107,8 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     "--n-chains",
     type=click.IntRange(min=1),
     default=None,
-    help="Independent chains (default min(N, 2048)).",
+    help="Chains of the design-time simulation (default: one per sample, i.e. N independent "
+    "snapshots; 2048 gives the earlier correlated default).",
 )
 @click.option(
     "--structural-only", is_flag=True, help="Only the exact symbolic check (no simulation)."
@@ -161,6 +162,7 @@ def check(
     With --input (or --times) the check is of a design: environments with known inputs
     (``--input A:s=1 --input B:s=3``), time courses, and advice on what to add."""
     from ...identifiability import check_identifiability, structural_check
+    from ...simulation import Simulation
 
     t0 = time.perf_counter()
     model = _load_model(model_file)
@@ -191,9 +193,9 @@ def check(
                 n_samples=n_samples,
                 seed=seed,
                 n_features=n_features,
-                dt=dt,
-                burn_in=burn_in,
-                thin=thin,
+                simulation=Simulation(
+                    dt=dt, burn_in=burn_in, thin=thin, n_chains=n_chains or "independent"
+                ),
                 simulate=not structural_only,
                 advise=not no_advise,
             ),
@@ -214,10 +216,9 @@ def check(
         rel_error=rel_error,
         level=level,
         n_features=n_features,
-        dt=dt,
-        burn_in=burn_in,
-        thin=thin,
-        n_chains=n_chains,
+        simulation=Simulation(
+            dt=dt, burn_in=burn_in, thin=thin, n_chains=n_chains or "independent"
+        ),
         simulate=not structural_only,
     )
     if as_json:

@@ -164,7 +164,7 @@ def fit_design(
         data,
         probes if isinstance(data, dict) else probes[names[0]],
         inputs=inputs,
-        temperature=local["temperature"],
+        temperature="auto" if local["temperature"] is None else local["temperature"],
         score=local["score"],
         lam=common["lam"],
         n_blocks=common["n_blocks"],

@@ -119,9 +119,9 @@ from .io import (
 @click.option(
     "--temperature",
     type=click.FloatRange(min=0, min_open=True),
-    default=49.0,
-    show_default=True,
-    help="[local] Precision T of the Gaussian score kernel.",
+    default=None,
+    help="[local] Precision T of the Gaussian score kernel (default: chosen from the data "
+    "around the probes).",
 )
 @click.option(
     "--score",
@@ -304,7 +304,7 @@ def fit(
                     n_probes=n_probes,
                     probe_method=probe_method,
                     radius=radius,
-                    temperature=temperature,
+                    temperature="auto" if temperature is None else temperature,
                     score=score,
                 ),
                 solver_args,
@@ -347,7 +347,7 @@ def fit(
                 model,
                 X,
                 probes,
-                temperature=temperature,
+                temperature="auto" if temperature is None else temperature,
                 score=score,
                 lam=lam,
                 n_blocks=n_blocks,

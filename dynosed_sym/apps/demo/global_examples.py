@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 import dynosed_sym as ds
+from dynosed_sym.simulation import Simulation
 from dynosed_sym.solve.misspecification import TailProbability
 
 from .common import MODELS, _load, _ou_samples, _rule
@@ -142,9 +143,8 @@ def grn_pre_data(fit, n_samples=50_000):
 
     model = _load("grn_bcell")
     _rule("B-cell GRN: freeness before data (design check) against after data (the fit above)")
-    chk = ds.check_identifiability(
-        model, n_samples=n_samples, seed=123, dt=0.01, burn_in=30_000, thin=10, n_chains=2048
-    )
+    sim = Simulation(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)  # the fit's protocol
+    chk = ds.check_identifiability(model, n_samples=n_samples, seed=123, simulation=sim)
     pre, post = chk.freeness_normalised, fit.report.freeness_normalised
     rho = stats.spearmanr(pre, post).statistic
     top_pre = [model.param_names[i] for i in np.argsort(-pre)[:8]]

@@ -61,8 +61,10 @@ class KernelScore(ScoreEstimator):
 
     Parameters
     ----------
-    temperature : float
-        Precision T > 0 of the kernel (bandwidth ``1/√T``).
+    temperature : float or "auto"
+        Precision T > 0 of the kernel (bandwidth ``1/√T``); ``"auto"``: chosen from the data
+        around the probes (:func:`~dynosed_sym.routes.scores.bandwidth.auto_temperature`) when
+        :meth:`estimate` first sees them.
     deconvolve : bool
         False (``score="kernel"``, docs/design.md §2): the score of the kernel density estimate,
         ``T·m`` and ``T²C − TI`` with m, C the kernel-weighted mean of ``x_j − x`` and covariance.
@@ -80,76 +82,118 @@ class KernelScore(ScoreEstimator):
     streams = True
 
     def __init__(self, temperature=49.0, deconvolve=False, min_effective=2.0):
-        self.temperature = check_temperature(temperature)
+        self.auto = isinstance(temperature, str) and temperature == "auto"
+        self.temperature = None if self.auto else check_temperature(temperature)
         self.deconvolve = bool(deconvolve)
         self.method = "local_gaussian" if self.deconvolve else "kernel"
         self.min_effective = float(min_effective)
+        self.auto_info = None
 
     def __repr__(self):
         extra = ", deconvolve=True" if self.deconvolve else ""
-        return f"KernelScore(temperature={self.temperature:g}{extra})"
+        T = "'auto'" if self.temperature is None else f"{self.temperature:g}"
+        return f"KernelScore(temperature={T}{extra})"
+
+    def resolve(self, X, probes, n_rows=None):
+        """Fix an ``"auto"`` temperature from data X (in memory: all of it, or the first rows of
+        a stream with ``n_rows`` in all) around the probes; returns T."""
+        if self.temperature is None:
+            from .bandwidth import auto_temperature
+
+            X, P = as_xp(X, probes)
+            self.temperature, self.auto_info = auto_temperature(self, X, P, n_rows)
+        return self.temperature
 
     def estimate(self, X, probes, n_blocks=0, *, chunk_rows=None, bar=None) -> ScoreEstimate:
         """Scores at ``probes`` from X in memory, or streamed in one pass (``is_streamed(X)``:
         per-block sums with a running nearest-point shift, memory O(B·M·d²))."""
-        if is_streamed(X):
-            return self._estimate_stream(X, probes, n_blocks, chunk_rows, bar)
-        X, P = as_xp(X, probes)
-        M, d = P.shape
-        T = self.temperature
-        edges = block_edges_or_one(X.shape[0], n_blocks)
-        B = edges.shape[0] - 1
-        W = np.zeros((B, M))
-        W2 = np.zeros((B, M))
-        M1 = np.zeros((B, M, d))
-        M2 = np.zeros((B, M, d, d))
-        dmin = np.full(M, np.inf)
-        # all of X as one chunk: the running shift is then the nearest point's from the start
-        kernel_stream_sums(
-            np.ascontiguousarray(X.T),
-            P,
-            T,
-            edges,
-            np.arange(B, dtype=np.int64),
-            dmin,
-            W,
-            W2,
-            M1,
-            M2,
-        )
-        return self._from_block_sums(P, W, W2, M1, M2, dmin)
+        return self.estimate_family(X, probes, n_blocks, chunk_rows=chunk_rows, bar=bar)[0]
 
-    def _estimate_stream(self, X, probes, n_blocks, chunk_rows, bar):
-        P = as_probe_array(probes)
-        M, d = P.shape
+    def estimate_family(
+        self, X, probes, n_blocks=0, *, chunk_rows=None, bar=None, companions=False
+    ):
+        """``[estimate at T]``, or with ``companions`` ``[estimate at T, local Gaussian at T,
+        local Gaussian at T/2]`` from the same pass over X (the smoothing-bias estimate of
+        :mod:`dynosed_sym.routes.scores.bandwidth`)."""
+        if self.temperature is None:
+            if is_streamed(X):
+                raise DataError(
+                    "temperature='auto' is resolved from the data before streaming: call "
+                    "resolve() on the first rows, or pass a temperature"
+                )
+            self.resolve(X, probes)
         T = self.temperature
-        source, close = open_stream(X, P)
+        temps = [T, 0.5 * T] if companions else [T]
+        sums, P, total = self._sums(X, probes, temps, n_blocks, chunk_rows, bar)
+        out = [self._from_block_sums(P, *sums[0], T, self.deconvolve)]
+        if companions:
+            out += [
+                out[0] if self.deconvolve else self._companion(P, sums[0], T),
+                self._companion(P, sums[1], 0.5 * T),
+            ]
+        for est in out:
+            if est is not None:
+                est.n_samples = total
+        return out
+
+    def _sums(self, X, probes, temps, n_blocks, chunk_rows, bar):
+        """Per-block kernel sums (W, W2, M1, M2, dmin) for each temperature, one pass over X."""
+        streamed = is_streamed(X)
+        if streamed:
+            P = as_probe_array(probes)
+            source, close = open_stream(X, P)
+        else:
+            X, P = as_xp(X, probes)
+        M, d = P.shape
         try:
-            blocks = StreamBlocks(source.n_rows, n_blocks)
-            B = blocks.slots
-            W = np.zeros((B, M))
-            W2 = np.zeros((B, M))
-            M1 = np.zeros((B, M, d))
-            M2 = np.zeros((B, M, d, d))
-            dmin = np.full(M, np.inf)
-            blocks.register(W, W2, M1, M2)
+            if streamed:
+                blocks = StreamBlocks(source.n_rows, n_blocks)
+                B = blocks.slots
+            else:
+                edges = block_edges_or_one(X.shape[0], n_blocks)
+                B = edges.shape[0] - 1
+            sums = [
+                (
+                    np.zeros((B, M)),
+                    np.zeros((B, M)),
+                    np.zeros((B, M, d)),
+                    np.zeros((B, M, d, d)),
+                    np.full(M, np.inf),
+                )
+                for _ in temps
+            ]
 
             def add(part, starts, ks):
-                kernel_stream_sums(
-                    np.ascontiguousarray(part.T), P, T, starts, ks, dmin, W, W2, M1, M2
-                )
+                Xt = np.ascontiguousarray(part.T)
+                for T, (W, W2, M1, M2, dmin) in zip(temps, sums):
+                    kernel_stream_sums(Xt, P, T, starts, ks, dmin, W, W2, M1, M2)
 
-            (W, W2, M1, M2), _, total = blocks.run(source, add, chunk_rows, bar)
+            if not streamed:
+                # all of X as one chunk: the running shift is the nearest point's from the start
+                add(X, edges, np.arange(B, dtype=np.int64))
+                return sums, P, None
+            for W, W2, M1, M2, _ in sums:
+                blocks.register(W, W2, M1, M2)
+            trimmed, _, total = blocks.run(source, add, chunk_rows, bar)
         finally:
-            if close:
+            if streamed and close:
                 source.close()
-        est = self._from_block_sums(P, W, W2, M1, M2, dmin)
-        est.n_samples = total
-        return est
+        k = 0
+        out = []
+        for _, _, _, _, dmin in sums:
+            out.append((*trimmed[k : k + 4], dmin))
+            k += 4
+        return out, P, total
 
-    def _from_block_sums(self, P, W, W2, M1, M2, dmin) -> ScoreEstimate:
+    def _companion(self, P, sums, T):
+        """The local Gaussian estimate from ``sums`` at T, or None where it is degenerate."""
+        try:
+            return self._from_block_sums(P, *sums, T, True)
+        except DataError:
+            return None
+
+    def _from_block_sums(self, P, W, W2, M1, M2, dmin, T, deconvolve) -> ScoreEstimate:
         M = P.shape[0]
-        T = self.temperature
         B = W.shape[0]
         Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
         ess = Wt**2 / W2.sum(0)
@@ -172,7 +216,7 @@ class KernelScore(ScoreEstimator):
                 f"temperature T = {T:g} (at least {self.min_effective:g} needed); lower T or "
                 "move the probe into the data"
             )
-        S, J = _kernel_from_sums(Wt, M1t, M2t, T, self.deconvolve)
+        S, J = _kernel_from_sums(Wt, M1t, M2t, T, deconvolve)
         if not (np.isfinite(S).all() and np.isfinite(J).all()):
             i = int(np.flatnonzero(~np.isfinite(J).reshape(M, -1).all(axis=1))[0])
             raise DataError(
@@ -181,10 +225,9 @@ class KernelScore(ScoreEstimator):
             )
         Sb = Jb = None
         if B >= 2:
-            Sb, Jb = _kernel_from_sums(
-                Wt[None] - W, M1t[None] - M1, M2t[None] - M2, T, self.deconvolve
-            )
-        return ScoreEstimate(S, J, ess, Sb, Jb, self.method)
+            Sb, Jb = _kernel_from_sums(Wt[None] - W, M1t[None] - M1, M2t[None] - M2, T, deconvolve)
+        method = "local_gaussian" if deconvolve else "kernel"
+        return ScoreEstimate(S, J, ess, Sb, Jb, method)
 
 
 def kernel_score(X, probes, temperature=49.0):

@@ -1,0 +1,519 @@
+"""Model families of the calibration sweep (issue 19): textbook SDEs the method was not designed on.
+
+Each family is a small function returning ``(SDEModel, truth, Protocol)``, declared with SymPy as
+a user would.  The :class:`Protocol` says how data sets are drawn: from ``ds.simulate`` (one
+record per independent chain, ``n_chains = N``, ``thin = 1``, ``burn_in`` steps of ``dt``) or
+from an exact sampler of the stationary law (no simulation), which sample sizes N form the
+cells, and why the burn-in suffices: ``relaxation`` is the slowest relaxation time (from the
+linearisation at the stable point, or the stated estimate for oscillators, switches and chaos)
+and ``burn_in · dt`` is at least ten of it.  Every family's stationarity is also checked
+empirically (:func:`dynosed_sym.apps.bench.calibration_data.stationarity_check`): against the
+exact law where there is one, else the records after ``burn_in`` against records after
+``3 · burn_in`` steps.
+
+Families with a closed-form stationary law carry an exact sampler (``Protocol.exact``); for the
+bistable ones (1-D/2-D double well, Schlögl) the chains also *start* from it (``x0="exact"``), so
+the burn-in only has to remove the integrator's discretisation transient, not the Kramers time.
+The networks are in :mod:`.calibration_networks`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+import dynosed_sym as ds
+
+from .calibration_data import Protocol
+from .calibration_networks import net10, net20
+
+__all__ = ["Protocol", "FAMILIES", "family", "family_names", "ou_stationary_cov"]
+
+R = sp.Rational
+
+
+# --------------------------------------------------------------------------- exact laws
+def ou_stationary_cov(M, D):
+    """Σ with M Σ + Σ Mᵀ + 2D = 0 (dx = Mx dt + √(2D) dW)."""
+    import scipy.linalg
+
+    S = scipy.linalg.solve_continuous_lyapunov(np.asarray(M, float), -2.0 * np.asarray(D, float))
+    return 0.5 * (S + S.T)
+
+
+def _gaussian_sampler(S):
+    L = np.linalg.cholesky(S)
+    return lambda n, rng: rng.standard_normal((int(n), len(S))) @ L.T
+
+
+def _grid_sampler(logp, lo, hi, m=200_001):
+    """Inverse-CDF sampler of a 1-D density ∝ exp(logp(x)) on [lo, hi] (linear interpolation of
+    the CDF on m grid points; the tails beyond carry < 1e-12 of the mass for the laws used)."""
+    x = np.linspace(lo, hi, m)
+    lp = logp(x)
+    w = np.exp(lp - lp.max())
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(x))])
+    cdf /= cdf[-1]
+    return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
+
+
+def _ou_model(name, M, D, free):
+    """dx = Mx dt + √(2D) dW with the entries named in ``free`` unknown, the others known."""
+    x = sp.symbols(f"x1:{len(M) + 1}", real=True)
+    d = len(M)
+    syms = {
+        f"M{i + 1}{j + 1}": sp.Symbol(f"M{i + 1}{j + 1}", real=True)
+        for i in range(d)
+        for j in range(d)
+    }
+    Ms = sp.Matrix(
+        d,
+        d,
+        lambda i, j: (
+            syms[f"M{i + 1}{j + 1}"] if f"M{i + 1}{j + 1}" in free else sp.nsimplify(M[i][j])
+        ),
+    )
+    params = [syms[k] for k in free]
+    truth = np.array([M[int(k[1]) - 1][int(k[2]) - 1] for k in free], float)
+    Dm = sp.Matrix(np.asarray(D, float).tolist()).applyfunc(sp.nsimplify)
+    model = ds.SDEModel(list(x), params, list(Ms * sp.Matrix(x)), diffusion=Dm, name=name)
+    return model, truth
+
+
+# --------------------------------------------------------------------------- oscillators
+def _fhn(name, c4):
+    x, y = sp.symbols("x y", real=True)
+    c = sp.symbols("c1:6", real=True)
+    model = ds.SDEModel(
+        [x, y],
+        list(c),
+        [c[0] * (x - x**3 / 3 - y) + c[1], c[2] * x + c[3] - c[4] * y],
+        diffusion=[R(1, 20), R(1, 20)],
+        name=name,
+    )
+    return model, np.array([3.0, 0.5, 0.3, c4, 0.24])
+
+
+def fhn_focus():
+    """FitzHugh–Nagumo, affine, stable focus (issue 19 item 1): c = (3, 0.5, 0.3, 0.2, 0.24)."""
+    model, truth = _fhn("sweep_fhn_focus", 0.2)
+    # fixed point x* ≈ −1.063: Jacobian [[3(1 − x*²), −3], [0.3, −0.24]], eigenvalues −0.31 ± 0.94i
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000, 50_000),
+            burn_in=6000,
+            relaxation=3.2,
+            relaxation_note="1/|Re λ| at the focus",
+            diffrax=True,
+        ),
+    )
+
+
+def fhn_cycle():
+    """FitzHugh–Nagumo with c4 = 0.05: the fixed point (−0.5, −0.42) is unstable, a limit cycle."""
+    model, truth = _fhn("sweep_fhn_cycle", 0.05)
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000, 50_000),
+            burn_in=8000,
+            relaxation=8.0,
+            relaxation_note="about one period of the relaxation oscillation (phase mixing by the "
+            "noise: checked empirically)",
+            diffrax=True,
+        ),
+    )
+
+
+def van_der_pol():
+    """x' = a y, y' = μ(1 − x²) y − k x (a = μ = k = 1), D = 0.1 I: a limit cycle of period 6.7."""
+    x, y = sp.symbols("x y", real=True)
+    a, mu, k = sp.symbols("a mu k", real=True)
+    model = ds.SDEModel(
+        [x, y],
+        [a, mu, k],
+        [a * y, mu * (1 - x**2) * y - k * x],
+        diffusion=R(1, 10),
+        name="sweep_vdp",
+    )
+    return (
+        model,
+        np.array([1.0, 1.0, 1.0]),
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=10_000,
+            relaxation=6.7,
+            relaxation_note="one period (phase mixing: checked empirically)",
+        ),
+    )
+
+
+def hopf():
+    """Stuart–Landau normal form f = (a − c r²) x − w J x with anisotropic D = diag(0.05, 0.2),
+    which makes the rotation w visible in the stationary law (with isotropic D it is not)."""
+    x, y = sp.symbols("x y", real=True)
+    a, c, w = sp.symbols("a c w", real=True)
+    r2 = x**2 + y**2
+    model = ds.SDEModel(
+        [x, y],
+        [a, c, w],
+        [a * x - c * r2 * x - w * y, a * y - c * r2 * y + w * x],
+        diffusion=[R(1, 20), R(1, 5)],
+        name="sweep_hopf",
+    )
+    return (
+        model,
+        np.array([1.0, 1.0, 2.0]),
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=6000,
+            relaxation=5.0,
+            relaxation_note="radial 1/(2a) = 0.5; phase diffusion D/r² ≈ 0.1 needs ≈ 10: 60 units",
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- bistable switches
+def toggle():
+    """Toggle switch f1 = a1/(1 + y²) − g1 x, f2 = a2/(1 + x²) − g2 y, a = 2.5, g = 1, D = 0.25 I;
+    stable states (2.4, 0.37) and (0.37, 2.4), saddle (1.08, 1.08).  The truth is symmetric
+    under x ↔ y, as are the N(0, I) starts, so the weights of the two states are right whatever
+    the switching time; within a state τ ≈ 1."""
+    x, y = sp.symbols("x y", real=True)
+    a1, g1, a2, g2 = sp.symbols("a1 g1 a2 g2", real=True)
+    model = ds.SDEModel(
+        [x, y],
+        [a1, g1, a2, g2],
+        [a1 / (1 + y**2) - g1 * x, a2 / (1 + x**2) - g2 * y],
+        diffusion=R(1, 4),
+        name="sweep_toggle",
+    )
+    return (
+        model,
+        np.array([2.5, 1.0, 2.5, 1.0]),
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=3000,
+            relaxation=1.5,
+            relaxation_note="within-state 1/|λ| (symmetric truth and starts)",
+        ),
+    )
+
+
+def _dw1_logp(c, D):
+    return lambda x: (c[0] * x**2 / 2 - c[1] * x**4 / 4 + c[2] * x) / D
+
+
+def double_well_1d():
+    """f = c1 x − c2 x³ + c3 (tilt 0.2), D = 0.15: exact law ∝ exp(−V/D)."""
+    x = sp.Symbol("x", real=True)
+    c = sp.symbols("c1:4", real=True)
+    truth = np.array([1.0, 1.0, 0.2])
+    model = ds.SDEModel(
+        [x], list(c), [c[0] * x - c[1] * x**3 + c[2]], diffusion=R(3, 20), name="sweep_dw1"
+    )
+    exact = _grid_sampler(_dw1_logp(truth, 0.15), -4.0, 4.0)
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=2000,
+            relaxation=0.5,
+            x0="exact",
+            exact=exact,
+            relaxation_note="in-well 1/|V''| ≤ 0.5; starts drawn from the exact law",
+        ),
+    )
+
+
+def double_well_2d():
+    """f1 = c1 x − c2 x³ + c3 + c4 y, f2 = c5 x − c6 y, truth (1, 1, 0.2, 0.5, 0.5, 1), D = 0.2 I:
+    the gradient of V = −x²/2 + x⁴/4 − 0.2x − 0.5xy + y²/2, exact law y | x ~ N(x/2, D)."""
+    x, y = sp.symbols("x y", real=True)
+    c = sp.symbols("c1:7", real=True)
+    truth = np.array([1.0, 1.0, 0.2, 0.5, 0.5, 1.0])
+    model = ds.SDEModel(
+        [x, y],
+        list(c),
+        [c[0] * x - c[1] * x**3 + c[2] + c[3] * y, c[4] * x - c[5] * y],
+        diffusion=R(1, 5),
+        name="sweep_dw2",
+    )
+    D = 0.2
+    marg = _grid_sampler(lambda u: (0.5 * u**2 - 0.25 * u**4 + 0.2 * u + 0.125 * u**2) / D, -4, 4)
+
+    def exact(n, rng):
+        xs = marg(n, rng)[:, 0]
+        return np.column_stack([xs, 0.5 * xs + np.sqrt(D) * rng.standard_normal(xs.size)])
+
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=2000,
+            relaxation=1.0,
+            x0="exact",
+            exact=exact,
+            relaxation_note="in-well slowest 1/|λ| ≈ 1; starts drawn from the exact law",
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- chemical networks
+_SCHLOGL = (3.75, 0.5, 5.0, 8.25)  # roots of f at 1, 2.5, 4
+_OMEGA = 70
+
+
+def _schlogl_D(u):
+    k1, k2, k3, k4 = _SCHLOGL
+    return (k1 * u**2 + k2 * u**3 + k3 + k4 * u) / (2 * _OMEGA)
+
+
+def schlogl():
+    """Schlögl model in the chemical Langevin approximation, system size Ω = 70: f = k1 x² −
+    k2 x³ + k3 − k4 x, D(x) = (k1x² + k2x³ + k3 + k4x)/(2Ω) at the true rates (known noise);
+    bistable (1 and 4); exact 1-D law p ∝ exp(∫ f/D)/D."""
+    x = sp.Symbol("x", real=True)
+    k = sp.symbols("k1:5", real=True)
+    t = [sp.nsimplify(v) for v in _SCHLOGL]
+    Dx = (t[0] * x**2 + t[1] * x**3 + t[2] + t[3] * x) / (2 * _OMEGA)
+    model = ds.SDEModel(
+        [x],
+        list(k),
+        [k[0] * x**2 - k[1] * x**3 + k[2] - k[3] * x],
+        diffusion=[Dx],
+        name="sweep_schlogl",
+    )
+    u = np.linspace(-0.5, 9.0, 400_001)
+    k1, k2, k3, k4 = _SCHLOGL
+    ratio = (k1 * u**2 - k2 * u**3 + k3 - k4 * u) / _schlogl_D(u)
+    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
+    exact = _grid_sampler(lambda v: np.interp(v, u, phi - np.log(_schlogl_D(u))), -0.5, 9.0)
+    return (
+        model,
+        np.array(_SCHLOGL),
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=2000,
+            relaxation=0.5,
+            x0="exact",
+            exact=exact,
+            relaxation_note="in-well 1/|f'| ≤ 0.5; starts drawn from the exact law",
+        ),
+    )
+
+
+def dimerisation():
+    """Two species, mass action, chemical Langevin noise (Ω = 20): ∅ → A (k1), A → ∅ (k2),
+    2A → B (k3), B → 2A (k4), B → ∅ (k5); G = ν diag(√propensities)/√Ω at the true rates."""
+    A, B = sp.symbols("A B", real=True)
+    k = sp.symbols("k1:6", real=True)
+    truth = np.array([10.0, 1.0, 0.1, 1.0, 1.0])
+    t = [sp.nsimplify(v) for v in truth]
+    props = [t[0], t[1] * A, t[2] * A**2, t[3] * B, t[4] * B]
+    nu = sp.Matrix([[1, -1, -2, 2, 0], [0, 0, 1, -1, -1]])
+    G = nu * sp.diag(*[sp.sqrt(p) for p in props]) / sp.sqrt(20)
+    drift = [k[0] - k[1] * A - 2 * k[2] * A**2 + 2 * k[3] * B, k[2] * A**2 - k[3] * B - k[4] * B]
+    model = ds.SDEModel([A, B], list(k), drift, noise=G, name="sweep_dimer")
+    # steady state A* = 6.18, B* = 1.91; Jacobian eigenvalues −1, −4.5
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=2000,
+            relaxation=1.0,
+            x0=(6.18, 1.91),
+            relaxation_note="1/|λ| at the steady state; starts there (inside the domain)",
+        ),
+    )
+
+
+def cir():
+    """Cox–Ingersoll–Ross dx = (a − b x) dt + √x dW (D = x/2), a = 4, b = 1: Gamma(8, rate 2).
+
+    (With a = 2, Gamma(4, rate 2), the simulator's Euler–Maruyama steps took a chain below
+    x = 0 about once in 10⁸ chain-steps at dt = 0.01, where D < 0 stops the run: the shape is
+    raised to 8.)"""
+    x = sp.Symbol("x", real=True)
+    a, b = sp.symbols("a b", real=True)
+    model = ds.SDEModel([x], [a, b], [a - b * x], diffusion=[x / 2], name="sweep_cir")
+    exact = lambda n, rng: rng.gamma(8.0, 0.5, (int(n), 1))  # noqa: E731
+    return (
+        model,
+        np.array([4.0, 1.0]),
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=2000,
+            relaxation=1.0,
+            x0=(4.0,),
+            exact=exact,
+            relaxation_note="1/b; starts at the mean 4 (inside x > 0)",
+            diffrax=True,
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- linear, stiff, small
+def fast_slow():
+    """Stiff OU: f1 = −k1 x + k2 y (fast), f2 = k3 x − k4 y, truth (50, 50, 0.5, 1),
+    D = diag(0.5, 0.05); eigenvalues −50.5, −0.5; exact Gaussian law."""
+    M = [[-50.0, 50.0], [0.5, -1.0]]
+    D = np.diag([0.5, 0.05])
+    x, y = sp.symbols("x y", real=True)
+    k = sp.symbols("k1:5", real=True)
+    model = ds.SDEModel(
+        [x, y],
+        list(k),
+        [-k[0] * x + k[1] * y, k[2] * x - k[3] * y],
+        diffusion=[R(1, 2), R(1, 20)],
+        name="sweep_fastslow",
+    )
+    return (
+        model,
+        np.array([50.0, 50.0, 0.5, 1.0]),
+        Protocol(
+            sizes=(2000, 10_000),
+            dt=0.005,
+            burn_in=8000,
+            relaxation=2.0,
+            exact=_gaussian_sampler(ou_stationary_cov(M, D)),
+            relaxation_note="1/0.5 (the slow eigenvalue); dt·|λ_fast| = 0.25",
+        ),
+    )
+
+
+def ou_small_noise():
+    """2-D OU, all four entries free, D = 1e-4 I (spread ≈ 0.01; issue 19 item 3), exact draws."""
+    M = [[-1.0, 0.5], [-0.5, -1.0]]
+    D = 1e-4 * np.eye(2)
+    model, truth = _ou_model("sweep_ou_small", M, D, ["M11", "M12", "M21", "M22"])
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000), sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D))
+        ),
+    )
+
+
+def ou2d_partial():
+    """2-D OU, anisotropic D = diag(1, 0.5), M21 known, M11, M12, M22 free, exact draws."""
+    M = [[-1.0, 0.8], [-0.3, -0.7]]
+    D = np.diag([1.0, 0.5])
+    model, truth = _ou_model("sweep_ou2_partial", M, D, ["M11", "M12", "M22"])
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000), sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D))
+        ),
+    )
+
+
+def ou3d_free():
+    """3-D OU, all nine entries free, D = I (rank 6 of 9: Σ fixes only M's symmetric part
+    relative to D), exact draws."""
+    M = [[-1.0, 0.5, 0.0], [-0.5, -1.5, 0.3], [0.2, 0.0, -0.8]]
+    D = np.eye(3)
+    free = [f"M{i}{j}" for i in range(1, 4) for j in range(1, 4)]
+    model, truth = _ou_model("sweep_ou3_free", M, D, free)
+    return (
+        model,
+        truth,
+        Protocol(
+            sizes=(2000, 10_000), sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D))
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- genes, chaos
+def repressilator():
+    """f_i = a_i/(1 + x_{i−1}²) − g_i x_i (a = 2, 2.5, 1.5; g = 1), D = 0.05 I: a stable
+    focus for Hill exponent 2 (issue 19 item 3)."""
+    x = sp.symbols("x1:4", real=True)
+    a = sp.symbols("a1:4", real=True)
+    g = sp.symbols("g1:4", real=True)
+    drift = [a[i] / (1 + x[i - 1] ** 2) - g[i] * x[i] for i in range(3)]
+    model = ds.SDEModel(list(x), list(a) + list(g), drift, diffusion=R(1, 20), name="sweep_repress")
+    return (
+        model,
+        np.array([2.0, 2.5, 1.5, 1.0, 1.0, 1.0]),
+        Protocol(
+            sizes=(2000, 10_000, 50_000),
+            burn_in=3000,
+            relaxation=1.5,
+            relaxation_note="1/|Re λ| at the fixed point ≈ 1.5 or less",
+            diffrax=True,
+        ),
+    )
+
+
+def rossler():
+    """Rössler f = (−y − z, x + a y, b + z(x − c)), (a, b, c) = (0.2, 0.2, 5.7), noise on x and y
+    only, D = diag(0.05, 0.05, 0).  (Additive noise on z has no stationary law: a z < 0 while
+    x > c runs away — ds.simulate stops such chains.  Without it z' = b > 0 at z = 0, so z stays
+    positive.)  Chains start on the attractor, (0, −6.5, 0.02)."""
+    x, y, z = sp.symbols("x y z", real=True)
+    a, b, c = sp.symbols("a b c", real=True)
+    model = ds.SDEModel(
+        [x, y, z],
+        [a, b, c],
+        [-y - z, x + a * y, b + z * (x - c)],
+        diffusion=[R(1, 20), R(1, 20), 0],
+        name="sweep_rossler",
+    )
+    return (
+        model,
+        np.array([0.2, 0.2, 5.7]),
+        Protocol(
+            sizes=(2000, 10_000),
+            burn_in=10_000,
+            relaxation=10.0,
+            x0=(0.0, -6.5, 0.02),
+            relaxation_note="about 1.7 rotations of period 6 (mixing on the attractor: checked "
+            "empirically)",
+        ),
+    )
+
+
+def _networks():
+    return {"net10": net10, "net20": net20}
+
+
+FAMILIES = {
+    "fhn_focus": fhn_focus,
+    "fhn_cycle": fhn_cycle,
+    "vdp": van_der_pol,
+    "hopf": hopf,
+    "toggle": toggle,
+    "dwell1d": double_well_1d,
+    "dwell2d": double_well_2d,
+    "schlogl": schlogl,
+    "dimer": dimerisation,
+    "cir": cir,
+    "fastslow": fast_slow,
+    "ou_small": ou_small_noise,
+    "ou2_partial": ou2d_partial,
+    "ou3_free": ou3d_free,
+    "repressilator": repressilator,
+    "rossler": rossler,
+}
+
+
+def family_names():
+    """All family names in the sweep's fixed order."""
+    return list(FAMILIES) + list(_networks())
+
+
+def family(name):
+    """``(model, truth, protocol)`` of the family ``name``."""
+    table = {**FAMILIES, **_networks()}
+    if name not in table:
+        raise KeyError(f"unknown family {name!r}; choose from {', '.join(family_names())}")
+    return table[name]()

@@ -1,0 +1,118 @@
+"""NumPy evaluation of a model's drift, its state Jacobian, D(x) and the simulator's noise matrix
+G(x) at a few thousand points (SymPy ``lambdify``, once per model): what the start-state choice
+and the stationarity checks need, without compiling extra Numba kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ..codegen.spec import _noise_matrix, spec_hash
+from ..model.derivation import almost_everywhere
+
+__all__ = ["ModelFunctions", "model_functions"]
+
+_CACHE: dict = {}
+
+
+class ModelFunctions:
+    """Vectorised f(x; θ), ∂f/∂x (x; θ), ∇·∇·D(x), D(x) and G(x) of one model.
+
+    Every method takes X (n, d) and returns arrays with n as the first axis; constants are
+    broadcast.  ``G`` is None when the simulator's noise matrix is constant.
+    """
+
+    def __init__(self, model):
+        state, params = list(model.state), list(model.params)
+        f = model.drift
+        jac = f.jacobian(model.state).applyfunc(almost_everywhere)
+        D = model.D
+        div_D = [sum(sp.diff(D[i, j], state[j]) for j in range(model.d)) for i in range(model.d)]
+        div_div_D = almost_everywhere(sum(sp.diff(div_D[i], state[i]) for i in range(model.d)))
+        args = state + params  # (almost-everywhere derivatives: no DiracDelta terms)
+        self.d = model.d
+        self._f = sp.lambdify(args, list(f), "numpy")
+        self._jac = sp.lambdify(args, jac.tolist(), "numpy")
+        self._D = sp.lambdify(state, D.tolist(), "numpy")
+        self._divdiv = sp.lambdify(state, div_div_D, "numpy")
+        self.constant_D = not any(e.free_symbols & set(state) for e in D)
+        #: ∂f/∂x does not depend on the state (a drift linear in x)
+        self.linear = not any(e.free_symbols & set(state) for e in jac)
+        # ∂f_i/∂θ_k and ∂(∇·f)/∂θ_k, nonzero entries only (for the uncertainty of θ̂)
+        self._f_theta = [
+            (i, k, sp.lambdify(args, e, "numpy"))
+            for i in range(model.d)
+            for k, p in enumerate(params)
+            if not (e := almost_everywhere(sp.diff(f[i], p))).is_zero
+        ]
+        div_f = sum(jac[i, i] for i in range(model.d))
+        self._div_theta = [
+            (k, sp.lambdify(args, e, "numpy"))
+            for k, p in enumerate(params)
+            if not (e := almost_everywhere(sp.diff(div_f, p))).is_zero
+        ]
+        G, _ = _noise_matrix(model)
+        self._G = None
+        if G is not None and any(e.free_symbols for e in G):
+            self._G = sp.lambdify(state, G.tolist(), "numpy")
+            self._G_shape = G.shape
+
+    @staticmethod
+    def _fill(vals, n, shape):
+        out = np.empty((n,) + shape)
+        flat = out.reshape(n, -1)
+        for k, v in enumerate(_flatten(vals)):
+            flat[:, k] = np.broadcast_to(np.asarray(v, dtype=float), (n,))
+        return out
+
+    def _call(self, fn, X, theta, shape):
+        cols = [X[:, j] for j in range(self.d)]
+        extra = [] if theta is None else [float(t) for t in np.asarray(theta).reshape(-1)]
+        with np.errstate(all="ignore"):
+            return self._fill(fn(*cols, *extra), X.shape[0], shape)
+
+    def drift(self, X, theta):
+        """f(x; θ) (n, d)."""
+        return self._call(self._f, X, theta, (self.d,))
+
+    def jacobian(self, X, theta):
+        """∂f_i/∂x_j (n, d, d)."""
+        return self._call(self._jac, X, theta, (self.d, self.d))
+
+    def drift_theta(self, X, theta):
+        """Nonzero ∂f_i/∂θ_k at the rows: list of (i, k, values (n,))."""
+        return [(i, k, self._call(fn, X, theta, ())) for i, k, fn in self._f_theta]
+
+    def divergence_theta(self, X, theta):
+        """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,))."""
+        return [(k, self._call(fn, X, theta, ())) for k, fn in self._div_theta]
+
+    def diffusion(self, X):
+        """D(x) (n, d, d)."""
+        return self._call(self._D, X, None, (self.d, self.d))
+
+    def div_div_D(self, X):
+        """∇·∇·D (n,) (zero for a constant D)."""
+        return self._call(self._divdiv, X, None, ())
+
+    def noise(self, X):
+        """The simulator's G(x) (n, d, d'), or None when it is constant."""
+        if self._G is None:
+            return None
+        return self._call(self._G, X, None, self._G_shape)
+
+
+def _flatten(vals):
+    if isinstance(vals, (list, tuple)):
+        return [v for item in vals for v in _flatten(item)]
+    return [vals]
+
+
+def model_functions(model) -> ModelFunctions:
+    """The :class:`ModelFunctions` of ``model`` (built once per declaration)."""
+    key = spec_hash(model)
+    fn = _CACHE.get(key)
+    if fn is None:
+        fn = _CACHE[key] = ModelFunctions(model)
+    return fn

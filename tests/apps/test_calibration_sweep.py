@@ -1,0 +1,215 @@
+"""The calibration sweep (issue 19) end to end on one tiny cell, and its metrics against a hand
+computation and a plain-Python reference.
+
+The sweep's own families take minutes to compile and draw; here a family built on the bundled
+``ou2d_m12`` model (kernels compiled by the shared fixtures) is registered for the test: exact
+draws of its Gaussian stationary law and, for the nesting claim, ``ds.simulate``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import ou_stationary_cov
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dynosed_sym as ds
+from dynosed_sym.apps.bench import calibration_families as fams
+from dynosed_sym.apps.bench.calibration_data import Protocol, data_seed, load_dataset
+from dynosed_sym.apps.bench.calibration_metrics import cell_metrics, flags
+from dynosed_sym.apps.bench.calibration_sweep import (
+    RIDGE,
+    SweepOptions,
+    read_records,
+    route_options,
+    run_sweep,
+)
+
+M = np.array([[-1.0, 0.5], [-0.5, -1.0]])
+
+
+def _rec(theta, lo, hi, p=0.5, consistent=True, error=None):
+    return {
+        "theta": theta,
+        "lo": lo,
+        "hi": hi,
+        "p_value": p,
+        "consistent": consistent,
+        "rank": 2,
+        "seconds": 1.0,
+        "converged": True,
+        "warnings": [],
+        "error": error,
+    }
+
+
+def test_metrics_by_hand():
+    truth = [1.0, 2.0]
+    inf = math.inf
+    records = [
+        _rec([1.1, 2.5], [0.9, 2.2], [1.3, 2.8], p=0.01, consistent=True),  # covers θ1 only
+        _rec([0.8, 2.0], [0.7, -inf], [0.95, inf], p=0.30, consistent=False),  # misses; unbounded
+        _rec([1.0, 1.9], [0.5, 1.5], [1.5, 2.5], p=0.70, consistent=True),  # covers both
+        _rec(None, None, None, error="DataError: x"),
+    ]
+    m = cell_metrics(records, truth)
+    # finite intervals: set 1 both, set 2 only θ1, set 3 both → 5; covered: 1 + 0 + 2 = 3
+    assert (m["fits"], m["errors"], m["finite"], m["covered"]) == (4, 1, 5, 3)
+    assert m["coverage"] == pytest.approx(3 / 5)
+    assert m["covered_per_param"] == [2, 1] and m["finite_per_param"] == [3, 2]
+    assert m["finite_share"] == pytest.approx(5 / 6)
+    assert m["coverage_all"] == pytest.approx(4 / 6)  # the unbounded interval of set 2 covers
+    # errors θ1: .1, −.2, 0; θ2: .5, 0, −.1 → mean square (0.01 + 0.04 + 0.25 + 0.01)/6
+    assert m["rmse"] == pytest.approx(math.sqrt(0.31 / 6))
+    assert m["rmse_per_param"] == pytest.approx([math.sqrt(0.05 / 3), math.sqrt(0.26 / 3)])
+    assert m["p_below"] == pytest.approx(1 / 3)
+    assert m["inconsistent"] == pytest.approx(1 / 3)
+    # contradicting verdicts: set 1 (consistent, p < .05) and set 2 (inconsistent, p ≥ .05)
+    assert m["contradict"] == pytest.approx(2 / 3)
+    assert flags(m, {"coverage": 0.95}) == ["ERR", "COV"]
+    few = {"coverage": None, "finite_share": 0.4, "errors": 0}
+    assert flags(few, {"coverage": 0.9}) == ["FIN"] and flags(few, {"coverage": 0.8}) == []
+
+
+_num = st.floats(-5, 5, allow_nan=False)
+
+
+@st.composite
+def _records(draw):
+    n = draw(st.integers(1, 3))
+    truth = draw(st.lists(_num, min_size=n, max_size=n))
+    recs = []
+    for _ in range(draw(st.integers(1, 5))):
+        theta = draw(st.lists(_num, min_size=n, max_size=n))
+        lo, hi = [], []
+        for t in theta:
+            w = draw(st.sampled_from([0.1, 1.0, 3.0, math.inf, math.nan]))
+            lo.append(t - w)
+            hi.append(t + w if not math.isnan(w) else math.nan)
+        recs.append(_rec(theta, lo, hi, p=draw(st.floats(0, 1)), consistent=draw(st.booleans())))
+    return truth, recs
+
+
+@settings(max_examples=60, deadline=None)
+@given(_records())
+def test_metrics_against_loops(case):
+    truth, recs = case
+    m = cell_metrics(recs, truth)
+    covered = finite = inside = 0
+    sq = []
+    for r in recs:
+        for t, th, lo, hi in zip(truth, r["theta"], r["lo"], r["hi"]):
+            fin = math.isfinite(lo) and math.isfinite(hi)
+            ins = lo <= t <= hi  # False with a NaN end
+            finite += fin
+            covered += fin and ins
+            inside += ins
+            sq.append((th - t) ** 2)
+    assert (m["covered"], m["finite"]) == (covered, finite)
+    assert m["coverage_all"] == pytest.approx(inside / len(sq))
+    assert m["rmse"] == pytest.approx(math.sqrt(sum(sq) / len(sq)))
+    assert m["coverage"] == (None if finite == 0 else pytest.approx(covered / finite))
+
+
+@pytest.fixture
+def tiny_family(monkeypatch, project_root):
+    """A family on the bundled ou2d_m12 (truth M12 = 0.5): exact draws of N(0, Σ)."""
+    model = ds.load_model(str(project_root / "models" / "ou2d_m12.py"))
+    S = ou_stationary_cov(M, np.eye(2))
+    L = np.linalg.cholesky(S)
+
+    def make(sampler="exact"):
+        proto = Protocol(
+            sizes=(300,),
+            sampler=sampler,
+            burn_in=300,
+            relaxation=1.0,
+            local_probes=6,
+            exact=lambda n, rng: rng.standard_normal((int(n), 2)) @ L.T,
+        )
+        return model, np.array([0.5]), proto
+
+    monkeypatch.setitem(fams.FAMILIES, "tiny_ou", make)
+    monkeypatch.setitem(fams.FAMILIES, "tiny_ou_sim", lambda: make("simulate"))
+    return model, L
+
+
+def test_tiny_cell_end_to_end(tiny_family, tmp_path):
+    model, L = tiny_family
+    opts = SweepOptions(
+        families=["tiny_ou"],
+        n_sets=2,
+        routes=("global", "local"),
+        diffrax=False,
+        cache_dir=str(tmp_path),
+        table_path=str(tmp_path / "t.txt"),
+        records_path=str(tmp_path / "r.json.gz"),
+        quiet=True,
+    )
+    payload = run_sweep(opts)
+    recs = payload["records"]
+    assert len(recs) == 2 * 2 * 2  # sets × routes × columns
+    assert all(r["error"] is None for r in recs if r["route"] == "global")
+    # a local fit that raises (too few points under the kernel at 300 samples) is a record too
+    assert all(r["error"] is None or r["error"].startswith("DataError") for r in recs)
+    # the data: exact draws with the documented seed, derived here independently
+    for k in range(2):
+        X = np.random.default_rng(data_seed("tiny_ou", k)).standard_normal((300, 2)) @ L.T
+        for col, kw in (("default", {}), ("ridge", RIDGE)):
+            fit = ds.fit_global(model, X, seed=k, **kw)
+            (rec,) = [r for r in recs if (r["set"], r["column"], r["route"]) == (k, col, "global")]
+            assert rec["theta"] == fit.theta.tolist()
+            assert [rec["lo"][0], rec["hi"][0]] == fit.conf_int()[0].tolist()
+            assert rec["p_value"] == fit.report.p_value and rec["rank"] == fit.report.rank
+    # the cell's metrics are those of its records, and the table names the cell
+    cell = [c for c in payload["cells"] if c["cell"] == ["tiny_ou", "exact", 300, "global"]][0]
+    mine = [r for r in recs if r["route"] == "global" and r["column"] == "default"]
+    assert cell["metrics"]["default"] == cell_metrics(mine, [0.5])
+    covered = sum(r["lo"][0] <= 0.5 <= r["hi"][0] for r in mine if math.isfinite(r["lo"][0]))
+    assert cell["metrics"]["default"]["covered"] == covered
+    assert "tiny_ou" in (tmp_path / "t.txt").read_text()
+    assert read_records(str(tmp_path / "r.json.gz"))["records"] == recs
+
+
+def test_nested_simulated_sets_are_independent_chains(tiny_family, tmp_path):
+    """The N-row set is the first N chains of the N_max one, i.e. simulate(N, n_chains=N)."""
+    model, _ = tiny_family
+    _, truth, proto = fams.FAMILIES["tiny_ou_sim"]()
+    X = load_dataset("tiny_ou_sim", model, truth, proto, 1, 120, str(tmp_path))
+    seed = data_seed("tiny_ou_sim", 1)
+    direct = ds.simulate(model, truth, 120, dt=0.01, burn_in=300, thin=1, n_chains=120, seed=seed)
+    np.testing.assert_array_equal(X, direct)
+    again = load_dataset("tiny_ou_sim", model, truth, proto, 1, 120, str(tmp_path))  # cached
+    np.testing.assert_array_equal(again, X)
+
+
+def test_route_options():
+    assert route_options({"estimator": "ridge"}) == {
+        "global": {"estimator": "ridge"},
+        "local": {"estimator": "ridge"},
+    }
+    assert route_options({"local": {"score": "score_matching"}}) == {
+        "global": {},
+        "local": {"score": "score_matching"},
+    }
+
+
+def test_cells_of_a_simulated_family_with_an_exact_law():
+    """Simulated families with an exact law get oracle cells on exact draws at their largest N;
+    --sources restricts the cells."""
+    from dynosed_sym.apps.bench.calibration_sweep import DIFFRAX_N, _sources
+
+    proto = Protocol(sizes=(2000, 10_000), exact=lambda n, rng: None, diffrax=True)
+    cells = _sources(proto, SweepOptions(families=[], quiet=True))
+    assert cells == [
+        ("simulate", 2000),
+        ("simulate", 10_000),
+        ("exact", 10_000),
+        ("diffrax", DIFFRAX_N),
+    ]
+    only = SweepOptions(families=[], sources=("exact",), diffrax=False, quiet=True)
+    assert _sources(proto, only) == [("exact", 10_000)]
+    assert _sources(Protocol(sizes=(500,), sampler="exact"), only) == [("exact", 500)]

@@ -1,0 +1,196 @@
+"""Stationarity checks of samples (``ds.check_stationarity``) and of the simulator's output, start
+states inside the model's domain, and the :class:`~dynosed_sym.simulation.Simulation` settings.
+
+Oracles: the exact stationary law of linear drifts (Lyapunov equation; a linear drift has one
+iff its matrix is Hurwitz), exact Itô moment rates of Gaussian samples that are *not* the
+stationary law (d/dt Var = 2MΣ' + 2D in closed form), and the Gamma law of a CIR process.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats
+import sympy as sp
+from conftest import ou_stationary_cov, ou_stationary_samples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dynosed_sym as ds
+from dynosed_sym.simulation import INDEPENDENT, Simulation
+from dynosed_sym.simulation.starts import outside_domain
+from dynosed_sym.simulation.stationarity import check_linear_drift
+
+x, y = sp.symbols("x y", real=True)
+a, b = sp.symbols("a b", real=True)
+
+
+def _theta(M):
+    return dict(zip(("M11", "M12", "M21", "M22"), np.asarray(M, float).reshape(-1)))
+
+
+@pytest.fixture(scope="module")
+def ou(models):
+    return models["ou2d"]
+
+
+@pytest.fixture(scope="module")
+def gen_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("stationarity_generated"))
+
+
+# --------------------------------------------------------------------------- the simulator
+@pytest.mark.parametrize(
+    "M, what",
+    [
+        ([[0.5, 0.0], [0.0, 0.5]], "expands"),  # the issue's case: states of order 1e11
+        ([[0.5, 0.0], [0.0, -2.0]], "+0.5"),  # volume contracts (trace −1.5), x diverges
+        ([[-0.75, 1.25], [1.25, -0.75]], "+0.5"),  # the same, rotated 45°: no axis is unstable
+        ([[0.0, 0.0], [0.0, -1.0]], "+0"),  # x is a Brownian motion: no confinement
+    ],
+)
+def test_diverging_simulation_raises(ou, M, what):
+    """No stationary law (a matrix that is not Hurwitz): StationarityError, never samples."""
+    assert np.linalg.eigvals(np.array(M)).real.max() >= 0  # the oracle: not Hurwitz
+    with pytest.raises(ds.StationarityError, match="diverging") as info:
+        ds.simulate(ou, _theta(M), 2000, seed=0)
+    assert what in str(info.value) and "choose parameters" in str(info.value)
+    assert isinstance(info.value, ds.DataError)
+
+
+def test_overflow_is_a_stationarity_error(ou):
+    with pytest.raises(ds.StationarityError, match="diverged.*x0="):
+        ds.simulate(ou, _theta([[5.0, 0], [0, 5.0]]), 40, burn_in=20000, seed=0)
+
+
+def test_stable_simulation_is_silent_and_stationary(ou):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        X = ds.simulate(ou, ou.nominal, 4000, n_chains=4000, seed=3)
+    check = ds.check_stationarity(ou, ou.nominal, X)
+    assert check.verdict == "stationary" and not check.reasons
+    assert np.all(np.abs(check.imbalance) < 0.1)
+    # the divergence tr M = −2 meets the Cramér–Rao bound −tr(DΣ⁻¹) = −2 (Gaussian: equality)
+    assert check.divergence == pytest.approx(-2.0)
+    assert check.divergence_bound == pytest.approx(-2.0, rel=0.1)
+
+
+def test_unsettled_chains_warn(models):
+    """Lorenz after 0.5 time units from N(0, I): not yet stationary — a warning, not an error."""
+    lorenz = models["lorenz"]
+    with pytest.warns(ds.StationarityWarning, match="burn_in"):
+        ds.simulate(lorenz, lorenz.nominal, 2048, n_chains=2048, burn_in=50, thin=1, seed=1)
+
+
+def test_time_course_is_not_checked(ou):
+    """A transient snapshot is not meant to be stationary: no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tc = ds.simulation.simulate_time_course(
+            ou, ou.nominal, [0.1, 0.3], 500, initial=(np.array([4.0, -3.0]), 0.01)
+        )
+    assert tc.snapshots[0].shape == (500, 2)
+
+
+# --------------------------------------------------------------------------- samples
+def test_exact_moment_rates_of_a_wrong_gaussian(ou):
+    """Gaussian samples with covariance cΣ (Σ the stationary one, so 2(MΣ)_xx + 2D = 0): Itô
+    gives d/dt Var(x) = 2(M·cΣ)_xx + 2D = 2 − 2c exactly.  Too wide (c = 2): the variance would
+    shrink — borderline; too narrow (c = ½): it would grow and the drift contracts less than
+    Cramér–Rao allows for that spread — not stationary."""
+    M = ou.nominal.reshape(2, 2)
+    X0 = ou_stationary_samples(M, 1.0, 20_000, seed=5)  # ≤ MAX_ROWS: every row is used
+    for c in (0.5, 2.0):
+        X = X0 * np.sqrt(c)
+        check = ds.check_stationarity(ou, ou.nominal, X, np.arange(X.shape[0]) % 64)
+        Sc = np.cov(X, rowvar=False, bias=True)
+        assert check.variance_rate[0] == pytest.approx(2 * (M @ Sc)[0, 0] + 2.0, abs=1e-9)
+        assert check.variance_rate[0] == pytest.approx(2.0 - 2.0 * c, abs=0.05)
+        assert check.divergence_bound == pytest.approx(-2.0 / c, rel=0.02)
+        assert check.verdict == ("not stationary" if c < 1 else "borderline"), str(check)
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.floats(-2.0, 2.0), min_size=4, max_size=4),
+    st.floats(0.2, 3.0),
+    st.integers(0, 2**31),
+)
+def test_linear_drift_oracle(ou, entries, D, seed):
+    """check_linear_drift says "diverging" exactly when M is not Hurwitz; for a Hurwitz M the
+    exact stationary samples pass check_stationarity."""
+    M = np.array(entries).reshape(2, 2)
+    eig = np.linalg.eigvals(M).real.max()
+    if abs(eig) < 1e-3:
+        return  # too close to the boundary to call either way
+    pts = np.random.default_rng(seed).normal(size=(5, 2))
+    verdict = check_linear_drift(ou, _theta(M), pts).verdict
+    assert (verdict == "diverging") == (eig > 0)
+    if eig < -0.05 and np.linalg.cond(ou_stationary_cov(M, D)) < 1e4:
+        X = ou_stationary_samples(M, D, 20_000, seed)
+        model = ds.SDEModel([x, y], ou.params, ou.drift, diffusion=D, name="ou_hyp")
+        check = ds.check_stationarity(model, _theta(M), X)
+        assert check.verdict in ("stationary", "borderline"), str(check)
+        assert not check.failed
+
+
+# --------------------------------------------------------------------------- start states
+@pytest.fixture(scope="module")
+def cir(gen_dir):
+    """dx = (a − b x) dt + √(x/2) dW (D = x/4): Gamma(shape 2a/σ² = 4a, scale 1/(4b)) law."""
+    return ds.SDEModel([x], [a, b], [a - b * x], diffusion=x / 4, name="cir", nominal=[1.0, 1.0])
+
+
+def test_cir_starts_inside_its_domain(cir, gen_dir):
+    X = ds.simulate(cir, cir.nominal, 4000, n_chains=4000, seed=0, out_dir=gen_dir)
+    assert X.min() > 0
+    ks = scipy.stats.kstest(X[:, 0], scipy.stats.gamma(a=4.0, scale=0.25).cdf)
+    assert ks.pvalue > 1e-3, ks
+    # the standard normal draws outside x ≥ 0 were replaced; those inside are kept bit for bit
+    from dynosed_sym.simulation.simulate import initial_states
+
+    z = np.random.default_rng(np.random.SeedSequence(0).spawn(1)[0]).standard_normal((50, 1))
+    x0 = initial_states(cir, 50, 0, theta=cir.nominal)
+    inside = z[:, 0] >= 0
+    np.testing.assert_array_equal(x0[inside], z[inside])
+    assert (x0 > 0).all() and not outside_domain(cir, x0, cir.nominal).any()
+
+
+def test_sqrt_noise_declared_as_g(gen_dir):
+    m = ds.SDEModel(
+        [x], [a, b], [a - b * x], noise=[[sp.sqrt(x) / sp.sqrt(2)]], name="cir_g", nominal=[1, 1]
+    )
+    X = ds.simulate(m, m.nominal, 2000, n_chains=2000, seed=2, out_dir=gen_dir)
+    assert X.min() > 0 and abs(X.mean() - 1.0) < 0.05
+
+
+def test_no_start_inside_the_domain_asks_for_x0(gen_dir):
+    """D(x) = (x − 10)/2 ≥ 0 only for x ≥ 10: neither |z| nor its relaxation towards the drift's
+    fixed point a/b = 1 is inside; the error asks for x0=, and x0 inside works."""
+    m = ds.SDEModel(
+        [x], [a, b], [a - b * x], diffusion=(x - 10) / 2, name="shifted", nominal=[20.0, 1.0]
+    )
+    with pytest.raises(ds.DataError, match="x0="):
+        ds.simulate(m, [1.0, 1.0], 100, seed=0, out_dir=gen_dir)
+    X = ds.simulate(m, m.nominal, 500, n_chains=500, x0=[20.0], seed=0, out_dir=gen_dir)
+    assert X.min() > 10
+
+
+# --------------------------------------------------------------------------- settings
+def test_simulation_settings_map_onto_simulate(ou):
+    sim = Simulation(dt=0.02, burn_in=100, thin=3, n_chains=7, x0=[0.1, 0.2])
+    kw = sim.keywords(20)
+    assert kw["n_chains"] == 7 and kw["dt"] == 0.02 and kw["x0"].tolist() == [0.1, 0.2]
+    assert INDEPENDENT.chains(123) == 123 and Simulation().chains(5000) == 2048
+    assert "independent" in INDEPENDENT.describe(1000)
+    assert "from 7 chains" in sim.describe(20) and "correlated" in sim.describe(20)
+    a1 = ds.simulate(ou, ou.nominal, 20, seed=4, **kw)
+    a2 = ds.simulate(
+        ou, ou.nominal, 20, seed=4, dt=0.02, burn_in=100, thin=3, n_chains=7, x0=[0.1, 0.2]
+    )
+    np.testing.assert_array_equal(a1, a2)
+    for bad in (dict(dt=0), dict(burn_in=-1), dict(thin=0), dict(n_chains="many"), dict(x0="abc")):
+        with pytest.raises(ds.DataError, match="Simulation"):
+            Simulation(**bad)
