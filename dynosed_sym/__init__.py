@@ -48,7 +48,9 @@ from .identifiability import (
     structural_check,
 )
 from .model import SDEModel, ShiftDesign, load_model, shift_interventions
+from .options import Execution
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
+from .routes.options import Features, Solver
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from .simulation import Simulation, check_stationarity, simulate
 from .solve import BootstrapResult, IdentifiabilityReport
@@ -75,6 +77,9 @@ __all__ = [
     "fit_global",
     "fit_local",
     "FitResult",
+    "Features",
+    "Solver",
+    "Execution",
     "choose_probes",
     "Balls",
     "estimate_scores",

@@ -94,14 +94,45 @@ def execution_doc(*names):
 
 @dataclass(frozen=True)
 class Execution:
-    """How a call runs (validated): see :data:`EXECUTION_DOC` for each field."""
+    """How a call runs, checked when built: see :data:`EXECUTION_DOC` for each field.
+
+    Passed whole as ``execution=Execution(...)`` to the fits; ``chunk_rows=None`` means
+    :data:`CHUNK_ROWS`.
+
+    Examples
+    --------
+    >>> Execution(n_blocks=16, progress=False)
+    Execution(n_blocks=16, chunk_rows=65536, progress=False, out_dir=None, backend=None,
+              client=None)
+    >>> Execution(backend="ray")
+    Traceback (most recent call last):
+    ...
+    dynosed_sym.errors.DataError: Execution.backend must be one of None, 'local', 'dask', got 'ray'
+    """
 
     n_blocks: int = DEFAULT_BLOCKS
-    chunk_rows: int = CHUNK_ROWS
+    chunk_rows: int | None = CHUNK_ROWS
     progress: bool | None = None
     out_dir: str | None = None
     backend: str | None = None
     client: object = None
+
+    def __post_init__(self):
+        arguments.check_field(self, "n_blocks", arguments.integer, minimum=0)
+        if self.chunk_rows is None:
+            object.__setattr__(self, "chunk_rows", CHUNK_ROWS)
+        arguments.check_field(self, "chunk_rows", arguments.integer, minimum=1)
+        arguments.check_field(self, "backend", arguments.choice, allowed=BACKENDS)
+        if self.progress is not None:
+            arguments.check_field(self, "progress", arguments.flag)
+
+    def at_least(self, min_blocks, name="execution"):
+        """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks."""
+        if self.n_blocks < min_blocks:
+            raise arguments.DataError(
+                f"{name}.n_blocks must be at least {min_blocks}, got {self.n_blocks}"
+            )
+        return self
 
     @classmethod
     def resolve(
