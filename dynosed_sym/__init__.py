@@ -50,7 +50,7 @@ from .identifiability import (
 from .model import SDEModel, ShiftDesign, load_model, shift_interventions
 from .options import Execution
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
-from .routes.options import Features, Solver
+from .routes.options import Features, Scores, Solver
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from .simulation import Simulation, check_stationarity, simulate
 from .solve import BootstrapResult, IdentifiabilityReport
@@ -78,6 +78,7 @@ __all__ = [
     "fit_local",
     "FitResult",
     "Features",
+    "Scores",
     "Solver",
     "Execution",
     "choose_probes",

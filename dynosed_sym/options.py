@@ -126,11 +126,20 @@ class Execution:
         if self.progress is not None:
             arguments.check_field(self, "progress", arguments.flag)
 
-    def at_least(self, min_blocks, name="execution"):
+    def at_least(self, min_blocks):
         """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks."""
         if self.n_blocks < min_blocks:
             raise arguments.DataError(
-                f"{name}.n_blocks must be at least {min_blocks}, got {self.n_blocks}"
+                f"Execution.n_blocks must be at least {min_blocks}, got {self.n_blocks}"
+            )
+        return self
+
+    def in_process(self, entry):
+        """This object, or a DataError when it asks for a Dask backend ``entry`` does not have."""
+        if self.backend is not None or self.client is not None:
+            raise arguments.DataError(
+                f"{entry} runs in this process: Execution.backend and Execution.client must be "
+                f"None, got backend={self.backend!r}, client={self.client!r}"
             )
         return self
 

@@ -289,7 +289,7 @@ class _Run:
             start,
             projection=s.projection,
             n_starts=s.n_starts,
-            seed=self.features.seed,
+            seed=self.features.seed if s.seed is None else s.seed,
             max_nfev=s.max_nfev,
         )
         return prob, theta, ginfo

@@ -7,7 +7,8 @@
   and budget.
 
 :func:`dynosed_sym.fit_global` takes ``features=``, ``solver=`` and ``execution=``
-(:class:`dynosed_sym.options.Execution`); :func:`dynosed_sym.fit_local` takes ``solver=``.
+(:class:`dynosed_sym.options.Execution`); :func:`dynosed_sym.fit_local` takes ``scores=``
+(:class:`Scores`: how the scores at the probes are estimated), ``solver=`` and ``execution=``.
 Each object is checked when it is built (a :class:`~dynosed_sym.errors.DataError` names the
 class and the field); what needs the model (``theta0``, a per-parameter ``prior_scale``) is
 checked by the fit.  Variants come from :func:`dataclasses.replace`.
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from .. import arguments
 from ..options import Execution
 
-__all__ = ["Features", "Solver", "SOLVER_METHODS", "STATISTICS", "ESTIMATORS", "moved_to"]
+__all__ = ["Features", "Solver", "Scores", "SOLVER_METHODS", "STATISTICS", "ESTIMATORS", "moved_to"]
 
 SOLVER_METHODS = (None, "linear", "gradient")
 STATISTICS = (None, "u", "v")
@@ -106,12 +107,15 @@ class Solver:
     max_nfev : int, optional
         Gradient method: evaluations allowed per search (default: SciPy's, 100·n).  A search
         stopped by it is reported (``FitResult.converged`` False, a ConvergenceWarning).
+    seed : int, optional
+        Gradient method: seeds the perturbed starts.  None (default): ``Features.seed`` on the
+        global route, 0 on the local one.
 
     Examples
     --------
     >>> Solver(method="gradient", n_starts=4)
     Solver(method='gradient', lam=1e-06, statistic=None, estimator=None, prior_scale='ml',
-           theta0=None, projection=True, n_starts=4, max_nfev=None)
+           theta0=None, projection=True, n_starts=4, max_nfev=None, seed=None)
     >>> Solver(lam=-1)
     Traceback (most recent call last):
     ...
@@ -127,6 +131,7 @@ class Solver:
     projection: bool = True
     n_starts: int = 1
     max_nfev: int | None = None
+    seed: int | None = None
 
     def __post_init__(self):
         arguments.check_field(self, "method", arguments.choice, allowed=SOLVER_METHODS)
@@ -137,6 +142,50 @@ class Solver:
         arguments.check_field(self, "n_starts", arguments.integer, minimum=1)
         if self.max_nfev is not None:
             arguments.check_field(self, "max_nfev", arguments.integer, minimum=1)
+        if self.seed is not None:
+            arguments.check_field(self, "seed", arguments.seed)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """How the local route obtains the scores s = ∇log p and their Jacobians at the probes.
+
+    Parameters
+    ----------
+    score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
+        The kernel estimator of docs/design.md §2 (default), its deconvolved local-Gaussian
+        variant (no smoothing bias), local score matching (needs ``radius``), arrays S (M, d) and
+        J (M, d, d) with ``J[i, j, l] = ∂s_j/∂x_l`` (exact or external scores), or any
+        ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
+    temperature : float or "auto"
+        Precision T of the Gaussian kernel (bandwidth 1/√T) of the kernel estimators; "auto"
+        (default) balances the kernel's smoothing bias against its noise around the probes.
+    radius : float or (M,) array, optional
+        Ball radius of local score matching (default: the radius of probes given as Balls).
+    degree : int
+        Monomial degree of the local log-density in score matching (default 2: quadratic).
+    dlogp_bandwidth : float, optional
+        Time courses: bandwidth of the Gaussian kernel densities whose 3-point time difference
+        estimates ∂ₜlog p at an interior snapshot (default 2/√T).
+    use_times : sequence of float, optional
+        Time courses: the interior snapshot times whose rows are used (default: all).
+
+    What is valid depends on ``score`` (a degree only matters to score matching), so the fields
+    are checked by the fit when it builds the estimator, each error naming the field.
+
+    Examples
+    --------
+    >>> Scores(score="score_matching", radius=0.5)
+    Scores(score='score_matching', temperature='auto', radius=0.5, degree=2,
+           dlogp_bandwidth=None, use_times=None)
+    """
+
+    score: object = "kernel"
+    temperature: object = "auto"
+    radius: object = None
+    degree: int = 2
+    dlogp_bandwidth: float | None = None
+    use_times: object = None
 
 
 def moved_to(target, cls, *names):

@@ -1,4 +1,4 @@
-"""fit_global's option objects (Features, Solver, Execution): the flat keywords of earlier
+"""The fits' option objects (Features, Scores, Solver, Execution): the flat keywords of earlier
 versions build the same objects (with a FutureWarning) and give the same fit bit for bit; bad
 fields are refused where the object is built; the signature stays within 12 parameters."""
 
@@ -94,7 +94,7 @@ def test_a_keyword_next_to_its_object_an_unknown_keyword_and_a_wrong_type(ou_dat
         ds.fit_global(model, X, n_feature=10)
     with pytest.raises(DataError, match=r"features must be a .*Features or None.*dict"):
         ds.fit_global(model, X, features={"n_features": 10})
-    with pytest.raises(DataError, match=r"^execution\.n_blocks must be at least 1, got 0$"):
+    with pytest.raises(DataError, match=r"^Execution\.n_blocks must be at least 1, got 0$"):
         ds.fit_global(model, X, execution=Execution(n_blocks=0))
 
 
@@ -130,5 +130,59 @@ def test_objects_are_frozen_and_varied_by_replace():
     assert Execution(chunk_rows=None).chunk_rows == Execution().chunk_rows
 
 
-def test_fit_global_takes_at_most_12_parameters():
-    assert len(inspect.signature(ds.fit_global).parameters) <= 12
+# --------------------------------------------------------------------------- fit_local
+def _quiet_local(*args, **kwargs):
+    with pytest.warns(FutureWarning, match=r"fit_local: the keywords .* pass "):
+        return ds.fit_local(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "flat, objects",
+    [
+        (
+            dict(temperature=4.0, lam=1e-4, n_blocks=8),
+            dict(scores=ds.Scores(temperature=4.0), solver=Solver(lam=1e-4), n_blocks=8),
+        ),
+        (
+            dict(score="score_matching", radius=0.8, statistic="u", estimator="ridge"),
+            dict(
+                scores=ds.Scores(score="score_matching", radius=0.8),
+                solver=Solver(statistic="u", estimator="ridge"),
+            ),
+        ),
+    ],
+    ids=["kernel", "score_matching"],
+)
+def test_fit_local_flat_keywords_and_option_objects_give_the_same_fit(ou_data, flat, objects):
+    model, X = ou_data
+    P = ds.choose_probes(X, 6, seed=0)
+    old = _quiet_local(model, X, P, **flat)
+    blocks = objects.pop("n_blocks", None)
+    execution = None if blocks is None else Execution(n_blocks=blocks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = ds.fit_local(model, X, P, execution=execution, **objects)
+    _same_fit(old, new)
+
+
+def test_fit_local_design_with_option_objects(ou_data):
+    model, X = ou_data
+    data = {"a": X[:1500], "b": X[1500:]}
+    P = ds.choose_probes(X, 5, seed=1)
+    old = _quiet_local(model, data, P, temperature=3.0, lam=1e-3)
+    new = ds.fit_local(model, data, P, scores=ds.Scores(temperature=3.0), solver=Solver(lam=1e-3))
+    _same_fit(old, new)
+
+
+def test_fit_local_refuses_a_dask_execution_and_a_string_for_scores(ou_data):
+    model, X = ou_data
+    P = X[:4]
+    with pytest.raises(DataError, match=r"fit_local runs in this process: Execution\.backend"):
+        ds.fit_local(model, X, P, execution=Execution(backend="dask"))
+    with pytest.raises(DataError, match=r"scores must be a .*Scores or None.*scores=Scores\("):
+        ds.fit_local(model, X, P, scores="kernel")
+
+
+@pytest.mark.parametrize("entry", [ds.fit_global, ds.fit_local])
+def test_entry_points_take_at_most_12_parameters(entry):
+    assert len(inspect.signature(entry).parameters) <= 12
