@@ -42,8 +42,11 @@ from .errors import (
     TrainingDivergedError,
 )
 from .identifiability import (
+    DesignCheck,
+    Experiment,
     IdentifiabilityCheck,
     StructuralReport,
+    Study,
     check_identifiability,
     structural_check,
 )
@@ -94,6 +97,9 @@ __all__ = [
     "check_identifiability",
     "structural_check",
     "IdentifiabilityCheck",
+    "DesignCheck",
+    "Study",
+    "Experiment",
     "StructuralReport",
     "IdentifiabilityReport",
     "BootstrapResult",

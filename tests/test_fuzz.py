@@ -380,7 +380,10 @@ GLOBAL_OUTCOMES = {
     ),
     "lam": ("raise", r"^(Solver\.)?lam must be (non-negative|finite|a number)"),
     "n_features": ("raise", r"^(Features\.)?n_features must be (at least 1|an integer)"),
-    "bandwidth": ("raise", r"^(Features\.)?bandwidth must be (positive|finite|'median' or a positive number)"),
+    "bandwidth": (
+        "raise",
+        r"^(Features\.)?bandwidth must be (positive|finite|'median' or a positive number)",
+    ),
     "bandwidth_tiny": ("raise", r"lie so far from the origin .* \(bandwidth = 1e-300\)"),
     "seed": ("raise", r"^(Features\.)?seed must be at least 0"),
     "n_blocks": ("raise", r"^(Execution\.)?n_blocks must be at least 1"),
