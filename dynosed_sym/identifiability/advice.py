@@ -115,7 +115,7 @@ class Advice:
 
 
 @dataclass
-class Study:
+class SimulatedDesign:
     """What the advice needs about the simulated design (built by
     :func:`dynosed_sym.identifiability.designs.check_design`).
 

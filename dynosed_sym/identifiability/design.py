@@ -452,22 +452,10 @@ def check_identifiability(
     given = {"study": study, "experiment": experiment, "features": features}
     given.update(scores=scores, solver=solver, execution=execution)
     given = moved_keywords("check_identifiability", moved, given, MOVED)
-    study = option(given["study"], Study, "study")
-    experiment = option(given["experiment"], Experiment, "experiment")
-    features = option(given["features"], Features, "features")
-    if features.seed != 0:
-        raise DataError(
-            "check_identifiability: the features are seeded by the study: pass "
-            f"study=Study(seed={features.seed}) and leave Features.seed at 0"
-        )
-    features = replace(features, seed=study.seed)
-    scores = option(given["scores"], Scores, "scores")
-    solver = option(given["solver"], Solver, "solver")
-    ex = option(given["execution"], Execution, "execution").in_process("check_identifiability")
+    study, e, features, scores, solver, ex = _options(given)
     require_parameters(model)
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
-    e = experiment
     if e.inputs is not None or e.times is not None or model.inputs or model.env_params:
         if route != "global" or study.samples is not None or probes is not None:
             raise DynosedError(
@@ -537,6 +525,26 @@ def check_identifiability(
     _compare(check)
     timings["total"] = time.perf_counter() - t0
     return check
+
+
+def _options(given):
+    """The option objects of check_identifiability → (study, experiment, features, scores,
+    solver, execution); the features take the study's seed."""
+    study = option(given["study"], Study, "study")
+    features = option(given["features"], Features, "features")
+    if features.seed != 0:
+        raise DataError(
+            "check_identifiability: the features are seeded by the study: pass "
+            f"study=Study(seed={features.seed}) and leave Features.seed at 0"
+        )
+    return (
+        study,
+        option(given["experiment"], Experiment, "experiment"),
+        replace(features, seed=study.seed),
+        option(given["scores"], Scores, "scores"),
+        option(given["solver"], Solver, "solver"),
+        option(given["execution"], Execution, "execution").in_process("check_identifiability"),
+    )
 
 
 def _check_experiment(model, nominal, e, study, features, solver, ex, simulate):

@@ -299,7 +299,7 @@ def check_design(
     """Structural and simulated identifiability of a design, and advice (see
     :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
     from ..routes.designs import environment_models
-    from .advice import Study, advise_design
+    from .advice import SimulatedDesign, advise_design
 
     t0 = time.perf_counter()
     design = design_spec(model, inputs, times)
@@ -313,28 +313,8 @@ def check_design(
             )
     models = {e: me for e, (me, _) in environment_models(model, design, out_dir).items()}
     structural = design_structural(model, design, thetas, models, initial, seed)
-    names = structural.param_names
-    glob = np.zeros(len(names))
-    _, columns = param_layout(
-        model.param_names, [str(p) for p in model.env_params], design.names, design.single
-    )
-    for e, th in thetas.items():
-        glob[columns[e]] = th
-    check = DesignCheck(
-        model_name=model.name,
-        param_names=names,
-        nominal=glob,
-        environments=[
-            {
-                "name": env.name,
-                "inputs": env.input_dict,
-                "times": None if env.kind == "stationary" else env.data.times.tolist(),
-            }
-            for env in design.envs
-        ],
-        structural=structural,
-        timings={"structural": time.perf_counter() - t0},
-    )
+    check = _structural_design_check(model, design, thetas, structural)
+    check.timings["structural"] = time.perf_counter() - t0
     if not simulate:
         return check
     sampler = sampler or default_sampler(model, dt, burn_in, thin, out_dir)
@@ -356,21 +336,9 @@ def check_design(
     check.timings["simulate+fit"] = time.perf_counter() - t1
     check.fit, check.report, check.n_samples = fit, fit.report, int(n_samples)
     _directions(check, fit, structural)
-    if advise and (fit.report.rank < len(names) or design.has_time_course):
+    if advise and (fit.report.rank < len(check.param_names) or design.has_time_course):
         t2 = time.perf_counter()
-
-        def structural_with(u):
-            """(rank, n) of the design with one more stationary environment at inputs u."""
-            if structural.certificate != "exact":
-                return None
-            new = Environment("new", design.envs[0].data, u, tuple(model.input_names))
-            aug = Design(list(design.envs) + [new])
-            m_new = model.with_inputs(u) if model.inputs else model
-            th = dict(thetas, new=thetas[design.envs[0].name])
-            rep = design_structural(model, aug, th, dict(models, new=m_new), initial, seed)
-            return rep.rank, rep.n_params
-
-        study = Study(
+        simulated = SimulatedDesign(
             model,
             design,
             thetas,
@@ -382,9 +350,9 @@ def check_design(
             seed,
             order,
             out_dir,
-            structural_with,
+            _structural_with(model, design, thetas, models, initial, seed, structural),
         )
-        check.advice = advise_design(study, candidates, candidate_times, check.notes)
+        check.advice = advise_design(simulated, candidates, candidate_times, check.notes)
         check.timings["advice"] = time.perf_counter() - t2
     if structural.rank_is_exact and fit.report.rank != structural.rank:
         check.notes.append(
@@ -393,6 +361,49 @@ def check_design(
             + (": too few samples for the weakest" if fit.report.rank < structural.rank else "")
         )
     return check
+
+
+def _structural_design_check(model, design, thetas, structural):
+    """The DesignCheck of the structural verdict (nominal values in the stacked layout)."""
+    names = structural.param_names
+    glob = np.zeros(len(names))
+    _, columns = param_layout(
+        model.param_names, [str(p) for p in model.env_params], design.names, design.single
+    )
+    for e, th in thetas.items():
+        glob[columns[e]] = th
+    return DesignCheck(
+        model_name=model.name,
+        param_names=names,
+        nominal=glob,
+        environments=[
+            {
+                "name": env.name,
+                "inputs": env.input_dict,
+                "times": None if env.kind == "stationary" else env.data.times.tolist(),
+            }
+            for env in design.envs
+        ],
+        structural=structural,
+        timings={},
+    )
+
+
+def _structural_with(model, design, thetas, models, initial, seed, structural):
+    """``fn(u) -> (rank, n)`` of the design with one more stationary environment at inputs u
+    (None where the structural verdict is not exact)."""
+
+    def structural_with(u):
+        if structural.certificate != "exact":
+            return None
+        new = Environment("new", design.envs[0].data, u, tuple(model.input_names))
+        aug = Design(list(design.envs) + [new])
+        m_new = model.with_inputs(u) if model.inputs else model
+        th = dict(thetas, new=thetas[design.envs[0].name])
+        rep = design_structural(model, aug, th, dict(models, new=m_new), initial, seed)
+        return rep.rank, rep.n_params
+
+    return structural_with
 
 
 def _directions(check, fit, structural):

@@ -267,37 +267,12 @@ def fit_global_design(
     Called by :func:`dynosed_sym.fit_global` (whose docstring lists the arguments).
     """
     models = environment_models(model, design, out_dir)
-    groups, heads = _open_snapshots(design, models)
-    try:
-        if isinstance(bandwidth, str):
-            ell = pooled_lengthscale(heads, seed=seed)
-            if not np.isfinite(ell):
-                raise DataError(
-                    "X: the median pairwise distance overflows (values too large for double "
-                    "precision); rescale the state variables"
-                )
-        else:
-            ell = float(bandwidth)
-        del heads
-        feats = draw_features(model.d, int(n_features), ell, seed=seed)
-        names, columns = param_layout(
-            model.param_names, [str(p) for p in model.env_params], design.names, design.single
-        )
-        nb, note = _block_budget(design, groups, int(n_features), len(names), n_blocks)
-        snaps, per_env = [], {e: [] for e in design.names}
-        for env_name, t, data in groups:
-            cm = models[env_name][1]
-            if t is None:
-                snap = Snapshot(assemble_source(cm, data, feats, nb, chunk_rows))
-            else:
-                feature_arguments(data, feats, name=f"X[{env_name!r}][t={t:g}]")
-                snap = assemble_snapshot(cm, data, block_edges(data.shape[0], nb), feats)
-            per_env[env_name].append((len(snaps), snap.n_samples))
-            snaps.append(snap)
-    finally:
-        for _, t, data in groups:
-            if t is None:
-                data.close()
+    names, columns = param_layout(
+        model.param_names, [str(p) for p in model.env_params], design.names, design.single
+    )
+    snaps, per_env, feats, ell, note = _assemble_snapshots(
+        model, design, models, (int(n_features), bandwidth, seed), len(names), n_blocks, chunk_rows
+    )
     dmap = design_map(design, per_env, names, columns, order)
     A, b, A_blocks, b_blocks, weights, ids, kappa = pseudo_blocks(dmap, snaps)
     system_scale(A, b, "global")
@@ -366,6 +341,41 @@ def fit_global_design(
     fit = FitResult(model, theta, A, b, report, "global", N, settings, names=names, design=info)
     fit.features = feats  # the shared feature draw (design advice assembles candidates with it)
     return fit
+
+
+def _assemble_snapshots(model, design, models, kernel, n_params, n_blocks, chunk_rows):
+    """Every snapshot of the design assembled with one feature draw (``kernel``: m, bandwidth,
+    seed) → (snapshots, {environment: [(index, N)]}, features, ℓ, note on the block budget)."""
+    n_features, bandwidth, seed = kernel
+    groups, heads = _open_snapshots(design, models)
+    try:
+        if isinstance(bandwidth, str):
+            ell = pooled_lengthscale(heads, seed=seed)
+            if not np.isfinite(ell):
+                raise DataError(
+                    "X: the median pairwise distance overflows (values too large for double "
+                    "precision); rescale the state variables"
+                )
+        else:
+            ell = float(bandwidth)
+        del heads
+        feats = draw_features(model.d, n_features, ell, seed=seed)
+        nb, note = _block_budget(design, groups, n_features, n_params, n_blocks)
+        snaps, per_env = [], {e: [] for e in design.names}
+        for env_name, t, data in groups:
+            cm = models[env_name][1]
+            if t is None:
+                snap = Snapshot(assemble_source(cm, data, feats, nb, chunk_rows))
+            else:
+                feature_arguments(data, feats, name=f"X[{env_name!r}][t={t:g}]")
+                snap = assemble_snapshot(cm, data, block_edges(data.shape[0], nb), feats)
+            per_env[env_name].append((len(snaps), snap.n_samples))
+            snaps.append(snap)
+    finally:
+        for _, t, data in groups:
+            if t is None:
+                data.close()
+    return snaps, per_env, feats, ell, note
 
 
 def _env_record(env, groups, dmap, model):
