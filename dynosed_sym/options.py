@@ -26,6 +26,7 @@ __all__ = [
     "Execution",
     "option",
     "moved_keywords",
+    "resolve_options",
     "EXECUTION_DOC",
     "execution_doc",
     "DEFAULT_BLOCKS",
@@ -186,7 +187,7 @@ def option(value, cls, name):
     )
 
 
-def moved_keywords(entry, keywords, given, moved):
+def moved_keywords(entry, keywords, given, moved, stacklevel=3):
     """Fold flat keywords that moved into option objects into those objects.
 
     Parameters
@@ -232,6 +233,23 @@ def moved_keywords(entry, keywords, given, moved):
             f"{entry}: the keywords {', '.join(sorted(keywords))} are fields of option objects "
             f"now and will be refused in a later version; pass {', '.join(spelled)}"
         ),
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     return out
+
+
+def resolve_options(entry, keywords, given, moved):
+    """The option objects of an entry point: the flat ``keywords`` of earlier versions folded in
+    (:func:`moved_keywords`, warning at the entry point's caller), then each resolved by
+    :func:`option`.
+
+    ``given`` is ``{keyword: (value as passed, option class)}``; returns ``{keyword: object}``.
+    A string passed as ``solver=`` is the ``method`` of earlier versions' ``solver="gradient"``.
+    """
+    keywords = dict(keywords)
+    if isinstance(given.get("solver", (None,))[0], str):
+        keywords["method"] = given["solver"][0]
+        given = {**given, "solver": (None, given["solver"][1])}
+    values = {name: value for name, (value, _) in given.items()}
+    values = moved_keywords(entry, keywords, values, moved, stacklevel=4)
+    return {name: option(values[name], cls, name) for name, (_, cls) in given.items()}

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import DataError, DynosedError, ModelError
 from ..model.declaration import require_parameters
-from ..options import Execution, moved_keywords, option
+from ..options import Execution, resolve_options
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
@@ -449,10 +449,12 @@ def check_identifiability(
     >>> check.structural.rank, len(model.param_names)
     (3, 4)
     """
-    given = {"study": study, "experiment": experiment, "features": features}
-    given.update(scores=scores, solver=solver, execution=execution)
-    given = moved_keywords("check_identifiability", moved, given, MOVED)
-    study, e, features, scores, solver, ex = _options(given)
+    given = dict(study=(study, Study), experiment=(experiment, Experiment))
+    given.update(features=(features, Features), scores=(scores, Scores), solver=(solver, Solver))
+    given["execution"] = (execution, Execution)
+    study, e, features, scores, solver, ex = _options(
+        resolve_options("check_identifiability", moved, given, MOVED)
+    )
     require_parameters(model)
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
@@ -527,11 +529,10 @@ def check_identifiability(
     return check
 
 
-def _options(given):
+def _options(objects):
     """The option objects of check_identifiability → (study, experiment, features, scores,
     solver, execution); the features take the study's seed."""
-    study = option(given["study"], Study, "study")
-    features = option(given["features"], Features, "features")
+    study, features = objects["study"], objects["features"]
     if features.seed != 0:
         raise DataError(
             "check_identifiability: the features are seeded by the study: pass "
@@ -539,11 +540,11 @@ def _options(given):
         )
     return (
         study,
-        option(given["experiment"], Experiment, "experiment"),
+        objects["experiment"],
         replace(features, seed=study.seed),
-        option(given["scores"], Scores, "scores"),
-        option(given["solver"], Solver, "solver"),
-        option(given["execution"], Execution, "execution").in_process("check_identifiability"),
+        objects["scores"],
+        objects["solver"],
+        objects["execution"].in_process("check_identifiability"),
     )
 
 
@@ -559,9 +560,8 @@ def _check_experiment(model, nominal, e, study, features, solver, ex, simulate):
         sampler=draw,
         n_samples=study.n_samples,
         seed=study.seed,
-        n_features=features.n_features,
-        bandwidth=features.bandwidth,
-        lam=solver.lam,
+        features=features,
+        solver=solver,
         order=e.order,
         simulate=simulate,
         advise=e.advise,

@@ -25,14 +25,16 @@ is in :mod:`.advice`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..assembly.designs import param_layout
 from ..data.designs import Design, Environment, TimeCourse, as_design
 from ..errors import DataError
+from ..options import Execution
 from ..routes.designs import fit_global_design
+from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws, simulate
 from ..solve.report import RANK_THRESHOLD
 from .design_structural import DesignStructural, design_structural, env_thetas
@@ -282,9 +284,8 @@ def check_design(
     sampler=None,
     n_samples=20_000,
     seed=0,
-    n_features=2048,
-    bandwidth="median",
-    lam=1e-6,
+    features=None,
+    solver=None,
     order=None,
     simulate=True,
     advise=True,
@@ -300,6 +301,9 @@ def check_design(
     :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
     from ..routes.designs import environment_models
     from .advice import SimulatedDesign, advise_design
+
+    features = features or Features()
+    solver = solver or Solver()
 
     t0 = time.perf_counter()
     design = design_spec(model, inputs, times)
@@ -324,14 +328,10 @@ def check_design(
     fit = fit_global_design(
         model,
         sim,
-        n_features=n_features,
-        bandwidth=bandwidth,
-        lam=lam,
-        seed=seed,
+        replace(features, seed=seed),
+        solver,
+        Execution(n_blocks=n_blocks, out_dir=out_dir),
         order=order,
-        n_blocks=n_blocks,
-        chunk_rows=65536,
-        out_dir=out_dir,
     )
     check.timings["simulate+fit"] = time.perf_counter() - t1
     check.fit, check.report, check.n_samples = fit, fit.report, int(n_samples)

@@ -36,7 +36,7 @@ from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
 from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
-from ..solve.ustat import solve_system
+from ..solve.ustat import estimator_options, solve_system
 from .result import FitResult
 
 __all__ = ["DesignInfo", "fit_global_design", "environment_models", "env_residuals"]
@@ -246,32 +246,22 @@ def env_residuals(slices, row_scale, A, b, A_blocks, b_blocks, weights, theta):
     return out
 
 
-def fit_global_design(
-    model,
-    design,
-    *,
-    n_features,
-    bandwidth,
-    lam,
-    seed,
-    order=None,
-    n_blocks,
-    chunk_rows,
-    out_dir=None,
-    statistic="u",
-    estimator="resolved",
-    prior_scale="ml",
-) -> FitResult:
+def fit_global_design(model, design, features, solver, execution, order=None) -> FitResult:
     """Fit a :class:`~dynosed_sym.data.designs.Design` by the global route (module docstring).
 
-    Called by :func:`dynosed_sym.fit_global` (whose docstring lists the arguments).
+    Called by :func:`dynosed_sym.fit_global` (whose docstring lists the arguments), with its
+    option objects (:class:`~dynosed_sym.routes.options.Features`,
+    :class:`~dynosed_sym.routes.options.Solver`, :class:`~dynosed_sym.options.Execution`).
     """
+    statistic, estimator = estimator_options(solver.statistic or "u", solver.estimator)
+    lam, prior_scale, out_dir = solver.lam, solver.prior_scale, execution.out_dir
+    n_features, seed = features.n_features, features.seed
     models = environment_models(model, design, out_dir)
     names, columns = param_layout(
         model.param_names, [str(p) for p in model.env_params], design.names, design.single
     )
     snaps, per_env, feats, ell, note = _assemble_snapshots(
-        model, design, models, (int(n_features), bandwidth, seed), len(names), n_blocks, chunk_rows
+        model, design, models, features, len(names), execution.n_blocks, execution.chunk_rows
     )
     dmap = design_map(design, per_env, names, columns, order)
     A, b, A_blocks, b_blocks, weights, ids, kappa = pseudo_blocks(dmap, snaps)
@@ -343,10 +333,11 @@ def fit_global_design(
     return fit
 
 
-def _assemble_snapshots(model, design, models, kernel, n_params, n_blocks, chunk_rows):
-    """Every snapshot of the design assembled with one feature draw (``kernel``: m, bandwidth,
-    seed) → (snapshots, {environment: [(index, N)]}, features, ℓ, note on the block budget)."""
-    n_features, bandwidth, seed = kernel
+def _assemble_snapshots(model, design, models, features, n_params, n_blocks, chunk_rows):
+    """Every snapshot of the design assembled with one feature draw (``features``: m, bandwidth,
+    seed) → (snapshots, {environment: [(index, N)]}, features drawn, ℓ, note on the block
+    budget)."""
+    n_features, bandwidth, seed = features.n_features, features.bandwidth, features.seed
     groups, heads = _open_snapshots(design, models)
     try:
         if isinstance(bandwidth, str):

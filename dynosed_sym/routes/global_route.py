@@ -22,7 +22,7 @@ from ..data.designs import as_design
 from ..data.sources import open_source, rows_differ
 from ..errors import DataError
 from ..model.declaration import require_parameters
-from ..options import BANDWIDTH_ROWS, Execution, moved_keywords, option
+from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
@@ -134,13 +134,11 @@ def fit_global(
     >>> bool(abs(fit.theta[0] - 4.0) < 0.2)
     True
     """
-    if isinstance(solver, str):  # solver="gradient" of earlier versions
-        moved, solver = {**moved, "method": solver}, None
-    given = {"features": features, "solver": solver, "execution": execution}
-    given = moved_keywords("fit_global", moved, given, MOVED)
-    features = option(given["features"], Features, "features")
-    solver = option(given["solver"], Solver, "solver")
-    ex = option(given["execution"], Execution, "execution").at_least(1)
+    given = dict(features=(features, Features), solver=(solver, Solver))
+    given["execution"] = (execution, Execution)
+    objects = resolve_options("fit_global", moved, given, MOVED)
+    features, solver = objects["features"], objects["solver"]
+    ex = objects["execution"].at_least(1)
     require_parameters(model)
     check_assembly_memory(model, features.n_features, ex.n_blocks)  # before anything m-sized
     design = as_design(X, model, inputs, env_column, time_column)
@@ -343,23 +341,9 @@ def _design(model, design, order, dlogp_dt, features, solver, ex):
             f"{unsupported[0]}= (designs need a drift affine in θ; a time course replaces "
             "dlogp_dt=)"
         )
-    statistic, estimator = estimator_options(solver.statistic or "u", solver.estimator)
     if order is not None:
         order = arguments.integer(order, "order", minimum=2)
         if order > 4:
             raise DataError(f"order must be 2, 3 or 4, got {order}")
-    return fit_global_design(
-        model,
-        design,
-        n_features=features.n_features,
-        bandwidth=features.bandwidth,
-        lam=solver.lam,
-        seed=features.seed,
-        order=order,
-        n_blocks=ex.n_blocks,
-        chunk_rows=ex.chunk_rows,
-        out_dir=ex.out_dir,
-        statistic=statistic,
-        estimator=estimator,
-        prior_scale=solver.prior_scale,
-    )
+    estimator_options(solver.statistic or "u", solver.estimator)  # (checked before any work)
+    return fit_global_design(model, design, features, solver, ex, order=order)

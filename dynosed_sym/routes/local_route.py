@@ -48,7 +48,7 @@ from ..data.designs import as_design
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
 from ..model.declaration import require_parameters
-from ..options import BANDWIDTH_ROWS, Execution, moved_keywords, option
+from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
@@ -222,13 +222,11 @@ def fit_local(
     >>> round(float(fit.theta[0]), 6)
     4.0
     """
-    if isinstance(solver, str):  # solver="gradient" of earlier versions
-        moved, solver = {**moved, "method": solver}, None
-    given = {"scores": scores, "solver": solver, "execution": execution}
-    given = moved_keywords("fit_local", moved, given, MOVED)
-    scores = option(given["scores"], Scores, "scores")
-    solver = option(given["solver"], Solver, "solver")
-    ex = option(given["execution"], Execution, "execution").in_process("fit_local")
+    given = dict(scores=(scores, Scores), solver=(solver, Solver))
+    given["execution"] = (execution, Execution)
+    objects = resolve_options("fit_local", moved, given, MOVED)
+    scores, solver = objects["scores"], objects["solver"]
+    ex = objects["execution"].in_process("fit_local")
     require_parameters(model)
     design = None if X is None else as_design(X, model, inputs, env_column, time_column)
     if design is None:
