@@ -26,7 +26,7 @@ from .validation import (
     drift_symbols,
     env_param_list,
     parse_strings,
-    real_value,
+    values_by_name,
 )
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
@@ -359,19 +359,8 @@ class SDEModel:
         """Convert input values (a dict keyed by symbol or name, or an array in ``model.inputs``
         order) into shape (k,); every input needs a finite value."""
         if isinstance(values, dict):
-            by_name = {}
-            for key, val in values.items():
-                name = str(key)
-                if name not in self.input_names:
-                    raise ModelError(
-                        f"{what}: {name!r} is not an input of model {self.name!r} "
-                        f"(inputs: {', '.join(self.input_names) or 'none'})"
-                    )
-                by_name[name] = real_value(val, what, name)
-            missing = [n for n in self.input_names if n not in by_name]
-            if missing:
-                raise ModelError(f"{what}: no value for input {missing[0]!r}")
-            out = np.array([by_name[n] for n in self.input_names], dtype=float)
+            keyed = {str(key): val for key, val in values.items()}
+            out = values_by_name(keyed, self.input_names, what, ("an input", "none"), self.name)
         else:
             values = [] if values is None else values
             out = float_array(values, what, entries=self.input_names, error=ModelError)
@@ -421,19 +410,8 @@ class SDEModel:
         if theta is None and self.n == 0:
             return np.zeros(0)
         if isinstance(theta, dict):
-            by_name = {}
-            for k, val in theta.items():
-                key = str(self._param_repl.get(k, k))
-                if key not in self.param_names:
-                    raise ModelError(
-                        f"{what}: {key!r} is not a parameter of model {self.name!r} "
-                        f"(parameters: {', '.join(self.param_names)})"
-                    )
-                by_name[key] = real_value(val, what, key)
-            missing = [p for p in self.param_names if p not in by_name]
-            if missing:
-                raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
-            out = np.array([by_name[p] for p in self.param_names], dtype=float)
+            keyed = {str(self._param_repl.get(k, k)): val for k, val in theta.items()}
+            out = values_by_name(keyed, self.param_names, what, ("a parameter", ""), self.name)
         else:
             out = float_array(theta, what, entries=self.param_names, error=ModelError)
             out = out.reshape(-1)

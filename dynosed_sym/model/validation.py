@@ -28,6 +28,7 @@ __all__ = [
     "diffusion_symbols",
     "diffusion_matrix",
     "env_param_list",
+    "values_by_name",
 ]
 
 
@@ -241,3 +242,22 @@ def env_param_list(env_params, params, param_repl):
             raise ModelError(f"env_params: {match[0]} is listed twice")
         env.append(match[0])
     return env
+
+
+def values_by_name(keyed, names, what, kind, model_name):
+    """``{name: value}`` as a vector in the order of ``names``: every name needs a real value,
+    and no other name is allowed.  ``kind``: (``"a parameter"``, what an empty list shows)."""
+    noun, empty = kind
+    plural = noun.split()[-1] + "s"
+    by_name = {}
+    for name, val in keyed.items():
+        if name not in names:
+            raise ModelError(
+                f"{what}: {name!r} is not {noun} of model {model_name!r} "
+                f"({plural}: {', '.join(names) or empty})"
+            )
+        by_name[name] = real_value(val, what, name)
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ModelError(f"{what}: no value for {noun.split()[-1]} {missing[0]!r}")
+    return np.array([by_name[n] for n in names], dtype=float)

@@ -34,10 +34,9 @@ from ..errors import DataError, ModelError, NotAffineError
 from ..options import BANDWIDTH_ROWS
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
 from ..solve.ustat import estimator_options, solve_system
-from .result import FitResult
+from .result import FitResult, report_on
 
 __all__ = ["DesignInfo", "fit_global_design", "environment_models", "env_residuals"]
 
@@ -269,32 +268,13 @@ def fit_global_design(model, design, features, solver, execution, order=None) ->
     # the estimator of the global route on the stacked system: its U-statistic correction is
     # taken from the pseudo-blocks, whose spread is the grouped noise of the stacked A and b
     prior_scale = check_prior_scale(prior_scale, names)
-    estimate = solve_system(
-        A,
-        b,
-        A_blocks,
-        b_blocks,
-        weights,
-        lam,
-        statistic=statistic,
-        estimator=estimator,
-        prior_scale=prior_scale,
-    )
+    system = (A, b, A_blocks, b_blocks, weights)
+    rule = dict(statistic=statistic, estimator=estimator, prior_scale=prior_scale)
+    estimate = solve_system(*system, lam, **rule)
     theta = estimate.theta
     grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
-    report = analyse(
-        A,
-        b,
-        theta,
-        lam,
-        names,
-        A_blocks,
-        b_blocks,
-        weights,
-        grouping=grouping,
-        estimate=estimate,
-        prior_scale=prior_scale,
-    )
+    options = dict(grouping=grouping, estimate=estimate, prior_scale=prior_scale)
+    report = report_on(system, theta, lam, names, **options)
     info = DesignInfo(
         environments=[_env_record(env, per_env[env.name], dmap, model) for env in design.envs],
         param_names=names,

@@ -27,11 +27,10 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, moved_to
-from .result import FitResult, gradient_info
+from .result import FitResult, gradient_info, report_on
 from .stationarity import flag_stationarity
 
 __all__ = ["fit_global"]
@@ -176,19 +175,9 @@ def fit_global(
             prior_scale=prior_scale,
         )
         theta = estimate.theta
-    A, b, A_blocks, b_blocks, counts = system
-    report = analyse(
-        A,
-        b,
-        theta,
-        solver.lam,
-        model.param_names,
-        A_blocks,
-        b_blocks,
-        counts,
-        estimate=estimate,
-        prior_scale=prior_scale,
-    )
+    options = dict(estimate=estimate, prior_scale=prior_scale)
+    report = report_on(system, theta, solver.lam, model.param_names, **options)
+    A, b = system[0], system[1]
     info = run.info(source, statistic, estimator, ginfo, gn)
     fit = FitResult(model, theta, A, b, report, "global", run.N, info)
     return flag_stationarity(fit, X, stationary_data=dlogp_dt is None)

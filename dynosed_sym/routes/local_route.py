@@ -53,12 +53,11 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, moved_to
 from .probes import as_probes
-from .result import FitResult, gradient_info
+from .result import FitResult, gradient_info, report_on
 from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
     U_REFUSE,
@@ -301,18 +300,8 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     info["statistic"], info["estimator"] = (
         ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
     )
-    report = analyse(
-        A,
-        b,
-        theta,
-        solver.lam,
-        model.param_names,
-        A_blocks,
-        b_blocks,
-        counts,
-        estimate=estimate,
-        prior_scale=prior_scale,
-    )
+    options = dict(estimate=estimate, prior_scale=prior_scale)
+    report = report_on(system, theta, solver.lam, model.param_names, **options)
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)

@@ -64,7 +64,7 @@ def main(argv=None):
         "calibration": section_calibration,
     }
     if "calibration" in only and "sweep" not in only:
-        only.append("sweep")  # the calibration has grown into the sweep (issue 19)
+        only.append("sweep")  # the calibration is part of the sweep
     for name in SECTIONS:
         if name == "sweep" and name in only:
             results[name] = section_sweep(args)
