@@ -40,7 +40,8 @@ class Features:
     bandwidth : "median" or float
         Length scale ℓ of the Gaussian kernel; "median" (default) uses the median pairwise
         distance of a seeded subsample (≤ 1000 rows) of the first ``options.BANDWIDTH_ROWS``
-        (65,536) rows — the same rows for every kind of input.
+        (65,536) rows — the same rows for every kind of input.  A given ℓ below 1e-150 is
+        refused (the squared kernel frequencies ω² ~ 1/ℓ² would overflow).
     seed : int
         Seeds the bandwidth subsample, the random features and the perturbed starts of the
         gradient method (default 0).
