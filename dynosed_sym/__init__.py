@@ -42,13 +42,18 @@ from .errors import (
     TrainingDivergedError,
 )
 from .identifiability import (
+    DesignCheck,
+    Experiment,
     IdentifiabilityCheck,
     StructuralReport,
+    Study,
     check_identifiability,
     structural_check,
 )
 from .model import SDEModel, ShiftDesign, load_model, shift_interventions
+from .options import Execution
 from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
+from .routes.options import Features, Scores, Solver
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from .simulation import Simulation, check_stationarity, simulate
 from .solve import BootstrapResult, IdentifiabilityReport
@@ -75,6 +80,10 @@ __all__ = [
     "fit_global",
     "fit_local",
     "FitResult",
+    "Features",
+    "Scores",
+    "Solver",
+    "Execution",
     "choose_probes",
     "Balls",
     "estimate_scores",
@@ -88,6 +97,9 @@ __all__ = [
     "check_identifiability",
     "structural_check",
     "IdentifiabilityCheck",
+    "DesignCheck",
+    "Study",
+    "Experiment",
     "StructuralReport",
     "IdentifiabilityReport",
     "BootstrapResult",

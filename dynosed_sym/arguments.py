@@ -11,7 +11,17 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["integer", "number", "seed", "choice", "level", "float_array", "numeric_dtype"]
+__all__ = [
+    "integer",
+    "number",
+    "seed",
+    "choice",
+    "flag",
+    "level",
+    "check_field",
+    "float_array",
+    "numeric_dtype",
+]
 
 
 def integer(value, name, minimum=None):
@@ -57,6 +67,25 @@ def level(value, name="level"):
             f"{name} must be between 0 and 1 (exclusive), e.g. 0.95 for a 95 % interval, "
             f"got {value!r}{hint}"
         )
+    return value
+
+
+def flag(value, name):
+    """``value`` as a bool: True or False (NumPy's too), nothing else (no 0/1, no "yes")."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise DataError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_field(options, name, check, **kwargs):
+    """Validate one field of a frozen option dataclass, in its ``__post_init__``.
+
+    The field's value is replaced by ``check(value, "Class.field", **kwargs)`` (e.g.
+    :func:`integer` with ``minimum=1``), so an error names the class and the field and a valid
+    value is stored in its checked form (an int, a float, a bool).  Returns that value.
+    """
+    value = check(getattr(options, name), f"{type(options).__name__}.{name}", **kwargs)
+    object.__setattr__(options, name, value)  # the dataclass is frozen once built
     return value
 
 

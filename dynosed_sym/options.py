@@ -6,16 +6,27 @@ Every entry point that reads data or runs kernels (:func:`~dynosed_sym.simulate`
 the same keyword options for *how* it runs — noise blocks, rows per kernel call, progress bar,
 folder of generated kernels, Dask backend — documented once here (:data:`EXECUTION_DOC`) and
 validated once (:meth:`Execution.resolve`).
+
+*What* an entry point computes is set by small frozen dataclasses, one per concept (e.g.
+:class:`dynosed_sym.density.Training`): defaults in the fields, validation in ``__post_init__``
+(:func:`dynosed_sym.arguments.check_field`), variants by :func:`dataclasses.replace`.  The entry
+point takes each as a keyword named after the class (``training=Training(n_steps=6000)``; None
+means the defaults) and resolves it with :func:`option`; :func:`moved_keywords` folds the flat
+keywords such an object replaced into it, with a :class:`FutureWarning`.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from . import arguments
 
 __all__ = [
     "Execution",
+    "option",
+    "moved_keywords",
+    "resolve_options",
     "EXECUTION_DOC",
     "execution_doc",
     "DEFAULT_BLOCKS",
@@ -84,14 +95,54 @@ def execution_doc(*names):
 
 @dataclass(frozen=True)
 class Execution:
-    """How a call runs (validated): see :data:`EXECUTION_DOC` for each field."""
+    """How a call runs, checked when built: see :data:`EXECUTION_DOC` for each field.
+
+    Passed whole as ``execution=Execution(...)`` to the fits; ``chunk_rows=None`` means
+    :data:`CHUNK_ROWS`.
+
+    Examples
+    --------
+    >>> Execution(n_blocks=16, progress=False)
+    Execution(n_blocks=16, chunk_rows=65536, progress=False, out_dir=None, backend=None,
+              client=None)
+    >>> Execution(backend="ray")
+    Traceback (most recent call last):
+    ...
+    dynosed_sym.errors.DataError: Execution.backend must be one of None, 'local', 'dask', got 'ray'
+    """
 
     n_blocks: int = DEFAULT_BLOCKS
-    chunk_rows: int = CHUNK_ROWS
+    chunk_rows: int | None = CHUNK_ROWS
     progress: bool | None = None
     out_dir: str | None = None
     backend: str | None = None
     client: object = None
+
+    def __post_init__(self):
+        arguments.check_field(self, "n_blocks", arguments.integer, minimum=0)
+        if self.chunk_rows is None:
+            object.__setattr__(self, "chunk_rows", CHUNK_ROWS)
+        arguments.check_field(self, "chunk_rows", arguments.integer, minimum=1)
+        arguments.check_field(self, "backend", arguments.choice, allowed=BACKENDS)
+        if self.progress is not None:
+            arguments.check_field(self, "progress", arguments.flag)
+
+    def at_least(self, min_blocks):
+        """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks."""
+        if self.n_blocks < min_blocks:
+            raise arguments.DataError(
+                f"Execution.n_blocks must be at least {min_blocks}, got {self.n_blocks}"
+            )
+        return self
+
+    def in_process(self, entry):
+        """This object, or a DataError when it asks for a Dask backend ``entry`` does not have."""
+        if self.backend is not None or self.client is not None:
+            raise arguments.DataError(
+                f"{entry} runs in this process: Execution.backend and Execution.client must be "
+                f"None, got backend={self.backend!r}, client={self.client!r}"
+            )
+        return self
 
     @classmethod
     def resolve(
@@ -119,3 +170,86 @@ class Execution:
     def dask_requested(self) -> bool:
         """``backend="dask"``, or a client given without ``backend="local"``."""
         return self.backend == "dask" or (self.client is not None and self.backend is None)
+
+
+def option(value, cls, name):
+    """The option object passed as keyword ``name``: ``cls()`` (the defaults) for None, ``value``
+    itself if it is a ``cls``; anything else is refused with a DataError naming the keyword and
+    the class to build."""
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    fields = ", ".join(f"{k}={v!r}" for k, v in value.items()) if isinstance(value, dict) else "..."
+    raise arguments.DataError(
+        f"{name} must be a {cls.__module__}.{cls.__name__} or None, got "
+        f"{type(value).__name__} {value!r:.60}; build one: {name}={cls.__name__}({fields})"
+    )
+
+
+def moved_keywords(entry, keywords, given, moved, stacklevel=3):
+    """Fold flat keywords that moved into option objects into those objects.
+
+    Parameters
+    ----------
+    entry : str
+        The entry point's name, for messages.
+    keywords : dict
+        The extra keywords the entry point received (its ``**moved``).
+    given : dict
+        ``{keyword: value as passed}`` of the entry point's option objects (None when not given).
+    moved : dict
+        ``{old keyword: (option keyword, option class, field)}``.
+
+    Returns
+    -------
+    dict
+        ``given`` with each option that received old keywords replaced by the object they build
+        (a :class:`FutureWarning` names the new spelling).  An unknown keyword is a TypeError, an
+        old keyword next to its option object a DataError.
+    """
+    unknown = sorted(k for k in keywords if k not in moved)
+    if unknown:
+        raise TypeError(f"{entry}() got an unexpected keyword argument {unknown[0]!r}")
+    if not keywords:
+        return dict(given)
+    fields = {}
+    for old, value in keywords.items():
+        target, cls, name = moved[old]
+        fields.setdefault(target, (cls, {}))[1][name] = value
+    out = dict(given)
+    spelled = []
+    for target, (cls, values) in fields.items():
+        if given[target] is not None:
+            raise arguments.DataError(
+                f"{entry}: {', '.join(sorted(values))} given both as keywords and through "
+                f"{target}=; set them in {target}={cls.__name__}(...) only"
+            )
+        out[target] = cls(**values)
+        shown = ", ".join(f"{k}={v!r:.30}" for k, v in values.items())
+        spelled.append(f"{target}={cls.__name__}({shown})")
+    warnings.warn(
+        FutureWarning(
+            f"{entry}: the keywords {', '.join(sorted(keywords))} are fields of option objects "
+            f"now and will be refused in a later version; pass {', '.join(spelled)}"
+        ),
+        stacklevel=stacklevel,
+    )
+    return out
+
+
+def resolve_options(entry, keywords, given, moved):
+    """The option objects of an entry point: the flat ``keywords`` of earlier versions folded in
+    (:func:`moved_keywords`, warning at the entry point's caller), then each resolved by
+    :func:`option`.
+
+    ``given`` is ``{keyword: (value as passed, option class)}``; returns ``{keyword: object}``.
+    A string passed as ``solver=`` is the ``method`` of earlier versions' ``solver="gradient"``.
+    """
+    keywords = dict(keywords)
+    if isinstance(given.get("solver", (None,))[0], str):
+        keywords["method"] = given["solver"][0]
+        given = {**given, "solver": (None, given["solver"][1])}
+    values = {name: value for name, (value, _) in given.items()}
+    values = moved_keywords(entry, keywords, values, moved, stacklevel=4)
+    return {name: option(values[name], cls, name) for name, (_, cls) in given.items()}

@@ -377,13 +377,19 @@ GLOBAL_OUTCOMES = {
         "either",
         r"^X: |^the assembled global system|Stein feature .* not finite|^the drift is not finite",
     ),
-    "lam": ("raise", r"^lam must be (non-negative|finite|a number)"),
-    "n_features": ("raise", r"^n_features must be (at least 1|an integer)"),
-    "bandwidth": ("raise", r"^bandwidth must be (positive|finite|one of 'median')"),
+    "lam": ("raise", r"^(Solver\.)?lam must be (non-negative|finite|a number)"),
+    "n_features": ("raise", r"^(Features\.)?n_features must be (at least 1|an integer)"),
+    "bandwidth": (
+        "raise",
+        r"^(Features\.)?bandwidth must be (positive|finite|'median' or a positive number)",
+    ),
     # (it said the rows "lie so far from the origin": ω² overflowed in the precision bound)
-    "bandwidth_tiny": ("raise", r"^bandwidth=1e-300 is below 1e-150: the squared kernel frequen"),
-    "seed": ("raise", r"^seed must be at least 0"),
-    "n_blocks": ("raise", r"^n_blocks must be at least 1"),
+    "bandwidth_tiny": (
+        "raise",
+        r"^(Features\.)?bandwidth=1e-300 is below 1e-150: the squared kernel frequen",
+    ),
+    "seed": ("raise", r"^(Features\.)?seed must be at least 0"),
+    "n_blocks": ("raise", r"^(Execution\.)?n_blocks must be at least 1"),
 }
 _FEATURES_VANISH = r"^the assembled system's entries are too small for double precision"
 _SCORE_FAILS = r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "

@@ -675,14 +675,14 @@ def test_seeds_are_checked_everywhere(ou):
     model, X = ou
     fit = ds.fit_global(model, X, n_features=32)
     for call in (
-        lambda: ds.check_identifiability(model, seed=-1),
+        lambda: ds.check_identifiability(model, study=ds.Study(seed=-1)),
         lambda: ds.structural_check(model, seed=-1),
         lambda: fit.bootstrap(seed=-1),
         lambda: ds.choose_probes(X, 3, seed=-1),
         lambda: ds.choose_probes(X, 3, method="random", seed=-1),
         lambda: ds.simulate(model, model.nominal, 10, seed=-1),
     ):
-        with pytest.raises(ds.DataError, match=r"^seed must be at least 0, got -1$"):
+        with pytest.raises(ds.DataError, match=r"^(Study\.)?seed must be at least 0, got -1$"):
             call()
 
 
@@ -715,12 +715,12 @@ def test_constants_beyond_double_precision_are_refused(constant, shown):
 def test_levels_outside_zero_one(ou, level):
     model, X = ou
     fit = ds.fit_global(model, X, n_features=32)
-    pattern = r"^level must be (between 0 and 1 \(exclusive\), e.g. 0.95|finite)"
+    pattern = r"^(Study\.)?level must be (between 0 and 1 \(exclusive\), e.g. 0.95|finite)"
     for call in (
         lambda: fit.conf_int(level),
         lambda: fit.conf_int(level, method="bootstrap"),
         lambda: fit.bootstrap(n_boot=20, level=level),
-        lambda: ds.check_identifiability(model, level=level, n_samples=500),
+        lambda: ds.check_identifiability(model, study=ds.Study(level=level, n_samples=500)),
     ):
         with pytest.raises(ds.DataError, match=pattern):
             call()

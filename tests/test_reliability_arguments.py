@@ -21,7 +21,7 @@ from dynosed_sym.assembly.memory import simulation_bytes
 from dynosed_sym.simulation import Simulation
 
 BAD_LEVELS = [1.5, 0, 1, -0.1, np.nan, 95]
-LEVEL_MESSAGE = r"^level must be (between 0 and 1 \(exclusive\), e.g. 0.95|finite)"
+LEVEL_MESSAGE = r"^Study\.level must be (between 0 and 1 \(exclusive\), e.g. 0.95|finite)"
 
 
 def _refuse_to_sample(*args, **kwargs):
@@ -45,7 +45,11 @@ def _forced_ou():
 @pytest.mark.parametrize("level", BAD_LEVELS)
 def test_check_identifiability_checks_level_before_any_work(models, level):
     """A bad level is refused even when nothing would use it (simulate=False) and before a
-    design check samples anything (the design path did not read level= at all)."""
+    design check samples anything (the design path did not read level= at all): it is
+    Study.level, checked when the Study is built, also from the flat keywords of earlier
+    versions (which build the Study before anything else)."""
+    with pytest.raises(ds.DataError, match=LEVEL_MESSAGE):
+        ds.Study(level=level)
     with pytest.raises(ds.DataError, match=LEVEL_MESSAGE):
         ds.check_identifiability(models["ou2d"], level=level, simulate=False)
     with pytest.raises(ds.DataError, match=LEVEL_MESSAGE):
@@ -58,7 +62,7 @@ def test_check_identifiability_checks_level_before_any_work(models, level):
 
 
 def test_check_identifiability_good_level_is_kept(models):
-    check = ds.check_identifiability(models["ou2d"], level=0.9, simulate=False)
+    check = ds.check_identifiability(models["ou2d"], study=ds.Study(level=0.9), simulate=False)
     assert check.level == 0.9
 
 
@@ -127,7 +131,8 @@ def test_simulation_beyond_memory_is_refused_before_allocating(models):
         ds.simulate(model, model.nominal, 10, n_chains=10**13)
     with pytest.raises(ds.DataError, match=r"^simulate: n_samples=10,000,000,000,000"):
         ds.check_identifiability(
-            model, n_samples=10**13, simulation=Simulation(n_chains=2048, burn_in=10)
+            model,
+            study=ds.Study(n_samples=10**13, simulation=Simulation(n_chains=2048, burn_in=10)),
         )
 
 
@@ -193,9 +198,12 @@ def test_tiny_spread_in_a_fit_names_the_scale(models):
     with pytest.raises(
         ds.DataError, match=r"^X: the samples are spread over a scale of 1.\d+e-200"
     ):
-        ds.fit_global(model, X, n_features=32)
-    with pytest.raises(ds.DataError, match=r"^bandwidth=1e-200 is below 1e-150: .* overflow"):
-        ds.fit_global(model, X, n_features=32, bandwidth=1e-200)
+        ds.fit_global(model, X, features=ds.Features(n_features=32))
+    # an explicit bandwidth: refused when the Features are built
+    with pytest.raises(
+        ds.DataError, match=r"^Features\.bandwidth=1e-200 is below 1e-150: .* overflow"
+    ):
+        ds.Features(n_features=32, bandwidth=1e-200)
     identical = np.ones((50, 2)) * 1e-200
     with pytest.raises(ds.DataError, match="same point"):
-        ds.fit_global(model, identical, n_features=32)
+        ds.fit_global(model, identical, features=ds.Features(n_features=32))

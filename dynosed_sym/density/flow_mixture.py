@@ -10,7 +10,7 @@ affine couplings: with a binary mask m (kept coordinates), layer by layer
 
 A and B start at zero, so the couplings start as the identity.
 
-With ``tail=True`` (issue 14) two fixed-form maps come first, in whitened coordinates
+With ``tail=True`` two fixed-form maps come first, in whitened coordinates
 u = W(x − c) (c, W from the starting samples): the radial map u ← u√(1 + γ|u|²) and the
 per-coordinate map u_i ← u_i√(1 + γ_i u_i²), γ and γ_i trained through their logarithms.  Both are
 monotone with closed-form inverses, and far out |u| grows like the square of the input, so a

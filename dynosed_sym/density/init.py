@@ -1,7 +1,7 @@
 """Where the mass is: the starting density of :func:`density_from_dynamics` from a short simulation.
 
 The residual the density is trained on is local, so training must start in the right region, and
-it cannot move mass between metastable states (see the notes in :mod:`.train`).  Both come
+it cannot move mass between metastable states (see the notes in :mod:`.optimize`).  Both come
 cheaply from the model's own compiled simulator (:func:`dynosed_sym.simulate`, ≈ 10⁸ chain-steps
 per second on two cores):
 
@@ -53,7 +53,6 @@ __all__ = [
 #: Smallest γ used for "0" (γ is trained through log γ).
 GAMMA_FLOOR = 1e-3
 _RECORDS = 4  # recorded states per chain (second half of the run)
-_N_CHAINS = 20000  # chains: the share of mass between wells that do not mix is ±0.5/√n_chains
 _FIRST_STEPS = 2000  # steps of the first run (doubled while the chains have not settled)
 _BUDGET = 2e9  # chain-steps over all runs (≈ 17 s at 1.2·10⁸ chain-steps/s)
 _DT_FACTOR = 0.02  # dt = _DT_FACTOR / κ
@@ -125,7 +124,7 @@ def _drift_rate(cm, theta, X):
     if norms.size == 0:
         raise DataError(
             "density_from_dynamics: the drift Jacobian is not finite at the start points; "
-            "pass init_center/init_scale where the drift is defined"
+            "move the start where the drift is defined (start=Start(center=..., scale=...))"
         )
     return float(np.quantile(norms, 0.9))
 
@@ -202,21 +201,17 @@ def _drift_check(records, rng):
     )
 
 
-def simulation_start(
-    model, theta, *, center, scale, seed, out_dir=None, n_chains=_N_CHAINS, budget=_BUDGET
-) -> SimulationStart:
+def simulation_start(model, theta, start, *, seed, out_dir=None, budget=_BUDGET) -> SimulationStart:
     """Run the compiled simulator until the coarse mass stops drifting (see the module notes).
 
     Parameters
     ----------
     model : SDEModel
     theta : numpy.ndarray (n,)
-    center : numpy.ndarray (d,)
-    scale : float
-        Start states are ``center + scale·N(0, I)``.
+    start : Start
+        The chains start from ``start.center + start.scale·N(0, I)``; ``start.n_chains`` of them.
     seed : int
     out_dir : str, optional
-    n_chains : int
     budget : float
         Most chain-steps over all runs.
 
@@ -225,91 +220,115 @@ def simulation_start(
     DataError
         When the chains diverge even at a 16 times smaller step (names dt).
     """
-    from ..simulation import simulate
-
     cm = compile_model(model, out_dir)
     root = np.random.SeedSequence([seed, 0x5EED])
     x_rng, k_rng, *sim_seeds = (np.random.default_rng(s) for s in root.spawn(12))
     seeds = [int(r.integers(2**31)) for r in sim_seeds]
-    d = model.d
-    X = center + scale * x_rng.standard_normal((n_chains, d))
+    chains = _Chains(model, theta, start.n_chains, out_dir)
+    X = start.center_of(model.d) + start.scale * x_rng.standard_normal((start.n_chains, model.d))
     dt = _DT_FACTOR / max(_drift_rate(cm, theta, X), 1e-12)
+    # warm-up: move the chains off the start blob, then take the step from where they are
+    warm, dt, elapsed, _ = chains.run(X, 500, 1, dt, seeds[0])
+    X = warm[:, -1]
+    dt = min(dt, _DT_FACTOR / max(_drift_rate(cm, theta, X), 1e-12))
+    return _settle(chains, X, dt, elapsed, seeds[1:], k_rng, budget)
 
-    def run(x0, steps, n_rec, dt, seed_):
-        """Records (n_chains, n_rec, d) at the end of ``steps`` steps, the dt used and the time
-        simulated; dt is halved (steps doubled) while the chains diverge."""
+
+class _Chains:
+    """The model's chains, run by :func:`dynosed_sym.simulate` from given states."""
+
+    def __init__(self, model, theta, n_chains, out_dir):
+        self.model, self.theta, self.n_chains, self.out_dir = model, theta, n_chains, out_dir
+
+    def run(self, x0, steps, n_rec, dt, seed):
+        """Records (n_chains, n_rec, d) at the end of ``steps`` steps, the dt used, the time
+        simulated and the time between records; dt is halved (steps doubled) while the chains
+        diverge."""
+        from ..simulation import simulate
+
+        n = self.n_chains
         for attempt in range(5):
             thin = max(1, steps // (2 * n_rec))
             burn = max(0, steps - n_rec * thin)
             try:
                 out = simulate(
-                    model,
-                    theta,
-                    n_chains * n_rec,
+                    self.model,
+                    self.theta,
+                    n * n_rec,
                     dt=dt,
                     burn_in=burn,
                     thin=thin,
-                    n_chains=n_chains,
-                    seed=seed_,
+                    n_chains=n,
+                    seed=seed,
                     x0=x0,
-                    out_dir=out_dir,
+                    out_dir=self.out_dir,
                 )
-                return out.reshape(n_chains, n_rec, d), dt, (burn + n_rec * thin) * dt, thin * dt
+                records = out.reshape(n, n_rec, self.model.d)
+                return records, dt, (burn + n_rec * thin) * dt, thin * dt
             except DataError as exc:
                 if "diverged" not in str(exc) or attempt == 4:
                     raise DataError(
                         f"density_from_dynamics: the starting simulation diverged at dt={dt:.3g} "
-                        f"({exc}); pass init_center/init_scale where the dynamics live, or "
-                        "samples as init="
+                        f"({exc}); move the start where the dynamics live "
+                        "(start=Start(center=..., scale=...)), or pass samples as init="
                     ) from None
                 dt /= 2.0
                 steps *= 2
 
-    # warm-up: move the chains off the start blob, then take the step from where they are
-    warm, dt, elapsed, _ = run(X, 500, 1, dt, seeds[0])
-    X = warm[:, -1]
-    dt = min(dt, _DT_FACTOR / max(_drift_rate(cm, theta, X), 1e-12))
+
+def _settle(chains, X, dt, elapsed, seeds, k_rng, budget):
+    """Run, doubling the steps, until the mass in coarse cells has stopped drifting (or the
+    budget is spent) → :class:`SimulationStart`."""
+    n_chains = chains.n_chains
     steps, chain_steps, history = _FIRST_STEPS, 500 * n_chains, []
-    for k in range(1, len(seeds)):
-        rec, dt, t_run, spacing = run(X, steps, _RECORDS, dt, seeds[k])
+    for seed in seeds:
+        rec, dt, t_run, spacing = chains.run(X, steps, _RECORDS, dt, seed)
         elapsed += t_run
         chain_steps += n_chains * int(round(t_run / dt))
-        drift, noise, z, lags = _drift_check(rec, k_rng)
-        relax = lags * spacing  # slowest relaxation time
-        history.append(
-            {
-                "steps": steps,
-                "dt": dt,
-                "time": elapsed,
-                "relaxation_time": relax,
-                "drift_tv": drift,
-                "noise_tv": noise,
-                "z": z,
-            }
+        window = _window(rec, k_rng, spacing)
+        history.append(dict(steps=steps, dt=dt, time=elapsed, **window))
+        equilibrated = bool(
+            window["z"] < _DRIFT_Z or window["drift_tv"] < _DRIFT_TV  # the mass stopped moving
+        ) and bool(
+            elapsed >= _RELAX_TIMES * window["relaxation_time"]
+            or window["imbalance_bound"] <= _LEFT_TV
         )
-        # what is left of a relaxing imbalance δ e^{-t/τ} at the end: the records' halves are 2
-        # record spacings apart, so an undetected drift (< 4 s.e.) bounds it by
-        # 4 s.e. / (e^{2 spacing/τ} − 1)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            left = _DRIFT_Z * noise / np.expm1(2.0 * spacing / relax) if relax > 0 else 0.0
-        still = z >= _DRIFT_Z and drift >= _DRIFT_TV
-        equilibrated = bool(not still and (elapsed >= _RELAX_TIMES * relax or left <= _LEFT_TV))
-        history[-1]["imbalance_bound"] = float(left)
         X = rec[:, -1]
         if equilibrated or chain_steps + 2 * steps * n_chains > budget:
             break
         steps *= 2
+    last = history[-1]
     return SimulationStart(
-        samples=np.ascontiguousarray(rec.reshape(-1, d)),
+        samples=np.ascontiguousarray(rec.reshape(-1, rec.shape[-1])),
         n_chains=n_chains,
         dt=dt,
         steps=int(round(chain_steps / n_chains)),
         equilibrated=equilibrated,
+        drift_tv=last["drift_tv"],
+        noise_tv=last["noise_tv"],
+        time=elapsed,
+        relaxation_time=last["relaxation_time"],
+        history=history,
+    )
+
+
+def _window(records, k_rng, spacing):
+    """The recorded window's drift check (:func:`_drift_check`) as a dict, with the slowest
+    relaxation time and the bound on an imbalance still relaxing undetected.
+
+    What is left of a relaxing imbalance δ e^{-t/τ} at the end: the records' halves are 2 record
+    spacings apart, so an undetected drift (< 4 s.e.) bounds it by 4 s.e. / (e^{2 spacing/τ} − 1).
+    """
+    drift, noise, z, lags = _drift_check(records, k_rng)
+    relax = lags * spacing  # slowest relaxation time
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        left = _DRIFT_Z * noise / np.expm1(2.0 * spacing / relax) if relax > 0 else 0.0
+    return dict(
+        relaxation_time=relax,
         drift_tv=drift,
         noise_tv=noise,
-        time=elapsed,
-        relaxation_time=relax,
-        history=history,
+        z=z,
+        imbalance_bound=float(left),
     )
 
 
@@ -398,23 +417,22 @@ def starting_gamma(exponent):
     return GAMMA_FLOOR
 
 
-def starting_mixture(samples, spec_args, rng, tail=True, terms_of=None, n_fit=6000):
+def starting_mixture(samples, architecture, rng, terms_of=None, n_fit=6000):
     """Spec and parameters of the starting density fitted to ``samples``.
 
     The tail maps' centre and whitening come from the samples' mean and covariance, their starting
     strengths from the drift's growth (:func:`tail_exponents`: quartic along every whitened axis →
     the radial map at γ = 0.3, only along some → those axes' maps; a likelihood of the samples
-    could not tell tails apart in our runs); the latent mixture is an EM fit to (a subsample of)
+    could not tell the tails apart); the latent mixture is an EM fit to (a subsample of)
     the samples mapped to latent coordinates; the weights are the mean responsibilities over all
     samples; the couplings start as the identity.
 
     Parameters
     ----------
     samples : numpy.ndarray (N, d)
-    spec_args : dict
-        n_components, n_layers, n_hidden.
+    architecture : Architecture
+        Components, couplings and whether there is a tail map.
     rng : numpy.random.Generator
-    tail : bool
     terms_of : DynamicsTerms, optional
         For the tail exponents (without it the radial map starts at γ = 0.3).
 
@@ -431,18 +449,10 @@ def starting_mixture(samples, spec_args, rng, tail=True, terms_of=None, n_fit=60
     C = np.atleast_2d(np.cov(X.T))
     C = C + 1e-9 * np.trace(C) / d * np.eye(d)
     whiten = np.linalg.inv(np.linalg.cholesky(C))
-    spec = fm.FlowMixtureSpec(
-        d,
-        spec_args["n_components"],
-        spec_args["n_layers"],
-        spec_args["n_hidden"],
-        tail=tail,
-        center=center,
-        whiten=whiten,
-    )
+    spec = architecture.spec(d, center=center, whiten=whiten)
     info = {}
     lg = lga = None
-    if tail:
+    if spec.tail:
         # quartic in every direction: the radial map; only along some axes: the per-axis maps
         if terms_of is not None:
             m_axes, _ = tail_exponents(terms_of, center, whiten, rng)

@@ -1,281 +1,76 @@
-"""Dynamics → density: train the flow-mixture density on the stationary Fokker–Planck residual.
+"""Dynamics → density: :func:`density_from_dynamics`, from the checked call to the result.
 
-The objective is the residual's mean square under the model's own density,
+The call reads as its five stages:
 
-    J(ψ) = ∫ q_ψ(x) R_ψ(x)² dx,
+1. **Validate** the model, θ, ``init`` and the option objects (:mod:`.options`).
+2. **Start where the mass is** (:mod:`.init`): a short run of the compiled simulator (≈ 1 s)
+   gives the region, the whitening of the tail maps, their starting strengths and an EM mixture
+   to start from — or the caller's samples do (``init=X``).  The residual is local: training
+   cannot find a region it does not start in, nor move mass between metastable states.
+3. **Train** (:mod:`.optimize`): Adam on ∫ q R², with the cell anchor and the stopping rule.
+4. **Diagnose** (:mod:`.diagnostics`): the residual ratio on fresh draws and the soft-cell
+   comparison with the simulation.  A run whose stopping rule fired but whose check failed is
+   restarted with twice the components (``Training.restarts``); the better run is kept.
+5. **Result**: a :class:`LearnedDensity` carrying the verdict; a :class:`ConvergenceWarning`
+   names what failed.
 
-with R the local residual of docs/design.md §2, evaluated with the model's own score and Jacobian.
-J ≥ 0 and J = 0 exactly at the stationary law.  Each step draws fresh collocation points from
-q_ψ (exact samples: latent mixture through the inverted flow) and takes one Adam step along a
-Monte-Carlo estimate of ∇J, formed from the exact derivatives of one recorded computation
-(:mod:`._tape`):
-
-    ∇J ≈ mean_i [ ∇_ψ R_i² + ∇_ψ log q_ψ(x_i) · (R_i² − b) ],   b = mean_i R_i².
-
-The second (score-function) term is the part of the gradient that comes from the measure q_ψ
-itself.  Why it matters: if the points are merely re-drawn from q_ψ but treated as fixed, the
-optimiser never sees that moving mass into a region exposes the residual there; the density then
-drifts to wherever its own samples happen to give a small residual (on the test oscillators it
-leaves the stationary law entirely).  b is the usual baseline: E_q[∇log q] = 0, so subtracting
-it lowers the variance; taking it from the same batch biases the estimate by O(1/N) only.
-
-What makes this converge on the textbook family (issue 14; numbers in ``docs/density.md``):
-
-* **Tails.**  Cubic drifts have stationary laws with quartic tails, exp(−c r⁴).  A Gaussian
-  mixture behind couplings that are affine far out has Gaussian tails — heavier — and there R
-  grows like |f|·|δs| ~ r⁴ while q still has mass, so the tails dominated J and its minimiser over
-  the old model class sat at total variation 0.1–0.2 from the law (an EM fit to exact samples,
-  TV 0.04, had a *higher* J than the bad trained density).  The radial tail map of
-  :mod:`.flow_mixture` (γ trained) gives q quartic tails; lighter-than-needed tails cost nothing
-  in J (q puts no mass where R is large).
-* **Start where the mass is** (:mod:`.init`): a short run of the compiled simulator (≈ 1 s) gives
-  the region, the whitening of the tail map, γ, and an EM mixture to start from.
-* **Slow modes are invisible to the residual.**  Moving mass between wells separated by a
-  barrier ΔV changes R by ~ the spectral gap (∝ e^{−ΔV/D}); J changes by its square (≈ 10⁻⁶ for
-  ΔV = 3D), far below the Monte-Carlo noise, so Adam's noise random-walks the share between wells
-  (seen: 50 % → 47 % at ΔV = 1.25D, 50 % → 52.5 % at ΔV = 3D, 45 % from a blob start).  A weak
-  anchor keeps q's mass m_k in the soft cells of the starting mixture (its components'
-  responsibilities, fixed functions of x) near the simulation's m̂_k:
-  J + a·S₀·Σ_k (m_k − m̂_k)²/m̂_k, with S₀ the mean square of the residual's terms at the start (so
-  a is scale-free, default 3·10⁻²).  Along directions J sees, its curvature dwarfs the anchor's and
-  the residual decides; along the slow ones the anchor holds the simulated share.  (Anchoring
-  the mixture weights instead left the share free to move through the flow: 2-D double well,
-  barrier 2 D, TV 0.013-0.022 against 0.003-0.004 with the cells at a = 10⁻².  At a = 10⁻² the
-  1-D double well x − x³, D = 0.2, seed 2 still drifted to TV 0.026 (soft-cell TV 0.024);
-  a = 3·10⁻² gave 0.006 there and 0.005-0.008 on the 2-D well, a = 10⁻¹ 0.002-0.004 on the 1-D
-  wells but 0.009-0.010 on the 2-D one.)
-* **Stopping rule and best iterate.**  Every 50 steps the exponential average of the iterates is
-  scored by the residual ratio ρ (:mod:`.diagnostics`) on 4096 fixed draws (common random
-  numbers); the best one is kept.  Training stops when ρ ≤ ``tol`` at two scorings in a row, or
-  when ρ has not improved by a factor 1 − ``rtol`` for ``window`` steps at the final step size (a
-  plateau at a larger step size — or a scoring 3 times above the best — returns to the best
-  average and cuts the step size fourfold).  Then both checks of :mod:`.diagnostics` run; a
-  failing run is restarted with twice the components (``restarts``), the better run is returned,
-  and a :class:`ConvergenceWarning` names what failed.
+Why the density class has a tail map: cubic drifts have stationary laws with quartic tails,
+exp(−c r⁴).  A Gaussian mixture behind couplings that are affine far out has Gaussian tails —
+heavier — and there R grows like |f|·|δs| ~ r⁴ while q still has mass, so the tails dominate J
+and its minimiser over that class sits at total variation 0.1–0.2 from the law (an EM fit to
+exact samples, TV 0.04, has a *higher* J than such a trained density).  The radial tail map of
+:mod:`.flow_mixture` (γ trained) gives q quartic tails; tails lighter than needed cost nothing in
+J, since q puts no mass where R is large.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError, ModelError
 from ..model import SDEModel
+from ..options import Execution, execution_doc, moved_keywords, option
 from ..progress import progress_bar, progress_enabled
 from . import flow_mixture as fm
 from .diagnostics import (
     RESIDUAL_RATIO_THRESHOLD,
-    SIM_NOISE_FACTOR,
     SIM_TV_THRESHOLD,
     DensityDiagnostic,
     residual_ratio,
+    sim_limit,
     sim_tv,
 )
 from .dynamics import DynamicsTerms
-from .init import simulation_start, starting_mixture
-from .optimize import (
-    _CHECK_EVERY,
-    _N_CHECK,
-    _CellAnchor,
-    _collocation_points,
-    _train_run,
-    residual_loss,
-)
+from .init import SimulationStart, simulation_start, starting_mixture
+from .optimize import CellAnchor, collocation_points, residual_loss, train_run
+from .options import MOVED_KEYWORDS, Architecture, Start, Training
+from .result import LearnedDensity, as_points
 
 __all__ = ["density_from_dynamics", "LearnedDensity", "residual_loss"]
 
-
-def _as_points(P, d, state_names, name="P"):
-    """Evaluation points as a float (M, d) array; a DataFrame is read by its state columns.
-
-    A 1-D array is one point of d values, except for d = 1, where it is M points (a column)."""
-    if hasattr(P, "columns"):
-        missing = [s for s in state_names if s not in P.columns]
-        if missing:
-            raise DataError(
-                f"{name}: DataFrame has no column {missing[0]!r} (state: {', '.join(state_names)})"
-            )
-        P = P[state_names].to_numpy()
-    try:
-        arr = np.asarray(P, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: cannot convert to a float array ({exc})") from None
-    if arr.ndim == 1:
-        # one point of d values; in one dimension a 1-D array is M points (a column)
-        arr = arr[:, None] if d == 1 else (arr[None, :] if arr.shape[0] == d else arr)
-    if arr.ndim != 2 or arr.shape[1] != d:
-        raise DataError(f"{name}: expected shape (M, {d}), got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise DataError(
-            f"{name}: contains NaN or inf (row {int(np.flatnonzero(~np.isfinite(arr).all(1))[0])})"
-        )
-    return np.ascontiguousarray(arr)
+_N_CHECK = 8192  # fresh points of the final residual check
 
 
-def _as_center(center, d):
-    """init_center as d finite floats (a length-d sequence, or a (1, d) array)."""
-    try:
-        arr = np.asarray(center, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"init_center: cannot convert to a float array ({exc})") from None
-    if arr.size != d or arr.ndim > 2 or (arr.ndim == 2 and arr.shape[0] != 1):
-        raise DataError(
-            f"init_center: expected {d} value{'s' if d != 1 else ''}, got shape {arr.shape}"
-        )
-    arr = arr.reshape(d)
-    if not np.isfinite(arr).all():
-        raise DataError(f"init_center: contains NaN or inf ({arr.tolist()})")
-    return arr
-
-
-class LearnedDensity:
-    """A normalised stationary density learned from a model's drift and diffusion.
-
-    Attributes
-    ----------
-    model : SDEModel
-    theta : numpy.ndarray (n,)
-    spec : FlowMixtureSpec
-    params : dict of name → numpy.ndarray
-        Trained centroids, log-weights, precision Cholesky factor, tail strength and coupling
-        weights.
-    loss_history : numpy.ndarray (steps,)
-        Estimate of the objective ∫ q R² (mean R² over the step's collocation points) at each
-        step of the returned run, before that step's update.
-    train_seconds : float
-        Wall-clock time of the whole call (starting simulation, all runs, checks; including the
-        kernels' first compile).
-    settings : dict
-        The training arguments.
-    diagnostic : DensityDiagnostic or None
-        Convergence verdict and checks (None for a density built by hand).
-    """
-
-    def __init__(
-        self, model, theta, spec, params, loss_history, train_seconds, settings, diagnostic=None
-    ):
-        self.model = model
-        self.theta = theta
-        self.spec = spec
-        self.params = {k: np.array(v, dtype=float) for k, v in params.items()}
-        self.loss_history = np.asarray(loss_history, dtype=float)
-        self.train_seconds = float(train_seconds)
-        self.settings = dict(settings)
-        self.diagnostic = diagnostic
-
-    @property
-    def d(self):
-        return self.spec.d
-
-    @property
-    def converged(self):
-        """True when training converged and passed its checks (``diagnostic``); None if unknown."""
-        return None if self.diagnostic is None else bool(self.diagnostic.converged)
-
-    def _points(self, P):
-        return _as_points(P, self.d, self.model.state_names)
-
-    def log_prob(self, P) -> np.ndarray:
-        """Normalised log density at the rows of P (M, d) → (M,)."""
-        return fm.jets(self.spec, self.params, self._points(P), order=0)[0]
-
-    def prob(self, P) -> np.ndarray:
-        """Density at the rows of P (M, d) → (M,)."""
-        return np.exp(self.log_prob(P))
-
-    def score(self, P) -> np.ndarray:
-        """Score ∇log p at the rows of P (M, d) → (M, d)."""
-        return fm.jets(self.spec, self.params, self._points(P), order=1)[1]
-
-    def score_jacobian(self, P) -> np.ndarray:
-        """Jacobian of the score (the Hessian of log p) at the rows of P → (M, d, d)."""
-        return fm.jets(self.spec, self.params, self._points(P), order=2)[2]
-
-    def score_divergence(self, P) -> np.ndarray:
-        """∇·s = Δ log p at the rows of P → (M,)."""
-        return np.trace(self.score_jacobian(P), axis1=1, axis2=2)
-
-    def residual(self, P) -> np.ndarray:
-        """Stationary Fokker–Planck residual R of the learned density at the rows of P → (M,)."""
-        X = self._points(P)
-        terms = DynamicsTerms(self.model, self.theta, self.settings.get("out_dir"))(X)
-        return np.asarray(residual_loss(self.spec, self.params, X, terms)[1])
-
-    def residual_ratio(self, n=8192, seed=0) -> float:
-        """ρ = E_q[R²] / E_q[Σ terms²] on ``n`` fresh draws (``diagnostic``'s residual check)."""
-        X = self.sample(n, seed=seed)
-        terms_of = DynamicsTerms(self.model, self.theta, self.settings.get("out_dir"))
-        return residual_ratio(self.spec, self.params, terms_of, X)[0]
-
-    def sample(self, n, seed=0) -> np.ndarray:
-        """Exact draws from the learned density (latent mixture, inverted flow) → (n, d)."""
-        n = arguments.integer(n, "n", minimum=1)
-        rng = np.random.default_rng(arguments.seed(seed))
-        xi = fm.sample_latent(self.spec, self.params, n, rng)
-        return fm.inverse_flow(self.spec, self.params, xi)
-
-    def __repr__(self):
-        final = self.loss_history[-1] if self.loss_history.size else float("nan")
-        check = "" if self.diagnostic is None else f"{self.diagnostic.short()}, "
-        return (
-            f"LearnedDensity(model={self.model.name!r}, d={self.d}, "
-            f"components={self.spec.n_components}, flow_layers={self.spec.n_layers}, "
-            f"steps={self.loss_history.size}, final_loss={final:.4g}, {check}"
-            f"train_seconds={self.train_seconds:.1f})"
-        )
-
-
-def _verdict(rho, stv, snoise):
-    """(residual check passes, simulation check passes, the simulation check's limit)."""
-    limit = max(SIM_TV_THRESHOLD, SIM_NOISE_FACTOR * snoise)
-    return bool(rho <= RESIDUAL_RATIO_THRESHOLD), bool(stv <= limit), limit
-
-
-def _validate_init(init, model, n_components):
-    d = model.d
-    if isinstance(init, str):
-        if init not in ("simulation", "blob"):
-            raise DataError(
-                f"init must be 'simulation', 'blob' or an (N, {d}) array of samples, got {init!r}"
-            )
-        return init, None
-    X = _as_points(init, d, model.state_names, name="init")
-    if X.shape[0] < max(4 * n_components, 20):
-        raise DataError(
-            f"init: need at least {max(4 * n_components, 20)} samples for "
-            f"{n_components} components, got {X.shape[0]}"
-        )
-    return "samples", X
-
-
+@execution_doc("progress", "out_dir")
 def density_from_dynamics(
     model,
     theta=None,
     *,
-    n_components=16,
-    n_layers=2,
-    n_hidden=8,
-    n_steps=3000,
-    n_points=512,
-    learning_rate=0.02,
-    final_learning_rate=1.25e-3,
     init="simulation",
-    tail=True,
-    anchor=3e-2,
-    tol=1e-4,
-    rtol=0.3,
-    window=200,
-    restarts=1,
-    init_center=None,
-    init_scale=1.0,
-    n_chains=20000,
+    architecture=None,
+    training=None,
+    start=None,
     seed=0,
     progress=None,
     out_dir=None,
     warn=True,
+    **moved,
 ) -> LearnedDensity:
     """Learn the stationary density of a known SDE from its drift and diffusion alone (no data).
 
@@ -284,279 +79,326 @@ def density_from_dynamics(
     model : SDEModel
     theta : array (n,) or dict, optional
         Parameter values (dict keyed by symbol or name); default ``model.nominal``.  A model
-        without parameters (``params=[]``) takes None, ``[]`` or ``{}``.
-    n_components : int
-        Latent mixture components K (a restart doubles them).
-    n_layers, n_hidden : int
-        Affine-coupling layers of the near-identity flow and hidden tanh units per coupling
-        (``n_layers=0``: no couplings; d = 1 never has any).
-    n_steps : int
-        Most Adam steps per run (the cap); training stops earlier when converged.
-    n_points : int
-        Collocation points per step (fresh draws each step).
-    learning_rate, final_learning_rate : float
-        Adam step size at the start (after a 50-step warm-up) and at the end; it drops fourfold
-        at each plateau of the residual ratio.
+        without parameters takes None, ``[]`` or ``{}``.
     init : {"simulation", "blob"} or array (N, d)
-        Starting density: fitted to a short run of the compiled simulator (default), to given
-        samples, or the broad blob of ``init_center``/``init_scale`` (no simulation; then there
-        is no cell anchor).
-    tail : bool
-        Radial tail map (quartic tails possible; γ trained).  False: Gaussian-mixture tails.
-    anchor : float
-        Scale-free strength of the pull of q's mass in the soft cells of the starting mixture
-        towards the simulation's (keeps the share of mass between metastable states, which the
-        residual cannot see); 0 switches it off.
-    tol, rtol, window : float, float, int
-        Stopping rule on the residual ratio ρ of the averaged iterate (scored every 50 steps):
-        training stops when ρ ≤ ``tol``, or when ρ has not improved by a factor ``1 − rtol`` for
-        ``window`` steps at the final step size (a plateau at a larger one drops the step size).
-    restarts : int
-        Runs after the first when training stalled (the stopping rule fired) with a failing check,
-        each with twice the components; the better run is returned.
-    init_center : array (d,), optional
-        Centre of the simulation's start states or of the blob (default: the origin).
-    init_scale : float
-        Spread of those start states / of the blob.
-    n_chains : int
-        Chains of the starting simulation: the share of mass between wells that the chains do not
-        cross during the run is known to about ±0.5/√n_chains.
+        Start from a density fitted to a short run of the compiled simulator (default), or to
+        given samples (the result is then checked against them), or from the broad blob of
+        ``start`` (the simulation still runs, for the check).
+    architecture : Architecture, optional
+        The class of densities: components, couplings, tail map (None: the defaults).
+    training : Training, optional
+        The optimiser, its stopping rule and restarts (None: the defaults).
+    start : Start, optional
+        Centre, spread and number of the starting simulation's chains (None: the defaults).
     seed : int
-        Seeds simulation, initialisation and collocation draws; same seed ⇒ bitwise the same result.
-    progress : bool, optional
-        Progress bar (tqdm, when installed); default: only when standard error is a terminal.
-    out_dir : str, optional
-        Folder of the model's generated kernels (see :func:`dynosed_sym.compile_model`).
+        Seeds every random draw: the same seed gives bitwise the same result.
+    <execution options>
     warn : bool
         Issue a :class:`ConvergenceWarning` when the result is not converged.
+    **moved
+        The flat keywords now held by the option objects (``n_steps=``, ``init_center=``, …)
+        still work, with a :class:`FutureWarning` naming the object to pass instead.
 
     Returns
     -------
     LearnedDensity
-        ``.log_prob(P)``, ``.score(P)``, ``.sample(n, seed=)``, ``.loss_history``,
-        ``.converged`` and ``.diagnostic`` (see :class:`DensityDiagnostic`).
+        ``.log_prob(P)``, ``.score(P)``, ``.sample(n, seed=)``, ``.converged``, ``.diagnostic``.
 
     Raises
     ------
-    ModelError
-        For a bad ``theta`` (names the parameter).
-    DataError
-        For bad settings (names the argument), a drift that is not finite at a collocation
-        point, or a starting simulation that diverges.
+    DataError, ModelError
+        For a bad setting or θ (names the argument, or the option object and field), a drift
+        that is not finite where it is evaluated, or a starting simulation that diverges.
     TrainingDivergedError
-        When the loss, a parameter or the drawn collocation points become non-finite (names the
-        step; lower ``learning_rate``).
+        When training becomes non-finite (names the step; lower ``Training.learning_rate``).
 
     Warns
     -----
     ConvergenceWarning
-        When the stopping rule did not fire within ``n_steps`` or a check failed (the message
-        says which and what to try); ``.converged`` is then False.
-    """
-    if not isinstance(model, SDEModel):
-        raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
-    if theta is None and model.n > 0:
-        if model.nominal is None:
-            raise ModelError(f"theta: model {model.name!r} has no nominal values; pass theta")
-        theta = model.nominal
-    theta = model.theta_vector(theta)
-    n_components = arguments.integer(n_components, "n_components", minimum=1)
-    n_layers = arguments.integer(n_layers, "n_layers", minimum=0)
-    n_hidden = arguments.integer(n_hidden, "n_hidden", minimum=1)
-    n_steps = arguments.integer(n_steps, "n_steps", minimum=1)
-    n_points = arguments.integer(n_points, "n_points", minimum=2)
-    learning_rate = arguments.number(learning_rate, "learning_rate", positive=True)
-    final_learning_rate = arguments.number(
-        final_learning_rate, "final_learning_rate", positive=True
-    )
-    if final_learning_rate > learning_rate:
-        raise DataError(
-            f"final_learning_rate ({final_learning_rate}) must not exceed "
-            f"learning_rate ({learning_rate})"
-        )
-    anchor = arguments.number(anchor, "anchor", nonnegative=True)
-    tol = arguments.number(tol, "tol", nonnegative=True)
-    rtol = arguments.number(rtol, "rtol", positive=True)
-    if rtol >= 1:
-        raise DataError(f"rtol must be in (0, 1), got {rtol}")
-    window = arguments.integer(window, "window", minimum=_CHECK_EVERY)
-    restarts = arguments.integer(restarts, "restarts", minimum=0)
-    if not isinstance(tail, (bool, np.bool_)):
-        raise DataError(f"tail must be True or False, got {tail!r}")
-    init_scale = arguments.number(init_scale, "init_scale", positive=True)
-    n_chains = arguments.integer(n_chains, "n_chains", minimum=100)
-    seed = arguments.seed(seed)
-    center = np.zeros(model.d) if init_center is None else _as_center(init_center, model.d)
-    init_kind, init_samples = _validate_init(init, model, n_components)
-    settings = dict(
-        n_components=n_components,
-        n_layers=n_layers,
-        n_hidden=n_hidden,
-        n_steps=n_steps,
-        n_points=n_points,
-        learning_rate=learning_rate,
-        final_learning_rate=final_learning_rate,
-        init=init_kind,
-        tail=bool(tail),
-        anchor=anchor,
-        tol=tol,
-        rtol=rtol,
-        window=window,
-        restarts=restarts,
-        init_center=center.tolist(),
-        init_scale=init_scale,
-        n_chains=n_chains,
-        seed=seed,
-        out_dir=out_dir,
-    )
+        When the stopping rule did not fire within ``Training.n_steps`` or a check failed (the
+        message says which and what to try); ``.converged`` is then False.
 
+    Examples
+    --------
+    .. slow: trains two densities (about 15 s)
+
+    >>> import sympy as sp
+    >>> import dynosed_sym as ds
+    >>> from dynosed_sym.density import Training
+    >>> x, a = sp.symbols("x a", real=True)
+    >>> model = ds.SDEModel([x], [a], [a * x - x**3], diffusion=0.2, name="double_well")
+    >>> dens = ds.density_from_dynamics(model, {"a": 1.0})
+    >>> dens.converged, dens.log_prob([[-1.0], [0.0], [1.0]]).shape
+    (True, (3,))
+    >>> starved = Training(n_steps=60)  # too few steps: flagged, not silently returned
+    >>> short = ds.density_from_dynamics(model, {"a": 1.0}, training=starved, warn=False)
+    >>> short.converged, short.diagnostic.stop_reason
+    (False, 'n_steps')
+    """
+    options = dict(architecture=architecture, training=training, start=start)
+    execution = Execution.resolve(progress=progress, out_dir=out_dir)
+    call = _Call.checked(model, theta, init, options, seed, execution, moved)
     t0 = time.perf_counter()
-    terms_of = DynamicsTerms(model, theta, out_dir)
+    terms_of = DynamicsTerms(call.model, call.theta, call.execution.out_dir)
+    run_seeds, sim_seed = _seeds(call.seed, call.training.restarts)
+    reference = _reference(call, sim_seed)
+    runs = _train(call, reference, terms_of, run_seeds)
+    chosen = min(runs, key=_Run.rank)
+    diagnostic = _diagnose(call, runs, chosen, reference.simulation)
+    seconds = time.perf_counter() - t0
+    if diagnostic.reasons and warn:
+        _warn(call.model, diagnostic)
+    return chosen.density(call, seconds, diagnostic)
+
+
+def _warn(model, diagnostic):
+    message = f"density_from_dynamics({model.name!r}) did not converge: "
+    warnings.warn(ConvergenceWarning(message + "; ".join(diagnostic.reasons)), stacklevel=3)
+
+
+# ------------------------------------------------------------------------------------ validate
+@dataclass(frozen=True)
+class _Call:
+    """A checked call: the model, θ, what to start from, the option objects and the seed."""
+
+    model: SDEModel
+    theta: np.ndarray
+    init: str  # "simulation", "blob" or "samples"
+    samples: np.ndarray | None  # the caller's samples (init="samples")
+    architecture: Architecture
+    training: Training
+    start: Start
+    seed: int
+    execution: Execution
+
+    @classmethod
+    def checked(cls, model, theta, init, options, seed, execution, moved):
+        """Validate everything before any work (errors name the argument or field)."""
+        if not isinstance(model, SDEModel):
+            raise ModelError(f"model: expected an SDEModel, got {type(model).__name__}")
+        if theta is None and model.n > 0:
+            if model.nominal is None:
+                raise ModelError(f"theta: model {model.name!r} has no nominal values; pass theta")
+            theta = model.nominal
+        theta = model.theta_vector(theta)
+        options = moved_keywords("density_from_dynamics", moved, options, MOVED_KEYWORDS)
+        architecture = option(options["architecture"], Architecture, "architecture")
+        training = option(options["training"], Training, "training")
+        start = option(options["start"], Start, "start")
+        start.center_of(model.d)  # checks the centre's length
+        kind, samples = _checked_init(init, model, architecture.n_components)
+        seed = arguments.seed(seed)
+        return cls(model, theta, kind, samples, architecture, training, start, seed, execution)
+
+    def settings(self):
+        """The options as stored in :attr:`LearnedDensity.settings`."""
+        return dict(
+            init=self.init,
+            architecture=self.architecture,
+            training=self.training,
+            start=self.start,
+            seed=self.seed,
+            out_dir=self.execution.out_dir,
+        )
+
+
+def _checked_init(init, model, n_components):
+    """("simulation" | "blob", None) or ("samples", the samples as an (N, d) array)."""
+    d = model.d
+    if isinstance(init, str):
+        if init not in ("simulation", "blob"):
+            raise DataError(
+                f"init must be 'simulation', 'blob' or an (N, {d}) array of samples, got {init!r}"
+            )
+        return init, None
+    X = as_points(init, d, model.state_names, name="init")
+    if X.shape[0] < max(4 * n_components, 20):
+        raise DataError(
+            f"init: need at least {max(4 * n_components, 20)} samples for "
+            f"{n_components} components (Architecture.n_components), got {X.shape[0]}"
+        )
+    return "samples", X
+
+
+# ------------------------------------------------------------------------------------ start
+def _seeds(seed, restarts):
+    """One SeedSequence per run and the starting simulation's seed, all from ``seed``."""
     root = np.random.SeedSequence(seed)
     run_seeds = root.spawn(restarts + 1)
-    sim_seed = int(root.spawn(1)[0].generate_state(1)[0])
+    return run_seeds, int(root.spawn(1)[0].generate_state(1)[0])
 
-    start = None
-    if (
-        init_samples is None
-    ):  # the simulation is the start ("simulation") or only the check ("blob")
-        start = simulation_start(
-            model,
-            theta,
-            center=center,
-            scale=init_scale,
-            seed=sim_seed,
-            out_dir=out_dir,
-            n_chains=n_chains,
-        )
-    reference = init_samples if init_samples is not None else start.samples
-    ref_chains = start.n_chains if start is not None else 2  # user samples: two halves by rows
 
-    runs, results = [], []
-    K = n_components
-    for r in range(restarts + 1):
-        init_rng, colloc_rng, eval_rng, diag_rng = (
-            np.random.default_rng(s) for s in run_seeds[r].spawn(4)
-        )
-        spec_args = dict(n_components=K, n_layers=n_layers, n_hidden=n_hidden)
-        spec, params, info = starting_mixture(
-            reference, spec_args, init_rng, tail=bool(tail), terms_of=terms_of
-        )
-        check_spec, check_params = spec, {k: v.copy() for k, v in params.items()}
-        cells = _CellAnchor(spec, params, reference, anchor) if anchor > 0 else None
-        if init_kind == "blob":  # the fitted mixture only defines the check's cells
-            cells = None
-            if tail:
-                spec = fm.FlowMixtureSpec(
-                    model.d,
-                    K,
-                    n_layers,
-                    n_hidden,
-                    tail=True,
-                    center=center,
-                    whiten=np.eye(model.d) / init_scale,
-                )
-                params = fm.init_params(spec, np.zeros(model.d), 1.0, init_rng)
-            else:
-                spec = fm.FlowMixtureSpec(model.d, K, n_layers, n_hidden)
-                params = fm.init_params(spec, center, init_scale, init_rng)
-        bar = progress_bar(
-            progress_enabled(progress, streamed=True),
-            total=n_steps,
-            desc=f"density {model.name}" + (f" (restart {r}, K={K})" if r else ""),
-            unit="steps",
-        )
-        try:
-            best, history, stop, steps, trace = _train_run(
-                spec,
-                params,
-                terms_of,
-                n_steps=n_steps,
-                n_points=n_points,
-                learning_rate=learning_rate,
-                final_learning_rate=final_learning_rate,
-                anchor=cells,
-                tol=tol,
-                rtol=rtol,
-                window=window,
-                rng=colloc_rng,
-                eval_rng=eval_rng,
-                bar=bar,
-            )
-        finally:
-            bar.close()
-        # the checks on the returned iterate: fresh points, then the simulation
-        Xc = _collocation_points(spec, best, _N_CHECK, diag_rng, steps)
-        rho = residual_ratio(spec, best, terms_of, Xc)[0]
-        stv, snoise = sim_tv(spec, best, check_spec, check_params, reference, ref_chains, diag_rng)
-        runs.append(
-            dict(
-                components=K,
-                steps=steps,
-                stop_reason=stop,
-                residual_ratio=rho,
-                sim_tv=stv,
-                trace=trace,
-            )
-        )
-        results.append((spec, best, history, stop, steps, rho, stv, snoise))
-        ok_res, ok_sim, _ = _verdict(rho, stv, snoise)
-        if stop == "n_steps" or (ok_res and ok_sim):
-            break  # converged, or not finished (reported as such; restarting would not finish it)
-        K *= 2  # stalled with a failing check: grow the mixture and start again
+@dataclass(frozen=True)
+class _Reference:
+    """The samples training starts from and is checked against."""
 
-    def rank(res):
-        ok_res_, ok_sim_, _ = _verdict(*res[5:])
-        return (-(ok_res_ + ok_sim_), -(res[3] != "n_steps"), res[5])
+    samples: np.ndarray
+    n_chains: int  # chains behind the samples (the caller's samples: two halves by rows)
+    simulation: SimulationStart | None
 
-    chosen = min(range(len(results)), key=lambda i: rank(results[i]))
-    spec, best, history, stop, steps, rho, stv, snoise = results[chosen]
-    ok_res, ok_sim, limit = _verdict(rho, stv, snoise)
+
+def _reference(call, sim_seed):
+    """The caller's samples, or a short simulation (the start for "simulation", the check for
+    "blob")."""
+    if call.samples is not None:
+        return _Reference(call.samples, 2, None)
+    sim = simulation_start(
+        call.model, call.theta, call.start, seed=sim_seed, out_dir=call.execution.out_dir
+    )
+    return _Reference(sim.samples, sim.n_chains, sim)
+
+
+# ------------------------------------------------------------------------------------ train
+@dataclass(frozen=True)
+class _Run:
+    """One training run and its checks."""
+
+    spec: fm.FlowMixtureSpec
+    params: dict  # the best averaged iterate
+    history: np.ndarray
+    stop: str
+    steps: int
+    trace: list
+    residual_ratio: float
+    sim_tv: float
+    sim_noise: float
+
+    @property
+    def residual_ok(self):
+        return bool(self.residual_ratio <= RESIDUAL_RATIO_THRESHOLD)
+
+    @property
+    def sim_ok(self):
+        return bool(self.sim_tv <= sim_limit(self.sim_noise))
+
+    def rank(self):
+        """Sort key of the runs: checks passed, stopping rule fired, then ρ."""
+        return (-(self.residual_ok + self.sim_ok), -(self.stop != "n_steps"), self.residual_ratio)
+
+    def density(self, call, seconds, diagnostic):
+        """The run's best iterate as the call's result."""
+        return LearnedDensity(
+            call.model,
+            call.theta,
+            self.spec,
+            self.params,
+            self.history,
+            seconds,
+            call.settings(),
+            diagnostic,
+        )
+
+    def summary(self):
+        return dict(
+            components=self.spec.n_components,
+            steps=self.steps,
+            stop_reason=self.stop,
+            residual_ratio=self.residual_ratio,
+            sim_tv=self.sim_tv,
+            trace=self.trace,
+        )
+
+
+def _train(call, reference, terms_of, run_seeds):
+    """The first run, then restarts with doubled components while the stopping rule fired but
+    a check failed (an unfinished run would not finish by restarting)."""
+    runs = []
+    architecture = call.architecture
+    for r, run_seed in enumerate(run_seeds):
+        run = _one_run(call, architecture, reference, terms_of, run_seed, r)
+        runs.append(run)
+        if run.stop == "n_steps" or (run.residual_ok and run.sim_ok):
+            break
+        architecture = dataclasses.replace(architecture, n_components=2 * architecture.n_components)
+    return runs
+
+
+def _one_run(call, architecture, reference, terms_of, run_seed, r):
+    init_rng, colloc_rng, eval_rng, diag_rng = (np.random.default_rng(s) for s in run_seed.spawn(4))
+    spec, params, _ = starting_mixture(reference.samples, architecture, init_rng, terms_of)
+    cells = (spec, {k: v.copy() for k, v in params.items()})  # the check's soft cells
+    anchor = None
+    if call.init == "blob":  # the fitted mixture only defines the check's cells
+        spec, params = _blob(call, architecture, init_rng)
+    elif call.training.anchor > 0:
+        anchor = CellAnchor(spec, params, reference.samples, call.training.anchor)
+    bar = progress_bar(
+        progress_enabled(call.execution.progress, streamed=True),
+        total=call.training.n_steps,
+        desc=f"density {call.model.name}"
+        + (f" (restart {r}, K={architecture.n_components})" if r else ""),
+        unit="steps",
+    )
+    try:
+        best, history, stop, steps, trace = train_run(
+            spec, params, terms_of, call.training, anchor, (colloc_rng, eval_rng), bar
+        )
+    finally:
+        bar.close()
+    # the checks on the returned iterate: fresh points, then the simulation
+    Xc = collocation_points(spec, best, _N_CHECK, diag_rng, steps)
+    rho = residual_ratio(spec, best, terms_of, Xc)[0]
+    stv, noise = sim_tv(spec, best, *cells, reference.samples, reference.n_chains, diag_rng)
+    return _Run(spec, best, history, stop, steps, trace, rho, stv, noise)
+
+
+def _blob(call, architecture, rng):
+    """The broad starting density of ``init="blob"``: at ``start.center``, of size
+    ``start.scale`` (behind the tail maps when the architecture has them)."""
+    d, start = call.model.d, call.start
+    center = start.center_of(d)
+    if architecture.tail:
+        spec = architecture.spec(d, center=center, whiten=np.eye(d) / start.scale)
+        return spec, fm.init_params(spec, np.zeros(d), 1.0, rng)
+    spec = architecture.spec(d)
+    return spec, fm.init_params(spec, center, start.scale, rng)
+
+
+# ------------------------------------------------------------------------------------ diagnose
+def _diagnose(call, runs, chosen, simulation):
+    """The verdict on the chosen run (:class:`DensityDiagnostic`)."""
+    reasons = _reasons(call.training, chosen, simulation)
+    return DensityDiagnostic(
+        converged=not reasons,
+        stop_reason=chosen.stop,
+        steps=chosen.steps,
+        total_steps=int(sum(run.steps for run in runs)),
+        residual_ratio=float(chosen.residual_ratio),
+        residual_threshold=RESIDUAL_RATIO_THRESHOLD,
+        sim_tv=chosen.sim_tv,
+        sim_noise=chosen.sim_noise,
+        sim_threshold=SIM_TV_THRESHOLD,
+        simulation=None if simulation is None else simulation.summary(),
+        runs=[run.summary() for run in runs],
+        reasons=reasons,
+    )
+
+
+def _reasons(training, run, simulation):
+    """Why ``run`` is not converged, each with what to try (empty when it is)."""
     reasons = []
-    if stop == "n_steps":
+    if run.stop == "n_steps":
         reasons.append(
-            f"the stopping rule did not fire within n_steps={n_steps} (the residual ratio was "
-            f"still improving): raise n_steps"
+            f"the stopping rule did not fire within n_steps={training.n_steps} (the residual "
+            "ratio was still improving): raise Training.n_steps"
         )
-    if not ok_res:
+    if not run.residual_ok:
         reasons.append(
-            f"residual ratio {rho:.3g} > {RESIDUAL_RATIO_THRESHOLD:g}: the learned density does "
-            "not satisfy the stationary Fokker–Planck equation to the size of its terms; try more "
-            "n_steps, n_components, n_layers/n_hidden, or init='simulation' if you used a blob"
+            f"residual ratio {run.residual_ratio:.3g} > {RESIDUAL_RATIO_THRESHOLD:g}: the learned "
+            "density does not satisfy the stationary Fokker–Planck equation to the size of its "
+            "terms; try more Training.n_steps, more Architecture.n_components/n_layers/n_hidden, "
+            "or init='simulation' if you used a blob"
         )
-    if not ok_sim:
+    if not run.sim_ok:
         reasons.append(
             f"the mass in the starting mixture's cells differs from the simulation by TV "
-            f"{stv:.3f} (> {limit:.3f}): compare with a longer simulation (ds.simulate), "
-            "raise n_steps/n_components"
+            f"{run.sim_tv:.3f} (> {sim_limit(run.sim_noise):.3f}): compare with a longer "
+            "simulation (ds.simulate), raise Training.n_steps or Architecture.n_components"
         )
-    if start is not None and not start.equilibrated:
+    if simulation is not None and not simulation.equilibrated:
         reasons.append(
             "the starting simulation's mass was still drifting when its budget ran out "
             "(a high barrier?): the share of mass between wells may be off; pass samples of a "
             "longer simulation as init="
         )
-    diagnostic = DensityDiagnostic(
-        converged=not reasons,
-        stop_reason=stop,
-        steps=steps,
-        total_steps=int(sum(r_["steps"] for r_ in runs)),
-        residual_ratio=float(rho),
-        residual_threshold=RESIDUAL_RATIO_THRESHOLD,
-        sim_tv=stv,
-        sim_noise=snoise,
-        sim_threshold=SIM_TV_THRESHOLD,
-        simulation=None if start is None else start.summary(),
-        runs=runs,
-        reasons=reasons,
-    )
-    seconds = time.perf_counter() - t0
-    dens = LearnedDensity(model, theta, spec, best, history, seconds, settings, diagnostic)
-    if reasons and warn:
-        warnings.warn(
-            ConvergenceWarning(
-                f"density_from_dynamics({model.name!r}) did not converge: " + "; ".join(reasons)
-            ),
-            stacklevel=2,
-        )
-    return dens
+    return reasons

@@ -25,12 +25,17 @@ on the support of p, and the rank of the population system equals the rank of th
 """
 
 from .design import IdentifiabilityCheck, check_identifiability
+from .designs import DesignCheck
 from .exact import NullSpace, function_null_space
+from .options import Experiment, Study
 from .structural import StructuralReport, structural_check
 
 __all__ = [
     "check_identifiability",
     "IdentifiabilityCheck",
+    "DesignCheck",
+    "Study",
+    "Experiment",
     "structural_check",
     "StructuralReport",
     "function_null_space",

@@ -46,7 +46,9 @@ from ..codegen.loading import compile_model
 from ..data.designs import TimeCourse, as_design
 from ..data.sources import open_source
 from ..errors import DynosedError
+from ..options import Execution
 from ..routes.designs import fit_global_design
+from ..routes.options import Features, Solver
 from ..solve.directions import SIGNAL_THRESHOLD as RANK_THRESHOLD
 
 __all__ = [
@@ -115,7 +117,7 @@ class Advice:
 
 
 @dataclass
-class Study:
+class SimulatedDesign:
     """What the advice needs about the simulated design (built by
     :func:`dynosed_sym.identifiability.designs.check_design`).
 
@@ -368,14 +370,10 @@ def advise_times(study, candidate_times):
             f = fit_global_design(
                 model,
                 d_aug,
-                n_features=fit.info["m"],
-                bandwidth="median",
-                lam=fit.info["lam"],
-                seed=seed,
+                Features(n_features=fit.info["m"], seed=seed),
+                Solver(lam=fit.info["lam"]),
+                Execution(n_blocks=32, out_dir=study.out_dir),
                 order=study.order,
-                n_blocks=32,
-                chunk_rows=65536,
-                out_dir=study.out_dir,
             )
             sc = _time_score(f, nominal)
             out.append(

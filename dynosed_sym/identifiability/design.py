@@ -10,21 +10,22 @@ followed across nested subsets of the data blocks: a structurally unconstrained 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .. import arguments
 from ..errors import DataError, DynosedError, ModelError
 from ..model.declaration import require_parameters
-from ..options import DEFAULT_BLOCKS, Execution, execution_doc
+from ..options import Execution, resolve_options
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
+from ..routes.options import Features, Scores, Solver, moved_to
 from ..solve.combinations import short_combination
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
 from .design_sampling import design_sampler, draw_samples
-from .designs import RankVerdict, check_design
+from .designs import DesignCheck, RankVerdict, check_design
+from .options import Experiment, Study
 from .structural import StructuralReport, nominal_vector, structural_check
 
 __all__ = ["IdentifiabilityCheck", "check_identifiability", "follow_directions"]
@@ -351,42 +352,38 @@ def follow_directions(A_blocks, counts, V, rank_threshold=None):
     return levels, svs, noises, expo
 
 
-@execution_doc("n_blocks", "progress", "out_dir")
+#: The flat keywords of earlier versions, now fields of the option objects (FutureWarning).
+MOVED = {
+    **moved_to("study", Study, "n_samples", "seed", "rel_error", "level", "simulation"),
+    **moved_to("study", Study, "samples", "sampler"),
+    **moved_to("experiment", Experiment, "inputs", "times", "initial", "order", "advise"),
+    **moved_to("experiment", Experiment, "candidates", "candidate_times"),
+    **moved_to("features", Features, "n_features", "bandwidth"),
+    **moved_to("scores", Scores, "temperature", "score"),
+    **moved_to("solver", Solver, "lam", "prior_scale"),
+    **moved_to("execution", Execution, "n_blocks", "progress", "out_dir"),
+}
+
+
 def check_identifiability(
     model,
     nominal=None,
     *,
-    inputs=None,
-    times=None,
-    initial=None,
-    sampler=None,
-    advise=True,
-    candidates=None,
-    candidate_times=None,
-    order=None,
     route="global",
-    n_samples=20_000,
-    seed=0,
-    rel_error=0.1,
-    level=0.95,
-    n_features=2048,
-    bandwidth="median",
-    lam=1e-6,
-    simulation=None,
-    samples=None,
     probes=None,
-    temperature="auto",
-    score="kernel",
     simulate=True,
-    prior_scale="ml",
-    n_blocks=DEFAULT_BLOCKS,
-    progress=None,
-    out_dir=None,
-) -> IdentifiabilityCheck:
+    study=None,
+    experiment=None,
+    features=None,
+    scores=None,
+    solver=None,
+    execution=None,
+    **moved,
+) -> IdentifiabilityCheck | DesignCheck:
     """Can snapshots identify θ, which combinations can they not, and how many samples are needed?
 
     1. :func:`structural_check` (exact, from the symbols; milliseconds).
-    2. Unless ``simulate=False``: ``n_samples`` stationary samples at the nominal θ from the
+    2. Unless ``simulate=False``: ``Study.n_samples`` stationary samples at the nominal θ from the
        compiled simulator (:func:`dynosed_sym.simulate`), the system of the chosen route assembled
        with per-block partial sums, and its :class:`~dynosed_sym.solve.report.IdentifiabilityReport`
        (rank against sampling noise, named free combinations, freeness, sandwich standard errors).
@@ -402,130 +399,82 @@ def check_identifiability(
     nominal : array or dict, optional
         Parameters to simulate at (default ``model.nominal``).
     route : {"global", "local"}
-    n_samples : int
-        Simulated samples for the design study.
-    seed : int
-        Seeds the simulation and the random features.
-    rel_error : float
-        Target relative error per parameter for :attr:`IdentifiabilityCheck.n_required`.
-    level : float
-        Confidence level of that target.
-    n_features, bandwidth, lam
-        As :func:`dynosed_sym.fit_global`.
-    simulation : Simulation, optional
-        How the snapshots are simulated (:class:`dynosed_sym.simulation.Simulation`: ``dt``,
-        ``burn_in``, ``thin``, ``n_chains``, ``x0``, the keywords of
-        :func:`dynosed_sym.simulate`).  Default ``Simulation(n_chains="independent")``:
-        ``n_samples`` *independent* snapshots, one chain each after a burn-in of 50 time units,
-        so the predicted errors at N are those of N independent cells.
-        ``Simulation(n_chains=2048)`` reproduces the earlier default (2048 chains thinned every
-        0.1 time units: correlated samples, pessimistic predictions).  The nominal parameters
-        must give a stationary law: the simulation raises a
-        :class:`~dynosed_sym.errors.StationarityError` when the chains diverge.
-    samples : (N, d) array, optional
-        Use these samples (e.g. an exact sampler) instead of simulating.  Rows should be ordered
-        so that contiguous blocks are independent (as the simulator's chain-by-chain output).
-        They are checked for a stationary law of the nominal θ
-        (:func:`~dynosed_sym.simulation.stationarity.check_stationarity`; a StationarityError
-        when they cannot be one).
-    probes, temperature, score
-        Local route only: probe points (or regions) and the score estimator, as
-        :func:`dynosed_sym.fit_local`.
+    probes : array or Balls, optional
+        Local route only: probe points (or regions), as :func:`dynosed_sym.fit_local`.
     simulate : bool
         False: the structural check only.
-    prior_scale : "ml", float, array, dict or None
-        τ of the honest intervals, as :func:`dynosed_sym.fit_global`: the predicted widths
-        include the bias τ·loading of directions still unresolved at each N.
-    inputs : dict, optional
-        A *design* (docs/designs.md): ``{environment: {input: value}}`` — several stationary
-        environments with shared parameters (env parameters one value each) — or one
-        environment's ``{input: value}``.  Returns a
-        :class:`~dynosed_sym.identifiability.designs.DesignCheck`: the structural verdict of
-        the design (exact for linear drifts with constant D), a simulated check of it, and
-        advice on what to add.
-    times : sequence of float or dict, optional
-        Snapshot times of a time course (every environment, or ``{environment: times}``).
-    initial : (mean, covariance), (N0, d) samples, or dict, optional
-        The law at t = 0 of a time course (per environment as a dict).
-    sampler : callable, optional
-        ``sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d)`` samples of one
-        snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator; for a
-        model without inputs it is called with ``inputs={}`` (checked like ``samples=``).
-    advise : bool
-        Design advice: which extra environment resolves the unresolved directions (and how many
-        samples it needs), which extra snapshot time helps a time course most.
-    candidates : list of dict, optional
-        Candidate environments' inputs for the advice (default: each input alone at 0.1, 0.3,
-        3 and 10 times its current value).
-    candidate_times : list or dict, optional
-        Candidate snapshot times (default: midpoints of the largest intervals).
-    order : int, optional
-        Quadrature order of time courses (as :func:`dynosed_sym.fit_global`).
-    <execution options>
+    study : Study, optional
+        Samples of the study, seed, where they come from (simulation settings, given samples, a
+        sampler) and the target relative error of the predicted N
+        (:class:`~dynosed_sym.identifiability.options.Study`; None: the defaults).
+    experiment : Experiment, optional
+        Several environments or snapshot times (docs/designs.md): returns a
+        :class:`~dynosed_sym.identifiability.designs.DesignCheck` — the structural verdict of the
+        experiment (exact for linear drifts with constant D), a simulated check of it, and advice
+        on what to add (:class:`~dynosed_sym.identifiability.options.Experiment`).  A model with
+        inputs or environment parameters is always checked this way.
+    features : Features, optional
+        The global route's kernel (number of features, bandwidth), as
+        :func:`dynosed_sym.fit_global`; its seed is ``Study.seed``.
+    scores : Scores, optional
+        Local route only: the score estimator, as :func:`dynosed_sym.fit_local`.
+    solver : Solver, optional
+        λ and the prior scale τ of the honest intervals, as :func:`dynosed_sym.fit_global`: the
+        predicted widths include the bias τ·loading of directions still unresolved at each N.
+    execution : Execution, optional
+        Noise blocks, progress bar, folder of generated kernels
+        (:class:`~dynosed_sym.options.Execution`; no Dask backend).
+    **moved
+        The flat keywords of earlier versions (``n_samples=``, ``seed=``, ``inputs=``, ``lam=``,
+        …): each still works and builds its option object, with a FutureWarning naming the new
+        spelling.
 
     Returns
     -------
-    IdentifiabilityCheck, or DesignCheck for a design
+    IdentifiabilityCheck, or DesignCheck for an experiment
+
+    Examples
+    --------
+    The structural check alone (no simulation) of an OU model at a nominal drift matrix: its
+    stationary law N(0, Σ) fixes only the three entries of Σ, so one combination of the four
+    entries stays free.
+
+    >>> import sympy as sp
+    >>> from dynosed_sym import SDEModel, check_identifiability
+    >>> x, y = sp.symbols("x y", real=True)
+    >>> m = sp.symbols("m11 m12 m21 m22", real=True)
+    >>> model = SDEModel([x, y], list(m), [m[0] * x + m[1] * y, m[2] * x + m[3] * y],
+    ...                  diffusion=1.0, name="ou_doc2")
+    >>> check = check_identifiability(model, [-1.0, 0.5, -0.5, -1.0], simulate=False)
+    >>> check.structural.rank, len(model.param_names)
+    (3, 4)
     """
+    given = dict(study=(study, Study), experiment=(experiment, Experiment))
+    given.update(features=(features, Features), scores=(scores, Scores), solver=(solver, Solver))
+    given["execution"] = (execution, Execution)
+    study, e, features, scores, solver, ex = _options(
+        resolve_options("check_identifiability", moved, given, MOVED)
+    )
     require_parameters(model)
-    level = arguments.level(level)  # before any work (simulation, compilation)
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
-    if inputs is not None or times is not None or model.inputs or model.env_params:
-        if route != "global" or samples is not None or probes is not None:
+    if e.inputs is not None or e.times is not None or model.inputs or model.env_params:
+        if route != "global" or study.samples is not None or probes is not None:
             raise DynosedError(
                 "the design check (inputs=, times=, env parameters) uses the global route; "
                 "pass a sampler= instead of samples="
             )
-        ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir)
-        draw = sampler or design_sampler(model, simulation, ex.out_dir)
-        result = check_design(
-            model,
-            nominal,
-            inputs=inputs,
-            times=times,
-            initial=initial,
-            sampler=draw,
-            n_samples=int(n_samples),
-            seed=seed,
-            n_features=n_features,
-            bandwidth=bandwidth,
-            lam=lam,
-            order=order,
-            simulate=simulate,
-            advise=advise,
-            candidates=candidates,
-            candidate_times=candidate_times,
-            n_blocks=ex.n_blocks,
-            out_dir=ex.out_dir,
+        return _check_experiment(
+            model, nominal, e, study, features, solver, ex.at_least(1), simulate
         )
-        if simulate:
-            result.notes.append(
-                "samples per snapshot: "
-                + (
-                    "from sampler="
-                    if sampler is not None
-                    else draw.description(n_samples)
-                    + " (time courses: chains from the initial law)"
-                )
-            )
-        return result
-    if initial is not None:
+    if e.initial is not None:
         raise DynosedError("initial= is the law at t = 0 of a time course: pass times= as well")
-    ex = Execution.resolve(n_blocks=n_blocks, progress=progress, out_dir=out_dir, min_blocks=0)
-    n_blocks, out_dir = ex.n_blocks, ex.out_dir
     theta = nominal_vector(model, nominal)
     if theta is None and simulate:
         raise ModelError(
             f"model {model.name!r} has no nominal parameters: pass nominal= (or "
             "simulate=False for the structural check alone)"
         )
-    if (
-        isinstance(n_samples, bool)
-        or not isinstance(n_samples, (int, np.integer))
-        or n_samples < 16
-    ):
-        raise DataError(f"n_samples must be an integer ≥ 16, got {n_samples!r}")
     t0 = time.perf_counter()
     structural = structural_check(
         model,
@@ -533,7 +482,7 @@ def check_identifiability(
         route,
         probes=None if probes is None or route != "local" else _probe_points(probes),
         use_nominal=theta is not None,
-        seed=seed,
+        seed=study.seed,
     )
     timings = {"structural": time.perf_counter() - t0}
     check = IdentifiabilityCheck(
@@ -542,26 +491,23 @@ def check_identifiability(
         param_names=list(model.param_names),
         nominal=theta,
         structural=structural,
-        rel_error=float(rel_error),
-        level=float(level),
+        rel_error=study.rel_error,
+        level=study.level,
         timings=timings,
     )
     if not simulate:
         return check
     t1 = time.perf_counter()
+    s = study
     X, check.sampling = draw_samples(
-        model, theta, n_samples, seed, simulation, samples, sampler, ex
+        model, theta, s.n_samples, s.seed, s.simulation, s.samples, s.sampler, ex
     )
     timings["simulate"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     if route == "global":
-        rep, A_blocks, counts, n_used = _global_design(
-            model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir, prior_scale
-        )
+        rep, A_blocks, counts, n_used = _global_design(model, X, features, solver, ex)
     else:
-        rep, A_blocks, counts, n_used = _local_design(
-            model, X, probes, temperature, score, lam, n_blocks, seed, prior_scale
-        )
+        rep, A_blocks, counts, n_used = _local_design(model, X, probes, scores, solver, ex, s.seed)
         check.notes.append(
             f"local route: {n_used:,} of {X.shape[0]:,} simulated samples fall in the probe "
             "regions; standard errors are the jackknife's and do not include the bias of "
@@ -570,43 +516,9 @@ def check_identifiability(
     timings["assemble"] = time.perf_counter() - t2
     check.report = rep
     check.n_samples = int(n_used)
+    V = None
     if A_blocks is not None and len(counts) >= 2:
-        A = np.tensordot(np.asarray(counts, float) / np.sum(counts), A_blocks, axes=1)
-        m, n = A.shape
-        _, _, Vt = (
-            np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
-        )
-        V = Vt.T
-        levels, svs, noises, expo = follow_directions(A_blocks, counts, V)
-        levels = levels * check.n_samples / float(np.sum(counts))  # local route: blocks → samples
-        # the report's verdicts refer to its own SVD: same V (same A) up to signs; a direction's
-        # t = κ̂/sd(κ̂) grows like √N, so it crosses the threshold q at N·(q/t)²
-        t, q = np.asarray(rep.direction_t, dtype=float), float(rep.resolve_threshold)
-        resolved = t > q
-        with np.errstate(divide="ignore", invalid="ignore"):
-            n_cross = np.where(t > 0, check.n_samples * (q / np.where(t > 0, t, 1.0)) ** 2, np.inf)
-        verdict, n_res = [], np.full(n, np.inf)
-        Qs = structural.null_vectors if structural.rank_is_exact else None
-        for i in range(n):
-            if Qs is not None and not resolved[i]:
-                # the exact analysis knows which directions are structurally free
-                free_dir = Qs.shape[1] > 0 and np.linalg.norm(Qs.T @ V[:, i]) > 0.9
-            else:
-                free_dir = expo[i] < SHRINK_EXPONENT
-            if resolved[i]:
-                verdict.append("resolved")
-                n_res[i] = n_cross[i]
-            elif free_dir:
-                verdict.append("unconstrained")
-            else:
-                verdict.append("weak")
-                n_res[i] = n_cross[i]
-        check.levels, check.direction_sv, check.direction_noise = levels, svs, noises
-        check.direction_exponent, check.direction_verdict, check.direction_n_resolve = (
-            expo,
-            verdict,
-            n_res,
-        )
+        V = _follow_directions(check, A_blocks, counts, structural, rep)
     check.std_errors = rep.std_errors
     if rep.bias_sd is not None and rep.estimator == "resolved" and check.levels is not None:
         check.bias_sd, check.prior_scale, check.directions = rep.bias_sd, rep.prior_scale, V
@@ -617,32 +529,119 @@ def check_identifiability(
     return check
 
 
+def _options(objects):
+    """The option objects of check_identifiability → (study, experiment, features, scores,
+    solver, execution); the features take the study's seed."""
+    study, features = objects["study"], objects["features"]
+    if features.seed != 0:
+        raise DataError(
+            "check_identifiability: the features are seeded by the study: pass "
+            f"study=Study(seed={features.seed}) and leave Features.seed at 0"
+        )
+    return (
+        study,
+        objects["experiment"],
+        replace(features, seed=study.seed),
+        objects["scores"],
+        objects["solver"],
+        objects["execution"].in_process("check_identifiability"),
+    )
+
+
+def _check_experiment(model, nominal, e, study, features, solver, ex, simulate):
+    """check_identifiability on several environments or snapshot times (identifiability.designs)."""
+    draw = study.sampler or design_sampler(model, study.simulation, ex.out_dir)
+    result = check_design(
+        model,
+        nominal,
+        inputs=e.inputs,
+        times=e.times,
+        initial=e.initial,
+        sampler=draw,
+        n_samples=study.n_samples,
+        seed=study.seed,
+        features=features,
+        solver=solver,
+        order=e.order,
+        simulate=simulate,
+        advise=e.advise,
+        candidates=e.candidates,
+        candidate_times=e.candidate_times,
+        n_blocks=ex.n_blocks,
+        out_dir=ex.out_dir,
+    )
+    if simulate:
+        result.notes.append(
+            "samples per snapshot: "
+            + (
+                "from sampler="
+                if study.sampler is not None
+                else draw.description(study.n_samples)
+                + " (time courses: chains from the initial law)"
+            )
+        )
+    return result
+
+
+def _follow_directions(check, A_blocks, counts, structural, rep):
+    """Follow each right singular direction over nested subsets of the blocks; their verdicts
+    and the N that resolves each into ``check`` → the directions V (columns)."""
+    A = np.tensordot(np.asarray(counts, float) / np.sum(counts), A_blocks, axes=1)
+    m, n = A.shape
+    _, _, Vt = (
+        np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
+    )
+    V = Vt.T
+    levels, svs, noises, expo = follow_directions(A_blocks, counts, V)
+    levels = levels * check.n_samples / float(np.sum(counts))  # local route: blocks → samples
+    # the report's verdicts refer to its own SVD: same V (same A) up to signs; a direction's
+    # t = κ̂/sd(κ̂) grows like √N, so it crosses the threshold q at N·(q/t)²
+    t, q = np.asarray(rep.direction_t, dtype=float), float(rep.resolve_threshold)
+    resolved = t > q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_cross = np.where(t > 0, check.n_samples * (q / np.where(t > 0, t, 1.0)) ** 2, np.inf)
+    verdict, n_res = [], np.full(n, np.inf)
+    Qs = structural.null_vectors if structural.rank_is_exact else None
+    for i in range(n):
+        if Qs is not None and not resolved[i]:
+            # the exact analysis knows which directions are structurally free
+            free_dir = Qs.shape[1] > 0 and np.linalg.norm(Qs.T @ V[:, i]) > 0.9
+        else:
+            free_dir = expo[i] < SHRINK_EXPONENT
+        if resolved[i]:
+            verdict.append("resolved")
+            n_res[i] = n_cross[i]
+        elif free_dir:
+            verdict.append("unconstrained")
+        else:
+            verdict.append("weak")
+            n_res[i] = n_cross[i]
+    check.levels, check.direction_sv, check.direction_noise = levels, svs, noises
+    check.direction_exponent, check.direction_verdict, check.direction_n_resolve = (
+        expo,
+        verdict,
+        n_res,
+    )
+    return V
+
+
 def _probe_points(probes):
     centres = getattr(probes, "centres", None)
     return np.asarray(centres if centres is not None else probes, dtype=float)
 
 
-def _global_design(model, X, n_features, bandwidth, lam, seed, n_blocks, out_dir, prior_scale):
+def _global_design(model, X, features, solver, ex):
     """The global system through :func:`dynosed_sym.fit_global` itself (same bandwidth, features,
     blocks and report); the per-block means come from the report (``report._blocks``)."""
-    fit = fit_global(
-        model,
-        X,
-        n_features=int(n_features),
-        bandwidth=bandwidth,
-        lam=lam,
-        seed=seed,
-        n_blocks=n_blocks,
-        out_dir=out_dir,
-        prior_scale=prior_scale,
-    )
+    execution = Execution(n_blocks=ex.n_blocks, out_dir=ex.out_dir)
+    fit = fit_global(model, X, features=features, solver=solver, execution=execution)
     rep = fit.report
     if rep._blocks is None:
         return rep, None, None, X.shape[0]
     return rep, rep._blocks[0], rep._blocks[2], X.shape[0]
 
 
-def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed, prior_scale):
+def _local_design(model, X, probes, scores, solver, ex, seed):
     """The local route's system via :func:`dynosed_sym.fit_local` (noise from its jackknife)."""
     if probes is None:
         raise DynosedError(
@@ -651,16 +650,8 @@ def _local_design(model, X, probes, temperature, score, lam, n_blocks, seed, pri
         )
     if hasattr(probes, "restrict") and hasattr(probes, "centres"):
         X = probes.restrict(X, seed=seed)  # region-restricted sampling: only data inside the balls
-    fit = fit_local(
-        model,
-        X,
-        probes,
-        temperature=temperature,
-        score=score,
-        lam=lam,
-        n_blocks=n_blocks,
-        prior_scale=prior_scale,
-    )
+    execution = Execution(n_blocks=ex.n_blocks, out_dir=ex.out_dir)
+    fit = fit_local(model, X, probes, scores=scores, solver=solver, execution=execution)
     rep = fit.report
     blocks = rep._blocks
     if blocks is None:

@@ -167,25 +167,10 @@ def _a_functions(model_e):
     return a
 
 
-def design_structural(model, design, thetas, models, initial=None, seed=0) -> DesignStructural:
-    """Structural check of a design (module docstring).
-
-    Parameters
-    ----------
-    model : SDEModel
-    design : Design
-        Environments (their data may be placeholders: only inputs and times are read).
-    thetas : {env: (n,) nominal parameters}
-    models : {env: model with the inputs substituted}
-    initial : {env: (mean, cov) or samples or None}
-    """
-    t0 = time.perf_counter()
-    names, columns = param_layout(
-        model.param_names, [str(p) for p in model.env_params], design.names, design.single
-    )
-    n = len(names)
-    initial = initial or {}
-    laws, exact_scores, notes = {}, {}, []
+def _env_laws(model, design, thetas, models, initial):
+    """({env: [Gaussian law per snapshot] or None}, {env: exact score}) of the environments
+    whose model is linear with constant D (None: no closed-form law)."""
+    laws, exact_scores = {}, {}
     for env in design.envs:
         m_e, th = models[env.name], thetas[env.name]
         lin = _linear_part(m_e, th) if m_e.diffusion_is_constant and m_e.is_affine else None
@@ -214,6 +199,28 @@ def design_structural(model, design, thetas, models, initial=None, seed=0) -> De
                 (mu0, S0) if t == 0 else gaussian_law_at(*lin, D, t, (mu0, S0))
                 for t in env.data.times
             ]
+    return laws, exact_scores
+
+
+def design_structural(model, design, thetas, models, initial=None, seed=0) -> DesignStructural:
+    """Structural check of a design (module docstring).
+
+    Parameters
+    ----------
+    model : SDEModel
+    design : Design
+        Environments (their data may be placeholders: only inputs and times are read).
+    thetas : {env: (n,) nominal parameters}
+    models : {env: model with the inputs substituted}
+    initial : {env: (mean, cov) or samples or None}
+    """
+    t0 = time.perf_counter()
+    names, columns = param_layout(
+        model.param_names, [str(p) for p in model.env_params], design.names, design.single
+    )
+    n = len(names)
+    notes = []
+    laws, exact_scores = _env_laws(model, design, thetas, models, initial or {})
     per_env_rank = {}
     if all(e.name in exact_scores and exact_scores[e.name] is not None for e in design.envs):
         cols = [[] for _ in range(n)]

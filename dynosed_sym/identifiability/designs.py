@@ -25,14 +25,16 @@ is in :mod:`.advice`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..assembly.designs import param_layout
 from ..data.designs import Design, Environment, TimeCourse, as_design
 from ..errors import DataError
+from ..options import Execution
 from ..routes.designs import fit_global_design
+from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws, simulate
 from .design_structural import DesignStructural, design_structural, env_thetas
 
@@ -305,9 +307,8 @@ def check_design(
     sampler=None,
     n_samples=20_000,
     seed=0,
-    n_features=2048,
-    bandwidth="median",
-    lam=1e-6,
+    features=None,
+    solver=None,
     order=None,
     simulate=True,
     advise=True,
@@ -322,7 +323,10 @@ def check_design(
     """Structural and simulated identifiability of a design, and advice (see
     :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
     from ..routes.designs import environment_models
-    from .advice import Study, advise_design
+    from .advice import SimulatedDesign, advise_design
+
+    features = features or Features()
+    solver = solver or Solver()
 
     t0 = time.perf_counter()
     design = design_spec(model, inputs, times)
@@ -336,6 +340,54 @@ def check_design(
             )
     models = {e: me for e, (me, _) in environment_models(model, design, out_dir).items()}
     structural = design_structural(model, design, thetas, models, initial, seed)
+    check = _structural_design_check(model, design, thetas, structural)
+    check.timings["structural"] = time.perf_counter() - t0
+    if not simulate:
+        return check
+    sampler = sampler or default_sampler(model, dt, burn_in, thin, out_dir)
+    t1 = time.perf_counter()
+    data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model.d)
+    sim = as_design(data, model, {e.name: e.input_dict for e in design.envs})
+    fit = fit_global_design(
+        model,
+        sim,
+        replace(features, seed=seed),
+        solver,
+        Execution(n_blocks=n_blocks, out_dir=out_dir),
+        order=order,
+    )
+    check.timings["simulate+fit"] = time.perf_counter() - t1
+    check.fit, check.report, check.n_samples = fit, fit.report, int(n_samples)
+    _directions(check, fit, structural)
+    if advise and (fit.report.rank < len(check.param_names) or design.has_time_course):
+        t2 = time.perf_counter()
+        simulated = SimulatedDesign(
+            model,
+            design,
+            thetas,
+            fit,
+            data,
+            sampler,
+            initial,
+            int(n_samples),
+            seed,
+            order,
+            out_dir,
+            _structural_with(model, design, thetas, models, initial, seed, structural),
+        )
+        check.advice = advise_design(simulated, candidates, candidate_times, check.notes)
+        check.timings["advice"] = time.perf_counter() - t2
+    if structural.rank_is_exact and fit.report.rank != structural.rank:
+        check.notes.append(
+            f"note: the simulation resolves {fit.report.rank} directions where the structural "
+            f"check gives {structural.rank}"
+            + (": too few samples for the weakest" if fit.report.rank < structural.rank else "")
+        )
+    return check
+
+
+def _structural_design_check(model, design, thetas, structural):
+    """The DesignCheck of the structural verdict (nominal values in the stacked layout)."""
     names = structural.param_names
     glob = np.zeros(len(names))
     _, columns = param_layout(
@@ -343,7 +395,7 @@ def check_design(
     )
     for e, th in thetas.items():
         glob[columns[e]] = th
-    check = DesignCheck(
+    return DesignCheck(
         model_name=model.name,
         param_names=names,
         nominal=glob,
@@ -356,66 +408,25 @@ def check_design(
             for env in design.envs
         ],
         structural=structural,
-        timings={"structural": time.perf_counter() - t0},
+        timings={},
     )
-    if not simulate:
-        return check
-    sampler = sampler or default_sampler(model, dt, burn_in, thin, out_dir)
-    t1 = time.perf_counter()
-    data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model.d)
-    sim = as_design(data, model, {e.name: e.input_dict for e in design.envs})
-    fit = fit_global_design(
-        model,
-        sim,
-        n_features=n_features,
-        bandwidth=bandwidth,
-        lam=lam,
-        seed=seed,
-        order=order,
-        n_blocks=n_blocks,
-        chunk_rows=65536,
-        out_dir=out_dir,
-    )
-    check.timings["simulate+fit"] = time.perf_counter() - t1
-    check.fit, check.report, check.n_samples = fit, fit.report, int(n_samples)
-    _directions(check, fit, structural)
-    if advise and (fit.report.rank < len(names) or design.has_time_course):
-        t2 = time.perf_counter()
 
-        def structural_with(u):
-            """(rank, n) of the design with one more stationary environment at inputs u."""
-            if structural.certificate != "exact":
-                return None
-            new = Environment("new", design.envs[0].data, u, tuple(model.input_names))
-            aug = Design(list(design.envs) + [new])
-            m_new = model.with_inputs(u) if model.inputs else model
-            th = dict(thetas, new=thetas[design.envs[0].name])
-            rep = design_structural(model, aug, th, dict(models, new=m_new), initial, seed)
-            return rep.rank, rep.n_params
 
-        study = Study(
-            model,
-            design,
-            thetas,
-            fit,
-            data,
-            sampler,
-            initial,
-            int(n_samples),
-            seed,
-            order,
-            out_dir,
-            structural_with,
-        )
-        check.advice = advise_design(study, candidates, candidate_times, check.notes)
-        check.timings["advice"] = time.perf_counter() - t2
-    if structural.rank_is_exact and fit.report.rank != structural.rank:
-        check.notes.append(
-            f"note: the simulation resolves {fit.report.rank} directions where the structural "
-            f"check gives {structural.rank}"
-            + (": too few samples for the weakest" if fit.report.rank < structural.rank else "")
-        )
-    return check
+def _structural_with(model, design, thetas, models, initial, seed, structural):
+    """``fn(u) -> (rank, n)`` of the design with one more stationary environment at inputs u
+    (None where the structural verdict is not exact)."""
+
+    def structural_with(u):
+        if structural.certificate != "exact":
+            return None
+        new = Environment("new", design.envs[0].data, u, tuple(model.input_names))
+        aug = Design(list(design.envs) + [new])
+        m_new = model.with_inputs(u) if model.inputs else model
+        th = dict(thetas, new=thetas[design.envs[0].name])
+        rep = design_structural(model, aug, th, dict(models, new=m_new), initial, seed)
+        return rep.rank, rep.n_params
+
+    return structural_with
 
 
 def _directions(check, fit, structural):

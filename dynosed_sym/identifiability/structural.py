@@ -213,34 +213,12 @@ def structural_check(
         )
     state = tuple(model.state)
     names = model.param_names
-    d, n = model.d, model.n
+    n = model.n
     theta0 = nominal_vector(model, nominal) if use_nominal else None
     theta0_exact = None if theta0 is None else [rat(t) for t in theta0]
     notes = []
-    der = model.derivation
-    D = model.D.applyfunc(exact)
-    if der.is_affine:
-        U = der.U.applyfunc(exact)
-        v = der.v.applyfunc(exact)
-        linearised = False
-    else:
-        if theta0 is None:
-            p, j, term = der.offending
-            raise DynosedError(
-                f"the drift is not affine in {p} (term {sp.sstr(term)}); the structural "
-                "check of a non-affine model needs nominal values to linearise at"
-            )
-        sub = dict(zip(model.params, theta0_exact))
-        f = model.drift.applyfunc(exact)
-        U = sp.Matrix(d, n, lambda j, k: sp.diff(f[j], model.params[k]).xreplace(sub))
-        v = f.xreplace(sub) - U * sp.Matrix(theta0_exact)
-        linearised = True
-        notes.append(
-            "the drift is not affine in θ: this is local identifiability of the "
-            "linearisation U = ∂f/∂θ at the nominal θ"
-        )
-    cols = [[U[j, k] for j in range(d)] for k in range(n)]
-
+    U, v, D, linearised = _affine_parts(model, theta0_exact, notes)
+    cols = [[U[j, k] for j in range(model.d)] for k in range(n)]
     absent = [names[k] for k in range(n) if all(e == 0 for e in cols[k])]
     if linearised:
         absent = [
@@ -248,141 +226,38 @@ def structural_check(
             for nm in absent
             if not any(model.params[names.index(nm)] in e.free_symbols for e in model.drift)
         ]
-    found = [sp.Matrix(sp.eye(n)[:, names.index(nm)]) for nm in absent]
-    combos = []
-    certificates = []
-
-    def _add(ns, kind, reason, complete=True):
-        # complete: the step claims to find every direction (the rank of U, the population
-        # rank), so the independence of the rest must be proven too; the symmetry search claims
-        # only that what it finds is a symmetry
-        certificates.append(
-            ns.certificate if complete else ("numerical" if ns.numerical else "exact")
-        )
-        for i, vec in enumerate(ns.basis):
-            if exact_rank(found + [vec], n) > exact_rank(found, n):
-                found.append(vec)
-                unproven = i in ns.numerical
-                combos.append(
-                    {
-                        "vector": vec,
-                        "kind": kind + (" (numerical)" if unproven else ""),
-                        "reason": reason + ("; seen at 30 digits, not proven" if unproven else ""),
-                    }
-                )
-        if ns.numerical:
-            notes.append(
-                f"{len(ns.numerical)} {kind} direction(s) found by a 30-digit evaluation could "
-                "not be proven symbolically"
-            )
-
+    dirs = _Directions(n, [sp.Matrix(sp.eye(n)[:, names.index(nm)]) for nm in absent], notes)
     # (2) linear dependence of the columns of U
-    _add(
+    dirs.add(
         function_null_space(cols, state, seed),
         "dependent",
         "columns of U linearly dependent: U(x)·c ≡ 0, the drift does not change",
     )
-
     # (3) symmetries for every θ, then at the nominal θ
     if not linearised:
         drifts = [(v, True)] + [(sp.Matrix(cols[k]), False) for k in range(n)]
-        sym_all = symmetry_space(U, D, state, drifts, seed)
-        _add(
-            sym_all,
+        dirs.add(
+            symmetry_space(U, D, state, drifts, seed),
             "symmetry",
             "U·c commutes with the generator for every θ, so ∇·(p U c) = 0",
             complete=False,
         )
     if theta0_exact is not None:
         f0 = U * sp.Matrix(theta0_exact) + v
-        sym_nom = symmetry_space(U, D, state, [(f0, True)], seed)
-        _add(
-            sym_nom,
+        dirs.add(
+            symmetry_space(U, D, state, [(f0, True)], seed),
             "symmetry at nominal",
             "U·c commutes with the generator at the nominal θ, so ∇·(p U c) = 0",
             complete=False,
         )
-
     # (4) exact stationary density at the nominal θ
-    density = None
-    rank_is_exact = False
+    density, rank_is_exact = None, False
     if theta0_exact is not None and model.diffusion_is_constant:
-        f0 = U * sp.Matrix(theta0_exact) + v
-        score = gaussian_score(f0, D, state)
-        if score is None:
-            g = gradient_score(
-                U,
-                v,
-                D,
-                theta0_exact,
-                [c["vector"] for c in combos if c["kind"] in ("symmetry", "symmetry at nominal")],
-                state,
-                seed,
-            )
-            if g is not None:
-                score = (g[0], g[1])
-        if score is not None:
-            s, density = score
-            a_cols = [
-                [
-                    sum(U[j, k] * s[j] for j in range(d))
-                    + sum(sp.diff(U[j, k], state[j]) for j in range(d))
-                ]
-                for k in range(n)
-            ]
-            pop = function_null_space(a_cols, state, seed)
-            _add(pop, "density", "∇·(p U c) ≡ 0 for the stationary density at the nominal θ")
-            rank_is_exact = pop.proven and not any(
-                c["kind"].endswith("(numerical)") for c in combos
-            )
-            if exact_rank(found, n) != pop.dim:
-                notes.append(
-                    "warning: the exact density analysis does not contain every direction "
-                    "found by the symmetry check (is the stationary law unique?)"
-                )
+        density, rank_is_exact = _density_step(model, U, v, D, theta0_exact, dirs, seed)
     elif theta0_exact is not None:
         notes.append("state-dependent diffusion: no closed-form stationary density is attempted")
-
-    rank = n - exact_rank(found, n)
-    Q = orthonormal(found, n)
-    free = [names[k] for k in range(n) if any(vec[k] != 0 for vec in found)]
-    out_combos = []
-    for c in combos:
-        vec = c["vector"]
-        if (
-            sum(1 for x in vec if x != 0) == 1
-            and names[[i for i in range(n) if vec[i] != 0][0]] in absent
-        ):
-            continue
-        fv = np.array([float(x) for x in vec])
-        out_combos.append(
-            {
-                "combination": exact_combination(list(vec), names),
-                "display": format_combination(fv / np.linalg.norm(fv), names),
-                "kind": c["kind"],
-                "reason": c["reason"],
-                "vector": fv / np.linalg.norm(fv),
-            }
-        )
-    proven = [vec for vec, c in zip(found[len(absent) :], combos) if "(numerical)" not in c["kind"]]
-    if n - exact_rank(found[: len(absent)] + proven, n) < n:
-        identifiable = False
-    elif rank < n:  # only directions seen at 30 digits: not a proof either way
-        identifiable = None
-        notes.append(
-            "the directions found are numerical (not proven): whether they are real "
-            "dependencies or near-dependencies beyond 30 digits is open; the design-time "
-            "check measures them"
-        )
-    elif rank_is_exact:
-        identifiable = True
-    else:
-        identifiable = None
-        notes.append(
-            "no dependency or symmetry in the symbols; whether the stationary density "
-            "separates every parameter is decided by the design-time check "
-            "(ds.check_identifiability)"
-        )
+    rank = n - exact_rank(dirs.found, n)
+    identifiable = _verdict(dirs, len(absent), rank, rank_is_exact, n)
     if route == "local" and probes is not None:
         M = _probe_count(probes)
         if M < rank:
@@ -390,7 +265,6 @@ def structural_check(
                 f"only {M} probe points for {rank} identifiable directions: the local system "
                 f"has rank at most {M}"
             )
-    cert = max(certificates, key=list(CERTIFICATES).index, default="exact")
     return StructuralReport(
         model_name=model.name,
         param_names=list(names),
@@ -400,12 +274,150 @@ def structural_check(
         rank_is_exact=rank_is_exact,
         identifiable=identifiable,
         absent=absent,
-        combinations=out_combos,
-        null_vectors=Q,
-        free_params=free,
+        combinations=_combinations(dirs.combos, names, absent),
+        null_vectors=orthonormal(dirs.found, n),
+        free_params=[names[k] for k in range(n) if any(vec[k] != 0 for vec in dirs.found)],
         density=density,
         nominal=theta0,
-        certificate=cert,
+        certificate=max(dirs.certificates, key=list(CERTIFICATES).index, default="exact"),
         notes=notes,
         elapsed=time.perf_counter() - t0,
     )
+
+
+def _affine_parts(model, theta0_exact, notes):
+    """(U, v, D, linearised): the drift as U(x)θ + v(x) — or its linearisation U = ∂f/∂θ at the
+    nominal θ for a drift not affine in θ (with a note) — and D, in exact arithmetic."""
+    der = model.derivation
+    D = model.D.applyfunc(exact)
+    if der.is_affine:
+        return der.U.applyfunc(exact), der.v.applyfunc(exact), D, False
+    if theta0_exact is None:
+        p, j, term = der.offending
+        raise DynosedError(
+            f"the drift is not affine in {p} (term {sp.sstr(term)}); the structural "
+            "check of a non-affine model needs nominal values to linearise at"
+        )
+    sub = dict(zip(model.params, theta0_exact))
+    f = model.drift.applyfunc(exact)
+    U = sp.Matrix(model.d, model.n, lambda j, k: sp.diff(f[j], model.params[k]).xreplace(sub))
+    v = f.xreplace(sub) - U * sp.Matrix(theta0_exact)
+    notes.append(
+        "the drift is not affine in θ: this is local identifiability of the "
+        "linearisation U = ∂f/∂θ at the nominal θ"
+    )
+    return U, v, D, True
+
+
+class _Directions:
+    """The parameter directions found so far (``found``: absent parameters first), with the
+    combination records, certificates and notes of the steps that found them."""
+
+    def __init__(self, n, absent_vectors, notes):
+        self.n, self.found, self.notes = n, list(absent_vectors), notes
+        self.combos, self.certificates = [], []
+
+    def add(self, ns, kind, reason, complete=True):
+        """Add the new directions of null space ``ns``.  ``complete``: the step claims to find
+        every direction (the rank of U, the population rank), so the independence of the rest
+        must be proven too; the symmetry search claims only that what it finds is a symmetry."""
+        n = self.n
+        self.certificates.append(
+            ns.certificate if complete else ("numerical" if ns.numerical else "exact")
+        )
+        for i, vec in enumerate(ns.basis):
+            if exact_rank(self.found + [vec], n) > exact_rank(self.found, n):
+                self.found.append(vec)
+                unproven = i in ns.numerical
+                self.combos.append(
+                    {
+                        "vector": vec,
+                        "kind": kind + (" (numerical)" if unproven else ""),
+                        "reason": reason + ("; seen at 30 digits, not proven" if unproven else ""),
+                    }
+                )
+        if ns.numerical:
+            self.notes.append(
+                f"{len(ns.numerical)} {kind} direction(s) found by a 30-digit evaluation could "
+                "not be proven symbolically"
+            )
+
+
+def _density_step(model, U, v, D, theta0_exact, dirs, seed):
+    """Step 4: the directions with ∇·(p U c) ≡ 0 for a closed-form stationary density at the
+    nominal θ (Gaussian, or gradient drift) → (density or None, whether the rank is exact)."""
+    state, d, n = tuple(model.state), model.d, model.n
+    f0 = U * sp.Matrix(theta0_exact) + v
+    score = gaussian_score(f0, D, state)
+    if score is None:
+        symmetries = [
+            c["vector"] for c in dirs.combos if c["kind"] in ("symmetry", "symmetry at nominal")
+        ]
+        g = gradient_score(U, v, D, theta0_exact, symmetries, state, seed)
+        if g is not None:
+            score = (g[0], g[1])
+    if score is None:
+        return None, False
+    s, density = score
+    a_cols = [
+        [sum(U[j, k] * s[j] for j in range(d)) + sum(sp.diff(U[j, k], state[j]) for j in range(d))]
+        for k in range(n)
+    ]
+    pop = function_null_space(a_cols, state, seed)
+    dirs.add(pop, "density", "∇·(p U c) ≡ 0 for the stationary density at the nominal θ")
+    rank_is_exact = pop.proven and not any(c["kind"].endswith("(numerical)") for c in dirs.combos)
+    if exact_rank(dirs.found, n) != pop.dim:
+        dirs.notes.append(
+            "warning: the exact density analysis does not contain every direction "
+            "found by the symmetry check (is the stationary law unique?)"
+        )
+    return density, rank_is_exact
+
+
+def _combinations(combos, names, absent):
+    """The report's combination records (normalised vectors, exact and displayed forms); a
+    single absent parameter is named in ``absent`` instead."""
+    n = len(names)
+    out = []
+    for c in combos:
+        vec = c["vector"]
+        if (
+            sum(1 for x in vec if x != 0) == 1
+            and names[[i for i in range(n) if vec[i] != 0][0]] in absent
+        ):
+            continue
+        fv = np.array([float(x) for x in vec])
+        out.append(
+            {
+                "combination": exact_combination(list(vec), names),
+                "display": format_combination(fv / np.linalg.norm(fv), names),
+                "kind": c["kind"],
+                "reason": c["reason"],
+                "vector": fv / np.linalg.norm(fv),
+            }
+        )
+    return out
+
+
+def _verdict(dirs, n_absent, rank, rank_is_exact, n):
+    """True (proven identifiable), False (a proven free direction) or None (open), with a note
+    saying why it is open."""
+    found, combos = dirs.found, dirs.combos
+    proven = [vec for vec, c in zip(found[n_absent:], combos) if "(numerical)" not in c["kind"]]
+    if n - exact_rank(found[:n_absent] + proven, n) < n:
+        return False
+    if rank < n:  # only directions seen at 30 digits: not a proof either way
+        dirs.notes.append(
+            "the directions found are numerical (not proven): whether they are real "
+            "dependencies or near-dependencies beyond 30 digits is open; the design-time "
+            "check measures them"
+        )
+        return None
+    if rank_is_exact:
+        return True
+    dirs.notes.append(
+        "no dependency or symmetry in the symbols; whether the stationary density "
+        "separates every parameter is decided by the design-time check "
+        "(ds.check_identifiability)"
+    )
+    return None

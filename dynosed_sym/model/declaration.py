@@ -8,7 +8,6 @@ derived quantities (affine split, divergences, Stein features) live in
 
 from __future__ import annotations
 
-import collections
 import importlib.util
 import os
 import re
@@ -21,11 +20,14 @@ from ..arguments import float_array
 from ..errors import ModelError
 from .validation import (
     SUPPORTED_FUNCTIONS,
-    assumptions_of,
     check_functions,
+    diffusion_matrix,
+    diffusion_symbols,
+    distinct_symbols,
+    drift_symbols,
+    env_param_list,
     parse_strings,
-    real_value,
-    refuse_zero_diffusion,
+    values_by_name,
 )
 
 __all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
@@ -62,10 +64,6 @@ def _as_symbol_list(items, what):
         else:
             raise ModelError(f"{what}: {item!r} is not a SymPy Symbol or matrix of symbols")
     return out, repl
-
-
-# Names read as time: the stationary routes cannot use a drift f(x, t) (see SDEModel).
-_TIME_NAMES = ("t", "time", "tau")
 
 
 def _as_column(expr_list, what, d):
@@ -166,19 +164,7 @@ class SDEModel:
             raise ModelError("inputs: MatrixSymbol inputs are not supported; list the symbols")
         if not state_syms:
             raise ModelError("state: at least one state variable is required")
-        seen = {}
-        for s, kind in (
-            [(s, "state") for s in state_syms]
-            + [(s, "params") for s in param_syms]
-            + [(s, "inputs") for s in input_syms]
-        ):
-            if s in seen:
-                raise ModelError(f"symbol {s} is declared twice ({seen[s]} and {kind})")
-            seen[s] = kind
-        names = collections.Counter(str(s) for s in state_syms + param_syms + input_syms)
-        dup = {n for n, count in names.items() if count > 1}
-        if dup:
-            raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
+        distinct_symbols(state_syms, param_syms, input_syms)
 
         self.state = tuple(state_syms)
         self.params = tuple(param_syms)
@@ -197,28 +183,7 @@ class SDEModel:
         for j, fj in enumerate(f):
             where = f"drift[{j}] (d{self.state[j]})"
             check_functions(fj, where)
-            extra = fj.free_symbols - declared
-            if extra:
-                bad = sorted(extra, key=str)[0]
-                if str(bad) in _TIME_NAMES:
-                    raise ModelError(
-                        f"{where}: the drift depends on time {bad}; snapshot routes need a "
-                        "time-homogeneous drift f(x; θ) (the stationary Fokker–Planck equation has "
-                        "no t).  For a snapshot that is not stationary keep f(x; θ) and pass "
-                        "∂ₜlog p as dlogp_dt= to fit_global/fit_local; for a periodic forcing make "
-                        f"the phase a state variable"
-                    )
-                if str(bad) in names:  # same name, another Symbol (other assumptions)
-                    raise ModelError(
-                        f"{where}: symbol {bad} is not the declared {bad}: it was made with other "
-                        f"assumptions ({assumptions_of(bad)} instead of "
-                        f"{assumptions_of(names[str(bad)])}); build the drift from the declared "
-                        "Symbol objects, or write it as a string"
-                    )
-                raise ModelError(
-                    f"{where}: symbol {bad} is neither a state variable, a parameter nor an input"
-                    + ("" if self.inputs else " (declare known per-experiment values as inputs=)")
-                )
+            drift_symbols(fj, where, declared, names, bool(self.inputs))
         self.drift = f
 
         if (diffusion is None) == (noise is None):
@@ -235,67 +200,17 @@ class SDEModel:
         else:
             self.G = None
             D = self._diffusion_matrix(diffusion, d).xreplace(param_repl)
-        param_set = set(self.params)
+        param_set, known = set(self.params), set(self.state) | set(self.inputs)
         for i, j in np.ndindex(D.shape):
             Dij = D[i, j]
             if Dij.is_Number and Dij.is_finite:  # nothing to check (D is θ-free, finite)
                 continue
             where = f"diffusion D[{i},{j}]"
             check_functions(Dij, where)
-            p_in = Dij.free_symbols & param_set
-            if p_in:
-                raise ModelError(
-                    f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
-                    "diffusion; D must be known (only the drift may hold parameters)"
-                )
-            extra = Dij.free_symbols - set(self.state) - set(self.inputs)
-            if extra and str(sorted(extra, key=str)[0]) in _TIME_NAMES:
-                raise ModelError(
-                    f"{where}: the diffusion depends on time {sorted(extra, key=str)[0]}; "
-                    "snapshot routes need a time-homogeneous D(x)"
-                )
-            if extra:
-                raise ModelError(
-                    f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable or an "
-                    "input"
-                )
-        for i in range(d):
-            for j in range(i + 1, d):
-                if D[i, j] != D[j, i] and sp.simplify(D[i, j] - D[j, i]) != 0:
-                    raise ModelError(
-                        f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
-                        f"D[{j},{i}] = {D[j, i]}"
-                    )
-        refuse_zero_diffusion(D, "noise G" if noise is not None else "diffusion D")
-        for i in range(d):
-            # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
-            # what the symbols prove: a diagonal entry negative for every real state
-            if D[i, i].free_symbols and D[i, i].is_negative:
-                raise ModelError(
-                    f"diffusion D[{i},{i}] = {D[i, i]} is negative for every state; "
-                    "D must be positive semi-definite"
-                )
-        if not any(D[i, j].free_symbols for i in range(d) for j in range(d)):
-            Dn = np.array(D.evalf(), dtype=float)
-            eig = np.linalg.eigvalsh(Dn)
-            if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
-                raise ModelError(
-                    f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})"
-                )
-        elif self.G is None and not D.is_diagonal():
-            # the simulator needs G with ½GGᵀ = D, taken as the symbolic Cholesky factor of 2D;
-            # a factor that divides by zero (a diagonal entry vanishing where its row does not)
-            # cannot be printed into a kernel, so say so here rather than at code generation
-            L = (2 * D).cholesky(hermitian=False)
-            self._noise_factor = L  # reused by spec._noise_matrix
-            bad = [(i, j) for i, j in np.ndindex(L.shape) if L[i, j].has(sp.zoo, sp.nan, sp.oo)]
-            if bad:
-                i, j = bad[0]
-                raise ModelError(
-                    f"diffusion D has no symbolic Cholesky factor: entry G[{i},{j}] of 2D = GGᵀ "
-                    f"divides by zero (D = {D.tolist()}); D must be positive semi-definite with "
-                    "D[k,k] > 0 wherever its row is nonzero, or declare the noise as noise=G"
-                )
+            diffusion_symbols(Dij, where, param_set, known)
+        factor = diffusion_matrix(D, d, "noise G" if noise is not None else "diffusion D", self.G)
+        if factor is not None:
+            self._noise_factor = factor  # reused by spec._noise_matrix
         self.D = D
 
         if name is None:
@@ -306,18 +221,7 @@ class SDEModel:
         self.nominal = None if nominal is None else self.theta_vector(nominal, "nominal")
         if self.nominal is not None:
             self.nominal.setflags(write=False)
-        env, _ = _as_symbol_list([], "env_params")
-        for item in [] if env_params is None else list(env_params):
-            key = param_repl.get(item, item)
-            match = [p for p in self.params if p == key or str(p) == str(key)]
-            if not match:
-                raise ModelError(
-                    f"env_params: {str(key)!r} is not a parameter of the model "
-                    f"(parameters: {', '.join(map(str, self.params)) or 'none'})"
-                )
-            if match[0] in env:
-                raise ModelError(f"env_params: {match[0]} is listed twice")
-            env.append(match[0])
+        env = env_param_list(env_params, self.params, param_repl)
         self.env_params = tuple(sorted(env, key=self.params.index))
         self._frozen = True
 
@@ -402,19 +306,8 @@ class SDEModel:
         """Convert input values (a dict keyed by symbol or name, or an array in ``model.inputs``
         order) into shape (k,); every input needs a finite value."""
         if isinstance(values, dict):
-            by_name = {}
-            for key, val in values.items():
-                name = str(key)
-                if name not in self.input_names:
-                    raise ModelError(
-                        f"{what}: {name!r} is not an input of model {self.name!r} "
-                        f"(inputs: {', '.join(self.input_names) or 'none'})"
-                    )
-                by_name[name] = real_value(val, what, name)
-            missing = [n for n in self.input_names if n not in by_name]
-            if missing:
-                raise ModelError(f"{what}: no value for input {missing[0]!r}")
-            out = np.array([by_name[n] for n in self.input_names], dtype=float)
+            keyed = {str(key): val for key, val in values.items()}
+            out = values_by_name(keyed, self.input_names, what, ("an input", "none"), self.name)
         else:
             values = [] if values is None else values
             out = float_array(values, what, entries=self.input_names, error=ModelError)
@@ -470,19 +363,8 @@ class SDEModel:
         if theta is None and self.n == 0:
             return np.zeros(0)
         if isinstance(theta, dict):
-            by_name = {}
-            for k, val in theta.items():
-                key = str(self._param_repl.get(k, k))
-                if key not in self.param_names:
-                    raise ModelError(
-                        f"{what}: {key!r} is not a parameter of model {self.name!r} "
-                        f"(parameters: {', '.join(self.param_names)})"
-                    )
-                by_name[key] = real_value(val, what, key)
-            missing = [p for p in self.param_names if p not in by_name]
-            if missing:
-                raise ModelError(f"{what}: no value for parameter {missing[0]!r}")
-            out = np.array([by_name[p] for p in self.param_names], dtype=float)
+            keyed = {str(self._param_repl.get(k, k)): val for k, val in theta.items()}
+            out = values_by_name(keyed, self.param_names, what, ("a parameter", ""), self.name)
         else:
             out = float_array(theta, what, entries=self.param_names, error=ModelError)
             out = out.reshape(-1)

@@ -1,6 +1,6 @@
-"""Checks of what a declaration is made of: strings parsed with the declared symbols, constants
-that double precision can hold, functions a kernel can compute, and the values of parameters and
-inputs (issue 22).
+"""Checks of what a declaration is made of: the symbols of the drift and the diffusion, strings
+parsed with the declared symbols, constants that double precision can hold, functions a kernel
+can compute, a diffusion that can be a diffusion, and the values of parameters and inputs.
 
 Used by :class:`~dynosed_sym.model.declaration.SDEModel`; every failure is a ModelError naming
 the equation or the entry.
@@ -8,6 +8,7 @@ the equation or the entry.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
@@ -24,6 +25,13 @@ __all__ = [
     "refuse_zero_diffusion",
     "check_functions",
     "SUPPORTED_FUNCTIONS",
+    "TIME_NAMES",
+    "distinct_symbols",
+    "drift_symbols",
+    "diffusion_symbols",
+    "diffusion_matrix",
+    "env_param_list",
+    "values_by_name",
 ]
 
 
@@ -173,3 +181,155 @@ def check_functions(expr, where):
     if any(isinstance(f, _CHECKED[6:]) for f in found):
         raise ModelError(f"{where}: contains an infinity or NaN")
     check_constants(expr, where)
+
+
+# Names read as time: the stationary routes cannot use a drift f(x, t) (see SDEModel).
+TIME_NAMES = ("t", "time", "tau")
+
+
+def distinct_symbols(state_syms, param_syms, input_syms):
+    """Refuse a symbol declared twice, or two different symbols with one name."""
+    seen = {}
+    for s, kind in (
+        [(s, "state") for s in state_syms]
+        + [(s, "params") for s in param_syms]
+        + [(s, "inputs") for s in input_syms]
+    ):
+        if s in seen:
+            raise ModelError(f"symbol {s} is declared twice ({seen[s]} and {kind})")
+        seen[s] = kind
+    names = collections.Counter(str(s) for s in state_syms + param_syms + input_syms)
+    dup = {n for n, count in names.items() if count > 1}
+    if dup:
+        raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
+
+
+def drift_symbols(fj, where, declared, names, has_inputs):
+    """Refuse a drift component with a symbol that is not declared: time, a same-named symbol
+    with other assumptions, or an unknown one (``names``: name → declared Symbol)."""
+    extra = fj.free_symbols - declared
+    if not extra:
+        return
+    bad = sorted(extra, key=str)[0]
+    if str(bad) in TIME_NAMES:
+        raise ModelError(
+            f"{where}: the drift depends on time {bad}; snapshot routes need a "
+            "time-homogeneous drift f(x; θ) (the stationary Fokker–Planck equation has "
+            "no t).  For a snapshot that is not stationary keep f(x; θ) and pass "
+            "∂ₜlog p as dlogp_dt= to fit_global/fit_local; for a periodic forcing make "
+            f"the phase a state variable"
+        )
+    if str(bad) in names:  # same name, another Symbol (other assumptions)
+        raise ModelError(
+            f"{where}: symbol {bad} is not the declared {bad}: it was made with other "
+            f"assumptions ({assumptions_of(bad)} instead of "
+            f"{assumptions_of(names[str(bad)])}); build the drift from the declared "
+            "Symbol objects, or write it as a string"
+        )
+    raise ModelError(
+        f"{where}: symbol {bad} is neither a state variable, a parameter nor an input"
+        + ("" if has_inputs else " (declare known per-experiment values as inputs=)")
+    )
+
+
+def diffusion_symbols(Dij, where, params, known):
+    """Refuse a diffusion entry holding a parameter, time or an undeclared symbol (``params``:
+    the set of parameters, ``known``: the set of state variables and inputs)."""
+    p_in = Dij.free_symbols & params
+    if p_in:
+        raise ModelError(
+            f"{where}: parameter {sorted(p_in, key=str)[0]} appears in the "
+            "diffusion; D must be known (only the drift may hold parameters)"
+        )
+    extra = Dij.free_symbols - known
+    if extra and str(sorted(extra, key=str)[0]) in TIME_NAMES:
+        raise ModelError(
+            f"{where}: the diffusion depends on time {sorted(extra, key=str)[0]}; "
+            "snapshot routes need a time-homogeneous D(x)"
+        )
+    if extra:
+        raise ModelError(
+            f"{where}: symbol {sorted(extra, key=str)[0]} is not a state variable or an input"
+        )
+
+
+def diffusion_matrix(D, d, what, G):
+    """Refuse a D that is not symmetric, zero, or provably not positive semi-definite; for a
+    state-dependent non-diagonal D without a given noise matrix ``G``, the symbolic Cholesky
+    factor L of 2D (the simulator's G) is returned, refused where it divides by zero."""
+    for i in range(d):
+        for j in range(i + 1, d):
+            if D[i, j] != D[j, i] and sp.simplify(D[i, j] - D[j, i]) != 0:
+                raise ModelError(
+                    f"diffusion D is not symmetric: D[{i},{j}] = {D[i, j]} but "
+                    f"D[{j},{i}] = {D[j, i]}"
+                )
+    refuse_zero_diffusion(D, what)
+    for i in range(d):
+        # a state-dependent D is checked where it is used (validate.diffusion_psd); here only
+        # what the symbols prove: a diagonal entry negative for every real state
+        if D[i, i].free_symbols and D[i, i].is_negative:
+            raise ModelError(
+                f"diffusion D[{i},{i}] = {D[i, i]} is negative for every state; "
+                "D must be positive semi-definite"
+            )
+    if not any(D[i, j].free_symbols for i in range(d) for j in range(d)):
+        Dn = np.array(D.evalf(), dtype=float)
+        eig = np.linalg.eigvalsh(Dn)
+        if eig.min() < -1e-12 * max(1.0, abs(eig).max()):
+            raise ModelError(
+                f"diffusion D is not positive semi-definite (eigenvalue {eig.min():.3g})"
+            )
+        return None
+    if G is not None or D.is_diagonal():
+        return None
+    # the simulator needs G with ½GGᵀ = D, taken as the symbolic Cholesky factor of 2D;
+    # a factor that divides by zero (a diagonal entry vanishing where its row does not)
+    # cannot be printed into a kernel, so say so here rather than at code generation
+    L = (2 * D).cholesky(hermitian=False)
+    bad = [(i, j) for i, j in np.ndindex(L.shape) if L[i, j].has(sp.zoo, sp.nan, sp.oo)]
+    if bad:
+        i, j = bad[0]
+        raise ModelError(
+            f"diffusion D has no symbolic Cholesky factor: entry G[{i},{j}] of 2D = GGᵀ "
+            f"divides by zero (D = {D.tolist()}); D must be positive semi-definite with "
+            "D[k,k] > 0 wherever its row is nonzero, or declare the noise as noise=G"
+        )
+    return L
+
+
+def env_param_list(env_params, params, param_repl):
+    """The declared parameters named by ``env_params`` (symbols, names or MatrixSymbol
+    elements), each once."""
+    env = []
+    for item in [] if env_params is None else list(env_params):
+        key = param_repl.get(item, item)
+        match = [p for p in params if p == key or str(p) == str(key)]
+        if not match:
+            raise ModelError(
+                f"env_params: {str(key)!r} is not a parameter of the model "
+                f"(parameters: {', '.join(map(str, params)) or 'none'})"
+            )
+        if match[0] in env:
+            raise ModelError(f"env_params: {match[0]} is listed twice")
+        env.append(match[0])
+    return env
+
+
+def values_by_name(keyed, names, what, kind, model_name):
+    """``{name: value}`` as a vector in the order of ``names``: every name needs a real value,
+    and no other name is allowed.  ``kind``: (``"a parameter"``, what an empty list shows)."""
+    noun, empty = kind
+    plural = noun.split()[-1] + "s"
+    by_name = {}
+    for name, val in keyed.items():
+        if name not in names:
+            raise ModelError(
+                f"{what}: {name!r} is not {noun} of model {model_name!r} "
+                f"({plural}: {', '.join(names) or empty})"
+            )
+        by_name[name] = real_value(val, what, name)
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ModelError(f"{what}: no value for {noun.split()[-1]} {missing[0]!r}")
+    return np.array([by_name[n] for n in names], dtype=float)

@@ -35,10 +35,9 @@ from ..errors import DataError, ModelError, NotAffineError
 from ..options import BANDWIDTH_ROWS
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
-from ..solve.ustat import solve_system
-from .result import FitResult
+from ..solve.ustat import estimator_options, solve_system
+from .result import FitResult, report_on
 
 __all__ = ["DesignInfo", "fit_global_design", "environment_models", "env_residuals"]
 
@@ -248,83 +247,37 @@ def env_residuals(slices, row_scale, A, b, A_blocks, b_blocks, weights, theta):
     return out
 
 
-def fit_global_design(
-    model,
-    design,
-    *,
-    n_features,
-    bandwidth,
-    lam,
-    seed,
-    order=None,
-    n_blocks,
-    chunk_rows,
-    out_dir=None,
-    statistic="u",
-    estimator="resolved",
-    prior_scale="ml",
-) -> FitResult:
+def fit_global_design(model, design, features, solver, execution, order=None) -> FitResult:
     """Fit a :class:`~dynosed_sym.data.designs.Design` by the global route (module docstring).
 
-    Called by :func:`dynosed_sym.fit_global` (whose docstring lists the arguments).
+    Called by :func:`dynosed_sym.fit_global` (whose docstring lists the arguments), with its
+    option objects (:class:`~dynosed_sym.routes.options.Features`,
+    :class:`~dynosed_sym.routes.options.Solver`, :class:`~dynosed_sym.options.Execution`).
     """
+    statistic, estimator = estimator_options(solver.statistic or "u", solver.estimator)
+    lam, prior_scale, out_dir = solver.lam, solver.prior_scale, execution.out_dir
+    n_features, seed = features.n_features, features.seed
     models = environment_models(model, design, out_dir)
-    groups, heads = _open_snapshots(design, models)
-    try:
-        if isinstance(bandwidth, str):
-            ell = pooled_lengthscale(heads, seed=seed)
-            if not np.isfinite(ell):
-                raise DataError(
-                    "X: the median pairwise distance overflows (values too large for double "
-                    "precision); rescale the state variables"
-                )
-        else:
-            ell = float(bandwidth)
-        del heads
-        feats = draw_features(model.d, int(n_features), ell, seed=seed)
-        names, columns = param_layout(
-            model.param_names, [str(p) for p in model.env_params], design.names, design.single
-        )
-        nb, note = _block_budget(design, groups, int(n_features), len(names), n_blocks)
-        snaps, per_env = [], {e: [] for e in design.names}
-        for env_name, t, data in groups:
-            cm = models[env_name][1]
-            if t is None:
-                snap = Snapshot(assemble_source(cm, data, feats, nb, chunk_rows))
-            else:
-                feature_arguments(data, feats, name=f"X[{env_name!r}][t={t:g}]")
-                snap = assemble_snapshot(cm, data, block_edges(data.shape[0], nb), feats)
-            per_env[env_name].append((len(snaps), snap.n_samples))
-            snaps.append(snap)
-    finally:
-        for _, t, data in groups:
-            if t is None:
-                data.close()
+    names, columns = param_layout(
+        model.param_names, [str(p) for p in model.env_params], design.names, design.single
+    )
+    snaps, per_env, feats, ell, note = _assemble_snapshots(
+        model, design, models, features, len(names), execution.n_blocks, execution.chunk_rows
+    )
     dmap = design_map(design, per_env, names, columns, order)
     A, b, A_blocks, b_blocks, weights, ids, kappa = pseudo_blocks(dmap, snaps)
     system_scale(A, b, "global")
     # the estimator of the global route on the stacked system: its U-statistic correction is
     # taken from the pseudo-blocks, whose spread is the grouped noise of the stacked A and b
     prior_scale = check_prior_scale(prior_scale, names)
+    system = (A, b, A_blocks, b_blocks, weights)
     grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
     dof = None if grouping is None else grouping.dof
-    estimate = solve_system(
-        A, b, A_blocks, b_blocks, weights, lam, statistic=statistic, estimator=estimator, dof=dof
-    )
+    rule = dict(statistic=statistic, estimator=estimator, dof=dof)
+    estimate = solve_system(*system, lam, **rule)
     theta = estimate.theta
-    report = analyse(
-        A,
-        b,
-        theta,
-        lam,
-        names,
-        A_blocks,
-        b_blocks,
-        weights,
-        grouping=grouping,
-        estimate=estimate,
-        prior_scale=prior_scale,
-    )
+    options = dict(grouping=grouping, estimate=estimate, prior_scale=prior_scale)
+    report = report_on(system, theta, lam, names, **options)
     info = DesignInfo(
         environments=[_env_record(env, per_env[env.name], dmap, model) for env in design.envs],
         param_names=names,
@@ -361,6 +314,42 @@ def fit_global_design(
     fit = FitResult(model, theta, A, b, report, "global", N, settings, names=names, design=info)
     fit.features = feats  # the shared feature draw (design advice assembles candidates with it)
     return fit
+
+
+def _assemble_snapshots(model, design, models, features, n_params, n_blocks, chunk_rows):
+    """Every snapshot of the design assembled with one feature draw (``features``: m, bandwidth,
+    seed) → (snapshots, {environment: [(index, N)]}, features drawn, ℓ, note on the block
+    budget)."""
+    n_features, bandwidth, seed = features.n_features, features.bandwidth, features.seed
+    groups, heads = _open_snapshots(design, models)
+    try:
+        if isinstance(bandwidth, str):
+            ell = pooled_lengthscale(heads, seed=seed)
+            if not np.isfinite(ell):
+                raise DataError(
+                    "X: the median pairwise distance overflows (values too large for double "
+                    "precision); rescale the state variables"
+                )
+        else:
+            ell = float(bandwidth)
+        del heads
+        feats = draw_features(model.d, n_features, ell, seed=seed)
+        nb, note = _block_budget(design, groups, n_features, n_params, n_blocks)
+        snaps, per_env = [], {e: [] for e in design.names}
+        for env_name, t, data in groups:
+            cm = models[env_name][1]
+            if t is None:
+                snap = Snapshot(assemble_source(cm, data, feats, nb, chunk_rows))
+            else:
+                feature_arguments(data, feats, name=f"X[{env_name!r}][t={t:g}]")
+                snap = assemble_snapshot(cm, data, block_edges(data.shape[0], nb), feats)
+            per_env[env_name].append((len(snaps), snap.n_samples))
+            snaps.append(snap)
+    finally:
+        for _, t, data in groups:
+            if t is None:
+                data.close()
+    return snaps, per_env, feats, ell, note
 
 
 def _env_record(env, groups, dmap, model):

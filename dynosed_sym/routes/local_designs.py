@@ -36,12 +36,11 @@ from ..data.blocks import block_edges
 from ..errors import DataError
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.report import analyse
 from ..solve.uncertainty import Grouping
 from ..solve.ustat import estimator_options, solve_system
 from .designs import DesignInfo, env_record, env_residuals, environment_models
 from .probes import Balls, as_probes
-from .result import FitResult
+from .result import FitResult, report_on
 
 __all__ = ["fit_local_design", "log_kde_jackknife", "time_derivative_weights"]
 
@@ -278,31 +277,12 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
         options.get("statistic", "v"), options.get("estimator", "resolved")
     )
     prior_scale = check_prior_scale(options.get("prior_scale", "ml"), names)
-    estimate = solve_system(
-        A,
-        b,
-        A_blocks,
-        b_blocks,
-        weights,
-        lam,
-        statistic=statistic,
-        estimator=estimator,
-        dof=None if grouping is None else grouping.dof,
-    )
+    system = (A, b, A_blocks, b_blocks, weights)
+    dof = None if grouping is None else grouping.dof
+    estimate = solve_system(*system, lam, statistic=statistic, estimator=estimator, dof=dof)
     theta = estimate.theta
-    report = analyse(
-        A,
-        b,
-        theta,
-        lam,
-        names,
-        A_blocks,
-        b_blocks,
-        weights,
-        grouping=grouping,
-        estimate=estimate,
-        prior_scale=prior_scale,
-    )
+    options = dict(grouping=grouping, estimate=estimate, prior_scale=prior_scale)
+    report = report_on(system, theta, lam, names, **options)
     info = DesignInfo(
         environments=[env_record(env, env_sizes[env.name], model) for env in design.envs],
         param_names=names,

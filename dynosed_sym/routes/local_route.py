@@ -40,7 +40,6 @@ import warnings
 
 import numpy as np
 
-from .. import arguments
 from ..assembly.local import local_rows
 from ..codegen.loading import compile_model
 from ..data.arrays import as_samples
@@ -49,16 +48,16 @@ from ..data.designs import as_design
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
 from ..model.declaration import require_parameters
-from ..options import BANDWIDTH_ROWS, DEFAULT_BLOCKS, Execution, execution_doc
+from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.report import analyse
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
+from .options import Scores, Solver, moved_to
 from .probes import as_probes
-from .result import FitResult, gradient_info
+from .result import FitResult, gradient_info, report_on
 from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
     U_REFUSE,
@@ -117,7 +116,16 @@ def _is_score_arrays(score):
     return isinstance(score, (tuple, list)) and len(score) == 2 and not callable(score[0])
 
 
-@execution_doc("n_blocks", "chunk_rows", "progress", "out_dir")
+#: The flat keywords of earlier versions, now fields of the option objects (FutureWarning).
+MOVED = {
+    **moved_to("scores", Scores, "score", "temperature", "radius", "degree"),
+    **moved_to("scores", Scores, "dlogp_bandwidth", "use_times"),
+    **moved_to("solver", Solver, "lam", "statistic", "estimator", "prior_scale", "theta0"),
+    **moved_to("solver", Solver, "projection", "n_starts", "max_nfev", "method", "seed"),
+    **moved_to("execution", Execution, "n_blocks", "chunk_rows", "progress", "out_dir"),
+}
+
+
 def fit_local(
     model,
     X,
@@ -126,29 +134,15 @@ def fit_local(
     inputs=None,
     env_column=None,
     time_column=None,
-    dlogp_bandwidth=None,
-    use_times=None,
-    temperature="auto",
-    score="kernel",
-    lam=1e-6,
-    radius=None,
-    degree=2,
     dlogp_dt=None,
-    theta0=None,
+    scores=None,
     solver=None,
-    projection=True,
-    n_starts=1,
-    max_nfev=None,
-    seed=0,
-    statistic=LOCAL_STATISTIC,
-    estimator="resolved",
-    prior_scale="ml",
-    n_blocks=DEFAULT_BLOCKS,
-    chunk_rows=None,
-    progress=None,
-    out_dir=None,
+    execution=None,
+    **moved,
 ) -> FitResult:
     """Fit a model by the local route: residuals at probes with estimated scores.
+
+    Reads as validate → scores at the probes → solve → report.
 
     Parameters
     ----------
@@ -156,7 +150,7 @@ def fit_local(
         Affine in its parameters: one linear (Tikhonov) solve.  Not affine: the same loss
         ``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` is minimised by trust-region least squares with the
         compiled θ-gradient of the residual (generated ``local_residual`` kernel,
-        :class:`dynosed_sym.solve.gradient.LocalProblem`), starting from ``theta0`` or
+        :class:`dynosed_sym.solve.gradient.LocalProblem`), starting from ``Solver.theta0`` or
         ``model.nominal`` (NotAffineError when neither is given).
     X : samples, or None
         Samples (may be restricted to regions, e.g. by
@@ -165,11 +159,11 @@ def fit_local(
         ``.zarr`` or ``.h5`` path, a Zarr array, an h5py dataset, an iterable/iterator of chunks or
         a dask array, read once in chunks with memory independent of N by the built-in estimators
         (see :mod:`dynosed_sym.data.sources`).  Noise blocks: those of the array in memory when N
-        is known; for an iterator, equal blocks as in ``fit_global``.  Not needed when ``score``
-        is given as arrays.
+        is known; for an iterator, equal blocks as in ``fit_global``.  Not needed when the scores
+        are given as arrays (``Scores(score=(S, J))``).
     probes : (M, d) array, DataFrame, :class:`~dynosed_sym.routes.probes.Balls` or int
-        Probe points.  Balls: their centres, and their radius as the default ``radius``; an int
-        k: the k-means centres of X (X in memory only: a stream is read once).  A design:
+        Probe points.  Balls: their centres, and their radius as the default ``Scores.radius``;
+        an int k: the k-means centres of X (X in memory only: a stream is read once).  A design:
         the same for every snapshot, or ``{environment: probes}`` and, for a time course,
         ``{time: probes}``.
 
@@ -180,67 +174,29 @@ def fit_local(
     inputs, env_column, time_column
         As :func:`dynosed_sym.fit_global`: known inputs per environment, a column naming each
         row's environment, a column holding each row's time.
-    dlogp_bandwidth : float, optional
-        Time courses: bandwidth of the Gaussian kernel densities whose 3-point time difference
-        estimates ∂ₜlog p at an interior snapshot (default 2/√T).
-    use_times : sequence of float, optional
-        Time courses: the interior snapshot times whose rows are used (default: all).
-    temperature : float or "auto"
-        Precision T of the Gaussian kernel (``score="kernel"`` or ``"local_gaussian"``;
-        bandwidth 1/√T).  ``"auto"`` (default): chosen from the data around the probes — the
-        local Gaussian fit measures the narrowest local variance 1/λ at each probe, and
-        ``T = λ/u*`` with ``u* = ((4 + d)/(2 n₁))^{2/(8+d)}`` balances the kernel's smoothing
-        bias against its noise (:mod:`dynosed_sym.routes.scores.bandwidth`).  The reference
-        paper's choice for Lorenz is ``|λ_min|/D ≈ 49``.  Whatever T, the smoothing bias is
-        estimated (local Gaussian fits at T and T/2 from the same pass) and added to ``bias.sd``
-        and the intervals; with ``score="kernel"`` a given T whose kernel is more than 10×
-        wider than the data's spread around some probe (100× in variance) is refused with a
-        DataError.
-    score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
-        How scores and Jacobians at the probes are obtained: the kernel estimator of
-        docs/design.md §2, its deconvolved local-Gaussian variant (no smoothing bias), local
-        score matching (needs ``radius``), arrays S (M, d) and J (M, d, d) with
-        ``J[i, j, l] = ∂s_j/∂x_l`` (exact or external scores), or any
-        ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
-    lam : float
-        Tikhonov regularisation λ ≥ 0.
-    radius : float or (M,) array, optional
-        Ball radius of local score matching (default: the radius of ``probes`` given as Balls).
-    degree : int
-        Monomial degree of the local log-density in score matching (2: quadratic).
     dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
         ∂ₜlog p at the probes for a non-stationary snapshot (docs/design.md §2); zero when
         omitted.
-    theta0 : array or dict, optional
-        Starting point of the gradient route (default: ``model.nominal``; zeros for an affine
-        model fitted with ``solver="gradient"``).
-    solver : {None, "linear", "gradient"}
-        None: linear for an affine model, gradient otherwise.  "gradient" also fits an affine
-        model by the gradient route (the optimum is the linear solve's).
-    projection : bool
-        Gradient route: eliminate the separable parameters exactly (variable projection) and
-        search only the others.
-    n_starts : int
-        Gradient route: starts (``theta0`` plus seeded perturbations of it); the lowest loss wins.
-    max_nfev : int, optional
-        Gradient route: evaluations allowed per search (default: SciPy's, 100·n).  A search
-        stopped by it is reported: ``FitResult.converged`` False, ``NOT CONVERGED`` in the
-        summary and a :class:`~dynosed_sym.errors.ConvergenceWarning`.
-    seed : int
-        Seeds the perturbed starts of the gradient route (the scores do not use randomness).
-    statistic : {"v", "u"}
-        As :func:`dynosed_sym.fit_global`, with the jackknife pseudo-values as the noise blocks:
-        "u" subtracts their covariance from the Gram matrix (errors in variables).  Default "v"
-        (``LOCAL_STATISTIC``: measured, the correction does not help here).
-    estimator : {"resolved", "ridge"}
-        "resolved" (default): no ridge on the resolved directions, intervals widened by the bias
-        from unresolved ones, estimable combinations named (as :func:`dynosed_sym.fit_global`);
-        ``statistic="v", estimator="ridge"`` reproduces earlier versions bit for bit.
-    prior_scale : "ml", float, array, dict or None
-        As :func:`dynosed_sym.fit_global`.
-    <execution options>
-        (For the local route ``n_blocks`` counts the blocks of its delete-one-block jackknife; 0
-        or 1: no noise estimate.)
+    scores : Scores, optional
+        How scores and Jacobians at the probes are obtained
+        (:class:`~dynosed_sym.routes.options.Scores`; None: the kernel estimator with
+        ``temperature="auto"``).  With the kernel estimators, whatever the temperature T, the
+        smoothing bias is estimated (local Gaussian fits at T and T/2 from the same pass) and
+        added to ``bias.sd`` and the intervals; a given T whose kernel is more than 10× wider
+        than the data's spread around some probe is refused with a DataError.
+    solver : Solver, optional
+        As :func:`dynosed_sym.fit_global` (:class:`~dynosed_sym.routes.options.Solver`), with
+        the jackknife pseudo-values as the noise blocks.  The local defaults: the V-statistic
+        (``LOCAL_STATISTIC``: the U-statistic's correction does not help here, measured) and the
+        resolved estimator.
+    execution : Execution, optional
+        Noise blocks, rows per kernel call, progress bar, folder of generated kernels
+        (:class:`~dynosed_sym.options.Execution`; no Dask backend).  ``n_blocks`` counts the
+        blocks of the delete-one-block jackknife; 0 or 1: no noise estimate.
+    **moved
+        The flat keywords of earlier versions (``score=``, ``temperature=``, ``lam=``,
+        ``n_blocks=``, …): each still works and builds its option object, with a FutureWarning
+        naming the new spelling.
 
     Returns
     -------
@@ -248,120 +204,192 @@ def fit_local(
         ``route == "local"``; ``A`` (M, n) and ``b`` (M,) scaled by 1/√M; ``info`` holds the
         estimator settings and the smallest effective number of data points behind a probe;
         ``scores`` attribute: the :class:`~dynosed_sym.routes.scores.ScoreEstimate` used.
+
+    Examples
+    --------
+    Exact scores of the stationary law N(0, 1/k) of dx = −k x dt + √2 dW, k = 4, at five probes:
+    s(x) = −4x and J = −4, given as arrays.
+
+    >>> import numpy as np
+    >>> import sympy as sp
+    >>> from dynosed_sym import SDEModel, Scores, Solver, fit_local
+    >>> x, k = sp.symbols("x k", real=True)
+    >>> model = SDEModel([x], [k], [-k * x], diffusion=1.0, name="ou_doc")
+    >>> P = np.linspace(-1.0, 1.0, 5)[:, None]
+    >>> S, J = -4.0 * P, np.full((5, 1, 1), -4.0)
+    >>> fit = fit_local(model, None, P, scores=Scores(score=(S, J)), solver=Solver(lam=0.0))
+    >>> round(float(fit.theta[0]), 6)
+    4.0
     """
+    given = dict(scores=(scores, Scores), solver=(solver, Solver))
+    given["execution"] = (execution, Execution)
+    objects = resolve_options("fit_local", moved, given, MOVED)
+    scores, solver = objects["scores"], objects["solver"]
+    ex = objects["execution"].in_process("fit_local")
     require_parameters(model)
     design = None if X is None else as_design(X, model, inputs, env_column, time_column)
-    if design is not None:
-        if dlogp_dt is not None or theta0 is not None or solver == "gradient":
-            raise DataError(
-                "fit_local on a design (environments, time courses) does not take "
-                f"{'dlogp_dt' if dlogp_dt is not None else 'theta0/solver'}= (designs need a "
-                "drift affine in θ; a time course estimates ∂ₜlog p itself)"
-            )
-        lam = arguments.number(lam, "lam", nonnegative=True)
-        ex = Execution.resolve(
-            n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir
+    if design is None:
+        return _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt)
+    if dlogp_dt is not None or solver.theta0 is not None or solver.method == "gradient":
+        raise DataError(
+            "fit_local on a design (environments, time courses) does not take "
+            f"{'dlogp_dt' if dlogp_dt is not None else 'theta0/solver'}= (designs need a "
+            "drift affine in θ; a time course estimates ∂ₜlog p itself)"
         )
-        return fit_local_design(
-            model,
-            design,
-            probes,
-            _fit_local_single,
-            lam=lam,
-            n_blocks=ex.n_blocks,
-            dlogp_bandwidth=dlogp_bandwidth,
-            use_times=use_times,
-            out_dir=ex.out_dir,
-            temperature=temperature,
-            score=score,
-            radius=radius,
-            degree=degree,
-            seed=seed,
-            chunk_rows=chunk_rows,
-            progress=progress,
-            statistic=statistic,
-            estimator=estimator,
-            prior_scale=prior_scale,
-        )
-    return _fit_local_single(
+
+    def fit_one(m_e, X_e, probes_e, dlogp_dt=None, **_same):
+        return _fit_local_single(m_e, X_e, probes_e, scores, solver, ex, dlogp_dt)
+
+    s = scores
+    return fit_local_design(
         model,
-        X,
+        design,
         probes,
-        temperature=temperature,
-        score=score,
-        lam=lam,
-        radius=radius,
-        degree=degree,
-        dlogp_dt=dlogp_dt,
-        theta0=theta0,
-        solver=solver,
-        projection=projection,
-        n_starts=n_starts,
-        max_nfev=max_nfev,
-        seed=seed,
-        statistic=statistic,
-        estimator=estimator,
-        prior_scale=prior_scale,
-        n_blocks=n_blocks,
-        chunk_rows=chunk_rows,
-        progress=progress,
-        out_dir=out_dir,
+        fit_one,
+        lam=solver.lam,
+        n_blocks=ex.n_blocks,
+        dlogp_bandwidth=s.dlogp_bandwidth,
+        use_times=s.use_times,
+        out_dir=ex.out_dir,
+        temperature=s.temperature,
+        statistic=solver.statistic or LOCAL_STATISTIC,
+        estimator=solver.estimator or "resolved",
+        prior_scale=solver.prior_scale,
     )
 
 
-def _fit_local_single(
-    model,
-    X,
-    probes,
-    *,
-    temperature="auto",
-    score="kernel",
-    lam=1e-6,
-    radius=None,
-    degree=2,
-    dlogp_dt=None,
-    theta0=None,
-    solver=None,
-    projection=True,
-    n_starts=1,
-    max_nfev=None,
-    seed=0,
-    statistic=LOCAL_STATISTIC,
-    estimator="resolved",
-    prior_scale="ml",
-    n_blocks=DEFAULT_BLOCKS,
-    chunk_rows=None,
-    progress=None,
-    out_dir=None,
-) -> FitResult:
+def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> FitResult:
     """:func:`fit_local` on one snapshot (its docstring lists the arguments)."""
     require_parameters(model)
-    lam = arguments.number(lam, "lam", nonnegative=True)
-    statistic, solve_as = estimator_options(statistic, estimator)
-    prior_scale = check_prior_scale(prior_scale, model.param_names)
-    ex = Execution.resolve(
-        n_blocks=n_blocks, chunk_rows=chunk_rows, progress=progress, out_dir=out_dir, min_blocks=0
+    statistic, solve_as = estimator_options(
+        solver.statistic or LOCAL_STATISTIC, solver.estimator or "resolved"
     )
-    n_blocks, chunk_rows = ex.n_blocks, ex.chunk_rows
-    arguments.choice(solver, "solver", (None, "linear", "gradient"))
-    n_starts = arguments.integer(n_starts, "n_starts", minimum=1)
-    if max_nfev is not None:
-        max_nfev = arguments.integer(max_nfev, "max_nfev", minimum=1)
-    seed = arguments.seed(seed)
+    prior_scale = check_prior_scale(solver.prior_scale, model.param_names)
     cm = compile_model(model, ex.out_dir)
-    gradient = solver == "gradient" or (solver is None and not cm.is_affine)
-    start = starting_point(model, cm, theta0, gradient)
-    arrays = _is_score_arrays(score)
-    Xa = source = None
-    if X is not None:
-        if is_streamed(X):
-            source = open_source(X, model, "X")
-            if isinstance(source, ArraySource):  # e.g. an in-memory dask-free array-like
-                Xa, source = source.array, None
-        else:
-            Xa = as_samples(X, model, "X", min_samples=1)
-    elif not arrays:
-        raise DataError("X is required unless score is given as (S, J) arrays")
+    gradient = solver.method == "gradient" or (solver.method is None and not cm.is_affine)
+    start = starting_point(model, cm, solver.theta0, gradient)
+    at = _scores_at_probes(model, X, probes, scores, ex, dlogp_dt)
+    info, est = at.info, at.est
+    info["lam"] = solver.lam
+    B = est.n_blocks if est.n_blocks >= 2 else 0
+    notes = []
+    if at.kmeans and not at.kmeans["converged"]:
+        notes.append(
+            f"note: the k-means placement of the probes stopped after {at.kmeans['iterations']} "
+            "iterations without converging (valid probes, but not k-means centres)"
+        )
+    rule = (solver.lam, statistic, solve_as, prior_scale)
+    if gradient:
+        theta, system, estimate = _gradient_local(cm, at, B, solver, rule, start)
+    else:
+        A_all, b_all = _rows_all(cm, model, at.P, at.g, est)
+        system_scale(A_all[0], b_all[0], "local")
+        system = _pseudo(A_all, b_all, B)
+        estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=solve_as)
+        theta = estimate.theta
+    A, b, A_blocks, b_blocks, counts = system
+    if A_blocks is not None:
+        info["blocks"] = B
+    elif B:
+        notes.append(
+            "note: a delete-one-block score estimate was not finite (too little data "
+            "near a probe without one block); no noise estimate"
+        )
+    info["statistic"], info["estimator"] = (
+        ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
+    )
+    options = dict(estimate=estimate, prior_scale=prior_scale, exact=A_blocks is None and at.arrays)
+    report = report_on(system, theta, solver.lam, model.param_names, **options)
+    if A_blocks is not None and report.notes:
+        report.notes = [n for n in report.notes if "too few data blocks" not in n]
+    report.notes.extend(notes)
+    if at.companions is not None:
+        where = (cm, model, at.P, at.g)
+        _smoothing(report, theta, at.companions, gradient, at.estimator, info, where, rule)
+    if A_blocks is None and at.arrays:
+        report.notes = [n for n in report.notes if "too few data blocks" not in n]
+        report.notes.append(
+            "note: scores given as arrays carry no sampling-noise estimate; rank judged "
+            "against floating-point precision only"
+        )
+    fit = FitResult(model, theta, A, b, report, "local", at.n_samples, info)
+    fit.scores = est
+    fit.probes = at.P
+    kmeans_probes = isinstance(probes, (int, np.integer)) and not isinstance(probes, bool)
+    return flag_stationarity(
+        fit, X, stationary_data=kmeans_probes and dlogp_dt is None, points=at.P
+    )
+
+
+def _gradient_local(cm, at, B, solver, rule, start):
+    """The gradient method on the local loss → (θ̂, system, estimate or None).
+
+    The scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
+    for the full-data scores and each delete-one-block replicate (jackknife)."""
+    lam, statistic, solve_as, prior_scale = rule
+    est = at.est
+    S_all, J_all = est.score[None], est.jacobian[None]
+    if B:
+        S_all = np.concatenate([S_all, est.score_blocks])
+        J_all = np.concatenate([J_all, est.jacobian_blocks])
+
+    def pseudo(A_all, b_all):
+        return _pseudo(A_all, b_all, B)
+
+    prob = LocalProblem(cm, at.P, S_all, J_all, at.g)
+    theta, ginfo = fit_gradient(
+        prob,
+        lam,
+        start,
+        projection=solver.projection,
+        n_starts=solver.n_starts,
+        seed=0 if solver.seed is None else solver.seed,
+        max_nfev=solver.max_nfev,
+    )
+    system = pseudo(*prob.linearisation(theta))
+    system_scale(system[0], system[1], "local")
+    estimate = gn = None
+    if (statistic, solve_as) != ("v", "ridge") and system[2] is not None:
+        estimate, system, gn = corrected_gauss_newton(
+            lambda th: pseudo(*prob.linearisation(th)),
+            theta,
+            lam,
+            statistic=statistic,
+            estimator=solve_as,
+        )
+        theta = estimate.theta
+    at.info.update(gradient_info(ginfo, gn))
+    return theta, system, estimate
+
+
+class _AtProbes:
+    """What the local route knows at its probes: points P, ∂ₜlog p there (g), the score estimate
+    (est) and its estimator, the companion fits of the smoothing bias, the info record."""
+
+    def __init__(self, P, g, est, estimator, companions, info, n_samples, kmeans, arrays):
+        self.P, self.g, self.est, self.estimator = P, g, est, estimator
+        self.companions, self.info, self.n_samples = companions, info, n_samples
+        self.kmeans, self.arrays = kmeans, arrays
+
+
+def _open_local(X, model, arrays):
+    """(X in memory or None, streamed source or None)."""
+    if X is None:
+        if not arrays:
+            raise DataError("X is required unless score is given as (S, J) arrays")
+        return None, None
+    if not is_streamed(X):
+        return as_samples(X, model, "X", min_samples=1), None
+    source = open_source(X, model, "X")
+    if isinstance(source, ArraySource):  # e.g. an in-memory dask-free array-like
+        return source.array, None
+    return None, source
+
+
+def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):
+    """Probes, ∂ₜlog p at them and the scores there (estimated from X, or given) → _AtProbes."""
+    arrays = _is_score_arrays(scores.score)
+    Xa, source = _open_local(X, model, arrays)
     try:
         if (
             source is not None
@@ -383,138 +411,56 @@ def _fit_local_single(
         if source is not None:
             info["input"] = source.kind
             n_samples = source.n_rows or 0
-        companions = None
+        estimator = companions = None
         if arrays:
-            S, J = check_scores(score[0], score[1], M, model.d)
+            S, J = check_scores(scores.score[0], scores.score[1], M, model.d)
             est = ScoreEstimate(S, J, None, None, None, "given")
             info["score"] = "given"
         else:
-            if radius is None:
-                radius = ball_radius
-            estimator = make_estimator(score, temperature, radius, degree)
-            if Xa is not None and estimator.method in (
-                "kernel",
-                "local_gaussian",
-                "score_matching",
-            ):
-                distinct_samples(Xa)  # (a callable may not even read X)
-            if source is not None and not getattr(estimator, "streams", False):
-                raise DataError(
-                    f"score={score!r} needs X in memory (an array or DataFrame); X is "
-                    f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
-                    "'score_matching', which read it in one pass, or load X"
-                )
-            est, companions = _estimate(
-                estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_radius
+            radius = ball_radius if scores.radius is None else scores.radius
+            estimator = make_estimator(scores.score, scores.temperature, radius, scores.degree)
+            est, companions, n_samples = _estimate_at(
+                estimator, scores.score, Xa, source, P, ex, model, ball_radius, n_samples
             )
-            if source is not None:
-                n_samples = est.n_samples if est.n_samples is not None else n_samples
-            info["score"] = estimator.method
-            if estimator.method in ("kernel", "local_gaussian"):
-                info["temperature"] = round(estimator.temperature, 6)
-                if estimator.auto:
-                    info["temperature_rule"] = "auto"
-            if estimator.method == "score_matching":
-                r = np.asarray(estimator.radius)
-                info["radius"] = float(r) if r.ndim == 0 else "per probe"
-                info["degree"] = estimator.degree
-            if est.n_effective is not None:
-                info["min_points"] = round(float(np.min(est.n_effective)), 1)
+            _estimator_info(info, estimator, est)
     finally:
         if source is not None:
             source.close()
-    info["lam"] = lam
-    B = est.n_blocks if est.n_blocks >= 2 else 0
-    # the full-data system and the B delete-one-block systems in one kernel call
-    S_all, J_all = est.score[None], est.jacobian[None]
-    if B:
-        S_all = np.concatenate([S_all, est.score_blocks])
-        J_all = np.concatenate([J_all, est.jacobian_blocks])
-    notes = []
-    if kmeans and not kmeans["converged"]:
-        notes.append(
-            f"note: the k-means placement of the probes stopped after {kmeans['iterations']} "
-            "iterations without converging (valid probes, but not k-means centres)"
-        )
+    return _AtProbes(P, g, est, estimator, companions, info, n_samples, kmeans, arrays)
 
-    def pseudo(A_all, b_all):
-        return _pseudo(A_all, b_all, B)
 
-    estimate = gn = None
-    if gradient:
-        # scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
-        # for the full-data scores and each delete-one-block replicate (jackknife below).
-        prob = LocalProblem(cm, P, S_all, J_all, g)
-        theta, ginfo = fit_gradient(
-            prob, lam, start, projection=projection, n_starts=n_starts, seed=seed, max_nfev=max_nfev
+def _estimate_at(estimator, score, Xa, source, P, ex, model, ball_radius, n_samples):
+    """The checks on X for a built-in estimator, then the estimate →
+    (estimate, companions, number of samples read)."""
+    if Xa is not None and estimator.method in ("kernel", "local_gaussian", "score_matching"):
+        distinct_samples(Xa)  # (a callable may not even read X)
+    if source is not None and not getattr(estimator, "streams", False):
+        raise DataError(
+            f"score={score!r} needs X in memory (an array or DataFrame); X is "
+            f"streamed ({source.kind}): use score='kernel', 'local_gaussian' or "
+            "'score_matching', which read it in one pass, or load X"
         )
-        system = pseudo(*prob.linearisation(theta))
-        system_scale(system[0], system[1], "local")
-        if (statistic, solve_as) != ("v", "ridge") and system[2] is not None:
-            estimate, system, gn = corrected_gauss_newton(
-                lambda th: pseudo(*prob.linearisation(th)),
-                theta,
-                lam,
-                statistic=statistic,
-                estimator=solve_as,
-            )
-            theta = estimate.theta
-        info.update(gradient_info(ginfo, gn))
-    else:
-        A_all, b_all = _rows_all(cm, model, P, g, est)
-        system_scale(A_all[0], b_all[0], "local")
-        system = pseudo(A_all, b_all)
-        estimate = solve_system(*system, lam, statistic=statistic, estimator=solve_as)
-        theta = estimate.theta
-    A, b, A_blocks, b_blocks, counts = system
-    if A_blocks is not None:
-        info["blocks"] = B
-    elif B:
-        notes.append(
-            "note: a delete-one-block score estimate was not finite (too little data "
-            "near a probe without one block); no noise estimate"
-        )
-    info["statistic"], info["estimator"] = (
-        ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
+    est, companions = _estimate(
+        estimator, Xa, source, P, ex.n_blocks, ex.chunk_rows, ex, model, ball_radius
     )
-    report = analyse(
-        A,
-        b,
-        theta,
-        lam,
-        model.param_names,
-        A_blocks,
-        b_blocks,
-        counts,
-        estimate=estimate,
-        prior_scale=prior_scale,
-        exact=A_blocks is None and arrays,
-    )
-    if A_blocks is not None and report.notes:
-        report.notes = [n for n in report.notes if "too few data blocks" not in n]
-    report.notes.extend(notes)
-    if companions is not None:
-        _smoothing(
-            report,
-            theta,
-            companions,
-            gradient,
-            estimator,
-            info,
-            (cm, model, P, g),
-            (lam, statistic, solve_as, prior_scale),
-        )
-    if A_blocks is None and arrays:
-        report.notes = [n for n in report.notes if "too few data blocks" not in n]
-        report.notes.append(
-            "note: scores given as arrays carry no sampling-noise estimate; rank judged "
-            "against floating-point precision only"
-        )
-    fit = FitResult(model, theta, A, b, report, "local", n_samples, info)
-    fit.scores = est
-    fit.probes = P
-    kmeans_probes = isinstance(probes, (int, np.integer)) and not isinstance(probes, bool)
-    return flag_stationarity(fit, X, stationary_data=kmeans_probes and dlogp_dt is None, points=P)
+    if source is not None:
+        n_samples = est.n_samples if est.n_samples is not None else n_samples
+    return est, companions, n_samples
+
+
+def _estimator_info(info, estimator, est):
+    """The estimator's settings in the info record."""
+    info["score"] = estimator.method
+    if estimator.method in ("kernel", "local_gaussian"):
+        info["temperature"] = round(estimator.temperature, 6)
+        if estimator.auto:
+            info["temperature_rule"] = "auto"
+    if estimator.method == "score_matching":
+        r = np.asarray(estimator.radius)
+        info["radius"] = float(r) if r.ndim == 0 else "per probe"
+        info["degree"] = estimator.degree
+    if est.n_effective is not None:
+        info["min_points"] = round(float(np.min(est.n_effective)), 1)
 
 
 def _pseudo(A_all, b_all, B):

@@ -8,8 +8,9 @@ import numpy as np
 
 from .. import arguments
 from ..errors import DynosedError
+from ..solve.report import analyse
 
-__all__ = ["FitResult", "plain", "finite_or_none", "gradient_info"]
+__all__ = ["FitResult", "plain", "finite_or_none", "gradient_info", "report_on"]
 
 
 class FitResult:
@@ -440,3 +441,10 @@ def gradient_info(ginfo, gn=None):
     if gn is not None:
         info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
     return info
+
+
+def report_on(system, theta, lam, names, **options):
+    """The identifiability report of θ̂ on a block system ``(A, b, A_blocks, b_blocks, counts)``
+    passed whole (:func:`dynosed_sym.solve.report.analyse`; ``options``: its keywords)."""
+    A, b, A_blocks, b_blocks, counts = system
+    return analyse(A, b, theta, lam, names, A_blocks, b_blocks, counts, **options)

@@ -385,11 +385,8 @@ def test_fit_theta0_solver_starts_nonaffine_without_nominal(runner, tmp_path, mo
     rec = json.loads(res.stdout)
     assert abs(rec["parameters"][0]["estimate"] - 2.0) < 0.2
     assert rec["settings"]["solver"] == "gradient"
-    assert (
-        seen[-1]["theta0"] == {"k": 1.5}
-        and seen[-1]["n_starts"] == 2
-        and seen[-1]["solver"] is None
-    )
+    solver = seen[-1]["solver"]  # the Solver the flags built
+    assert solver.theta0 == {"k": 1.5} and solver.n_starts == 2 and solver.method is None
     res = runner.invoke(main, args + ["--theta0", "k=1.5", "--starts", "0"])
     assert res.exit_code == 2 and "--starts" in res.output
 

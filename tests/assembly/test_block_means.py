@@ -88,9 +88,9 @@ def test_a_fit_with_lazy_blocks_is_the_dense_fit(models, monkeypatch):
     errors and p-value as with the dense blocks, bit for bit."""
     model = models["ou2d"]
     X = ds.simulate(model, model.nominal, 4000, seed=1, burn_in=300)
-    dense = ds.fit_global(model, X, n_features=256)
+    dense = ds.fit_global(model, X, features=ds.Features(n_features=256))
     monkeypatch.setattr(stein, "DENSE_BLOCKS_BYTES", 0)
-    lazy = ds.fit_global(model, X, n_features=256)
+    lazy = ds.fit_global(model, X, features=ds.Features(n_features=256))
     np.testing.assert_array_equal(lazy.theta, dense.theta)
     np.testing.assert_array_equal(lazy.report.std_errors, dense.report.std_errors)
     assert lazy.report.p_value == dense.report.p_value

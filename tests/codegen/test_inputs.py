@@ -63,7 +63,13 @@ def test_a_design_of_three_environments_compiles_once(tmp_path):
         f"e{i}": ou_stationary_samples(M, np.diag([s, 1.0]), 3000, i) for i, s in enumerate(VALUES)
     }
     inputs = {f"e{i}": {"s": s} for i, s in enumerate(VALUES)}
-    fit = ds.fit_global(model, X, inputs=inputs, n_features=128, out_dir=str(tmp_path))
+    fit = ds.fit_global(
+        model,
+        X,
+        inputs=inputs,
+        features=ds.Features(n_features=128),
+        execution=ds.Execution(out_dir=str(tmp_path)),
+    )
     files = list(tmp_path.glob("*.py"))
     assert len(files) == 1
     cm = ds.compile_model(model.with_inputs({"s": 1.0}), str(tmp_path))

@@ -1,4 +1,4 @@
-"""Dynamics → density (issue 6): the flow-mixture density model, its exact derivatives, the
+"""Dynamics → density: the flow-mixture density model, its exact derivatives, the
 residual it is trained on, and what training achieves on two planar SDEs.
 
 Oracles: finite differences of log_prob / score / the surrogate loss; SymPy (the claimed exact
@@ -13,10 +13,15 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
+from dynosed_sym.apps.demo.density_examples import (
+    hopf_log_density,
+    hopf_oscillator,
+    swirl_bistable,
+)
+from dynosed_sym.density import Architecture, Start, Training
 from dynosed_sym.density import _tape as tp
 from dynosed_sym.density import flow_mixture as fm
 from dynosed_sym.density.dynamics import DynamicsTerms
-from dynosed_sym.density.examples import hopf_log_density, hopf_oscillator, swirl_bistable
 from dynosed_sym.density.train import LearnedDensity, residual_loss
 from dynosed_sym.errors import ConvergenceWarning, TrainingDivergedError
 
@@ -220,12 +225,9 @@ def test_tape_einsum_broadcast_and_lse_gradients():
 def test_training_is_reproducible_from_the_seed(swirl, out_dir):
     model, theta = swirl
     kw = dict(
-        n_components=4,
-        n_layers=1,
-        n_hidden=4,
-        n_steps=25,
-        n_points=64,
-        n_chains=2000,
+        architecture=Architecture(n_components=4, n_layers=1, n_hidden=4),
+        training=Training(n_steps=25, n_points=64),
+        start=Start(n_chains=2000),
         out_dir=out_dir,
         warn=False,  # 25 steps cannot converge: the flag is checked below instead
     )
@@ -243,11 +245,9 @@ def test_training_is_reproducible_from_the_seed(swirl, out_dir):
 def test_theta_by_dict_or_nominal_gives_the_same_training(swirl, out_dir):
     model, theta = swirl
     kw = dict(
-        n_components=3,
-        n_layers=0,
-        n_steps=5,
-        n_points=32,
-        n_chains=2000,
+        architecture=Architecture(n_components=3, n_layers=0),
+        training=Training(n_steps=5, n_points=32),
+        start=Start(n_chains=2000),
         out_dir=out_dir,
         warn=False,
     )
@@ -269,37 +269,138 @@ def test_theta_by_dict_or_nominal_gives_the_same_training(swirl, out_dir):
         (dict(theta=[1.0]), "expected 2 values"),
         (dict(theta={"k": 1.0}), "no value for parameter 'g'"),
         (dict(theta={"k": 1.0, "g": 1.0, "zz": 1.0}), "'zz' is not a parameter"),
-        (dict(n_steps=0), "n_steps must be at least 1"),
-        (dict(n_components=2.5), "n_components must be an integer"),
-        (dict(learning_rate=-1.0), "learning_rate must be positive"),
-        (dict(final_learning_rate=0.0), "final_learning_rate must be positive"),
+        (dict(training=dict(n_steps=0)), "n_steps must be at least 1"),
+        (dict(architecture=dict(n_components=2.5)), "n_components must be an integer"),
+        (dict(architecture=dict(n_layers=-1)), "n_layers must be at least 0"),
+        (dict(training=dict(learning_rate=-1.0)), "learning_rate must be positive"),
+        (dict(training=dict(final_learning_rate=0.0)), "final_learning_rate must be positive"),
         (
-            dict(final_learning_rate=0.5),
+            dict(training=dict(final_learning_rate=0.5)),
             r"final_learning_rate \(0.5\) must not exceed learning_rate",
         ),
         (dict(init="histogram"), "init must be 'simulation', 'blob' or an"),
         (dict(init=np.zeros((5, 2))), r"init: need at least \d+ samples"),
         (dict(init=np.zeros((100, 3))), r"init: expected shape \(M, 2\)"),
-        (dict(tail="yes"), "tail must be True or False"),
-        (dict(anchor=-1.0), "anchor must be non-negative"),
-        (dict(tol=-1e-3), "tol must be non-negative"),
-        (dict(rtol=1.5), r"rtol must be in \(0, 1\)"),
-        (dict(window=10), "window must be at least 50"),
-        (dict(restarts=-1), "restarts must be at least 0"),
-        (dict(init_center=[0.0, 0.0, 1.0]), r"init_center: expected 2 values, got shape \(3,\)"),
-        (dict(init_center=[[0.0], [1.0]]), r"init_center: expected 2 values, got shape \(2, 1\)"),
-        (dict(init_center=[0.0, np.inf]), "init_center: contains NaN or inf"),
+        (dict(architecture=dict(tail="yes")), "tail must be True or False"),
+        (dict(training=dict(anchor=-1.0)), "anchor must be non-negative"),
+        (dict(training=dict(tol=-1e-3)), "tol must be non-negative"),
+        (dict(training=dict(rtol=1.5)), r"rtol must be in \(0, 1\)"),
+        (dict(training=dict(window=10)), "window must be at least 50"),
+        (dict(training=dict(restarts=-1)), "restarts must be at least 0"),
+        (dict(start=dict(center=[0.0, 0.0, 1.0])), r"Start.center: expected 2 values.*got 3"),
+        (dict(start=dict(center=[[0.0], [1.0]])), r"Start.center: .*got shape \(2, 1\)"),
+        (dict(start=dict(center=[0.0, np.inf])), "Start.center: contains NaN or inf"),
+        (dict(start=dict(scale=0.0)), "Start.scale must be positive"),
+        (dict(start=dict(n_chains=50)), "Start.n_chains must be at least 100"),
         (dict(seed=-1), "seed must be at least 0"),
+        (dict(progress="yes"), "progress must be True, False or None"),
     ],
 )
 def test_bad_arguments_raise_named_errors(swirl, out_dir, kwargs, match):
+    """Each bad setting is refused with a message naming it — for a field of an option object
+    as soon as the object is built, before any work."""
     model, theta = swirl
     kwargs = dict(kwargs)
     th = kwargs.pop("theta", theta)
+    fields = {"training": {"n_steps": 1, "n_points": 8, **kwargs.pop("training", {})}}
+    fields.update({k: kwargs.pop(k) for k in ("architecture", "start") if k in kwargs})
+    classes = {"training": Training, "architecture": Architecture, "start": Start}
     with pytest.raises(ds.DynosedError, match=match):
-        ds.density_from_dynamics(
-            model, th, n_steps=kwargs.pop("n_steps", 1), n_points=8, out_dir=out_dir, **kwargs
-        )
+        options = {k: classes[k](**v) for k, v in fields.items()}
+        ds.density_from_dynamics(model, th, out_dir=out_dir, **options, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["architecture", "training", "start"])
+def test_options_must_be_option_objects(swirl, name):
+    """None means the defaults; a dict, or another option class, is refused naming the keyword
+    and the class to build (nothing is trained)."""
+    model, theta = swirl
+    cls = {"architecture": Architecture, "training": Training, "start": Start}[name]
+    with pytest.raises(
+        ds.DataError, match=rf"{name} must be a dynosed_sym\.density\..*{cls.__name__}"
+    ):
+        ds.density_from_dynamics(model, theta, **{name: {"n_steps": 5}})
+    other = Training() if name != "training" else Start()
+    with pytest.raises(ds.DataError, match=rf"{name} must be a .*{cls.__name__} or None, got"):
+        ds.density_from_dynamics(model, theta, **{name: other})
+
+
+def test_option_objects_are_frozen_and_replaceable():
+    """Defaults are the documented ones; fields are stored checked; replace() builds a variant
+    (and checks it again); the objects cannot be changed in place."""
+    import dataclasses
+
+    t = Training()
+    assert (t.n_steps, t.n_points, t.learning_rate, t.final_learning_rate) == (
+        3000,
+        512,
+        0.02,
+        1.25e-3,
+    )
+    assert (t.anchor, t.tol, t.rtol, t.window, t.restarts) == (3e-2, 1e-4, 0.3, 200, 1)
+    assert Architecture() == Architecture(16, 2, 8, True)
+    assert Start() == Start(None, 1.0, 20000)
+    longer = dataclasses.replace(t, n_steps=6000.0)
+    assert longer.n_steps == 6000 and type(longer.n_steps) is int and longer.tol == t.tol
+    with pytest.raises(ds.DataError, match="Training.n_steps must be at least 1"):
+        dataclasses.replace(t, n_steps=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.n_steps = 10
+    assert Start(center=np.array([[1, 2]])).center == (1.0, 2.0)
+    assert Start(center=0.5) == Start(center=[0.5])
+    assert Architecture(tail=np.bool_(False)).tail is False
+
+
+def test_flat_keywords_give_the_same_density_as_the_option_objects(swirl, out_dir):
+    """Every flat keyword of the earlier signature, at a value other than its default, still
+    works — with a FutureWarning that spells the option objects — and gives bitwise the density
+    those objects give."""
+    model, theta = swirl
+    old = dict(
+        n_components=4,
+        n_layers=1,
+        n_hidden=4,
+        tail=True,
+        n_steps=60,
+        n_points=64,
+        learning_rate=0.03,
+        final_learning_rate=0.005,
+        anchor=0.05,
+        tol=1e-5,
+        rtol=0.4,
+        window=100,
+        restarts=0,
+        init_center=[0.2, -0.1],
+        init_scale=1.5,
+        n_chains=2000,
+    )
+    new = dict(
+        architecture=Architecture(n_components=4, n_layers=1, n_hidden=4, tail=True),
+        training=Training(
+            n_steps=60,
+            n_points=64,
+            learning_rate=0.03,
+            final_learning_rate=0.005,
+            anchor=0.05,
+            tol=1e-5,
+            rtol=0.4,
+            window=100,
+            restarts=0,
+        ),
+        start=Start(center=[0.2, -0.1], scale=1.5, n_chains=2000),
+    )
+    common = dict(seed=5, out_dir=out_dir, warn=False)
+    with pytest.warns(FutureWarning, match=r"pass architecture=Architecture\(n_components=4"):
+        a = ds.density_from_dynamics(model, theta, **common, **old)
+    b = ds.density_from_dynamics(model, theta, **common, **new)
+    assert a.settings == b.settings and a.settings["training"] == new["training"]
+    assert np.array_equal(a.loss_history, b.loss_history) and a.loss_history.size == 60
+    assert all(np.array_equal(a.params[k], b.params[k]) for k in b.params)
+    assert a.diagnostic.residual_ratio == b.diagnostic.residual_ratio
+    with pytest.raises(ds.DataError, match="n_steps given both as keywords and through training="):
+        ds.density_from_dynamics(model, theta, training=Training(), n_steps=5)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_step'"):
+        ds.density_from_dynamics(model, theta, n_step=5)
 
 
 def test_bad_model_and_points(swirl):
@@ -410,15 +511,15 @@ def test_divergence_raises_training_diverged_naming_the_step(swirl, out_dir, lea
         ds.density_from_dynamics(
             model,
             theta,
-            n_components=3,
-            n_layers=2,
-            n_hidden=4,
-            n_steps=40,
-            n_points=32,
-            learning_rate=learning_rate,
-            n_chains=2000,
-            final_learning_rate=learning_rate,
-            anchor=1e-2,  # the anchor strength at which these step sizes reached those failures
+            architecture=Architecture(n_components=3, n_layers=2, n_hidden=4),
+            training=Training(
+                n_steps=40,
+                n_points=32,
+                learning_rate=learning_rate,
+                final_learning_rate=learning_rate,
+                anchor=1e-2,  # the anchor strength at which these step sizes reached those failures
+            ),
+            start=Start(n_chains=2000),
             seed=0,
             out_dir=out_dir,
         )
@@ -437,8 +538,8 @@ def test_drawing_leaves_the_matplotlib_backend_alone(tmp_path):
         matplotlib.use("svg")
         import numpy as np
         from dynosed_sym.density import flow_mixture as fm
-        from dynosed_sym.density.examples import hopf_log_density, hopf_oscillator
-        from dynosed_sym.density.figures import plot_density_comparison
+        from dynosed_sym.apps.demo.density_examples import hopf_log_density, hopf_oscillator
+        from dynosed_sym.apps.demo.density_figures import plot_density_comparison
         from dynosed_sym.density.train import LearnedDensity
         model, theta = hopf_oscillator()
         spec = fm.FlowMixtureSpec(2, 3, 1, 4)
@@ -459,11 +560,16 @@ def test_drawing_leaves_the_matplotlib_backend_alone(tmp_path):
 
 def test_demo_figures(tmp_path, out_dir, monkeypatch):
     pytest.importorskip("matplotlib")
-    from dynosed_sym.density.figures import plot_density_comparison
+    from dynosed_sym.apps.demo.density_figures import plot_density_comparison
 
     model, theta = hopf_oscillator()
     dens = ds.density_from_dynamics(
-        model, theta, n_steps=20, n_points=64, n_chains=2000, out_dir=out_dir, warn=False
+        model,
+        theta,
+        training=Training(n_steps=20, n_points=64),
+        start=Start(n_chains=2000),
+        out_dir=out_dir,
+        warn=False,
     )
     path = tmp_path / "f.png"
     fig = plot_density_comparison(dens, log_density=hopf_log_density, path=str(path))
@@ -497,7 +603,11 @@ def test_one_dimensional_ou_density(out_dir):
     a = sp.Symbol("a", real=True)
     model = ds.SDEModel([x], [a], [-a * x], diffusion=sp.Rational(1, 2), name="density_ou1")
     dens = ds.density_from_dynamics(
-        model, [2.0], n_components=3, n_steps=300, n_points=256, out_dir=out_dir
+        model,
+        [2.0],
+        architecture=Architecture(n_components=3),
+        training=Training(n_steps=300, n_points=256),
+        out_dir=out_dir,
     )
     assert dens.spec.n_layers == 0  # no coupling in one dimension
     g = np.linspace(-4, 4, 2001)
@@ -508,22 +618,25 @@ def test_one_dimensional_ou_density(out_dir):
     # in one dimension a 1-D array is M points (a column), not one point
     np.testing.assert_array_equal(dens.prob(g), q)
     assert dens.score(g[:5]).shape == (5, 1)
-    # init_center: d values (a scalar or a one-element list here)
+    # Start.center: d values (a scalar or a one-element list here)
     for center in (0.5, [0.5]):
         one = ds.density_from_dynamics(
             model,
             [2.0],
-            n_components=2,
-            n_steps=1,
-            n_points=8,
-            init_center=center,
+            architecture=Architecture(n_components=2),
+            training=Training(n_steps=1, n_points=8),
+            start=Start(center=center),
             out_dir=out_dir,
             warn=False,  # one step: not converged, flagged (the argument is what is tested)
         )
-        assert one.settings["init_center"] == [0.5] and not one.converged
-    with pytest.raises(ds.DataError, match=r"init_center: expected 1 value, got shape \(2,\)"):
+        assert one.settings["start"].center == (0.5,) and not one.converged
+    with pytest.raises(ds.DataError, match=r"Start.center: expected 1 value .*got 2"):
         ds.density_from_dynamics(
-            model, [2.0], n_steps=1, n_points=8, init_center=[0.5, 1.0], out_dir=out_dir
+            model,
+            [2.0],
+            training=Training(n_steps=1, n_points=8),
+            start=Start(center=[0.5, 1.0]),
+            out_dir=out_dir,
         )
 
 
@@ -672,7 +785,7 @@ def test_simulation_start_reaches_the_ou_law_with_a_step_from_the_drift():
     x = sp.Symbol("x", real=True)
     a = sp.Symbol("a", real=True)
     model = ds.SDEModel([x], [a], [-a * x], diffusion=sp.Rational(1, 2), name="density_ou1")
-    st = simulation_start(model, np.array([4.0]), center=np.array([3.0]), scale=0.1, seed=0)
+    st = simulation_start(model, np.array([4.0]), Start(center=[3.0], scale=0.1), seed=0)
     assert st.equilibrated
     assert st.dt == pytest.approx(0.02 / 4.0, rel=1e-3)  # κ = |∂f/∂x| = 4
     X = st.samples[:, 0]
@@ -744,21 +857,19 @@ def test_residual_ratio_oracle_on_a_non_normal_ou(out_dir):
 
 def test_sim_check_flags_mass_in_the_wrong_well(out_dir):
     """The soft-cell TV to the simulation sees a shift of mass between wells (which R cannot)."""
+    from dynosed_sym.apps.demo.density_examples import double_well_1d
     from dynosed_sym.density.diagnostics import sim_tv
-    from dynosed_sym.density.examples import double_well_1d
     from dynosed_sym.density.init import simulation_start, starting_mixture
 
     model, theta = double_well_1d(1.0 / 12.0)  # barrier 3 D
-    st = simulation_start(
-        model, theta, center=np.zeros(1), scale=1.0, seed=0, out_dir=out_dir, n_chains=4000
-    )
+    st = simulation_start(model, theta, Start(n_chains=4000), seed=0, out_dir=out_dir)
     assert (
         abs((st.samples > 0).mean() - 0.5) < 0.03
     )  # symmetric law: half the mass per well (s.e. 0.008)
     terms = DynamicsTerms(model, theta, out_dir)
     spec, p0, _ = starting_mixture(
         st.samples,
-        dict(n_components=8, n_layers=0, n_hidden=1),
+        Architecture(n_components=8, n_layers=0, n_hidden=1),
         np.random.default_rng(0),
         terms_of=terms,
     )
@@ -774,10 +885,9 @@ def test_sim_check_flags_mass_in_the_wrong_well(out_dir):
 
 def test_short_run_is_flagged_and_warned(swirl, out_dir):
     model, theta = swirl
+    short = dict(training=Training(n_steps=60, n_points=64), start=Start(n_chains=2000))
     with pytest.warns(ConvergenceWarning, match="stopping rule did not fire within n_steps=60"):
-        dens = ds.density_from_dynamics(
-            model, theta, n_steps=60, n_points=64, n_chains=2000, seed=0, out_dir=out_dir
-        )
+        dens = ds.density_from_dynamics(model, theta, seed=0, out_dir=out_dir, **short)
     assert dens.converged is False
     dg = dens.diagnostic
     assert dg.stop_reason == "n_steps" and dg.steps == 60 and len(dg.runs) == 1
@@ -785,9 +895,7 @@ def test_short_run_is_flagged_and_warned(swirl, out_dir):
     text = repr(dens)
     assert "converged=False" in text and "residual_ratio=" in text and "sim_tv=" in text
     assert "stopped by: n_steps" in str(dg)
-    quiet = ds.density_from_dynamics(
-        model, theta, n_steps=60, n_points=64, n_chains=2000, seed=0, out_dir=out_dir, warn=False
-    )
+    quiet = ds.density_from_dynamics(model, theta, seed=0, out_dir=out_dir, warn=False, **short)
     assert quiet.converged is False
     assert np.array_equal(quiet.loss_history, dens.loss_history)
 
@@ -802,7 +910,13 @@ def test_model_without_parameters_simulates_and_trains_like_a_fixed_parameter(ou
     X0 = ds.simulate(bare, None, 500, **sim)
     np.testing.assert_allclose(X0, ds.simulate(with_a, [1.0], 500, **sim), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(X0, ds.simulate(bare, {}, 500, **sim))
-    kw = dict(n_steps=100, n_points=64, n_chains=2000, seed=2, out_dir=out_dir, warn=False)
+    kw = dict(
+        training=Training(n_steps=100, n_points=64),
+        start=Start(n_chains=2000),
+        seed=2,
+        out_dir=out_dir,
+        warn=False,
+    )
     dens = ds.density_from_dynamics(bare, None, **kw)
     ref = ds.density_from_dynamics(with_a, {"a": 1.0}, **kw)
     assert dens.theta.shape == (0,)

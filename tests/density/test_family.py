@@ -1,10 +1,11 @@
-"""Dynamics → density on the family of SDEs with known stationary laws (issue 14).
+"""Dynamics → density on the family of SDEs with known stationary laws.
 
 Oracles: the stationary Fokker–Planck equation checked symbolically for every claimed law (so the
 sweep's references are right), exact laws by grid quadrature (d ≤ 2) or Monte Carlo over exact
-draws (d = 3), and the pre-issue-14 model class on the issue's ring as a known-bad run that the
-checks must flag.  The full multi-seed table is ``python -m dynosed_sym.density.sweep`` (committed
-as ``benchmarks/density_sweep.txt``); the slow tests here run one representative seed per kind.
+draws (d = 3), and the class without the tail map, started from a blob, on the ring as a known-bad
+run that the checks must flag.  The full multi-seed table is
+``python -m dynosed_sym.apps.bench.density_sweep`` (committed as ``benchmarks/density_sweep.txt``);
+the slow tests here run one representative seed per kind.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import pytest
 import sympy as sp
 
 import dynosed_sym as ds
-from dynosed_sym.density import ConvergenceWarning
-from dynosed_sym.density import examples as ex
+from dynosed_sym.apps.bench.density_sweep import CASES, run_case
+from dynosed_sym.apps.demo import density_examples as ex
+from dynosed_sym.density import Architecture, ConvergenceWarning, Training
 from dynosed_sym.density.diagnostics import RESIDUAL_RATIO_THRESHOLD
 from dynosed_sym.density.dynamics import DynamicsTerms
-from dynosed_sym.density.sweep import CASES, run_case
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +123,16 @@ def test_an_unconverged_run_is_flagged_and_warned(out_dir):
     model, theta = ex.ring(1.0, 1.0, 1.5, 0.25)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         dens = ds.density_from_dynamics(
-            model, theta, tail=False, init="blob", n_steps=800, restarts=0, seed=0, out_dir=out_dir
+            model,
+            theta,
+            init="blob",
+            architecture=Architecture(tail=False),
+            training=Training(n_steps=800, restarts=0),
+            seed=0,
+            out_dir=out_dir,
         )
     tv = CASES["ring_issue"]
-    from dynosed_sym.density.sweep import measure
+    from dynosed_sym.apps.bench.density_sweep import measure
 
     m = measure(tv, dens)
     dg = dens.diagnostic

@@ -94,7 +94,9 @@ def _compare(Wtrue, btrue, D, shifts, name, full=False):
     truth.update({f"b{j}": btrue[j] for j in range(d)})
     for e, sh in shifts.items():
         truth.update({shift_names[e][j]: v for j, v in sh.items()})
-    check = ds.check_identifiability(design.model, truth, inputs=design.inputs, simulate=False)
+    check = ds.check_identifiability(
+        design.model, truth, experiment=ds.Experiment(inputs=design.inputs), simulate=False
+    )
     st = check.structural
     assert st.certificate == "exact"
     assert (st.rank, st.n_params) == (rank, len(names)), (st.rank, rank, s)
@@ -185,7 +187,10 @@ def _ou2_check(targets, shifts, n):
     for e, spec in design.shifts.items():
         truth.update({p: shifts[e][0] for p in spec.values()})
     return ds.check_identifiability(
-        design.model, truth, inputs=design.inputs, sampler=sampler, n_samples=n, advise=False
+        design.model,
+        truth,
+        study=ds.Study(n_samples=n, sampler=sampler),
+        experiment=ds.Experiment(inputs=design.inputs, advise=False),
     )
 
 

@@ -19,7 +19,7 @@ def test_fit_on_stationary_data_is_not_flagged(models):
     X = ou_stationary_samples(ou.nominal.reshape(2, 2), 1.0, 5000, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fit = ds.fit_global(ou, X, seed=0)
+        fit = ds.fit_global(ou, X, features=ds.Features(seed=0))
     assert fit.stationarity.verdict == "stationary"
     assert "stationarity" not in fit.info
     assert fit.stationarity.divergence == pytest.approx(-2.0, abs=0.2)
@@ -48,13 +48,13 @@ def test_drift_that_cannot_balance_the_spread_is_flagged():
     m = ds.SDEModel([x], [c], [-x + c], diffusion=1, name="fixed_rate")
     X = np.random.default_rng(3).normal(0.5, 2.0, size=(20_000, 1))
     with pytest.warns(ds.StationarityWarning, match="variance along x still shrinks"):
-        fit = ds.fit_global(m, X, seed=0)
+        fit = ds.fit_global(m, X, features=ds.Features(seed=0))
     assert fit.stationarity.variance_rate[0] == pytest.approx(-6.0, abs=0.3)
     assert fit.theta[0] == pytest.approx(0.5, abs=0.1)  # the mean is still right
     exact = ou_stationary_samples(np.array([[-1.0]]), 1.0, 20_000, seed=4) + 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ok = ds.fit_global(m, exact, seed=0)
+        ok = ds.fit_global(m, exact, features=ds.Features(seed=0))
     assert ok.stationarity.verdict == "stationary"
 
 

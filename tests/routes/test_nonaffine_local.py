@@ -187,7 +187,7 @@ def test_tanh_1d_exact_scores_from_poor_start(gen_dir):
         ds.fit_local(m, None, P, score=(S, J), out_dir=gen_dir)
     with pytest.raises(ds.NotAffineError):
         ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], solver="linear", out_dir=gen_dir)
-    with pytest.raises(DataError, match="solver"):
+    with pytest.raises(DataError, match=r"Solver\.method"):
         ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], solver="newton", out_dir=gen_dir)
     with pytest.raises(DataError, match="n_starts"):
         ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], n_starts=0, out_dir=gen_dir)

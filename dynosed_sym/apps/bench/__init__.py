@@ -56,7 +56,7 @@ calibration
     default run, only with ``--only calibration`` (results: benchmarks/calibration.txt), which
     then runs the sweep.
 sweep
-    The calibration sweep of issue 19 (:mod:`.calibration_sweep`): 18 model families not
+    The calibration sweep (:mod:`.calibration_sweep`): 18 model families not
     designed on, both routes, 20 data sets per cell, the default fit against the ridge fit;
     results benchmarks/calibration_sweep.txt and .json.gz; ``--families``, ``--n-sets``,
     ``--routes``, ``--default-options``, ``--candidate``, ``--reanalyse``, ``--resume``.

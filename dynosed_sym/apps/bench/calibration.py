@@ -269,7 +269,7 @@ def _local(out):
 
 def _ridge_bias_text(fit, truth, j):
     """The ridge's bias of parameter j through the unresolved directions, −λ Σ_U v vᵀθ*/(σ² + λ),
-    against the estimate's error (the cause of the GRN's false interaction, issue 13)."""
+    against the estimate's error (the cause of a false interaction in the GRN)."""
     rep = fit.report
     unresolved = ~(rep.singular_values > 3.0 * rep.singular_noise)
     sv = rep.singular_values[unresolved]

@@ -43,7 +43,7 @@ __all__ = [
     "ks_columns",
 ]
 
-#: Base of every data seed of the sweep (issue 19, filed 2026-04-19); documented, not tuned.
+#: Base of every data seed of the sweep (a date: 2026-04-19); documented, not tuned.
 BASE_SEED = 20_260_419
 
 

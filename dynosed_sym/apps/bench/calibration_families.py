@@ -1,4 +1,4 @@
-"""Model families of the calibration sweep (issue 19): textbook SDEs the method was not designed on.
+"""Model families of the calibration sweep: textbook SDEs the method was not designed on.
 
 Each family is a small function returning ``(SDEModel, truth, Protocol)``, declared with SymPy as
 a user would.  The :class:`Protocol` says how data sets are drawn: from ``ds.simulate`` (one
@@ -95,7 +95,7 @@ def _fhn(name, c4):
 
 
 def fhn_focus():
-    """FitzHugh–Nagumo, affine, stable focus (issue 19 item 1): c = (3, 0.5, 0.3, 0.2, 0.24)."""
+    """FitzHugh–Nagumo, affine, stable focus: c = (3, 0.5, 0.3, 0.2, 0.24)."""
     model, truth = _fhn("sweep_fhn_focus", 0.2)
     # fixed point x* ≈ −1.063: Jacobian [[3(1 − x*²), −3], [0.3, −0.24]], eigenvalues −0.31 ± 0.94i
     return (
@@ -389,7 +389,7 @@ def fast_slow():
 
 
 def ou_small_noise():
-    """2-D OU, all four entries free, D = 1e-4 I (spread ≈ 0.01; issue 19 item 3), exact draws."""
+    """2-D OU, all four entries free, D = 1e-4 I (spread ≈ 0.01), exact draws."""
     M = [[-1.0, 0.5], [-0.5, -1.0]]
     D = 1e-4 * np.eye(2)
     model, truth = _ou_model("sweep_ou_small", M, D, ["M11", "M12", "M21", "M22"])
@@ -435,7 +435,7 @@ def ou3d_free():
 # --------------------------------------------------------------------------- genes, chaos
 def repressilator():
     """f_i = a_i/(1 + x_{i−1}²) − g_i x_i (a = 2, 2.5, 1.5; g = 1), D = 0.05 I: a stable
-    focus for Hill exponent 2 (issue 19 item 3)."""
+    focus for Hill exponent 2."""
     x = sp.symbols("x1:4", real=True)
     a = sp.symbols("a1:4", real=True)
     g = sp.symbols("g1:4", real=True)

@@ -1,6 +1,6 @@
 """Gene networks of the calibration sweep: d genes, drift W·h(x) − x + 1/2 with the Hill
 activation h(x) = x²/(1 + x²), a full d × d interaction matrix W of unknowns (n = d²), a sparse
-truth, D = 1/20 (issue 19 item 5).
+truth, D = 1/20.
 
 The drift is −x plus a bounded term, so every W has a stationary law (|W h| ≤ Σ|W_ij|: the
 chains are confined near x ∈ [1/2 − Σ|W_ij|, 1/2 + Σ|W_ij|]) and the slowest relaxation time

@@ -1,4 +1,4 @@
-"""The calibration sweep (issue 19): coverage, finite share and RMSE of the default fit against
+"""The calibration sweep: coverage, finite share and RMSE of the default fit against
 the ridge fit on model families the method was not designed on, both routes, two or three N
 per family, ``n_sets`` data sets per cell.
 

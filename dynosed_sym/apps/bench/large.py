@@ -65,6 +65,9 @@ def synthetic_network(d=50, per=20, seed=0):
     )
 
 
+_NR, _MR = 40, 64  # rows and features of the comparison with the NumPy reference
+
+
 def section_large(quick, repeats):
     from ...assembly.stein import block_sums, contract
     from ...codegen.loading import compile_model
@@ -111,7 +114,7 @@ def section_large(quick, repeats):
             stein_features_s=t_feat,
         )
         # agreement with the NumPy reference on a small N
-        Nr, mr = 40, 64
+        Nr, mr = _NR, _MR
         Xr = X[:Nr]
         fr = _features(model, Xr, mr, seed=2)
         A_ref, b_ref = stein_system_reference(model, Xr, fr.omega, fr.phase)
@@ -144,6 +147,13 @@ def section_large(quick, repeats):
             sim_numpy_rate=C * steps / t_np,
             sim_speedup=t_np / t_k,
         )
+    _print_large(r)
+    return r
+
+
+def _print_large(r):
+    """The table of section_large."""
+    N, m, C, steps = r["N"], r["m"], r["sim_chains"], r["sim_steps"]
     print(f"    declare (SymPy)                {_fmt_s(r['declare_s'])}")
     print(f"    symbolic derivation            {_fmt_s(r['derive_s'])}")
     print(
@@ -154,12 +164,12 @@ def section_large(quick, repeats):
     print(f"    Numba: simulator               {_fmt_s(r['jit_simulator_s'])}")
     print(f"    stein_features, N = {N:,}       {_fmt_s(r['stein_features_s'])}")
     print(
-        f"    fill, N = {N:,}, m = {m}, K_sin = {r['K_sin']}   {_fmt_s(t_fill)}   "
+        f"    fill, N = {N:,}, m = {m}, K_sin = {r['K_sin']}   {_fmt_s(r['fill_s'])}   "
         f"{r['fill_ns_per_pair']:.2f} ns/pair ({r['fill_ns_per_pair'] / r['K_sin'] * 1e3:.0f} ps "
         "per pair and factor)"
     )
     print(
-        f"    kernels vs NumPy reference (N = {Nr}, m = {mr}): A, b max rel. diff "
+        f"    kernels vs NumPy reference (N = {_NR}, m = {_MR}): A, b max rel. diff "
         f"{r['fill_max_rel_error']:.1e}; "
         f"drift {r['drift_max_rel_error']:.1e}"
     )
@@ -168,4 +178,3 @@ def section_large(quick, repeats):
         "chain-steps/s, "
         f"NumPy {r['sim_numpy_rate'] / 1e6:.3f} M chain-steps/s, ratio {r['sim_speedup']:.1f} x"
     )
-    return r

@@ -59,6 +59,7 @@ _SCRIPT = textwrap.dedent(r"""
     from dynosed_sym.assembly.stein import assemble_source, block_sums
     from dynosed_sym.data.sources import open_source
 
+    features, ex = ds.Features(n_features=2048), ds.Execution(out_dir=out_dir)
     model, truth = timed("declare_s", lambda: network_model(d, 0))
     timed("derive_s", lambda: model.derivation)
     cm = timed("codegen_s", lambda: ds.compile_model(model, out_dir))
@@ -69,7 +70,7 @@ _SCRIPT = textwrap.dedent(r"""
                                                  out_dir=out_dir))
     X = timed("simulate_s", lambda: ds.simulate(model, truth, 5000, out_dir=out_dir))
     if full_fit:
-        timed("first_fit_s", lambda: ds.fit_global(model, X, n_features=2048, out_dir=out_dir))
+        timed("first_fit_s", lambda: ds.fit_global(model, X, features=features, execution=ex))
     else:  # the assembly of that fit only
         feats = draw_features(d, 2048, 1.0, seed=0)
         timed("first_fit_s", lambda: assemble_source(cm, open_source(X, model, "X"), feats))
@@ -82,8 +83,8 @@ _SCRIPT = textwrap.dedent(r"""
     Xw = timed("warm_simulate_s", lambda: ds.simulate(model, truth, n_warm, out_dir=out_dir))
     out["warm_n"] = n_warm
     if full_fit:
-        fit = timed("warm_fit_s", lambda: ds.fit_global(model, Xw, n_features=2048,
-                                                       out_dir=out_dir))
+        fit = timed("warm_fit_s", lambda: ds.fit_global(model, Xw, features=features,
+                                                       execution=ex))
         out["fit_timings"] = dict(getattr(fit, "info", {}).get("timings", {}) or {})
         err = np.abs(fit.theta - truth)
         out["max_abs_error"] = float(err.max())

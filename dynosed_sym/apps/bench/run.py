@@ -82,7 +82,7 @@ def main(argv=None):
             kw["full_fit_max_d"] = args.network_fit_max_d
         runners["network"] = lambda quick, reps: section_network(quick, reps, **kw)
     if "calibration" in only and "sweep" not in only:
-        only.append("sweep")  # the calibration has grown into the sweep (issue 19)
+        only.append("sweep")  # the calibration is part of the sweep
     for name in SECTIONS:
         if name == "sweep" and name in only:
             results[name] = section_sweep(args)

@@ -19,10 +19,22 @@ from .io import (
     _suffix,
     _write_samples,
 )
+from .options import (
+    feature_options,
+    features_from,
+    input_option,
+    json_option,
+    model_argument,
+    progress_option,
+    route_option,
+    seed_option,
+    simulation_from,
+    simulation_options,
+)
 
 
 @main.command(name="compile")
-@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option(
     "--out-dir",
     type=click.Path(file_okay=False),
@@ -31,7 +43,7 @@ from .io import (
     "docs/generated-code.md).",
 )
 @click.option("--equations", is_flag=True, help="Also print the declared SDE.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
+@json_option
 def compile_cmd(model_file, out_dir, equations, as_json):
     """Derive, print and load the Numba kernels of MODEL (cached: a no-op when unchanged)."""
     from ...codegen.loading import compile_model
@@ -52,7 +64,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 
 
 @main.command()
-@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option(
     "--nominal",
     "nominal_items",
@@ -60,9 +72,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     metavar="NAME=VALUE",
     help="Nominal parameter value (repeatable; defaults to the model's nominal).",
 )
-@click.option(
-    "--route", type=click.Choice(["global", "local"]), default="global", show_default=True
-)
+@route_option()
 @click.option(
     "-N",
     "--n-samples",
@@ -71,7 +81,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     show_default=True,
     help="Simulated samples for the design-time study.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@seed_option("Seeds the simulation, the random features and the structural check.")
 @click.option(
     "--rel-error",
     type=click.FloatRange(min=0, min_open=True),
@@ -86,39 +96,18 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     show_default=True,
     help="Confidence level of that target.",
 )
-@click.option(
-    "--features",
-    "n_features",
-    type=click.IntRange(min=1),
-    default=2048,
-    show_default=True,
-    help="Random Fourier features m (global route).",
-)
-@click.option("--dt", type=click.FloatRange(min=0, min_open=True), default=0.01, show_default=True)
-@click.option(
-    "--burn-in",
-    type=click.IntRange(min=0),
-    default=5000,
-    show_default=True,
-    help="Simulator steps discarded per chain.",
-)
-@click.option("--thin", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option(
+@feature_options
+@simulation_options(
     "--n-chains",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Chains of the design-time simulation (default: one per sample, i.e. N independent "
+    "Chains of the design-time simulation (default: one per sample, i.e. N independent "
     "snapshots; 2048 gives the earlier correlated default).",
 )
 @click.option(
     "--structural-only", is_flag=True, help="Only the exact symbolic check (no simulation)."
 )
-@click.option(
-    "--input",
-    "input_items",
-    multiple=True,
-    metavar="[ENV:]NAME=VALUE[,...]",
-    help="A design: input values of environment ENV (repeatable; docs/designs.md).",
+@input_option(
+    "[ENV:]NAME=VALUE[,...]",
+    "A design: input values of environment ENV (repeatable; docs/designs.md).",
 )
 @click.option("--times", default=None, help="A time-course design: snapshot times t1,t2,...")
 @click.option("--initial-mean", default=None, help="Time course: mean of the law at t = 0.")
@@ -133,74 +122,43 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     metavar="NAME=VALUE[,...]",
     help="Design advice: a candidate environment's inputs (repeatable; default: a grid).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
-def check(
-    model_file,
-    nominal_items,
-    route,
-    n_samples,
-    seed,
-    rel_error,
-    level,
-    n_features,
-    dt,
-    burn_in,
-    thin,
-    n_chains,
-    structural_only,
-    input_items,
-    times,
-    initial_mean,
-    initial_var,
-    no_advise,
-    candidate_items,
-    as_json,
-):
+@json_option
+def check(model_file, **opts):
     """Identifiability of MODEL before any data: which parameters snapshots can pin down,
     which combinations they cannot, and how many samples each parameter needs.
 
     With --input (or --times) the check is of a design: environments with known inputs
     (``--input A:s=1 --input B:s=3``), time courses, and advice on what to add."""
-    from ...identifiability import check_identifiability, structural_check
-    from ...simulation import Simulation
+    from ...identifiability import Study, check_identifiability, structural_check
 
     t0 = time.perf_counter()
     model = _load_model(model_file)
-    nominal = _parse_nominal(model, nominal_items)
+    nominal = _parse_nominal(model, opts["nominal_items"])
+    structural_only, as_json = opts["structural_only"], opts["as_json"]
     if nominal is None and model.nominal is None and not structural_only:
         raise click.UsageError(
             f"{model_file} gives no nominal parameters: pass --nominal NAME=VALUE "
             "for each parameter, or --structural-only"
         )
     if structural_only and nominal is None and model.nominal is None:
-        rep = structural_check(model, route=route)
+        rep = structural_check(model, route=opts["route"])
         if as_json:
             _echo_json(_finite({"model": model.name, "structural": _structural_dict(rep)}))
         else:
             click.echo(str(rep))
         return
-    if input_items or times or model.inputs or model.env_params:
+    study = Study(
+        n_samples=opts["n_samples"],
+        seed=opts["seed"],
+        rel_error=opts["rel_error"],
+        level=opts["level"],
+        simulation=simulation_from(opts, default_chains="independent"),
+    )
+    features = features_from(opts, 0)  # (seeded by the study)
+    if opts["input_items"] or opts["times"] or model.inputs or model.env_params:
         from .designs import check_design
 
-        result = check_design(
-            model,
-            nominal,
-            input_items,
-            times,
-            initial_mean,
-            initial_var,
-            dict(
-                n_samples=n_samples,
-                seed=seed,
-                n_features=n_features,
-                simulation=Simulation(
-                    dt=dt, burn_in=burn_in, thin=thin, n_chains=n_chains or "independent"
-                ),
-                simulate=not structural_only,
-                advise=not no_advise,
-            ),
-            candidate_items,
-        )
+        result = check_design(model, nominal, opts, not structural_only, study, features)
         if as_json:
             _echo_json(_finite(result.to_dict()))
         else:
@@ -210,16 +168,10 @@ def check(
     result = check_identifiability(
         model,
         nominal=nominal,
-        route=route,
-        n_samples=n_samples,
-        seed=seed,
-        rel_error=rel_error,
-        level=level,
-        n_features=n_features,
-        simulation=Simulation(
-            dt=dt, burn_in=burn_in, thin=thin, n_chains=n_chains or "independent"
-        ),
+        route=opts["route"],
         simulate=not structural_only,
+        study=study,
+        features=features,
     )
     if as_json:
         _echo_json(_finite(_check_dict(result)))
@@ -229,7 +181,7 @@ def check(
 
 
 @main.command()
-@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option(
     "-n",
     "--n",
@@ -253,48 +205,11 @@ def check(
     metavar="NAME=VALUE",
     help="Parameter value (repeatable); unspecified ones take the model's nominal value.",
 )
-@click.option(
-    "--dt",
-    type=click.FloatRange(min=0, min_open=True),
-    default=0.01,
-    show_default=True,
-    help="Time step.",
-)
-@click.option(
-    "--burn-in",
-    type=click.IntRange(min=0),
-    default=5000,
-    show_default=True,
-    help="Steps discarded at the start of every chain.",
-)
-@click.option(
-    "--thin",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Steps between recorded states.",
-)
-@click.option(
-    "--chains",
-    "n_chains",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Independent chains [default: min(n, 2048)].",
-)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option(
-    "--input",
-    "input_items",
-    multiple=True,
-    metavar="NAME=VALUE[,...]",
-    help="Values of the model's known inputs (repeatable).",
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar over chains [default: on a terminal].",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")
+@simulation_options("--chains", "Independent chains [default: min(n, 2048)].")
+@seed_option()
+@input_option("NAME=VALUE[,...]", "Values of the model's known inputs (repeatable).")
+@progress_option("Progress bar over chains [default: on a terminal].")
+@json_option
 def simulate(
     model_file,
     n_samples,

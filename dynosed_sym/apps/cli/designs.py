@@ -121,28 +121,30 @@ def parse_floats(text, option):
         ) from None
 
 
-def fit_design(
-    model, files, input_items, env_column, time_column, order, route, common, local, solver_args
-):
-    """The design branch of ``fit`` (apps/cli/designs.py)."""
+def fit_design(model, files, opts, features, scores, solver, execution):
+    """The design branch of ``fit``: several DATA files, --env-column, --time-column or --input
+    (``opts``: the command's options; the option objects built from them)."""
     from ...data import as_samples
     from ...routes import fit_global, fit_local
     from ...routes.probes import choose_probes
 
-    if solver_args["solver"] == "gradient" or solver_args["theta0"] is not None:
+    if solver.method == "gradient" or solver.theta0 is not None:
         raise click.UsageError("designs (several environments, time courses) use the linear solver")
+    env_column, time_column = opts["env_column"], opts["time_column"]
     data, names = design_data(files, model, env_column, time_column)
-    inputs = parse_inputs(input_items, names)
+    inputs = parse_inputs(opts["input_items"], names)
     if inputs is not None and not isinstance(data, dict):
         inputs = inputs[names[0]]
-    if route == "global":
+    objects = dict(solver=solver, execution=execution)
+    if opts["route"] == "global":
         return fit_global(
             model,
             data,
             inputs=inputs,
             time_column=time_column,
-            order=order,
-            **{k: v for k, v in common.items()},
+            order=opts["order"],
+            features=features,
+            **objects,
         )
     if time_column is not None:
         raise click.UsageError(
@@ -152,36 +154,25 @@ def fit_design(
     probes = {
         e: choose_probes(
             as_samples(X, model, f"DATA[{e}]"),
-            local["n_probes"],
-            method=local["probe_method"],
-            radius=local["radius"],
-            seed=common["seed"],
+            opts["n_probes"],
+            method=opts["probe_method"],
+            radius=opts["radius"],
+            seed=opts["seed"],
         )
         for e, X in parts.items()
     }
-    return fit_local(
-        model,
-        data,
-        probes if isinstance(data, dict) else probes[names[0]],
-        inputs=inputs,
-        temperature="auto" if local["temperature"] is None else local["temperature"],
-        score=local["score"],
-        lam=common["lam"],
-        n_blocks=common["n_blocks"],
-        progress=common["progress"],
-        seed=common["seed"],
-        radius=local["radius"],
-    )
+    if not isinstance(data, dict):
+        probes = probes[names[0]]
+    return fit_local(model, data, probes, inputs=inputs, scores=scores, **objects)
 
 
-def check_design(
-    model, nominal, input_items, times, initial_mean, initial_var, options, candidate_items=()
-):
+def check_design(model, nominal, opts, simulate, study, features):
     """The design branch of ``check``: environments from ``--input ENV:…``, a time course from
     ``--times`` with a Gaussian initial law (``--initial-mean``, ``--initial-var``)."""
-    from ...identifiability import check_identifiability
+    from ...identifiability import Experiment, check_identifiability
 
-    inputs = parse_inputs(input_items, None)
+    times, initial_mean, initial_var = opts["times"], opts["initial_mean"], opts["initial_var"]
+    inputs = parse_inputs(opts["input_items"], None)
     if inputs == {}:
         inputs = None
     ts = parse_floats(times, "--times") if times else None
@@ -195,7 +186,19 @@ def check_design(
                 f"expected {model.d} values, got {len(mean)}", param_hint="--initial-mean"
             )
         initial = (np.array(mean), float(initial_var) * np.eye(model.d))
-    candidates = [_assignments(c, "--candidate") for c in candidate_items] or None
+    candidates = [_assignments(c, "--candidate") for c in opts["candidate_items"]] or None
+    experiment = Experiment(
+        inputs=inputs,
+        times=ts,
+        initial=initial,
+        advise=not opts["no_advise"],
+        candidates=candidates,
+    )
     return check_identifiability(
-        model, nominal, inputs=inputs, times=ts, initial=initial, candidates=candidates, **options
+        model,
+        nominal,
+        simulate=simulate,
+        study=study,
+        experiment=experiment,
+        features=features,
     )

@@ -10,18 +10,24 @@ import click
 from ...errors import NotAffineError
 from .app import main
 from .designs import fit_design
-from .io import (
-    _echo_json,
-    _full_theta,
-    _load_data,
-    _load_model,
-    _parse_prior_scale,
-    _refuse_overwrite,
+from .io import _echo_json, _load_data, _load_model, _refuse_overwrite
+from .options import (
+    feature_options,
+    features_from,
+    input_option,
+    model_argument,
+    progress_option,
+    route_option,
+    score_options,
+    scores_from,
+    seed_option,
+    solver_from,
+    solver_options,
 )
 
 
 @main.command()
-@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.argument(
     "data_files",
     metavar="DATA...",
@@ -29,12 +35,9 @@ from .io import (
     required=True,
     type=click.Path(exists=True, dir_okay=False),
 )
-@click.option(
-    "--input",
-    "input_items",
-    multiple=True,
-    metavar="[ENV:]NAME=VALUE[,...]",
-    help="Known input values of an environment (repeatable; see docs/designs.md). Several DATA "
+@input_option(
+    "[ENV:]NAME=VALUE[,...]",
+    "Known input values of an environment (repeatable; see docs/designs.md). Several DATA "
     "files are environments named after the files; without ENV: the k-th --input goes with the "
     "k-th environment.",
 )
@@ -50,28 +53,12 @@ from .io import (
     default=None,
     help="[global] Quadrature order of time courses [default: 4 with ≥ 4 snapshots].",
 )
-@click.option(
-    "--route",
-    type=click.Choice(["global", "local"]),
-    default="global",
-    show_default=True,
-    help="global: kernel-Stein discrepancy over all samples; local: Fokker–Planck residuals "
-    "at probe points with estimated scores.",
+@route_option(
+    "global: kernel-Stein discrepancy over all samples; local: Fokker–Planck residuals "
+    "at probe points with estimated scores."
 )
-@click.option(
-    "--lam",
-    type=click.FloatRange(min=0),
-    default=1e-6,
-    show_default=True,
-    help="Tikhonov regularisation λ.",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Seeds the random features (global) or the probe choice (local), and the perturbed "
-    "--starts.",
+@seed_option(
+    "Seeds the random features (global) or the probe choice (local), and the perturbed --starts."
 )
 @click.option(
     "--n-blocks",
@@ -80,106 +67,9 @@ from .io import (
     show_default=True,
     help="Data blocks behind the noise estimates (standard errors, rank, consistency).",
 )
-@click.option(
-    "--features",
-    "n_features",
-    type=click.IntRange(min=1),
-    default=2048,
-    show_default=True,
-    help="[global] Random Fourier features m.",
-)
-@click.option(
-    "--bandwidth",
-    default="median",
-    show_default=True,
-    help="[global] Kernel length scale ℓ: 'median' or a positive number.",
-)
-@click.option(
-    "--probes",
-    "n_probes",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="[local] Number of probe points chosen in the data.",
-)
-@click.option(
-    "--probe-method",
-    type=click.Choice(["random", "kmeans", "dense"]),
-    default="random",
-    show_default=True,
-    help="[local] How probes are chosen (dense needs --radius).",
-)
-@click.option(
-    "--radius",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="[local] Ball radius around each probe; the data are restricted to the balls "
-    "(needed by --score score_matching).",
-)
-@click.option(
-    "--temperature",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="[local] Precision T of the Gaussian score kernel (default: chosen from the data "
-    "around the probes).",
-)
-@click.option(
-    "--score",
-    type=click.Choice(["kernel", "local_gaussian", "score_matching"]),
-    default="kernel",
-    show_default=True,
-    help="[local] Score estimator.",
-)
-@click.option(
-    "--theta0",
-    "theta0_items",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Starting value of the gradient solver (repeatable; unspecified ones take the model's "
-    "nominal value). Needed for a model not affine in its parameters without nominal values.",
-)
-@click.option(
-    "--solver",
-    type=click.Choice(["auto", "linear", "gradient"]),
-    default="auto",
-    show_default=True,
-    help="auto: one linear solve for a model affine in its parameters, else the gradient solver.",
-)
-@click.option(
-    "--starts",
-    "n_starts",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="[gradient solver] Starts: theta0 plus seeded perturbations; the lowest loss wins.",
-)
-@click.option(
-    "--statistic",
-    type=click.Choice(["auto", "u", "v"]),
-    default="auto",
-    show_default=True,
-    help="u: the unbiased U-statistic (global: drops the within-block pairs of the Stein "
-    "discrepancy that shrink the drift; local: subtracts the jackknife noise of the rows); v: "
-    "the reference paper's V-statistic. auto: u for the global route, v for the local one.",
-)
-@click.option(
-    "--estimator",
-    type=click.Choice(["auto", "resolved", "ridge"]),
-    default="auto",
-    show_default=True,
-    help="resolved: no regularisation on the directions the data resolve, honest "
-    "intervals (bias from unresolved directions included, estimable combinations named); "
-    "ridge: Tikhonov on every direction. auto: resolved, except ridge for --statistic v on the "
-    "global route (earlier versions' numbers; local: --statistic v --estimator ridge).",
-)
-@click.option(
-    "--prior-scale",
-    default="ml",
-    show_default=True,
-    help="[resolved] Scale τ of the parameters behind the honest intervals: 'ml' "
-    "(maximum likelihood from the identified estimates), a positive number, or 'none' "
-    "(variance-only intervals).",
-)
+@feature_options
+@score_options
+@solver_options
 @click.option(
     "--show-nominal", is_flag=True, help="Show the model's nominal values beside the estimates."
 )
@@ -193,38 +83,8 @@ from .io import (
     default=None,
     help="Also write the per-parameter results to a .json or .csv file.",
 )
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar [default: on a terminal]."
-)
-def fit(
-    model_file,
-    data_files,
-    input_items,
-    env_column,
-    time_column,
-    order,
-    route,
-    lam,
-    seed,
-    n_blocks,
-    n_features,
-    bandwidth,
-    n_probes,
-    probe_method,
-    radius,
-    temperature,
-    score,
-    theta0_items,
-    solver,
-    n_starts,
-    statistic,
-    estimator,
-    prior_scale,
-    show_nominal,
-    as_json,
-    out,
-    progress,
-):
+@progress_option()
+def fit(model_file, data_files, **opts):
     """Fit the parameters of MODEL to the unordered samples in DATA (.npy, .csv or .parquet).
 
     .csv/.parquet columns are matched to the state variables by name (order and extra columns do not
@@ -235,144 +95,92 @@ def fit(
     Several DATA files (or --env-column) are environments of one design with shared parameters,
     e.g. ``dynosed fit model.py A.csv B.csv --input s=1 --input s=3`` (docs/designs.md).
     """
-    from ...routes import fit_global, fit_local
+    from ...options import Execution
 
+    out = opts["out"]
     if out is not None and not str(out).lower().endswith((".json", ".csv")):
         raise click.BadParameter(f"{out!r}: expected a .json or .csv file", param_hint="--out")
     _refuse_overwrite(out, (model_file, *data_files))
-    if bandwidth != "median":
-        try:
-            bandwidth = float(bandwidth)
-        except ValueError:
-            raise click.BadParameter(
-                f"expected 'median' or a number, got {bandwidth!r}", param_hint="--bandwidth"
-            ) from None
-    prior_scale = _parse_prior_scale(prior_scale)
-    stat_args = {"prior_scale": prior_scale}
-    if statistic != "auto":
-        stat_args["statistic"] = statistic
-    if estimator != "auto":
-        stat_args["estimator"] = estimator
-    if route == "local" and score == "score_matching" and radius is None:
-        raise click.UsageError(
-            "--score score_matching needs --radius (the balls around the probes)"
-        )
-    if route == "local" and probe_method == "dense" and radius is None:
-        raise click.UsageError("--probe-method dense needs --radius (the densest points within it)")
+    features = features_from(opts, opts["seed"])
+    scores = scores_from(opts) if opts["route"] == "local" else None
     model = _load_model(model_file)
-    if show_nominal and model.nominal is None:
+    if opts["show_nominal"] and model.nominal is None:
         raise click.UsageError(f"{model_file} gives no nominal values to show (--show-nominal)")
-    theta0 = None
-    if theta0_items:
-        theta0 = _full_theta(
-            model, theta0_items, "--theta0", "pass --theta0 NAME=VALUE for each parameter"
-        )
-    solver_args = {
-        "theta0": theta0,
-        "solver": None if solver == "auto" else solver,
-        "n_starts": n_starts,
-    }
+    solver = solver_from(opts, model, opts["seed"])
+    execution = Execution(n_blocks=opts["n_blocks"], progress=opts["progress"])
     t0 = time.perf_counter()
     data_file = data_files[0] if len(data_files) == 1 else ", ".join(data_files)
     design = (
         len(data_files) > 1
-        or env_column is not None
-        or time_column is not None
-        or bool(input_items)
+        or opts["env_column"] is not None
+        or opts["time_column"] is not None
+        or bool(opts["input_items"])
         or bool(model.inputs)
         or bool(model.env_params)
     )
     try:
         if design:
-            result = fit_design(
-                model,
-                data_files,
-                input_items,
-                env_column,
-                time_column,
-                order,
-                route,
-                dict(
-                    n_features=n_features,
-                    bandwidth=bandwidth,
-                    lam=lam,
-                    seed=seed,
-                    n_blocks=n_blocks,
-                    progress=progress,
-                ),
-                dict(
-                    n_probes=n_probes,
-                    probe_method=probe_method,
-                    radius=radius,
-                    temperature="auto" if temperature is None else temperature,
-                    score=score,
-                ),
-                solver_args,
-            )
-        elif route == "global":
-            from ...codegen.loading import compile_model
-
-            # the gradient solver needs the samples in memory; the linear one streams a .npy file
-            gradient = solver == "gradient" or (
-                solver == "auto" and not compile_model(model).is_affine
-            )
-            X = _load_data(data_file, model, in_memory=gradient)
-            if not isinstance(X, str):  # a table or array in memory: messages name the file
-                from ...data import as_samples
-
-                X = as_samples(X, model, data_file)
-            result = fit_global(
-                model,
-                X,
-                n_features=n_features,
-                bandwidth=bandwidth,
-                lam=lam,
-                seed=seed,
-                n_blocks=n_blocks,
-                progress=progress,
-                **stat_args,
-                **solver_args,
-            )
+            result = fit_design(model, data_files, opts, features, scores, solver, execution)
+        elif opts["route"] == "global":
+            result = _fit_global(model, data_file, features, solver, execution)
         else:
-            from ...data import as_samples
-            from ...routes.probes import Balls, choose_probes
-
-            X = as_samples(_load_data(data_file, model, in_memory=True), model, data_file)
-            centres = choose_probes(X, n_probes, method=probe_method, radius=radius, seed=seed)
-            probes = centres
-            if radius is not None:
-                probes = Balls(centres, radius)
-                X = probes.restrict(X)
-            result = fit_local(
-                model,
-                X,
-                probes,
-                temperature="auto" if temperature is None else temperature,
-                score=score,
-                lam=lam,
-                n_blocks=n_blocks,
-                progress=progress,
-                seed=seed,
-                **stat_args,
-                **solver_args,
-            )
+            result = _fit_local(model, data_file, opts, scores, solver, execution)
     except NotAffineError as exc:
         # the library asks for ``theta0=``: name the option a terminal user can pass instead
-        if theta0 is not None or "theta0=" not in str(exc):
+        if solver.theta0 is not None or "theta0=" not in str(exc):
             raise
         what = " ".join(str(exc).split("; the gradient route needs")[0].split())
         raise click.UsageError(
             f"{what}; the gradient solver needs a starting point: pass --theta0 "
             f"NAME=VALUE for each parameter ({', '.join(model.param_names)})"
         ) from None
-    elapsed = time.perf_counter() - t0
-    truth = model.nominal if show_nominal else None
+    _report(result, model, data_file, opts, time.perf_counter() - t0)
+
+
+def _fit_global(model, data_file, features, solver, execution):
+    """``fit --route global`` on one data file."""
+    from ...codegen.loading import compile_model
+    from ...routes import fit_global
+
+    # the gradient solver needs the samples in memory; the linear one streams a .npy file
+    gradient = solver.method == "gradient" or (
+        solver.method is None and not compile_model(model).is_affine
+    )
+    X = _load_data(data_file, model, in_memory=gradient)
+    if not isinstance(X, str):  # a table or array in memory: messages name the file
+        from ...data import as_samples
+
+        X = as_samples(X, model, data_file)
+    return fit_global(model, X, features=features, solver=solver, execution=execution)
+
+
+def _fit_local(model, data_file, opts, scores, solver, execution):
+    """``fit --route local`` on one data file: probes chosen in the data (balls with --radius)."""
+    from ...data import as_samples
+    from ...routes import fit_local
+    from ...routes.probes import Balls, choose_probes
+
+    X = as_samples(_load_data(data_file, model, in_memory=True), model, data_file)
+    radius = opts["radius"]
+    probes = choose_probes(
+        X, opts["n_probes"], method=opts["probe_method"], radius=radius, seed=opts["seed"]
+    )
+    if radius is not None:
+        probes = Balls(probes, radius)
+        X = probes.restrict(X)
+    return fit_local(model, X, probes, scores=scores, solver=solver, execution=execution)
+
+
+def _report(result, model, data_file, opts, elapsed):
+    """The table (or JSON) on standard output, and the --out file."""
+    truth = model.nominal if opts["show_nominal"] else None
+    out = opts["out"]
     if out is not None:
         if str(out).lower().endswith(".json"):
             result.to_json(out, truth=truth)
         else:
             result.to_dataframe(truth=truth).to_csv(out)
-    if as_json:
+    if opts["as_json"]:
         rec = json.loads(result.to_json(truth=truth))
         rec["data"] = data_file
         rec["seconds"] = elapsed

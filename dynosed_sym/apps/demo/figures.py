@@ -11,6 +11,7 @@ import scipy.linalg
 import dynosed_sym as ds
 
 from .common import _load, _new_figure, _ou_samples, _rule
+from .density_figures import density_demo
 from .local_examples import LORENZ_TEMPERATURES, _lorenz_in_balls, lorenz_local_fits
 
 
@@ -244,7 +245,7 @@ PAPER_FIGURES = ("lorenz_local_global.png", "grn_recovery.png", "ou_ill_posed.pn
 DENSITY_FIGURES = (
     "density_hopf_ring.png",
     "density_swirl_bistable.png",
-)  # density.figures.density_demo
+)  # density_figures.density_demo
 
 
 DESIGN_FIGURES = ("designs_grn_knockdown.png",)  # designs_example.figure_knockdown (run.py)
@@ -266,8 +267,6 @@ def make_figures(out_dir="demo_output", quick=False):
         ),
     ]
     # dynamics → density: both examples trained from the drift alone (≈ 25 s), with their numbers
-    from ...density.figures import density_demo
-
     _rule("Dynamics → density (no data: trained on the Fokker–Planck residual)")
     results = density_demo(out_dir)
     paths += [results["hopf_ring"]["png"], results["swirl_bistable"]["png"]]

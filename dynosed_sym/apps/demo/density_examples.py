@@ -1,6 +1,7 @@
-"""SDEs with known stationary laws: the demonstration pair and the test family of issue 14.
+"""SDEs with known stationary laws, and distances of a learned density to a reference.
 
-The demonstration pair:
+Used by the dynamics → density demonstration (:mod:`.density_figures`), the sweep
+(:mod:`dynosed_sym.apps.bench.density_sweep`) and the tests.  The demonstration pair:
 
 * :func:`hopf_oscillator` — a noisy oscillator with a stable limit cycle and a closed-form
   stationary law: a radial potential plus a rotation,
@@ -14,10 +15,10 @@ The demonstration pair:
   (∂f₁/∂y ≠ ∂f₂/∂x), whose stationary law is not of gradient form and not known in closed form;
   it is compared against a long simulation.
 
-The family (exact laws, all checked symbolically in ``tests/test_density_family.py``):
+The family (exact laws, all checked symbolically in ``tests/density/test_family.py``):
 
 * :func:`ring` — Stuart–Landau-type ring with rotation, p ∝ exp((α r²/2 − β r⁴/4)/D): quartic
-  tails and a cubic drift (before issue 14 the learned density missed it by TV 0.1–0.33);
+  tails and a cubic drift (a density class with Gaussian tails misses it by TV 0.1–0.33);
 * :func:`double_well_1d`, :func:`double_well_2d` — p ∝ exp(−V/D) with barriers of a few D, the
   2-D one with a non-gradient rotation −ω J∇V and a coupling that leaves p unchanged;
 * :func:`ou` — linear drift Mx (any stable, e.g. non-normal M), Gaussian law from the Lyapunov
@@ -26,7 +27,10 @@ The family (exact laws, all checked symbolically in ``tests/test_density_family.
   p ∝ exp(−U);
 * :func:`swirl_bistable` above: non-gradient, no closed form, compared against a long simulation.
 
-Each ``*_log_density`` returns the exact unnormalised log density at the rows of P (M, d).
+Each ``*_log_density`` returns the exact unnormalised log density at the rows of P (M, d).  The
+distances: :func:`grid_tv` (total variation against an exact law, both normalised by midpoint
+quadrature on one grid, d ≤ 2) and :func:`histogram_tv` (against a 2-D sample histogram, the
+learned mass per bin by sub-cell quadrature, mass outside the box counted too).
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..model import SDEModel
+from ...errors import DataError
+from ...model import SDEModel
 
 __all__ = [
     "hopf_oscillator",
     "hopf_log_density",
     "swirl_bistable",
+    "swirl_bistable_variant",
     "ring",
     "ring_log_density",
     "double_well_1d",
@@ -50,6 +56,9 @@ __all__ = [
     "ou_covariance",
     "state_dependent_well",
     "state_dependent_well_log_density",
+    "grid_points",
+    "grid_tv",
+    "histogram_tv",
 ]
 
 
@@ -234,8 +243,7 @@ def state_dependent_well(d=1, D0=0.25, k=0.5, omega=0.5):
     f = ∇g − g∇U, plus in 2-D the rotation ω J∇U (J = [[0, −1], [1, 0]]), whose flux e^{−U} ω J∇U
     is divergence free; so p ∝ exp(−U) whatever ω and g.  Barrier 1/(4 D0) in units of D0.
 
-    Parameter: ``omega`` in 2-D; in 1-D a placeholder ``s`` that does not enter the drift (a model
-    needs one parameter until parameter-free models are accepted).
+    Parameter: ``omega`` in 2-D; in 1-D a placeholder ``s`` that does not enter the drift.
     """
     xs = sp.symbols(" ".join(f"x{i + 1}" for i in range(d)), real=True, seq=True)
     D0_, k_ = sp.nsimplify(D0), sp.nsimplify(k)
@@ -265,3 +273,58 @@ def state_dependent_well_log_density(P, D0=0.25):
     if P.ndim == 1:
         P = P[:, None]
     return -((P[:, 0] ** 2 - 1) ** 2 / 4.0 + 0.5 * (P[:, 1:] ** 2).sum(1)) / D0
+
+
+# ------------------------------------------------------------------ distances to a reference
+def grid_points(extent, n):
+    """Cell centres of a grid of n cells per axis over ``extent`` ((lo, hi) per axis).
+
+    Returns the axes' centres (a list of (n,) arrays), the points P (nᵈ, d) in "ij" order and
+    the cell volume.
+    """
+    extent = [(float(lo), float(hi)) for lo, hi in extent]
+    if not all(hi > lo for lo, hi in extent):
+        raise DataError(f"extent: expected (lo, hi) per axis with hi > lo, got {extent}")
+    axes = [lo + (hi - lo) / n * (np.arange(n) + 0.5) for lo, hi in extent]
+    volume = float(np.prod([(hi - lo) / n for lo, hi in extent]))
+    grids = np.meshgrid(*axes, indexing="ij")
+    return axes, np.column_stack([g.ravel() for g in grids]), volume
+
+
+def grid_tv(density, log_density, extent, n):
+    """Total variation ½∫|q − p| by the midpoint rule, p = exp(log_density) normalised on the
+    same grid (n cells per axis over ``extent``, (lo, hi) per axis).
+
+    Returns
+    -------
+    tv : float
+    integral : float
+        ∫ q over the grid: 1 up to quadrature error and the mass outside the box.
+    """
+    _, P, volume = grid_points(extent, n)
+    q = density.prob(P)
+    lp = np.asarray(log_density(P), dtype=float)
+    p = np.exp(lp - lp.max())
+    p /= p.sum() * volume
+    return 0.5 * float(np.abs(q - p).sum() * volume), float(q.sum() * volume)
+
+
+def histogram_tv(density, X, extent, bins=40, sub=4):
+    """Total variation between the learned mass per bin and the histogram of samples X (N, 2).
+
+    ``extent``: ((xmin, xmax), (ymin, ymax)); ``bins`` per axis; the learned mass per bin by a
+    ``sub`` × ``sub`` midpoint rule.  Mass outside the box counts as one more bin.
+    """
+    (xmin, xmax), (ymin, ymax) = extent
+    H, _, _ = np.histogram2d(X[:, 0], X[:, 1], bins=bins, range=[[xmin, xmax], [ymin, ymax]])
+    H = H / X.shape[0]
+    hx, hy = (xmax - xmin) / (bins * sub), (ymax - ymin) / (bins * sub)
+    cx = xmin + hx * (np.arange(bins * sub) + 0.5)
+    cy = ymin + hy * (np.arange(bins * sub) + 0.5)
+    XX, YY = np.meshgrid(cx, cy, indexing="ij")
+    q = (
+        (density.prob(np.column_stack([XX.ravel(), YY.ravel()])) * hx * hy)
+        .reshape(bins, sub, bins, sub)
+        .sum((1, 3))
+    )
+    return 0.5 * float(np.abs(q - H).sum() + abs(H.sum() - q.sum()))

@@ -1,5 +1,8 @@
 """Figures of the dynamics → density demonstration (matplotlib, imported only when drawing).
 
+Part of ``python -m dynosed_sym.apps.demo`` (:func:`density_demo` writes
+``density_hopf_ring.png`` and ``density_swirl_bistable.png``).
+
 ``pip install 'dynosed_sym[plot]'`` provides matplotlib.  Figures are built without ``pyplot``
 (a :class:`matplotlib.figure.Figure` on an Agg canvas), so drawing never changes the caller's
 matplotlib backend (e.g. a notebook's inline one).
@@ -12,22 +15,28 @@ import time
 
 import numpy as np
 
-from ..errors import DynosedError
-from .compare import grid_points, tv_to_exact, tv_to_samples
+from ...errors import DynosedError
+from ..plotting import require_matplotlib
+from .density_examples import grid_points, grid_tv, histogram_tv
 
 __all__ = ["plot_density_comparison", "density_demo"]
 
 
 def _new_figure(figsize):
     """A Figure on its own Agg canvas (no pyplot: the global backend is left alone)."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise DynosedError("drawing needs matplotlib: pip install 'dynosed_sym[plot]'") from exc
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     return fig
+
+
+def _pairs(extent):
+    """(xmin, xmax, ymin, ymax) → ((xmin, xmax), (ymin, ymax))."""
+    xmin, xmax, ymin, ymax = extent
+    return (xmin, xmax), (ymin, ymax)
 
 
 def plot_density_comparison(
@@ -70,7 +79,7 @@ def plot_density_comparison(
             "give exactly one reference: log_density= (exact) or samples= (histogram)"
         )
     fig = _new_figure((13.5, 4.2))
-    xs, ys, P, area = grid_points(extent, grid)
+    (xs, ys), P, area = grid_points(_pairs(extent), grid)
     q = density.prob(P).reshape(grid, grid).T
     axes = fig.subplots(1, 3)
     levels = np.linspace(0.0, q.max(), 14)[1:]
@@ -126,25 +135,41 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
         Per example: ``png`` (path), ``tv`` and ``train_seconds``; the closed-form example also
         ``integral``, the simulated one ``tv_sampling_noise`` (half vs half of the simulation).
     """
-    from ..simulation import simulate
-    from .examples import hopf_log_density, hopf_oscillator, swirl_bistable
-    from .train import density_from_dynamics
-
     _new_figure((1, 1))  # fail early (before training) without matplotlib
-    results = {}
+    ring = _demo_ring(out_dir, seed, progress)
+    swirl = _demo_swirl(out_dir, seed, progress, n_simulated)
+    if verbose:
+        print(
+            f"density hopf_ring: TV to exact = {ring['tv']:.4f}, "
+            f"integral = {ring['integral']:.6f}, training {ring['train_seconds']:.1f} s"
+        )
+        print(
+            f"density swirl_bistable: TV to {n_simulated:,} simulated samples = "
+            f"{swirl['tv']:.4f} (half-vs-half sampling noise {swirl['tv_sampling_noise']:.4f}), "
+            f"training {swirl['train_seconds']:.1f} s"
+        )
+    return {"hopf_ring": ring, "swirl_bistable": swirl}
+
+
+def _demo_ring(out_dir, seed, progress):
+    """The limit-cycle oscillator against its exact law."""
+    from ...density import density_from_dynamics
+    from .density_examples import hopf_log_density, hopf_oscillator
+
     model, theta = hopf_oscillator()
     dens = density_from_dynamics(model, theta, seed=seed, progress=progress)
     extent = (-4.5, 4.5, -4.5, 4.5)
-    tv, integral = tv_to_exact(dens, hopf_log_density, extent, n=300)
-    png = os.path.join(out_dir, "density_hopf_ring.png")
-    plot_density_comparison(
-        dens,
-        log_density=hopf_log_density,
-        extent=extent,
-        path=png,
-        title=f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}",
-    )
-    results["hopf_ring"] = dict(png=png, tv=tv, integral=integral, train_seconds=dens.train_seconds)
+    tv, integral = grid_tv(dens, hopf_log_density, _pairs(extent), 300)
+    title = f"limit-cycle oscillator: TV = {tv:.3f}, ∫q = {integral:.5f}"
+    png = _save(dens, out_dir, "density_hopf_ring.png", title, extent, log_density=hopf_log_density)
+    return dict(png=png, tv=tv, integral=integral, train_seconds=dens.train_seconds)
+
+
+def _demo_swirl(out_dir, seed, progress, n_simulated):
+    """The non-gradient bistable drift against a long simulation."""
+    from ...density import density_from_dynamics
+    from ...simulation import simulate
+    from .density_examples import swirl_bistable
 
     model, theta = swirl_bistable()
     dens = density_from_dynamics(model, theta, seed=seed, progress=progress)
@@ -154,35 +179,23 @@ def density_demo(out_dir, *, seed=0, progress=None, n_simulated=400_000, verbose
     )
     sim_seconds = time.perf_counter() - t0
     extent = (-5, 5, -5, 5)
-    tv = tv_to_samples(dens, X, extent, bins=40)
+    tv = histogram_tv(dens, X, _pairs(extent), bins=40)
     H1, _, _ = np.histogram2d(X[::2, 0], X[::2, 1], bins=40, range=[extent[:2], extent[2:]])
     H2, _, _ = np.histogram2d(X[1::2, 0], X[1::2, 1], bins=40, range=[extent[:2], extent[2:]])
     noise = 0.5 * float(np.abs(H1 / X[::2].shape[0] - H2 / X[1::2].shape[0]).sum())
-    png = os.path.join(out_dir, "density_swirl_bistable.png")
-    plot_density_comparison(
-        dens,
-        samples=X,
-        extent=extent,
-        path=png,
-        title=f"non-gradient bistable drift: TV to simulation = {tv:.3f}",
-    )
-    results["swirl_bistable"] = dict(
+    title = f"non-gradient bistable drift: TV to simulation = {tv:.3f}"
+    png = _save(dens, out_dir, "density_swirl_bistable.png", title, extent, samples=X)
+    return dict(
         png=png,
         tv=tv,
         tv_sampling_noise=noise,
         train_seconds=dens.train_seconds,
         simulate_seconds=sim_seconds,
     )
-    if verbose:
-        r = results["hopf_ring"]
-        print(
-            f"density hopf_ring: TV to exact = {r['tv']:.4f}, integral = {r['integral']:.6f}, "
-            f"training {r['train_seconds']:.1f} s"
-        )
-        r = results["swirl_bistable"]
-        print(
-            f"density swirl_bistable: TV to {n_simulated:,} simulated samples = {r['tv']:.4f} "
-            f"(half-vs-half sampling noise {r['tv_sampling_noise']:.4f}), "
-            f"training {r['train_seconds']:.1f} s"
-        )
-    return results
+
+
+def _save(dens, out_dir, name, title, extent, **reference):
+    """Draw ``dens`` against ``reference`` (log_density= or samples=) into out_dir/name → path."""
+    png = os.path.join(out_dir, name)
+    plot_density_comparison(dens, extent=extent, path=png, title=title, **reference)
+    return png

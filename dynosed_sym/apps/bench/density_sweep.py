@@ -1,8 +1,8 @@
 """Multi-seed sweep of :func:`density_from_dynamics` over SDEs with known stationary laws.
 
-    python -m dynosed_sym.density.sweep                       # every case, seeds 0-3
-    python -m dynosed_sym.density.sweep --cases ring_issue dw1_issue --seeds 0 1
-    python -m dynosed_sym.density.sweep --list
+    python -m dynosed_sym.apps.bench.density_sweep                # every case, seeds 0-3
+    python -m dynosed_sym.apps.bench.density_sweep --cases ring_issue dw1_issue --seeds 0 1
+    python -m dynosed_sym.apps.bench.density_sweep --list
 
 Each run uses the default settings.  Distances are to independent oracles, never to the method's
 own estimates:
@@ -16,12 +16,12 @@ own estimates:
   sub-cell quadrature) and a histogram of 2·10⁶ simulated samples, with the half-vs-half noise
   of that histogram.
 
-Cases marked "dev" were used while developing the method (issue 14); "held-out" ones were only run
-through this sweep afterwards.  Output: one row per (case, seed) and a summary per case.
+Cases marked "dev" were used while developing the method; "held-out" ones only through this
+sweep.  Output: one row per (case, seed) and a summary per case.
 
-``--legacy`` runs the given cases with the model class and start of before issue 14 (no tail map,
-a blob at the origin, no weight anchor, no restart, 1500 steps) — the runs the issue reported as
-bad — to show what the convergence checks say about them.
+``--known-bad`` runs the given cases with settings known to give bad densities — Gaussian-mixture
+tails (no tail map), a blob start at the origin, no cell anchor, no restart, 1500 steps — to show
+what the convergence checks say about them (``benchmarks/density_sweep_known_bad.txt``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import examples as ex
+from ...density import Architecture, Training
+from ..demo import density_examples as ex
 
 __all__ = ["CASES", "Case", "measure", "run_case", "main"]
 
@@ -60,6 +61,16 @@ class Case:
 
 def _grid_case(name, kind, build, logp, extent, note):
     return Case(name, kind, build, "grid", log_density=logp, extent=extent, note=note)
+
+
+def _sim_case(name, kind, build, note):
+    """A case without a closed-form law, compared with a long simulation on (-5, 5)²."""
+    extent = ((-5.0, 5.0), (-5.0, 5.0))
+    return Case(name, kind, build, "sim", extent=extent, note=f"{note} (vs simulation)")
+
+
+def _ou_case(name, kind, M, D, note):
+    return Case(name, kind, lambda: ex.ou(M, D), "kl", sampler=_ou_sampler(M, D), note=note)
 
 
 def _ou_sampler(M, D):
@@ -104,14 +115,14 @@ def _well3_sampler(D0=0.25):
 CASES = {
     c.name: c
     for c in [
-        # --- development cases (issue 14's reports, the bundled examples, one of each kind)
+        # --- development cases (the first failures seen, the bundled examples, one of each kind)
         _grid_case(
             "ring_issue",
             "dev",
             lambda: ex.ring(1.0, 1.0, 1.5, 0.25),
             lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.25),
             ((-2.5, 2.5), (-2.5, 2.5)),
-            "ring α=β=1, ω=1.5, D=0.25 (issue: TV 0.10-0.17)",
+            "ring α=β=1, ω=1.5, D=0.25 (Gaussian tails: TV 0.10-0.17)",
         ),
         _grid_case(
             "dw1_issue",
@@ -119,7 +130,7 @@ CASES = {
             lambda: ex.double_well_1d(0.2),
             lambda P: ex.double_well_1d_log_density(P, 0.2),
             ((-3.0, 3.0),),
-            "1-D double well x − x³, D=0.2, barrier 1.25 D (issue: TV 0.23)",
+            "1-D double well x − x³, D=0.2, barrier 1.25 D (blob start: TV 0.23)",
         ),
         _grid_case(
             "dw1_b3",
@@ -145,22 +156,8 @@ CASES = {
             ((-5.0, 5.0), (-5.0, 5.0)),
             "bundled limit-cycle oscillator (Gaussian tails)",
         ),
-        Case(
-            "ou3_nonnormal",
-            "dev",
-            lambda: ex.ou(_OU_M1, _OU_D1),
-            "kl",
-            sampler=_ou_sampler(_OU_M1, _OU_D1),
-            note="3-D non-normal OU",
-        ),
-        Case(
-            "swirl",
-            "dev",
-            lambda: ex.swirl_bistable(),
-            "sim",
-            extent=((-5.0, 5.0), (-5.0, 5.0)),
-            note="bundled non-gradient bistable (vs simulation)",
-        ),
+        _ou_case("ou3_nonnormal", "dev", _OU_M1, _OU_D1, "3-D non-normal OU"),
+        _sim_case("swirl", "dev", ex.swirl_bistable, "bundled non-gradient bistable"),
         # --- held-out cases
         _grid_case(
             "ring_wide_still",
@@ -184,7 +181,7 @@ CASES = {
             lambda: ex.ring(1.0, 1.0, 2.0, 0.1),
             lambda P: ex.ring_log_density(P, 1.0, 1.0, 0.1),
             ((-2.0, 2.0), (-2.0, 2.0)),
-            "models/limit_cycle.py's Stuart–Landau law at D=0.1, ω=2 (an earlier README: TV 0.33)",
+            "models/limit_cycle.py's Stuart–Landau law at D=0.1, ω=2 (Gaussian tails: TV 0.33)",
         ),
         _grid_case(
             "dw1_b1",
@@ -234,13 +231,8 @@ CASES = {
             ((-3.0, 3.0), (-2.5, 2.5)),
             "2-D double well with D(x) = 0.25(1 + |x|²/2) I, rotation ω=0.5",
         ),
-        Case(
-            "ou3_rotating",
-            "held-out",
-            lambda: ex.ou(_OU_M2, _OU_D2),
-            "kl",
-            sampler=_ou_sampler(_OU_M2, _OU_D2),
-            note="3-D OU with rotation and anisotropic D",
+        _ou_case(
+            "ou3_rotating", "held-out", _OU_M2, _OU_D2, "3-D OU with rotation and anisotropic D"
         ),
         Case(
             "sdw3",
@@ -250,57 +242,27 @@ CASES = {
             sampler=_well3_sampler(0.25),
             note="3-D double well with state-dependent D",
         ),
-        Case(
+        _sim_case(
             "swirl_variant",
             "held-out",
-            lambda: ex.swirl_bistable_variant(),
-            "sim",
-            extent=((-5.0, 5.0), (-5.0, 5.0)),
-            note="non-gradient bistable, D=0.3, k=0.5, g=2 (vs simulation)",
+            ex.swirl_bistable_variant,
+            "non-gradient bistable, D=0.3, k=0.5, g=2",
         ),
     ]
 }
 
 
-def _grid_tv(dens, log_density, extent, n):
-    axes = [lo + (hi - lo) / n * (np.arange(n) + 0.5) for lo, hi in extent]
-    area = float(np.prod([(hi - lo) / n for lo, hi in extent]))
-    G = np.meshgrid(*axes, indexing="ij")
-    P = np.column_stack([g.ravel() for g in G])
-    q = dens.prob(P)
-    lp = np.asarray(log_density(P), dtype=float)
-    p = np.exp(lp - lp.max())
-    p /= p.sum() * area
-    return 0.5 * float(np.abs(q - p).sum() * area), float(q.sum() * area)
-
-
 def _sim_reference(model, theta, seed, n=2_000_000):
-    from ..simulation import simulate
+    from ...simulation import simulate
 
     return simulate(model, theta, n, dt=0.005, burn_in=6000, thin=50, n_chains=4000, seed=seed)
-
-
-def _hist_tv(dens, X, extent, bins=40, sub=4):
-    (xmin, xmax), (ymin, ymax) = extent
-    H, _, _ = np.histogram2d(X[:, 0], X[:, 1], bins=bins, range=[[xmin, xmax], [ymin, ymax]])
-    H = H / X.shape[0]
-    hx, hy = (xmax - xmin) / (bins * sub), (ymax - ymin) / (bins * sub)
-    cx = xmin + hx * (np.arange(bins * sub) + 0.5)
-    cy = ymin + hy * (np.arange(bins * sub) + 0.5)
-    XX, YY = np.meshgrid(cx, cy, indexing="ij")
-    q = (
-        (dens.prob(np.column_stack([XX.ravel(), YY.ravel()])) * hx * hy)
-        .reshape(bins, sub, bins, sub)
-        .sum((1, 3))
-    )
-    return 0.5 * float(np.abs(q - H).sum() + abs(H.sum() - q.sum()))
 
 
 def measure(case, dens, seed=0, reference=None):
     """Distance of a learned density to the case's oracle → dict(metric, value, noise)."""
     if case.oracle == "grid":
         n = 4000 if len(case.extent) == 1 else 250
-        tv, integral = _grid_tv(dens, case.log_density, case.extent, n)
+        tv, integral = ex.grid_tv(dens, case.log_density, case.extent, n)
         return {"metric": "TV", "value": tv, "noise": 0.0, "integral": integral}
     if case.oracle == "kl":
         X, logp = case.sampler(200_000, np.random.default_rng(10_000 + seed))
@@ -314,7 +276,7 @@ def measure(case, dens, seed=0, reference=None):
     if X is None:
         model, theta = case.build()
         X = _sim_reference(model, theta, 777)
-    tv = _hist_tv(dens, X, case.extent)
+    tv = ex.histogram_tv(dens, X, case.extent)
     half = X.shape[0] // 2  # rows are ordered by chain: two halves of the chains
     ext = case.extent
     H1, _, _ = np.histogram2d(X[:half, 0], X[:half, 1], bins=40, range=[ext[0], ext[1]])
@@ -323,15 +285,16 @@ def measure(case, dens, seed=0, reference=None):
     return {"metric": "TV", "value": tv, "noise": noise}
 
 
-def run_case(case, seed, reference=None, **kwargs):
-    """Train with default settings (or ``kwargs``) and measure → dict for one table row."""
-    from .train import density_from_dynamics
+def run_case(case, seed, reference=None, **options):
+    """Train with default settings (or the option objects ``options``: ``architecture=``,
+    ``training=``, …) and measure → dict for one table row."""
+    from ...density import density_from_dynamics
 
     model, theta = case.build()
     t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        dens = density_from_dynamics(model, theta, seed=seed, **kwargs)
+        dens = density_from_dynamics(model, theta, seed=seed, **options)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     m = measure(case, dens, seed, reference)
     dg = dens.diagnostic
@@ -365,8 +328,13 @@ def _row(r):
     )
 
 
-#: Settings that reproduce the model class and start of before issue 14 (``--legacy``).
-LEGACY = dict(tail=False, init="blob", anchor=0.0, restarts=0, n_steps=1500, tol=0.0)
+#: Settings known to give bad densities (``--known-bad``): Gaussian-mixture tails, a blob start,
+#: no cell anchor, no restart, at most 1500 steps, no stopping on a small residual ratio.
+KNOWN_BAD = dict(
+    init="blob",
+    architecture=Architecture(tail=False),
+    training=Training(anchor=0.0, restarts=0, n_steps=1500, tol=0.0),
+)
 
 HEADER = (
     f"{'case':<18} {'kind':<8} {'seed':>4} {'':>3} {'dist':>7}{'':<8} {'conv':<6} {'stop':<8} "
@@ -374,36 +342,30 @@ HEADER = (
 )
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m dynosed_sym.density.sweep", description=__doc__.split("\n")[0]
-    )
+PROG = "python -m dynosed_sym.apps.bench.density_sweep"
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--cases", nargs="*", default=None, help="case names (default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3])
     parser.add_argument("--kind", choices=["dev", "held-out"], default=None)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument(
-        "--legacy",
+        "--known-bad",
         action="store_true",
-        help="pre-issue-14 settings: tail=False, init='blob', anchor=0, restarts=0, n_steps=1500",
+        help="settings known to give bad densities: no tail map, a blob start, no anchor, "
+        "no restart, 1500 steps",
     )
-    args = parser.parse_args(argv)
-    if args.list:
-        for c in CASES.values():
-            print(f"{c.name:<18} {c.kind:<8} {c.oracle:<4} {c.note}")
-        return 0
-    names = args.cases or [n for n, c in CASES.items() if args.kind is None or c.kind == args.kind]
-    unknown = [n for n in names if n not in CASES]
-    if unknown:
-        parser.error(f"unknown case {unknown[0]!r} (see --list)")
+    return parser
+
+
+def _print_header(args, argv):
     import os
     import platform
 
-    kwargs = LEGACY if args.legacy else {}
-    which = f"pre-issue-14 settings {LEGACY}" if args.legacy else "default settings"
-    command = " ".join(
-        ["python -m dynosed_sym.density.sweep"] + list(sys.argv[1:] if argv is None else argv)
-    )
+    which = f"known-bad settings {KNOWN_BAD}" if args.known_bad else "default settings"
+    command = " ".join([PROG] + list(sys.argv[1:] if argv is None else argv))
     print(f"# command: {command}")
     print(
         f"# dynosed_sym density sweep: {which}, seeds {args.seeds}; "
@@ -419,18 +381,9 @@ def main(argv=None):
         "rho: residual ratio; simTV: soft-cell TV to the starting simulation"
     )
     print(HEADER)
-    rows = []
-    for name in names:
-        case = CASES[name]
-        reference = None
-        if case.oracle == "sim":
-            model, theta = case.build()
-            reference = _sim_reference(model, theta, 777)
-        for seed in args.seeds:
-            r = run_case(case, seed, reference, **kwargs)
-            r.pop("density")
-            rows.append(r)
-            print(_row(r), flush=True)
+
+
+def _print_summary(names, rows):
     print()
     print(
         f"{'case':<18} {'kind':<8} {'dist':>4} {'max':>7} {'mean':>7} {'conv':>5} {'warned':>6} "
@@ -446,6 +399,33 @@ def main(argv=None):
             f"{max(r['rho'] for r in rs):9.2e} {np.mean([r['wall'] for r in rs]):11.1f} "
             f"{np.mean([r['cpu'] for r in rs]):10.1f}"
         )
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        for c in CASES.values():
+            print(f"{c.name:<18} {c.kind:<8} {c.oracle:<4} {c.note}")
+        return 0
+    names = args.cases or [n for n, c in CASES.items() if args.kind is None or c.kind == args.kind]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        parser.error(f"unknown case {unknown[0]!r} (see --list)")
+    _print_header(args, argv)
+    rows = []
+    for name in names:
+        case = CASES[name]
+        reference = None
+        if case.oracle == "sim":
+            model, theta = case.build()
+            reference = _sim_reference(model, theta, 777)
+        for seed in args.seeds:
+            r = run_case(case, seed, reference, **(KNOWN_BAD if args.known_bad else {}))
+            r.pop("density")
+            rows.append(r)
+            print(_row(r), flush=True)
+    _print_summary(names, rows)
     return 0
 
 

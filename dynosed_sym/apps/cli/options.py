@@ -1,0 +1,276 @@
+"""The command-line options shared by the subcommands, one decorator per group, and the option
+objects of the library built from them (:class:`~dynosed_sym.Features`,
+:class:`~dynosed_sym.Scores`, :class:`~dynosed_sym.Solver`, :class:`~dynosed_sym.Simulation`).
+
+A group of flags is declared once here and applied with its decorator (``@feature_options``), so
+``fit`` and ``check`` spell, default and explain ``--features`` alike; the command passes its
+keyword arguments to the builder of the object (``features_from(opts)``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from .io import _full_theta, _parse_prior_scale
+
+
+def group(*decorators):
+    """One decorator applying ``decorators`` in the order written (the first is the top option
+    in ``--help``)."""
+
+    def apply(func):
+        for decorate in reversed(decorators):
+            func = decorate(func)
+        return func
+
+    return apply
+
+
+model_argument = click.argument(
+    "model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False)
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print a JSON record instead of text."
+)
+
+
+def seed_option(help="Seeds the random numbers."):
+    return click.option(
+        "--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help
+    )
+
+
+def input_option(metavar, help):
+    return click.option("--input", "input_items", multiple=True, metavar=metavar, help=help)
+
+
+def progress_option(help="Progress bar [default: on a terminal]."):
+    return click.option("--progress/--no-progress", default=None, help=help)
+
+
+def route_option(help=None):
+    return click.option(
+        "--route",
+        type=click.Choice(["global", "local"]),
+        default="global",
+        show_default=True,
+        help=help,
+    )
+
+
+# --------------------------------------------------------------------------- Features
+feature_options = group(
+    click.option(
+        "--features",
+        "n_features",
+        type=click.IntRange(min=1),
+        default=2048,
+        show_default=True,
+        help="[global] Random Fourier features m.",
+    ),
+    click.option(
+        "--bandwidth",
+        default="median",
+        show_default=True,
+        help="[global] Kernel length scale ℓ: 'median' or a positive number.",
+    ),
+)
+
+
+def features_from(opts, seed):
+    """:class:`~dynosed_sym.Features` of ``--features``, ``--bandwidth`` and ``seed``."""
+    from ...routes.options import Features
+
+    bandwidth = opts["bandwidth"]
+    if bandwidth != "median":
+        try:
+            bandwidth = float(bandwidth)
+        except ValueError:
+            raise click.BadParameter(
+                f"expected 'median' or a number, got {bandwidth!r}", param_hint="--bandwidth"
+            ) from None
+    return Features(n_features=opts["n_features"], bandwidth=bandwidth, seed=seed)
+
+
+# --------------------------------------------------------------------------- Simulation
+def simulation_options(chains="--n-chains", chains_help=None):
+    """--dt, --burn-in, --thin and the chains flag (``chains``: its spelling)."""
+    return group(
+        click.option(
+            "--dt",
+            type=click.FloatRange(min=0, min_open=True),
+            default=0.01,
+            show_default=True,
+            help="Time step.",
+        ),
+        click.option(
+            "--burn-in",
+            type=click.IntRange(min=0),
+            default=5000,
+            show_default=True,
+            help="Simulator steps discarded at the start of every chain.",
+        ),
+        click.option(
+            "--thin",
+            type=click.IntRange(min=1),
+            default=10,
+            show_default=True,
+            help="Steps between recorded states.",
+        ),
+        click.option(
+            chains, "n_chains", type=click.IntRange(min=1), default=None, help=chains_help
+        ),
+    )
+
+
+def simulation_from(opts, default_chains=None):
+    """:class:`~dynosed_sym.Simulation` of --dt, --burn-in, --thin and the chains flag."""
+    from ...simulation import Simulation
+
+    return Simulation(
+        dt=opts["dt"],
+        burn_in=opts["burn_in"],
+        thin=opts["thin"],
+        n_chains=opts["n_chains"] or default_chains,
+    )
+
+
+# --------------------------------------------------------------------------- Scores (local route)
+score_options = group(
+    click.option(
+        "--probes",
+        "n_probes",
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help="[local] Number of probe points chosen in the data.",
+    ),
+    click.option(
+        "--probe-method",
+        type=click.Choice(["random", "kmeans", "dense"]),
+        default="random",
+        show_default=True,
+        help="[local] How probes are chosen (dense needs --radius).",
+    ),
+    click.option(
+        "--radius",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="[local] Ball radius around each probe; the data are restricted to the balls "
+        "(needed by --score score_matching).",
+    ),
+    click.option(
+        "--temperature",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="[local] Precision T of the Gaussian score kernel (default: chosen from the data "
+        "around the probes).",
+    ),
+    click.option(
+        "--score",
+        type=click.Choice(["kernel", "local_gaussian", "score_matching"]),
+        default="kernel",
+        show_default=True,
+        help="[local] Score estimator.",
+    ),
+)
+
+
+def scores_from(opts):
+    """:class:`~dynosed_sym.Scores` of --score, --temperature and --radius."""
+    from ...routes.options import Scores
+
+    if opts["score"] == "score_matching" and opts["radius"] is None:
+        raise click.UsageError(
+            "--score score_matching needs --radius (the balls around the probes)"
+        )
+    if opts["probe_method"] == "dense" and opts["radius"] is None:
+        raise click.UsageError("--probe-method dense needs --radius (the densest points within it)")
+    temperature = "auto" if opts["temperature"] is None else opts["temperature"]
+    return Scores(score=opts["score"], temperature=temperature, radius=opts["radius"])
+
+
+# --------------------------------------------------------------------------- Solver
+solver_options = group(
+    click.option(
+        "--lam",
+        type=click.FloatRange(min=0),
+        default=1e-6,
+        show_default=True,
+        help="Tikhonov regularisation λ.",
+    ),
+    click.option(
+        "--theta0",
+        "theta0_items",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Starting value of the gradient solver (repeatable; unspecified ones take the "
+        "model's nominal value). Needed for a model not affine in its parameters without "
+        "nominal values.",
+    ),
+    click.option(
+        "--solver",
+        type=click.Choice(["auto", "linear", "gradient"]),
+        default="auto",
+        show_default=True,
+        help="auto: one linear solve for a model affine in its parameters, else the gradient "
+        "solver.",
+    ),
+    click.option(
+        "--starts",
+        "n_starts",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="[gradient solver] Starts: theta0 plus seeded perturbations; the lowest loss wins.",
+    ),
+    click.option(
+        "--statistic",
+        type=click.Choice(["auto", "u", "v"]),
+        default="auto",
+        show_default=True,
+        help="u: the unbiased U-statistic (global: drops the within-block pairs of the Stein "
+        "discrepancy that shrink the drift; local: subtracts the jackknife noise of the rows); "
+        "v: the reference paper's V-statistic. auto: u for the global route, v for the local one.",
+    ),
+    click.option(
+        "--estimator",
+        type=click.Choice(["auto", "resolved", "ridge"]),
+        default="auto",
+        show_default=True,
+        help="resolved: no regularisation on the directions the data resolve, honest "
+        "intervals (bias from unresolved directions included, estimable combinations named); "
+        "ridge: Tikhonov on every direction. auto: resolved, except ridge for --statistic v on "
+        "the global route (earlier versions' numbers; local: --statistic v --estimator ridge).",
+    ),
+    click.option(
+        "--prior-scale",
+        default="ml",
+        show_default=True,
+        help="[resolved] Scale τ of the parameters behind the honest intervals: 'ml' "
+        "(maximum likelihood from the identified estimates), a positive number, or 'none' "
+        "(variance-only intervals).",
+    ),
+)
+
+
+def solver_from(opts, model, seed):
+    """:class:`~dynosed_sym.Solver` of the solver flags (``auto`` → the route's default)."""
+    from ...routes.options import Solver
+
+    theta0 = None
+    if opts["theta0_items"]:
+        theta0 = _full_theta(
+            model, opts["theta0_items"], "--theta0", "pass --theta0 NAME=VALUE for each parameter"
+        )
+    auto = {"auto": None}
+    return Solver(
+        method=auto.get(opts["solver"], opts["solver"]),
+        lam=opts["lam"],
+        statistic=auto.get(opts["statistic"], opts["statistic"]),
+        estimator=auto.get(opts["estimator"], opts["estimator"]),
+        prior_scale=_parse_prior_scale(opts["prior_scale"]),
+        theta0=theta0,
+        n_starts=opts["n_starts"],
+        seed=seed,
+    )

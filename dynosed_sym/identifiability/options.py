@@ -1,0 +1,122 @@
+"""What :func:`~dynosed_sym.check_identifiability` studies: small frozen option objects (the
+pattern of :mod:`dynosed_sym.options`).
+
+* :class:`Study` — the simulated study: how many samples, the seed, where they come from
+  (simulated with :class:`~dynosed_sym.Simulation` settings, given, or drawn by a sampler), and
+  the target of the predicted sample sizes;
+* :class:`Experiment` — several environments or snapshot times (docs/designs.md): their inputs,
+  times, initial law and quadrature order, and whether (and among what) to advise an extra one.
+
+The kernel, the scores and the solve are those of the fits (:class:`~dynosed_sym.Features`,
+:class:`~dynosed_sym.Scores`, :class:`~dynosed_sym.Solver`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import arguments
+
+__all__ = ["Study", "Experiment"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """The simulated study of :func:`~dynosed_sym.check_identifiability`.
+
+    Parameters
+    ----------
+    n_samples : int
+        Samples of the study (default 20,000; at least 16).
+    seed : int
+        Seeds the simulation, the random features and the structural check's probe points.
+    rel_error : float
+        Target relative error per parameter for :attr:`IdentifiabilityCheck.n_required`.
+    level : float
+        Confidence level of that target (default 0.95).
+    simulation : Simulation, optional
+        How the snapshots are simulated (:class:`dynosed_sym.simulation.Simulation`: ``dt``,
+        ``burn_in``, ``thin``, ``n_chains``, ``x0``).  Default
+        ``Simulation(n_chains="independent")``: ``n_samples`` *independent* snapshots, one chain
+        each after a burn-in of 50 time units, so the predicted errors at N are those of N
+        independent cells.  The nominal parameters must give a stationary law (a
+        :class:`~dynosed_sym.errors.StationarityError` when the chains diverge).
+    samples : (N, d) array, optional
+        Use these samples (e.g. an exact sampler's) instead of simulating.  Rows should be ordered
+        so that contiguous blocks are independent.  They are checked for a stationary law of the
+        nominal θ (a StationarityError when they cannot be one).
+    sampler : callable, optional
+        ``sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d)`` samples of one
+        snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator; for a
+        model without inputs it is called with ``inputs={}`` (checked like ``samples``).
+
+    Examples
+    --------
+    >>> Study(n_samples=5000, rel_error=0.05)
+    Study(n_samples=5000, seed=0, rel_error=0.05, level=0.95, simulation=None, samples=None,
+          sampler=None)
+    >>> Study(level=95)
+    Traceback (most recent call last):
+    ...
+    dynosed_sym.errors.DataError: Study.level must be between 0 and 1 (exclusive), ...
+    """
+
+    n_samples: int = 20_000
+    seed: int = 0
+    rel_error: float = 0.1
+    level: float = 0.95
+    simulation: object = None
+    samples: object = None
+    sampler: object = None
+
+    def __post_init__(self):
+        arguments.check_field(self, "n_samples", arguments.integer, minimum=16)
+        arguments.check_field(self, "seed", arguments.seed)
+        arguments.check_field(self, "rel_error", arguments.number, positive=True)
+        arguments.check_field(self, "level", arguments.level)
+        if self.sampler is not None and not callable(self.sampler):
+            raise arguments.DataError(
+                f"Study.sampler must be callable, got {type(self.sampler).__name__}"
+            )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Several environments or snapshot times (docs/designs.md) for the identifiability check.
+
+    Parameters
+    ----------
+    inputs : dict, optional
+        ``{environment: {input: value}}`` — several stationary environments with shared
+        parameters (env parameters one value each) — or one environment's ``{input: value}``.
+    times : sequence of float or dict, optional
+        Snapshot times of a time course (every environment, or ``{environment: times}``).
+    initial : (mean, covariance), (N0, d) samples, or dict, optional
+        The law at t = 0 of a time course (per environment as a dict).
+    order : int, optional
+        Quadrature order of time courses (as :func:`dynosed_sym.fit_global`).
+    advise : bool
+        Advice: which extra environment resolves the unresolved directions (and how many samples
+        it needs), which extra snapshot time helps a time course most (default True).
+    candidates : list of dict, optional
+        Candidate environments' inputs for the advice (default: each input alone at 0.1, 0.3, 3
+        and 10 times its current value).
+    candidate_times : list or dict, optional
+        Candidate snapshot times (default: midpoints of the largest intervals).
+
+    Examples
+    --------
+    >>> Experiment(inputs={"wt": {"s": 1.0}, "kd": {"s": 0.1}}, advise=False).advise
+    False
+    """
+
+    inputs: object = None
+    times: object = None
+    initial: object = None
+    order: int | None = None
+    advise: bool = True
+    candidates: object = None
+    candidate_times: object = None
+
+    def __post_init__(self):
+        arguments.check_field(self, "advise", arguments.flag)

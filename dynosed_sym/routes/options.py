@@ -1,0 +1,202 @@
+"""What the fits compute: small frozen option objects (the pattern of :mod:`dynosed_sym.options`).
+
+* :class:`Features` — the kernel of the global route: random Fourier features, their length
+  scale and the seed;
+* :class:`Solver` — how θ is solved for: linear or gradient method, regularisation λ, the
+  statistic and estimator, the prior scale of the honest intervals, the gradient search's start
+  and budget.
+
+:func:`dynosed_sym.fit_global` takes ``features=``, ``solver=`` and ``execution=``
+(:class:`dynosed_sym.options.Execution`); :func:`dynosed_sym.fit_local` takes ``scores=``
+(:class:`Scores`: how the scores at the probes are estimated), ``solver=`` and ``execution=``.
+Each object is checked when it is built (a :class:`~dynosed_sym.errors.DataError` names the
+class and the field); what needs the model (``theta0``, a per-parameter ``prior_scale``) is
+checked by the fit.  Variants come from :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import arguments
+from ..assembly.features import check_lengthscale
+from ..options import Execution
+
+__all__ = ["Features", "Solver", "Scores", "SOLVER_METHODS", "STATISTICS", "ESTIMATORS", "moved_to"]
+
+SOLVER_METHODS = (None, "linear", "gradient")
+STATISTICS = (None, "u", "v")
+ESTIMATORS = (None, "resolved", "ridge")
+
+
+@dataclass(frozen=True)
+class Features:
+    """The Gaussian kernel of the global route, approximated by random Fourier features.
+
+    Parameters
+    ----------
+    n_features : int
+        Number m of random Fourier features (default 2048).
+    bandwidth : "median" or float
+        Length scale ℓ of the Gaussian kernel; "median" (default) uses the median pairwise
+        distance of a seeded subsample (≤ 1000 rows) of the first ``options.BANDWIDTH_ROWS``
+        (65,536) rows — the same rows for every kind of input.  A given ℓ below 1e-150 is
+        refused (the squared kernel frequencies ω² ~ 1/ℓ² would overflow).
+    seed : int
+        Seeds the bandwidth subsample, the random features and the perturbed starts of the
+        gradient method (default 0).
+
+    Examples
+    --------
+    >>> Features(n_features=512, seed=3)
+    Features(n_features=512, bandwidth='median', seed=3)
+    >>> Features(bandwidth="mean")
+    Traceback (most recent call last):
+    ...
+    dynosed_sym.errors.DataError: Features.bandwidth must be 'median' or a positive number, got...
+    """
+
+    n_features: int = 2048
+    bandwidth: str | float = "median"
+    seed: int = 0
+
+    def __post_init__(self):
+        arguments.check_field(self, "n_features", arguments.integer, minimum=1)
+        arguments.check_field(self, "bandwidth", _bandwidth)
+        arguments.check_field(self, "seed", arguments.seed)
+
+
+def _bandwidth(value, name):
+    if isinstance(value, str):
+        if value != "median":
+            raise arguments.DataError(
+                f"{name} must be 'median' or a positive number, got {value!r}"
+            )
+        return value
+    # (below 1e-150 the squared kernel frequencies ω² ~ 1/ℓ² overflow: named here, when built)
+    return check_lengthscale(arguments.number(value, name, positive=True), name)
+
+
+@dataclass(frozen=True)
+class Solver:
+    """How θ is solved for, on either route.
+
+    Parameters
+    ----------
+    method : {None, "linear", "gradient"}
+        None (default): linear for a model affine in θ, gradient otherwise.  "gradient" also fits
+        an affine model by trust-region least squares (the optimum is the linear solve's).
+    lam : float
+        Tikhonov regularisation λ ≥ 0 (default 10⁻⁶).
+    statistic : {None, "u", "v"}
+        "u": the unbiased U-statistic of the kernel Stein discrepancy (global route default);
+        "v": the V-statistic ‖Aθ − b‖² (local route default).  None: the route's default.
+    estimator : {None, "resolved", "ridge"}
+        "resolved": no regularisation on the directions the data resolve above their noise,
+        honest intervals including the bias from what they cannot separate; "ridge": Tikhonov λ on
+        every direction, sandwich intervals.  None: "resolved", except "ridge" with the
+        V-statistic on the global route.
+    prior_scale : "ml", float, array, dict or None
+        Scale τ of the parameters behind the honest intervals of the resolved estimator:
+        "ml" (default) the maximum-likelihood scale of the identified estimates; a number, or one
+        per parameter; None: no widening (variance-only intervals).
+    theta0 : array or dict, optional
+        Start of the gradient method (default: ``model.nominal``; zeros for an affine model).
+    projection : bool
+        Gradient method: eliminate the separable parameters exactly (variable projection) and
+        search only the others (default True).
+    n_starts : int
+        Gradient method: starts (``theta0`` plus seeded perturbations); the lowest loss wins.
+    max_nfev : int, optional
+        Gradient method: evaluations allowed per search (default: SciPy's, 100·n).  A search
+        stopped by it is reported (``FitResult.converged`` False, a ConvergenceWarning).
+    seed : int, optional
+        Gradient method: seeds the perturbed starts.  None (default): ``Features.seed`` on the
+        global route, 0 on the local one.
+
+    Examples
+    --------
+    >>> Solver(method="gradient", n_starts=4)
+    Solver(method='gradient', lam=1e-06, statistic=None, estimator=None, prior_scale='ml',
+           theta0=None, projection=True, n_starts=4, max_nfev=None, seed=None)
+    >>> Solver(lam=-1)
+    Traceback (most recent call last):
+    ...
+    dynosed_sym.errors.DataError: Solver.lam must be non-negative, got -1.0
+    """
+
+    method: str | None = None
+    lam: float = 1e-6
+    statistic: str | None = None
+    estimator: str | None = None
+    prior_scale: object = "ml"
+    theta0: object = None
+    projection: bool = True
+    n_starts: int = 1
+    max_nfev: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self):
+        arguments.check_field(self, "method", arguments.choice, allowed=SOLVER_METHODS)
+        arguments.check_field(self, "lam", arguments.number, nonnegative=True)
+        arguments.check_field(self, "statistic", arguments.choice, allowed=STATISTICS)
+        arguments.check_field(self, "estimator", arguments.choice, allowed=ESTIMATORS)
+        arguments.check_field(self, "projection", arguments.flag)
+        arguments.check_field(self, "n_starts", arguments.integer, minimum=1)
+        if self.max_nfev is not None:
+            arguments.check_field(self, "max_nfev", arguments.integer, minimum=1)
+        if self.seed is not None:
+            arguments.check_field(self, "seed", arguments.seed)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """How the local route obtains the scores s = ∇log p and their Jacobians at the probes.
+
+    Parameters
+    ----------
+    score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
+        The kernel estimator of docs/design.md §2 (default), its deconvolved local-Gaussian
+        variant (no smoothing bias), local score matching (needs ``radius``), arrays S (M, d) and
+        J (M, d, d) with ``J[i, j, l] = ∂s_j/∂x_l`` (exact or external scores), or any
+        ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.
+    temperature : float or "auto"
+        Precision T of the Gaussian kernel (bandwidth 1/√T) of the kernel estimators; "auto"
+        (default) balances the kernel's smoothing bias against its noise around the probes.
+    radius : float or (M,) array, optional
+        Ball radius of local score matching (default: the radius of probes given as Balls).
+    degree : int
+        Monomial degree of the local log-density in score matching (default 2: quadratic).
+    dlogp_bandwidth : float, optional
+        Time courses: bandwidth of the Gaussian kernel densities whose 3-point time difference
+        estimates ∂ₜlog p at an interior snapshot (default 2/√T).
+    use_times : sequence of float, optional
+        Time courses: the interior snapshot times whose rows are used (default: all).
+
+    What is valid depends on ``score`` (a degree only matters to score matching), so the fields
+    are checked by the fit when it builds the estimator, each error naming the field.
+
+    Examples
+    --------
+    >>> Scores(score="score_matching", radius=0.5)
+    Scores(score='score_matching', temperature='auto', radius=0.5, degree=2,
+           dlogp_bandwidth=None, use_times=None)
+    """
+
+    score: object = "kernel"
+    temperature: object = "auto"
+    radius: object = None
+    degree: int = 2
+    dlogp_bandwidth: float | None = None
+    use_times: object = None
+
+
+def moved_to(target, cls, *names):
+    """``{name: (target, cls, name)}``: the flat keywords ``names`` are fields of ``cls``, passed
+    as keyword ``target`` (the table of :func:`dynosed_sym.options.moved_keywords`)."""
+    return {name: (target, cls, name) for name in names}
+
+
+#: The execution keywords, as fields of ``execution=Execution(...)``.
+EXECUTION_KEYWORDS = ("n_blocks", "chunk_rows", "progress", "out_dir", "backend", "client")
+EXECUTION_MOVED = moved_to("execution", Execution, *EXECUTION_KEYWORDS)

@@ -1,0 +1,84 @@
+"""check_identifiability's option objects (Study, Experiment, and the fits' Features, Scores,
+Solver, Execution): the flat keywords of earlier versions build the same objects (with a
+FutureWarning) and give the same check bit for bit; bad fields are refused where the object is
+built; at most 12 parameters; DesignCheck is exported and is what an experiment returns."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+import warnings
+
+import numpy as np
+import pytest
+
+import dynosed_sym as ds
+from dynosed_sym import Execution, Experiment, Features, Solver, Study
+from dynosed_sym.errors import DataError
+
+
+def _same_check(a, b):
+    assert np.array_equal(a.std_errors, b.std_errors, equal_nan=True)
+    assert np.array_equal(a.n_required, b.n_required)
+    assert np.array_equal(a.direction_sv, b.direction_sv)
+    assert a.direction_verdict == b.direction_verdict and a.notes == b.notes
+
+
+def test_flat_keywords_and_option_objects_give_the_same_check(models):
+    model = models["ou2d"]
+    with pytest.warns(FutureWarning, match=r"check_identifiability: the keywords .* study=Study"):
+        old = ds.check_identifiability(
+            model, n_samples=2000, seed=3, rel_error=0.2, n_features=96, lam=1e-5, n_blocks=16
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = ds.check_identifiability(
+            model,
+            study=Study(n_samples=2000, seed=3, rel_error=0.2),
+            features=Features(n_features=96),
+            solver=Solver(lam=1e-5),
+            execution=Execution(n_blocks=16),
+        )
+    _same_check(old, new)
+    assert new.rel_error == 0.2
+
+
+def test_the_study_seeds_the_features(models):
+    with pytest.raises(DataError, match=r"seeded by the study: pass study=Study\(seed=4\)"):
+        ds.check_identifiability(models["ou2d"], features=Features(seed=4))
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: Study(n_samples=8), r"^Study\.n_samples must be at least 16, got 8$"),
+        (lambda: Study(level=1.0), r"^Study\.level must be between 0 and 1"),
+        (lambda: Study(rel_error=0.0), r"^Study\.rel_error must be positive"),
+        (lambda: Study(seed=-1), r"^Study\.seed must be at least 0"),
+        (lambda: Study(sampler=np.zeros(3)), r"^Study\.sampler must be callable, got ndarray"),
+        (lambda: Experiment(advise="yes"), r"^Experiment\.advise must be True or False"),
+    ],
+)
+def test_a_bad_field_is_refused_when_the_object_is_built(build, match):
+    with pytest.raises(DataError, match=match):
+        build()
+
+
+def test_an_experiment_returns_a_design_check(models):
+    """A model with inputs: the structural design verdict, as the exported DesignCheck."""
+    import sympy as sp
+
+    x, a, s = sp.symbols("x a s", real=True)
+    model = ds.SDEModel([x], [a], [-a * x + s], diffusion=1.0, inputs=[s], name="ou_input")
+    check = ds.check_identifiability(
+        model, [1.0], simulate=False, experiment=Experiment(inputs={"s": 0.5}, advise=False)
+    )
+    assert isinstance(check, ds.DesignCheck)
+    hint = typing.get_type_hints(ds.check_identifiability)["return"]
+    assert ds.DesignCheck in typing.get_args(hint) and ds.IdentifiabilityCheck in typing.get_args(
+        hint
+    )
+
+
+def test_check_identifiability_takes_at_most_12_parameters():
+    assert len(inspect.signature(ds.check_identifiability).parameters) <= 12
