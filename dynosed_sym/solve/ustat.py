@@ -340,6 +340,62 @@ def _replace_scaled(dirs, a):
     )
 
 
+def _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy):
+    """The V-statistic Tikhonov fit as an :class:`Estimate` (chosen, or for want of noise
+    blocks)."""
+    notes = []
+    if not noisy and (statistic, estimator) != ("v", "ridge"):
+        notes.append(
+            "note: too few data blocks for the U-statistic correction and the resolved "
+            "estimator (no sampling-noise estimate): V-statistic Tikhonov solution"
+        )
+    return Estimate(
+        theta=theta_tik,
+        bread=hinv(A, lam),
+        theta_tikhonov=theta_tik,
+        statistic="v" if not noisy else statistic,
+        estimator="ridge" if not noisy else estimator,
+        second_order=np.zeros(A.shape[1]),
+        notes=notes,
+    )
+
+
+def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace):
+    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R)."""
+    if subspace is None:
+        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof)
+        VR = dirs.V[:, dirs.resolved]
+        dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
+        c = dirs.singular_values[dirs.resolved]
+        return dirs, VR, c, np.eye(c.size), dAR  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
+    VR = np.asarray(subspace, dtype=float)
+    AV = A @ VR
+    c = np.linalg.norm(AV, axis=0)
+    c = np.where(c > 0, c, 1.0)
+    return None, VR, c, (AV.T @ AV) / np.outer(c, c), A_blocks @ VR - AV[None]
+
+
+def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
+    """The ridge: the correction acts on R only and AᵀA is diagonal in the V basis, so R and its
+    complement decouple; the complement keeps the Tikhonov gain → (θ, bread)."""
+    z, inv_R = _solve_scaled(M + np.diag(lam / c**2), rhs, c)
+    unres = ~dirs.resolved
+    VU = dirs.V[:, unres]
+    sU = dirs.singular_values[unres]
+    denom = sU * sU + lam
+    inv = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0)
+    theta = VR @ z + VU @ (inv * (VU.T @ (A.T @ b)))
+    return theta, VR @ inv_R @ VR.T + (VU * inv) @ VU.T
+
+
+def _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp):
+    """b̂₂ times its gain (:func:`second_order_gain`, against the sandwich se at θ)."""
+    b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+    IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
+    se = np.sqrt(block_weights(counts) @ (IF * IF) / (len(counts) - 1))
+    return second_order_gain(b2, se) * b2
+
+
 def _solve_unit(
     A,
     b,
@@ -365,38 +421,10 @@ def _solve_unit(
     else:
         theta_tik = np.full(n, np.nan)
     if (statistic, estimator) == ("v", "ridge") or not noisy:
-        notes = []
-        if not noisy and (statistic, estimator) != ("v", "ridge"):
-            notes.append(
-                "note: too few data blocks for the U-statistic correction and the resolved "
-                "estimator (no sampling-noise estimate): V-statistic Tikhonov solution"
-            )
-        return Estimate(
-            theta=theta_tik,
-            bread=hinv(A, lam),
-            theta_tikhonov=theta_tik,
-            statistic="v" if not noisy else statistic,
-            estimator="ridge" if not noisy else estimator,
-            second_order=np.zeros(n),
-            notes=notes,
-        )
+        return _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy)
     if subspace is not None and estimator != "resolved":
         raise ValueError("subspace= is only used with estimator='resolved'")
-    if subspace is None:
-        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof)
-        V = dirs.V
-        VR = V[:, dirs.resolved]
-        dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
-        del dAV
-        c = dirs.singular_values[dirs.resolved]
-        G = np.eye(c.size)  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R on both sides
-    else:
-        VR = np.asarray(subspace, dtype=float)
-        AV = A @ VR
-        c = np.linalg.norm(AV, axis=0)
-        c = np.where(c > 0, c, 1.0)
-        G = (AV.T @ AV) / np.outer(c, c)
-        dAR = A_blocks @ VR - AV[None]
+    dirs, VR, c, G, dAR = _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace)
     # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
     # n × n from B·m·n² products, is never formed)
     if statistic == "u":
@@ -421,22 +449,10 @@ def _solve_unit(
         theta = VR @ z
         bread = Hp
     else:
-        # the correction acts on R only and AᵀA is diagonal in the V basis: R and its complement
-        # decouple; the complement keeps the Tikhonov gain
-        unres = ~dirs.resolved
-        z, inv_R = _solve_scaled(G - alpha * K + np.diag(lam / c**2), rhs, c)
-        VU = V[:, unres]
-        sU = dirs.singular_values[unres]
-        denom = sU * sU + lam
-        inv = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0)
-        theta = VR @ z + VU @ (inv * (VU.T @ (A.T @ b)))
-        bread = VR @ inv_R @ VR.T + (VU * inv) @ VU.T
+        theta, bread = _ridge_estimate(A, b, dirs, VR, c, G - alpha * K, rhs, lam)
     b2 = np.zeros(n)
     if statistic == "u" and second_order and VR.shape[1]:
-        b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
-        IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
-        se = np.sqrt(block_weights(counts) @ (IF * IF) / (len(counts) - 1))
-        b2 = second_order_gain(b2, se) * b2
+        b2 = _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp)
         theta = theta - b2
     theta_resolved = theta
     notes = []
