@@ -1,11 +1,7 @@
 """The house rules of issue 21 on the package's code: no function longer than 100 lines (its
 docstring not counted: the numpydoc Parameters of an entry point are documentation, not logic),
 and no public entry point with more than 12 parameters (``**moved``, the flat keywords of earlier
-versions, counted).
-
-The only exceptions are listed by name in ``ALLOWED_LONG``: functions in the folder that is being
-rewritten elsewhere (dynosed_sym/solve/), each with its length when it was listed, so that one
-growing longer fails too."""
+versions, counted).  There are no exceptions."""
 
 from __future__ import annotations
 
@@ -21,12 +17,6 @@ PACKAGE = pathlib.Path(ds.__file__).resolve().parent
 MAX_LINES = 100
 MAX_PARAMETERS = 12
 
-#: {"path:function": lines when listed} — only under solve/ (codegen/render.py:_render_kernels,
-#: listed before, is short since issue 20's code generator).
-ALLOWED_LONG = {
-    "solve/ustat.py:_solve_unit": 113,
-}
-ALLOWED_FOLDERS = ("solve/",)
 
 ENTRY_POINTS = [
     ds.fit_global,
@@ -66,21 +56,8 @@ def test_code_lines_count_the_body_not_the_docstring():
 
 
 def test_no_function_is_longer_than_100_lines():
-    long = {
-        name: _code_lines(node)
-        for name, node in _functions()
-        if _code_lines(node) > ALLOWED_LONG.get(name, MAX_LINES)
-    }
+    long = {name: _code_lines(node) for name, node in _functions() if _code_lines(node) > MAX_LINES}
     assert not long, f"functions longer than {MAX_LINES} lines (docstring not counted): {long}"
-
-
-def test_the_allow_list_is_short_and_only_names_folders_rewritten_elsewhere():
-    found = dict(_functions())
-    assert len(ALLOWED_LONG) <= 5
-    for name in ALLOWED_LONG:
-        assert name.startswith(ALLOWED_FOLDERS), name
-        assert name in found, f"{name} is allowed but no longer exists: drop it from the list"
-        assert _code_lines(found[name]) > MAX_LINES, f"{name} is short now: drop it from the list"
 
 
 @pytest.mark.parametrize(

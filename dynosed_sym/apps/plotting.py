@@ -341,7 +341,7 @@ def plot_singular_values(fit, ax=None, label=None, title=None, threshold=None, c
     ----------
     fit : FitResult, IdentifiabilityReport or IdentifiabilityCheck
     """
-    from ..solve.report import RANK_THRESHOLD
+    from ..solve.directions import SIGNAL_THRESHOLD as RANK_THRESHOLD
 
     rep = getattr(fit, "report", None) or fit
     threshold = RANK_THRESHOLD if threshold is None else threshold

@@ -49,7 +49,7 @@ from ..errors import DynosedError
 from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
-from ..solve.report import RANK_THRESHOLD
+from ..solve.directions import SIGNAL_THRESHOLD as RANK_THRESHOLD
 
 __all__ = [
     "Advice",

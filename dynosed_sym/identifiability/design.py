@@ -21,7 +21,7 @@ from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
 from ..solve.combinations import short_combination
-from ..solve.report import FREE_PROJECTION, RANK_THRESHOLD, col_se
+from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
 from .design_sampling import design_sampler, draw_samples
 from .designs import DesignCheck, RankVerdict, check_design
@@ -69,7 +69,8 @@ class IdentifiabilityCheck(RankVerdict):
         structural rank is exact, lying in the exact null space) or ``"weak"`` (unresolved but
         real: more data will resolve it).
     direction_n_resolve : (n,) array
-        N at which the direction crosses the resolution threshold (σ = 3·noise, noise ∝ N^-½);
+        N at which the direction crosses the resolution threshold (t = κ̂/sd(κ̂) ∝ N^½ reaches the
+        Student-t quantile, :mod:`dynosed_sym.solve.directions`);
         inf for unconstrained directions.
     std_errors : (n,) array
         Sandwich standard errors at ``n_samples`` (inf when not identifiable).
@@ -517,7 +518,7 @@ def check_identifiability(
     check.n_samples = int(n_used)
     V = None
     if A_blocks is not None and len(counts) >= 2:
-        V = _follow_directions(check, A_blocks, counts, structural)
+        V = _follow_directions(check, A_blocks, counts, structural, rep)
     check.std_errors = rep.std_errors
     if rep.bias_sd is not None and rep.estimator == "resolved" and check.levels is not None:
         check.bias_sd, check.prior_scale, check.directions = rep.bias_sd, rep.prior_scale, V
@@ -582,7 +583,7 @@ def _check_experiment(model, nominal, e, study, features, solver, ex, simulate):
     return result
 
 
-def _follow_directions(check, A_blocks, counts, structural):
+def _follow_directions(check, A_blocks, counts, structural, rep):
     """Follow each right singular direction over nested subsets of the blocks; their verdicts
     and the N that resolves each into ``check`` → the directions V (columns)."""
     A = np.tensordot(np.asarray(counts, float) / np.sum(counts), A_blocks, axes=1)
@@ -593,8 +594,12 @@ def _follow_directions(check, A_blocks, counts, structural):
     V = Vt.T
     levels, svs, noises, expo = follow_directions(A_blocks, counts, V)
     levels = levels * check.n_samples / float(np.sum(counts))  # local route: blocks → samples
-    # the report's verdicts refer to its own SVD: same V (same A) up to signs
-    resolved = svs[-1] > RANK_THRESHOLD * noises[-1]
+    # the report's verdicts refer to its own SVD: same V (same A) up to signs; a direction's
+    # t = κ̂/sd(κ̂) grows like √N, so it crosses the threshold q at N·(q/t)²
+    t, q = np.asarray(rep.direction_t, dtype=float), float(rep.resolve_threshold)
+    resolved = t > q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_cross = np.where(t > 0, check.n_samples * (q / np.where(t > 0, t, 1.0)) ** 2, np.inf)
     verdict, n_res = [], np.full(n, np.inf)
     Qs = structural.null_vectors if structural.rank_is_exact else None
     for i in range(n):
@@ -605,14 +610,12 @@ def _follow_directions(check, A_blocks, counts, structural):
             free_dir = expo[i] < SHRINK_EXPONENT
         if resolved[i]:
             verdict.append("resolved")
-            n_res[i] = check.n_samples * (RANK_THRESHOLD * noises[-1, i] / svs[-1, i]) ** 2
+            n_res[i] = n_cross[i]
         elif free_dir:
             verdict.append("unconstrained")
         else:
             verdict.append("weak")
-            sig2 = max(svs[-1, i] ** 2 - noises[-1, i] ** 2, 0.0)
-            if sig2 > 0:
-                n_res[i] = check.n_samples * (RANK_THRESHOLD * noises[-1, i]) ** 2 / sig2
+            n_res[i] = n_cross[i]
     check.levels, check.direction_sv, check.direction_noise = levels, svs, noises
     check.direction_exponent, check.direction_verdict, check.direction_n_resolve = (
         expo,

@@ -36,7 +36,6 @@ from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws, simulate
-from ..solve.report import RANK_THRESHOLD
 from .design_structural import DesignStructural, design_structural, env_thetas
 
 __all__ = ["DesignCheck", "check_design", "design_spec", "draw_design", "default_sampler"]
@@ -438,17 +437,19 @@ def _directions(check, fit, structural):
     n = A.shape[1]
     verdict, n_res = [], np.full(n, np.inf)
     Q = structural.null_vectors
+    # t = κ̂/sd(κ̂) of each direction (:mod:`dynosed_sym.solve.directions`) grows like √N: it
+    # crosses the threshold q at N·(q/t)²
+    t, q = np.asarray(rep.direction_t, dtype=float), float(rep.resolve_threshold)
     for i in range(n):
-        if s[i] > RANK_THRESHOLD * noise[i]:
+        if t[i] > 0:
+            n_res[i] = check.n_samples * (q / t[i]) ** 2
+        if t[i] > q:
             verdict.append("resolved")
-            n_res[i] = check.n_samples * (RANK_THRESHOLD * noise[i] / s[i]) ** 2
         elif Q.shape[1] and structural.rank_is_exact and np.linalg.norm(Q.T @ Vt[i]) > 0.9:
             verdict.append("unconstrained")
+            n_res[i] = np.inf
         else:
             verdict.append("weak")
-            sig2 = s[i] ** 2 - noise[i] ** 2
-            if sig2 > 0:
-                n_res[i] = check.n_samples * RANK_THRESHOLD**2 * noise[i] ** 2 / sig2
     check.direction_sv, check.direction_noise = s, noise
     check.direction_verdict, check.direction_n_resolve = verdict, n_res
 

@@ -271,10 +271,11 @@ def fit_global_design(model, design, features, solver, execution, order=None) ->
     # taken from the pseudo-blocks, whose spread is the grouped noise of the stacked A and b
     prior_scale = check_prior_scale(prior_scale, names)
     system = (A, b, A_blocks, b_blocks, weights)
-    rule = dict(statistic=statistic, estimator=estimator, prior_scale=prior_scale)
+    grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
+    dof = None if grouping is None else grouping.dof
+    rule = dict(statistic=statistic, estimator=estimator, dof=dof)
     estimate = solve_system(*system, lam, **rule)
     theta = estimate.theta
-    grouping = Grouping(ids, kappa) if len(snaps) > 1 else None
     options = dict(grouping=grouping, estimate=estimate, prior_scale=prior_scale)
     report = report_on(system, theta, lam, names, **options)
     info = DesignInfo(
@@ -295,7 +296,7 @@ def fit_global_design(model, design, features, solver, execution, order=None) ->
 
     def solve(system):  # the same estimator on another stacked system
         return solve_system(
-            *system[:5], lam, statistic=statistic, estimator=estimator, prior_scale=prior_scale
+            *system[:5], lam, statistic=statistic, estimator=estimator, dof=dof
         ).theta
 
     info.quadrature = _quadrature_check(

@@ -160,9 +160,7 @@ def fit_global(
         source.close()
     estimate, gn = None, None
     if not gradient:
-        estimate = solve_system(
-            *system, solver.lam, statistic=statistic, estimator=estimator, prior_scale=prior_scale
-        )
+        estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=estimator)
         theta = estimate.theta
     elif (statistic, estimator) != ("v", "ridge"):
         # re-linearise and solve the corrected system per step, from the V-statistic optimum
@@ -172,7 +170,6 @@ def fit_global(
             solver.lam,
             statistic=statistic,
             estimator=estimator,
-            prior_scale=prior_scale,
         )
         theta = estimate.theta
     options = dict(estimate=estimate, prior_scale=prior_scale)

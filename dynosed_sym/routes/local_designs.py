@@ -278,8 +278,8 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
     )
     prior_scale = check_prior_scale(options.get("prior_scale", "ml"), names)
     system = (A, b, A_blocks, b_blocks, weights)
-    rule = dict(statistic=statistic, estimator=estimator, prior_scale=prior_scale)
-    estimate = solve_system(*system, lam, **rule)
+    dof = None if grouping is None else grouping.dof
+    estimate = solve_system(*system, lam, statistic=statistic, estimator=estimator, dof=dof)
     theta = estimate.theta
     options = dict(grouping=grouping, estimate=estimate, prior_scale=prior_scale)
     report = report_on(system, theta, lam, names, **options)

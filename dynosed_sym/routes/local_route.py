@@ -285,9 +285,7 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
         A_all, b_all = _rows_all(cm, model, at.P, at.g, est)
         system_scale(A_all[0], b_all[0], "local")
         system = _pseudo(A_all, b_all, B)
-        estimate = solve_system(
-            *system, solver.lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
-        )
+        estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=solve_as)
         theta = estimate.theta
     A, b, A_blocks, b_blocks, counts = system
     if A_blocks is not None:
@@ -300,7 +298,7 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     info["statistic"], info["estimator"] = (
         ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
     )
-    options = dict(estimate=estimate, prior_scale=prior_scale)
+    options = dict(estimate=estimate, prior_scale=prior_scale, exact=A_blocks is None and at.arrays)
     report = report_on(system, theta, solver.lam, model.param_names, **options)
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
@@ -358,7 +356,6 @@ def _gradient_local(cm, at, B, solver, rule, start):
             lam,
             statistic=statistic,
             estimator=solve_as,
-            prior_scale=prior_scale,
         )
         theta = estimate.theta
     at.info.update(gradient_info(ginfo, gn))
@@ -571,11 +568,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         A_all, b_all = _rows_all(cm, model, P, g, comp)
         B = comp.n_blocks if comp.n_blocks >= 2 else 0
         sys_c = _pseudo(A_all, b_all, B)
-        thetas.append(
-            solve_system(
-                *sys_c, lam, statistic=statistic, estimator=solve_as, prior_scale=prior_scale
-            ).theta
-        )
+        thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method)
     widen_intervals(report, theta, bias)
     report.notes.append(

@@ -9,7 +9,6 @@ import numpy as np
 from .. import arguments
 from ..errors import DynosedError
 from ..solve.report import analyse
-from ..solve.uncertainty import confidence_intervals
 
 __all__ = ["FitResult", "plain", "finite_or_none", "gradient_info", "report_on"]
 
@@ -84,8 +83,9 @@ class FitResult:
         level : float, optional
             Coverage (default: the report's, 0.95).
         method : {"sandwich", "bootstrap"}
-            Student-t intervals from the sandwich covariance (with the resolved estimator:
-            ``θ̂ ± t·√(se² + bias_sd²)``, the honest intervals of ``report.ci``), or
+            Student-t intervals from the sandwich covariance (with the resolved estimator: the
+            profile-Fieller intervals of ``report.ci``, which include ``bias_sd`` and are the
+            whole line where the data do not determine the curvature), or
             block-bootstrap percentiles (computed with 200 replicates if :meth:`bootstrap` was
             not called).
         """
@@ -94,21 +94,15 @@ class FitResult:
         if method == "sandwich":
             if rep.std_errors is None:
                 raise DynosedError("this fit has no noise blocks, hence no standard errors")
-            return confidence_intervals(self.theta, self._total_sd(), level, rep.dof)
+            if level == rep.ci_level and rep.ci is not None:
+                return rep.ci.copy()
+            return rep.intervals(self.theta, level)
         if method == "bootstrap":
             res = rep.bootstrap_result
             if res is None or res.level != level:
                 res = rep.bootstrap(level=level)
             return res.ci
         raise DynosedError(f"method must be 'sandwich' or 'bootstrap', got {method!r}")
-
-    def _total_sd(self):
-        """(n,) √(se² + bias_sd²): the honest intervals' scale (the sandwich se for the ridge)."""
-        rep = self.report
-        se = np.asarray(rep.std_errors, dtype=float)
-        if rep.bias_sd is None or rep.estimator != "resolved":
-            return se
-        return np.sqrt(se**2 + np.asarray(rep.bias_sd, dtype=float) ** 2)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
         """Block bootstrap reusing the per-block partial sums (no new pass over the data).
@@ -192,13 +186,27 @@ class FitResult:
             if boot is not None:
                 row += f"  {boot.se[k]:>9.3g}  " + interval(*boot.ci[k])
             row += f"  {rep.freeness[k]:>10.3g}  {rep.freeness_normalised[k]:>10.3g}  "
-            row += _IDENTIFIABLE.get(rep.status[k]) if honest else ("no" if nm in free else "yes")
+            if honest and rep.strength is not None and rep.status[k] != "only in combination":
+                row += rep.strength[k]
+            else:
+                row += (
+                    _IDENTIFIABLE.get(rep.status[k])
+                    if honest
+                    else "not judged"
+                    if rep.singular_noise is None
+                    else ("no" if nm in free else "yes")
+                )
             lines.append(row)
         if has_se:
             groups = f" in {rep.n_groups} independent groups" if rep.n_groups > 1 else ""
             lines.append(
                 f"std.err: sandwich covariance from {rep.n_blocks} data blocks{groups}; intervals "
-                f"Student t with {rep.dof} d.o.f. (infinite when not identifiable)"
+                f"Student t with {rep.dof} d.o.f."
+                + (
+                    ", profile-Fieller (infinite when the data do not determine the curvature)"
+                    if rep.fieller is not None
+                    else " (infinite when not identifiable)"
+                )
                 + (
                     f"; bootstrap: {boot.thetas.shape[0]} block resamples, percentile intervals"
                     if boot is not None
@@ -379,8 +387,15 @@ def _resolution_notes(rep, widened):
     out.append(
         "bias.sd: what the directions the data cannot separate do to the estimate — their bias "
         f"(τ·loading) and the noise their columns carry (in proportion to τ), τ = {tau_text} "
-        f"({how}); intervals θ̂ ± t·√(std.err² + bias.sd²)"
+        f"({how}); intervals: the values the block moments do not reject at the level, with "
+        "std.err² + bias.sd² as their variance (profile-Fieller)"
     )
+    if rep.strength is not None:
+        out.append(
+            "identifiable: yes ±p% (interval half-width against |estimate|); no (≈k× N): about "
+            "k times the data would resolve the directions it loads on; no (flat): no curvature "
+            "seen along them at this N"
+        )
     return out
 
 

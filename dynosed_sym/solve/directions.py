@@ -1,13 +1,28 @@
-"""Singular directions of a linear system against their sampling noise: the one rank rule shared by
-the report (:mod:`.report`), the U-statistic solve (:mod:`.ustat`) and the honest intervals
-(:mod:`.intervals`).
+"""Singular directions of a linear system and how well the data determine each one: the one rule
+shared by the report (:mod:`.report`), the solve (:mod:`.ustat`) and the intervals
+(:mod:`.intervals`); derivation in docs/design-statistics.md ("Weak directions").
 
 A and b are means of per-sample terms; their sampling noise is estimated from per-block means
-``A_b`` with weights ``w_b = N_b / N``: the standard error of ``A v`` for a direction v is
-``sqrt(Σ_b w_b ‖(A_b − A) v‖² / (B − 1))``.  A right singular direction v_i of A is *resolved*
-when σ_i exceeds ``threshold`` times that standard error and the floating-point floor
-``eps · max(m, n) · σ_max``.  With the block covariance ``S = Σ_b w_b (A_b − A)ᵀ(A_b − A)/(B − 1)``
-the rule reads ``σ_i² > threshold² · v_iᵀ S v_i`` (docs/design-statistics.md).
+``A_b`` with weights ``w_b = N_b / N``.  For a right singular direction v_i of A (σ_i, u_i):
+
+* the standard error of ``A v_i`` is ``SE_i = sqrt(v_iᵀ S v_i)``,
+  ``S = Σ_b w_b (A_b − A)ᵀ(A_b − A)/(B − 1)`` (the column noise, shown in the report);
+* the curvature the data give the fit along v_i is estimated without bias by
+  ``κ̂_i = σ_i² − v_iᵀ S v_i`` (E σ̂_i² = σ_i² + SE_i²);
+* its standard error combines the part of the noise that moves ``‖A v_i‖`` (the projection of the
+  block deviations on ``A v_i``) and the noise of the correction ``v_iᵀ S v_i`` itself:
+
+      Var κ̂_i = Σ_b w_b (2 (A v_i)ᵀ (A_b − A) v_i)² / (B − 1) + 2 (v_iᵀ S v_i)² / dof.
+
+A direction is *resolved* when ``t_i = κ̂_i / sd(κ̂_i)`` exceeds the two-sided Student-t quantile
+at level ``1 − (1 − RESOLVE_LEVEL)/n`` (the n directions at a family-wise RESOLVE_LEVEL) with
+``dof`` degrees of freedom (and σ_i exceeds the floating-point floor
+``eps · max(m, n) · σ_max``): the data then determine that the fit has curvature along v_i.
+Unlike ``σ_i > 3 SE_i`` the rule does not count noise orthogonal to ``A v_i``, which moves the
+singular vector but not the curvature (FitzHugh–Nagumo's overall drift scale: σ/SE ≈ 2, t ≈ 8).
+``t_i`` grows like √N, so ``(q / t_i)²`` is the factor of data a direction needs to be resolved.
+With fewer than ``MIN_DOF`` degrees of freedom the noise is not known well enough to call any
+direction resolved.
 """
 
 from __future__ import annotations
@@ -16,31 +31,82 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Directions", "singular_directions", "col_se", "RANK_THRESHOLD"]
+__all__ = [
+    "Directions",
+    "singular_directions",
+    "directions_and_deviations",
+    "col_se",
+    "resolve_quantile",
+    "RANK_THRESHOLD",
+    "SIGNAL_THRESHOLD",
+    "RESOLVE_LEVEL",
+    "MIN_DOF",
+]
 
-#: A direction is resolved when its singular value exceeds this many standard errors.
-RANK_THRESHOLD = 3.0
+#: None: a direction is resolved when t_i exceeds the Student-t quantile at RESOLVE_LEVEL; a number
+#: replaces that quantile.
+RANK_THRESHOLD = None
+#: Two-sided level of the test "the fit has curvature along v_i" (does not depend on ci_level, so
+#: the estimate does not either).
+RESOLVE_LEVEL = 0.95
+#: σ/SE(Av) ratio used where the curvature's noise is not available (the design advice ranking
+#: candidate environments from simulated blocks, the singular-value plot's guide line).
+SIGNAL_THRESHOLD = 3.0
+#: Below this many degrees of freedom of the noise estimate no direction is resolved.
+MIN_DOF = 4
 
 
 class Directions(NamedTuple):
-    """Right singular directions of A and their noise.
+    """Right singular directions of A and how well the data determine them.
 
     Attributes
     ----------
     singular_values : (n,) σ_i, zero-padded when m < n
     V : (n, n) right singular vectors (columns), a complete basis
-    noise : (n,) standard error of ``A v_i``, or None without noise blocks
+    noise : (n,) standard error of ``A v_i`` (sqrt v_iᵀSv_i), or None without noise blocks
     resolved : (n,) bool
+    kappa : (n,) κ̂_i = σ_i² − v_iᵀSv_i, or None
+    kappa_sd : (n,) its standard error, or None
+    t : (n,) κ̂_i / sd(κ̂_i), or None
+    threshold : float
+        The t value a direction had to exceed (inf when dof < MIN_DOF; nan without blocks).
+    dof : float
     """
 
     singular_values: np.ndarray
     V: np.ndarray
     noise: np.ndarray | None
     resolved: np.ndarray
+    kappa: np.ndarray | None = None
+    kappa_sd: np.ndarray | None = None
+    t: np.ndarray | None = None
+    threshold: float = float("nan")
+    dof: float = float("nan")
 
 
-def singular_directions(A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD) -> Directions:
-    """SVD of A (a complete basis of right singular vectors) and the rank rule (module docstring).
+def resolve_quantile(dof, threshold=RANK_THRESHOLD, n=1):
+    """The t value a direction must exceed: ``threshold`` if given (whatever the degrees of
+    freedom), else the two-sided Student-t quantile at ``1 − (1 − RESOLVE_LEVEL)/n`` with ``dof``
+    degrees of freedom (inf below MIN_DOF)."""
+    if threshold is not None:
+        return float(threshold)
+    if dof < MIN_DOF:
+        return float("inf")
+    from scipy import stats
+
+    alpha = (1.0 - RESOLVE_LEVEL) / max(int(n), 1)
+    return float(stats.t.ppf(1.0 - alpha / 2.0, dof))
+
+
+def singular_directions(
+    A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD, dof=None
+) -> Directions:
+    return directions_and_deviations(A, A_blocks, counts, threshold, dof)[0]
+
+
+def directions_and_deviations(A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD, dof=None):
+    """SVD of A (a complete basis of right singular vectors) and the resolution rule (module
+    docstring).
 
     Parameters
     ----------
@@ -50,11 +116,18 @@ def singular_directions(A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD)
         floating-point floor only (``noise`` is None).
     counts : (B,), optional
         Samples per block.
-    threshold : float
+    threshold : float or None
+        See :data:`RANK_THRESHOLD`.
+    dof : float, optional
+        Degrees of freedom of the noise estimate (default B − 1; a design's grouped blocks have
+        fewer).
 
     Returns
     -------
     Directions
+        (:func:`directions_and_deviations` also returns the block deviations in the V basis,
+        ``(A_b − A) V`` (B, m, n), or None without noise blocks: the solve takes the corrected
+        Gram on R from them instead of forming S.)
     """
     m, n = A.shape
     _, s, Vt = (
@@ -65,12 +138,24 @@ def singular_directions(A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD)
     V = Vt.T
     floor = np.finfo(float).eps * max(m, n) * (s_full[0] if n else 0.0)
     resolved = s_full > floor
-    noise = None
-    if A_blocks is not None and len(A_blocks) >= 2:
-        counts = np.asarray(counts, dtype=float)
-        noise = np.linalg.norm(col_se(A_blocks @ V, A @ V, counts), axis=0)
-        resolved &= s_full > threshold * noise
-    return Directions(s_full, V, noise, resolved)
+    if A_blocks is None or len(A_blocks) < 2:
+        return Directions(s_full, V, None, resolved), None
+    counts = np.asarray(counts, dtype=float)
+    B = len(A_blocks)
+    dof = float(B - 1 if dof is None else dof)
+    w = counts / counts.sum()
+    AV = A @ V
+    dAV = A_blocks @ V - AV[None]  # (B, m, n)
+    vSv = w @ np.einsum("bmi,bmi->bi", dAV, dAV) / (B - 1)
+    kappa = s_full**2 - vSv
+    proj = 2.0 * np.einsum("mi,bmi->bi", AV, dAV)  # (B, n): block deviations of ‖A v_i‖²
+    var = w @ proj**2 / (B - 1) + 2.0 * vSv**2 / dof
+    kappa_sd = np.sqrt(np.maximum(var, 0.0))
+    q = resolve_quantile(dof, threshold, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
+    resolved &= t > q
+    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof), dAV
 
 
 def col_se(blocks, mean, counts):

@@ -1,40 +1,27 @@
-"""Honest intervals: what the data cannot separate widens a parameter's interval, or turns it into
-an interval for an estimable combination (docs/design-statistics.md, issue 13).
+"""Per-parameter resolution: loadings on the unresolved directions, intervals, status, estimable
+combinations and how strongly each parameter is identified (docs/design-statistics.md).
 
-The resolved estimator (:mod:`.ustat`) estimates ``Qθ*`` with the resolution matrix
-``Q = V_RV_Rᵀ`` (V_R: the resolved right singular directions, :mod:`.directions`).  Its error in
-parameter j is sampling noise (standard error ``SE_j``, the sandwich) plus the *resolution bias*
-``−e_jᵀ(I − Q)θ*``, which no amount of data at this resolution reveals.  Under a scale prior
-``θ* ~ (0, τ²I)`` that bias has standard deviation ``τ·ρ_j`` with the *loading*
+The resolved estimator (:mod:`.ustat`) estimates ``Qθ*`` on the resolved directions
+(``Q = V_RV_Rᵀ``, :mod:`.directions`) and fills the unresolved components from b
+(:mod:`.weak`); its intervals are the profile-Fieller sets of :func:`.weak.weak_intervals`, which
+include the resolution bias ``−e_jᵀ(I − Q)θ*`` under a scale τ and are the whole line when the
+curvature along the parameter is not determined.  A parameter's *loading*
 
-    ρ_j = ‖(I − Q) e_j‖ = ‖row j of V_U‖      (V_U: the unresolved directions),
+    ρ_j = ‖(I − Q) e_j‖ = ‖row j of V_U‖
 
-the quantity the report compares with 0.5 to call a parameter not identifiable.  Hence
+is compared with 0.5 to call it not identifiable (interval: the whole line).  When the resolution
+bias dominates its noise (``β_j > SE_j``) the parameter is *determined only in combination*: the
+estimable combination ``Σ_k (Q_jk/Q_jj) θ_k`` is stated with the interval
+``(θ_R,j ± t·√(SE_j² + noise_j))/Q_jj`` (the resolution bias cancels in it, the noise the
+unresolved columns add does not).
 
-* interval: ``θ̂_j ± t_{B−1}·√(SE_j² + τ²ρ_j²)`` (infinite when ρ_j ≥ 0.5, as before);
-* when ``τρ_j > SE_j`` the parameter is *determined only in combination*: the estimable
-  combination ``Σ_k (Q_jk/Q_jj) θ_k`` is reported with the interval ``(θ̂_j ± t·SE_j)/Q_jj``
-  (unbiased for that combination);
-* τ is the maximum-likelihood scale of the identified parameters under
-  ``θ̂_j ~ N(0, τ² + SE_j²)`` (an empirical-Bayes / random-effects scale: noisy estimates are
-  down-weighted automatically), or a user's prior scale (a number, or one per parameter:
-  ``bias_sd_j = ‖row j of (I − Q) ∘ τ‖``).
+τ is the maximum-likelihood scale of the identified parameters under
+``θ̂_j ~ N(0, τ² + SE_j²)`` (:func:`prior_scale_ml`; an empirical-Bayes scale), or a user's prior
+scale (a number, or one per parameter).
 
-A parameter orthogonal to every unresolved direction (ρ_j = 0) keeps its sandwich interval.
-
-Point estimates of parameters that are not identifiable (ρ_j ≥ 0.5, infinite interval).  The
-resolved estimate is 0 along the unresolved directions; for a parameter that lives on them that
-number means nothing (Lorenz at N = 300 when the σ direction falls just below the rank
-threshold: σ̂ near 0).  They get the empirical-Bayes posterior mean of each unresolved component
-instead (:func:`fill_free`): with the least-squares component ẑ_i = v_iᵀAᵀb/σ_i², its
-signal-to-noise r_i = σ_i/SE(Av_i) and the prior N(0, τ²),
-
-    E[z_i | data] = ẑ_i · τ²/(τ² + s_i²),   s_i² = Var_sandwich(ẑ_i) + ẑ_i²/(r_i² − 1),
-
-where ẑ_i²/(r_i² − 1) is the uncertainty of the direction's own scale (E σ̂_i² = σ_i² + SE_i²,
-so r_i² − 1 estimates its squared signal-to-noise): a pure-noise direction (r_i ≤ 1) keeps 0, a
-direction just below the threshold keeps nearly its least-squares value.  Identified parameters
-and their intervals are not touched.
+Strength.  A direction's ``t_i = κ̂_i/sd(κ̂_i)`` grows like √N, so ``(q/t_i)²`` is the factor of data
+that would resolve it; a parameter needs the largest such factor over the unresolved directions it
+loads on (loading share ≥ 1 %).  The summary prints it next to the interval's relative width.
 """
 
 from __future__ import annotations
@@ -48,17 +35,21 @@ import numpy as np
 from ..errors import ConvergenceWarning, DataError
 from .combinations import estimable_combination
 from .linear import unit_scale
-from .misspecification import block_weights
-from .uncertainty import sandwich_covariance
+from .weak import weak_intervals
+
+#: Share of a parameter's unit vector on an unresolved direction below which that direction does
+#: not count for the parameter's data factor.
+FACTOR_SHARE = 0.01
 
 __all__ = [
     "Resolution",
-    "honest_intervals",
+    "sandwich_resolution",
+    "weak_resolution",
+    "data_factors",
+    "strength_labels",
     "prior_scale_ml",
     "resolution_matrix",
     "check_prior_scale",
-    "fill_free",
-    "unresolved_noise_variance",
     "IDENTIFIED",
     "COMBINATION",
     "NOT_IDENTIFIABLE",
@@ -97,6 +88,13 @@ class Resolution:
     combination_ci : (n, 2) its interval (NaN where not flagged)
     resolution : (n, n) Q
     ci : (n, 2) the honest intervals
+    bounded : (n,) bool, whether the interval is finite
+    data_factor : (n,) factor of data that would resolve every unresolved direction the
+        parameter loads on (1: none; inf: no curvature seen along one of them)
+    strength : list of str, one short label per parameter (:func:`strength_labels`)
+    fieller : tuple (c, gamma) or None
+        The resolved estimator's profile-Fieller coefficients (:func:`.weak.fieller`), to give
+        intervals at other levels.
     """
 
     loading: np.ndarray
@@ -110,6 +108,10 @@ class Resolution:
     combination_ci: np.ndarray
     resolution: np.ndarray
     ci: np.ndarray
+    bounded: np.ndarray
+    data_factor: np.ndarray
+    strength: list
+    fieller: tuple | None = None
 
 
 def resolution_matrix(V, resolved):
@@ -161,14 +163,15 @@ def prior_scale_ml(theta, se, xatol=1e-6):
     from scipy.optimize import minimize_scalar
 
     theta = np.asarray(theta, dtype=float)
-    se2 = np.asarray(se, dtype=float) ** 2
-    keep = np.isfinite(theta) & np.isfinite(se2)
-    theta, se2 = theta[keep], se2[keep]
+    se = np.asarray(se, dtype=float)
+    keep = np.isfinite(theta) & np.isfinite(se)
+    theta, se = theta[keep], se[keep]
     if theta.size == 0 or not np.any(theta != 0):
         return 0.0, True
-    # unit size by a power of two (exact): the search is the same for rescaled parameters
-    unit = unit_scale(max(np.abs(theta).max(), np.sqrt(se2.max())))  # (a sum could overflow)
-    theta, se2 = theta / unit, se2 / (unit * unit)
+    # unit size by a power of two (exact) before squaring: the search is the same for rescaled
+    # parameters, and squares of values near 1e±160 neither overflow nor underflow
+    unit = unit_scale(max(np.abs(theta).max(), np.abs(se).max()))
+    theta, se2 = theta / unit, (se / unit) ** 2
 
     def nll(log_tau):
         v = np.exp(2.0 * log_tau) + se2
@@ -186,104 +189,146 @@ def prior_scale_ml(theta, se, xatol=1e-6):
     return tau * unit, bool(res.success)
 
 
-def honest_intervals(
-    theta,
-    se,
-    V,
-    resolved,
-    names,
-    *,
-    level,
-    dof,
-    prior_scale="ml",
-    widen=True,
-    t_quantile=None,
-    unresolved_noise=None,
-):
-    """The :class:`Resolution` of one fit (module docstring).
+def data_factors(V, resolved, t, q):
+    """(n,) the factor of data each parameter needs for the unresolved directions it loads on
+    (module docstring); 1 where it loads on none, inf where one shows no curvature (t ≤ 0)."""
+    n = V.shape[0]
+    unres = ~np.asarray(resolved, dtype=bool)
+    if t is None or not unres.any() or not np.isfinite(q):
+        return np.where(np.linalg.norm(V[:, unres], axis=1) > 0, np.inf, 1.0) if n else np.ones(0)
+    tu = np.asarray(t)[unres]
+    with np.errstate(divide="ignore"):
+        f = np.where(tu > 0, (q / np.where(tu > 0, tu, 1.0)) ** 2, np.inf)
+    f = np.maximum(f, 1.0)
+    share = V[:, unres] ** 2 >= FACTOR_SHARE
+    return np.where(share, f[None, :], 1.0).max(axis=1, initial=1.0)
 
-    Parameters
-    ----------
-    theta : (n,) the estimate (of the resolved estimator when ``widen``)
-    se : (n,) sandwich standard errors (inf for parameters that are not identifiable)
-    V : (n, n) complete basis of right singular vectors; resolved : (n,) bool
-    names : list of str
-    level : float; dof : int (Student t degrees of freedom)
-    prior_scale : "ml", None, float or (n,) array
-        τ (see :func:`check_prior_scale`); None: no widening.
-    widen : bool
-        False for an estimator whose bias is not the resolution bias (the ridge): loadings are
-        reported, intervals are the sandwich ones.
-    t_quantile : callable ``(level, dof) -> float``
-    unresolved_noise : callable ``tau -> (n,)``, optional
-        The variance the unresolved components of θ* add to the estimate's sampling noise under
-        the scale prior (:func:`unresolved_noise_variance`); it widens the parameter's and its
-        combination's interval alike.
-    """
+
+def strength_labels(theta, ci, data_factor):
+    """One label per parameter: ``yes ±p%`` (finite interval, half-width p % of |θ̂|; ``yes ±w``
+    when θ̂ = 0), ``no (≈k× N)`` (unbounded; about k times the data would resolve it) or
+    ``no (flat)`` (no curvature seen along it at this N)."""
+    out = []
+    for th, (lo, hi), f in zip(theta, ci, data_factor):
+        if np.isfinite(lo) and np.isfinite(hi):
+            half = 0.5 * (hi - lo)
+            out.append(f"yes ±{100 * half / abs(th):.2g}%" if th != 0 else f"yes ±{half:.2g}")
+        elif np.isfinite(f):
+            out.append(f"no (≈{max(f, 1.0):.2g}× N)")
+        else:
+            out.append("no (flat)")
+    return out
+
+
+def _free(V, resolved):
+    VU = V[:, ~np.asarray(resolved, dtype=bool)]
+    loading = np.linalg.norm(VU, axis=1) if VU.shape[1] else np.zeros(V.shape[0])
+    return VU, loading, loading >= FREE_PROJECTION
+
+
+def sandwich_resolution(theta, se, V, resolved, *, q, t=None, t_resolve=np.inf):
+    """The :class:`Resolution` of an estimator whose bias is not the resolution bias (the ridge):
+    sandwich intervals ``θ̂ ± q·SE`` (the whole line for parameters that are not identifiable),
+    loadings reported, no combinations."""
     theta = np.asarray(theta, dtype=float)
     se = np.asarray(se, dtype=float)
     n = theta.size
-    resolved = np.asarray(resolved, dtype=bool)
-    VU = V[:, ~resolved]
-    loading = np.linalg.norm(VU, axis=1) if VU.shape[1] else np.zeros(n)
-    free = loading >= FREE_PROJECTION
-    Q = resolution_matrix(V, resolved)
-    method = converged = None
-    tau = None
-    if widen and prior_scale is not None:
-        if isinstance(prior_scale, str):
-            tau, converged = prior_scale_ml(theta[~free], se[~free])
-            method = "ml"
-            if not converged:
-                warnings.warn(
-                    "the maximum-likelihood search for the parameters' scale τ (honest intervals) "
-                    "did not converge; the interval widths are provisional",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-        else:
-            tau, method = prior_scale, "given"
-    extra = np.zeros(n)
-    if tau is None:
-        bias_sd = np.zeros(n)
-    else:
-        IQ = VU @ VU.T
-        bias_sd = np.linalg.norm(IQ * np.broadcast_to(tau, (n,))[None, :], axis=1)
-        if unresolved_noise is not None and VU.shape[1]:
-            extra = np.asarray(unresolved_noise(tau), dtype=float)
-            bias_sd = np.sqrt(bias_sd**2 + extra)
-    q = t_quantile(level, dof)
-    half = q * np.sqrt(se**2 + bias_sd**2)
-    half = np.where(free, np.inf, half)
+    _, loading, free = _free(V, resolved)
+    half = np.where(free, np.inf, q * se)
     ci = np.column_stack([theta - half, theta + half])
+    factor = data_factors(V, resolved, t, t_resolve)
+    return Resolution(
+        loading=loading,
+        bias_sd=np.zeros(n),
+        prior_scale=None,
+        prior_scale_method=None,
+        prior_scale_converged=None,
+        status=[NOT_IDENTIFIABLE if f else IDENTIFIED for f in free],
+        combinations=[None] * n,
+        combination_estimate=np.full(n, np.nan),
+        combination_ci=np.full((n, 2), np.nan),
+        resolution=resolution_matrix(V, resolved),
+        ci=ci,
+        bounded=np.isfinite(ci).all(axis=1),
+        data_factor=factor,
+        strength=strength_labels(theta, ci, factor),
+    )
+
+
+def _scale(prior_scale, theta, se, free):
+    """(τ, method, converged) of the intervals (module docstring); warns when the search for the
+    maximum-likelihood τ did not converge."""
+    if prior_scale is None:
+        return None, None, None
+    if not isinstance(prior_scale, str):
+        return prior_scale, "given", None
+    keep = ~free & np.isfinite(se)
+    tau, converged = prior_scale_ml(theta[keep], se[keep])
+    if not converged:
+        warnings.warn(
+            "the maximum-likelihood search for the parameters' scale τ (honest intervals) did not "
+            "converge; the interval widths are provisional",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return tau, "ml", converged
+
+
+def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
+    """The :class:`Resolution` of the resolved estimator: profile-Fieller intervals
+    (:func:`~dynosed_sym.solve.weak.weak_intervals`) centred at the filled estimate, the status
+    and estimable combinations of the module docstring.
+
+    Parameters
+    ----------
+    system : (A, b, A_blocks, b_blocks, counts)
+    estimate : :class:`~dynosed_sym.solve.ustat.Estimate` with ``fill`` and ``directions``
+    names : list of str
+    q : float, the intervals' Student-t quantile
+    prior_scale : "ml", float, (n,) array or None (None: no resolution bias in the intervals)
+    """
+    A, b, A_blocks, b_blocks, counts = system
+    dirs = estimate.directions
+    V, resolved = dirs.V, dirs.resolved
+    n = A.shape[1]
+    theta, theta_R = estimate.theta, estimate.theta_resolved
+    VU, loading, free = _free(V, resolved)
+    blocks = (A_blocks, b_blocks, counts)
+    found = {}
+
+    def scale(se):
+        found["tau"] = _scale(prior_scale, theta, se, free)
+        return found["tau"][0]
+
+    wk = weak_intervals(A, b, theta_R, theta, blocks, estimate.bread, estimate.fill, scale, q, free)
+    se = wk.se
+    tau, method, converged = found["tau"]
+    Q = resolution_matrix(V, resolved)
     status, combos = [], []
     c_est = np.full(n, np.nan)
     c_ci = np.full((n, 2), np.nan)
     for j in range(n):
-        if free[j]:
+        if free[j] or not wk.bounded[j]:
             status.append(NOT_IDENTIFIABLE)
             combos.append(None)
-        elif bias_sd[j] > se[j] and extra[j] > COMBINATION_NOISE * se[j] ** 2:
-            # the unresolved components put noise into this estimate through the noise of their
-            # columns, in proportion to their unknown size: a combination is stated only when
-            # that noise is small beside its own (its interval then holds for sizes up to ~2τ)
+        elif wk.bias_sd[j] > se[j] and wk.noise[j] > COMBINATION_NOISE * se[j] ** 2:
+            # the unresolved components put noise into this estimate in proportion to their
+            # unknown size: a combination is stated only when that noise is small beside its own
             status.append(COMBINATION)
             combos.append(None)
-        elif bias_sd[j] > se[j]:
+        elif wk.bias_sd[j] > se[j]:
             status.append(COMBINATION)
-            qjj = Q[j, j]
             combos.append(estimable_combination(Q[j], names, j))
-            c_est[j] = theta[j] / qjj
-            c_half = q * np.sqrt(
-                se[j] ** 2 + extra[j]
-            )  # the resolution bias cancels, not the noise
-            c_ci[j] = [(theta[j] - c_half) / qjj, (theta[j] + c_half) / qjj]
+            c_est[j] = theta_R[j] / Q[j, j]
+            half = q * np.sqrt(se[j] ** 2 + wk.noise[j])
+            c_ci[j] = [(theta_R[j] - half) / Q[j, j], (theta_R[j] + half) / Q[j, j]]
         else:
             status.append(IDENTIFIED)
             combos.append(None)
+    factor = data_factors(V, resolved, dirs.t, dirs.threshold)
     return Resolution(
         loading=loading,
-        bias_sd=bias_sd,
+        bias_sd=wk.bias_sd,
         prior_scale=tau,
         prior_scale_method=method,
         prior_scale_converged=converged,
@@ -292,79 +337,9 @@ def honest_intervals(
         combination_estimate=c_est,
         combination_ci=c_ci,
         resolution=Q,
-        ci=ci,
-    )
-
-
-def unresolved_noise_variance(A, A_blocks, counts, bread, VU, tau):
-    """(n,) extra sampling variance of the resolved estimate from the unresolved components of θ*.
-
-    The sandwich is taken at θ̂, whose components along the unresolved directions V_U are 0; the
-    truth's are ``z = V_Uᵀθ*``, and the noise of A along them (``ΔA_b V_U z``) moves the resolved
-    estimate too — when an unresolved column is pure noise (a parameter the law cannot see, like
-    a rotation), by as much as its true value times that noise.  The block influence is affine
-    in θ, ``IF_b(θ̂ + V_U z) = IF_b(θ̂) − H⁺ M_b z`` with ``M_b = ΔA_bᵀAV_U + AᵀΔA_bV_U``; under the
-    scale prior (z ~ N(0, V_Uᵀ diag τ² V_U)) the expected extra covariance is
-    ``Σ_b w_b H⁺ M_b Cov(z) M_bᵀ H⁺ / (B − 1)``, whose diagonal is returned.
-    """
-    w = block_weights(counts)
-    n = A.shape[1]
-    tau2 = np.broadcast_to(np.asarray(tau, dtype=float) ** 2, (n,))
-    Cz = (VU * tau2[:, None]).T @ VU  # (k, k)
-    dA = A_blocks - A[None]  # (B, m, n)
-    M = np.einsum("bmn,mk->bnk", dA, A @ VU) + np.einsum("mn,bmk->bnk", A, dA @ VU)
-    G = np.einsum("ij,bjk->bik", bread, M)  # (B, n, k): H⁺M_b
-    return np.einsum("b,bik,kl,bil->i", w, G, Cz, G) / (w.size - 1)
-
-
-def fill_free(theta, bread, system, dirs, prior_scale):
-    """Empirical-Bayes point estimates of the parameters that are not identifiable (module
-    docstring); the others keep the resolved estimate.
-
-    Parameters
-    ----------
-    theta : (n,) resolved estimate (0 along the unresolved directions)
-    bread : (n, n) its bread
-    system : (A, b, A_blocks, b_blocks, counts)
-    dirs : :class:`~dynosed_sym.solve.directions.Directions`
-    prior_scale : "ml", float or (n,) array (None: nothing is filled)
-
-    Returns
-    -------
-    theta : (n,) array
-    tau : float, (n,) array or None
-        The scale used (None when nothing was filled).
-    converged : bool or None
-        Of the maximum-likelihood search for τ.
-    """
-    A, b, A_blocks, b_blocks, counts = system
-    VU = dirs.V[:, ~dirs.resolved]
-    loading = np.linalg.norm(VU, axis=1) if VU.shape[1] else np.zeros(theta.size)
-    free = loading >= FREE_PROJECTION
-    if prior_scale is None or not free.any():
-        return theta, None, None
-    converged = None
-    if isinstance(prior_scale, str):
-        cov = sandwich_covariance(A, b, theta, 0.0, A_blocks, b_blocks, counts, bread)
-        se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        tau, converged = prior_scale_ml(theta[~free], se[~free])
-    else:
-        tau = prior_scale
-    tau2 = (VU**2).T @ np.broadcast_to(np.asarray(tau, dtype=float) ** 2, theta.shape)  # per dir.
-    sU = dirs.singular_values[~dirs.resolved]
-    noise = dirs.noise[~dirs.resolved]
-    floor = np.finfo(float).eps * max(A.shape) * (dirs.singular_values[0] if sU.size else 0.0)
-    ok = (sU > floor) & (sU > noise)  # r_i > 1: some signal along the direction
-    if not ok.any():
-        return theta, tau, converged
-    Vo, so = VU[:, ok], sU[ok]
-    z = (Vo.T @ (A.T @ b)) / so**2  # least-squares components (V-statistic)
-    cov = sandwich_covariance(
-        A, b, theta + Vo @ z, 0.0, A_blocks, b_blocks, counts, (Vo / so**2) @ Vo.T
-    )
-    s2 = np.einsum("ki,kl,li->i", Vo, cov, Vo) + z**2 / ((so / noise[ok]) ** 2 - 1.0)
-    total = tau2[ok] + s2
-    gain = np.divide(tau2[ok], total, out=np.zeros_like(total), where=total > 0)  # 0/0: no prior
-    out = theta.copy()
-    out[free] = (theta + Vo @ (gain * z))[free]
-    return out, tau, converged
+        ci=wk.ci,
+        bounded=wk.bounded,
+        data_factor=factor,
+        strength=strength_labels(theta, wk.ci, factor),
+        fieller=(wk.c, wk.gamma),
+    ), se

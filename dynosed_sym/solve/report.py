@@ -42,12 +42,14 @@ from .intervals import (
     COMBINATION,
     FREE_PROJECTION,
     check_prior_scale,
-    honest_intervals,
-    unresolved_noise_variance,
+    sandwich_resolution,
+    weak_resolution,
 )
 from .misspecification import TailProbability
+from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
+from .weak import fieller
 
 __all__ = [
     "IdentifiabilityReport",
@@ -60,6 +62,8 @@ __all__ = [
 
 
 CONSISTENCY_THRESHOLD = 3.0
+#: With a misspecification test, the fit is called consistent when its p-value is at least this.
+CONSISTENCY_P = 0.01
 
 
 KEEP_BLOCKS_BYTES = 256 * 2**20  # per-block means kept for the bootstrap up to this size
@@ -75,9 +79,11 @@ class IdentifiabilityReport:
     rank : int
         Number of singular directions resolved above the sampling noise.
     unique : bool
-        ``rank == n_params``.
+        ``rank == n_params`` with a sampling-noise estimate (False without one: identifiability
+        is not judged from floating-point precision alone).
     consistent : bool or None
-        Residual within ``CONSISTENCY_THRESHOLD`` times its noise level.
+        The misspecification test's p-value is at least ``CONSISTENCY_P`` (without the test:
+        residual within ``CONSISTENCY_THRESHOLD`` times its noise level).
     singular_values : (n,) array
     singular_noise : (n,) array or None
         Standard error of ``A v_i`` for each right singular vector v_i.
@@ -145,6 +151,15 @@ class IdentifiabilityReport:
         (:data:`~dynosed_sym.solve.intervals.COMBINATION_NOISE`).
     resolution : (n, n) array or None
         The resolution matrix Q = V_RV_Rᵀ.
+    direction_t : (n,) array or None
+        Per singular direction, t_i = κ̂_i/sd(κ̂_i) (:mod:`.directions`); ``resolve_threshold`` the
+        value it had to exceed.
+    fieller : tuple (c, gamma) or None
+        Profile-Fieller coefficients of the resolved estimator's intervals
+        (:func:`~dynosed_sym.solve.weak.fieller`; :meth:`intervals` at other levels).
+    data_factor : (n,) array or None
+        Per parameter, the factor of data that would resolve the directions it loads on
+        (:func:`~dynosed_sym.solve.intervals.data_factors`); ``strength`` its label.
     """
 
     param_names: list
@@ -190,6 +205,11 @@ class IdentifiabilityReport:
     combination_estimate: np.ndarray | None = None
     combination_ci: np.ndarray | None = None
     resolution: np.ndarray | None = None
+    direction_t: np.ndarray | None = None
+    resolve_threshold: float | None = None
+    data_factor: np.ndarray | None = None
+    strength: list | None = None
+    fieller: tuple | None = None
     _blocks: tuple | None = field(default=None, repr=False)
     _grouping: object = field(default=None, repr=False)
     _solve: object = field(default=None, repr=False)
@@ -219,6 +239,20 @@ class IdentifiabilityReport:
         )
         return self.bootstrap_result
 
+    def intervals(self, theta, level):
+        """Intervals (n, 2) at ``level`` around ``theta``: the profile-Fieller sets of the resolved
+        estimator (with the resolution bias), else the sandwich intervals."""
+        q = t_quantile(level, self.dof)
+        se = np.asarray(self.std_errors, dtype=float)
+        free = np.isinf(se)
+        bias = np.zeros_like(se) if self.bias_sd is None else np.asarray(self.bias_sd, float)
+        if self.fieller is None:
+            half = np.where(free, np.inf, q * np.sqrt(se**2 + bias**2))
+            return np.column_stack([theta - half, theta + half])
+        a = np.where(free, 0.0, se) ** 2 + bias**2
+        free = free | (np.asarray(self.loading) >= FREE_PROJECTION)
+        return fieller(theta, a, *self.fieller, q, free)[0]
+
     def combination_lines(self):
         """Lines naming each parameter determined only in combination, with its interval."""
         if not self.status:
@@ -244,36 +278,41 @@ class IdentifiabilityReport:
     def __str__(self):
         lines = [
             f"rank {self.rank} of {self.n_params} "
-            f"({'identifiable' if self.unique else 'NOT identifiable'})"
+            + (
+                f"({'identifiable' if self.unique else 'NOT identifiable'})"
+                if self.singular_noise is not None or self.unique
+                else "against floating-point precision only (identifiability not judged: no "
+                "sampling-noise estimate)"
+            )
         ]
         for combo in self.null_space:
             lines.append(f"  unresolved combination: {combo}")
         lines.extend(self.combination_lines())
-        if self.residual_ratio is not None:
-            lines.append(
-                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
-                + (
-                    "(consistent)"
-                    if self.consistent
-                    else "(INCONSISTENT: no θ fits, model misspecified?)"
-                )
-            )
+        verdict = (
+            "(consistent)" if self.consistent else "(INCONSISTENT: no θ fits, model misspecified?)"
+        )
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
             lines.append(
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
                 f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
-                f"effective dimensions, {p}"
-                + ("  (small p: no θ satisfies the constraints)" if self.p_value < 0.01 else "")
+                f"effective dimensions, {p} {verdict}"
             )
             if not self.p_value_converged:
                 lines.append(
                     f"  (p-value integral did not converge: {self.p_value_message}; "
                     "the p-value is provisional)"
                 )
+        elif self.residual_ratio is not None:
+            lines.append(
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × noise level "
+                + verdict
+            )
         lines.extend(self.notes)
         return "\n".join(lines)
 
 
+@single_blas
 def analyse(
     A,
     b,
@@ -289,8 +328,13 @@ def analyse(
     *,
     estimate=None,
     prior_scale="ml",
+    exact=False,
 ):
     """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``.
+
+    ``exact``: A and b carry no sampling noise (exact scores given as arrays): without noise
+    blocks the rank is then judged against floating-point precision and may be called
+    identifiable; for samples without a noise estimate identifiability is not judged.
 
     ``grouping`` (:class:`~dynosed_sym.solve.uncertainty.Grouping`): the blocks are the
     pseudo-blocks of a design's independent groups (degrees of freedom, bootstrap).
@@ -302,8 +346,12 @@ def analyse(
     m, n = A.shape
     if counts is not None:
         counts = np.asarray(counts, dtype=float)
-    dirs = singular_directions(A, A_blocks, counts, rank_threshold)
-    s_full, V, sing_noise, resolved = dirs
+    if estimate is not None and estimate.directions is not None:
+        dirs = estimate.directions  # the directions the estimate was computed on
+    else:
+        dof = None if grouping is None else grouping.dof
+        dirs = singular_directions(A, A_blocks, counts, rank_threshold, dof)
+    s_full, V, sing_noise, resolved = dirs[:4]
     notes = []
     # the residual, sandwich and intervals describe the resolved estimate (the parameters that
     # are not identifiable may carry other point estimates, :func:`.intervals.fill_free`)
@@ -338,7 +386,9 @@ def analyse(
         param_names=list(names),
         n_params=n,
         rank=rank,
-        unique=rank == n,
+        # without a noise estimate nothing can be called identified from the data (N = 3 gave
+        # "rank 3 of 3 (identifiable)")
+        unique=rank == n and (sing_noise is not None or exact),
         consistent=consistent,
         singular_values=s_full,
         singular_noise=sing_noise,
@@ -357,17 +407,12 @@ def analyse(
         rep.statistic, rep.estimator = estimate.statistic, estimate.estimator
         rep.second_order = estimate.second_order
         notes.extend(estimate.notes)
+    rep.direction_t, rep.resolve_threshold = dirs.t, dirs.threshold
     if sing_noise is not None:
         _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate)
-        noise = None
-        if estimate is not None and estimate.estimator == "resolved":
-
-            def noise(tau):
-                return unresolved_noise_variance(
-                    A, A_blocks, counts, estimate.bread, V[:, ~resolved], tau
-                )
-
-        _attach_resolution(rep, theta, V, resolved, prior_scale, noise)
+        _attach_resolution(
+            rep, theta, (A, b, A_blocks, b_blocks, counts), dirs, estimate, prior_scale
+        )
     return rep
 
 
@@ -399,6 +444,12 @@ def _attach_uncertainty(
         return
     rep.std_errors, rep.ci, rep.covariance = u.se, u.ci, u.covariance
     rep.p_value, rep.misspec_stat, rep.misspec_dim = u.p_value, u.stat, u.effective_dim
+    # one verdict: the residual ratio is the test's √T at the point where it is taken
+    theta_test = theta if estimate is None else estimate.theta_tikhonov
+    rep.residual_norm = float(np.linalg.norm(A @ theta_test - b))
+    rep.residual_ratio = float(np.sqrt(u.stat))
+    rep.residual_noise = rep.residual_norm / rep.residual_ratio if u.stat > 0 else 0.0
+    rep.consistent = bool(u.p_value >= CONSISTENCY_P)
     rep.p_value_bound, rep.p_value_converged = u.p_value_bound, u.p_value_converged
     rep.p_value_message = u.p_value_message
     rep.n_blocks = int(np.asarray(counts).size)
@@ -433,30 +484,33 @@ def _bootstrap_solver(rep, estimate):
     return solve
 
 
-def _attach_resolution(rep, theta, V, resolved, prior_scale, unresolved_noise=None):
-    """Loadings on unresolved directions, honest intervals and estimable combinations
-    (:mod:`.intervals`); the resolved estimator's intervals include the resolution bias."""
+def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
+    """Loadings on unresolved directions, intervals, status, estimable combinations and strength
+    (:mod:`.intervals`); the resolved estimator's intervals are the profile-Fieller sets
+    (:mod:`.weak`)."""
     if rep.std_errors is None:
         return
-    res = honest_intervals(
-        theta,
-        rep.std_errors,
-        V,
-        resolved,
-        rep.param_names,
-        level=rep.ci_level,
-        dof=rep.dof,
-        prior_scale=check_prior_scale(prior_scale, rep.param_names),
-        widen=rep.estimator == "resolved",
-        t_quantile=t_quantile,
-        unresolved_noise=unresolved_noise,
-    )
+    q = t_quantile(rep.ci_level, rep.dof)
+    if estimate is not None and estimate.fill is not None:
+        prior_scale = check_prior_scale(prior_scale, rep.param_names)
+        res, se = weak_resolution(system, estimate, rep.param_names, q=q, prior_scale=prior_scale)
+        rep.std_errors = np.where(np.isfinite(rep.std_errors), se, rep.std_errors)
+        rep.ci = res.ci
+    else:  # the sandwich intervals of analyse_uncertainty stay
+        res = sandwich_resolution(
+            theta,
+            rep.std_errors,
+            dirs.V,
+            dirs.resolved,
+            q=q,
+            t=dirs.t,
+            t_resolve=dirs.threshold,
+        )
     rep.loading, rep.bias_sd, rep.resolution = res.loading, res.bias_sd, res.resolution
     rep.prior_scale, rep.prior_scale_method = res.prior_scale, res.prior_scale_method
     rep.status, rep.combinations = res.status, res.combinations
     rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
-    if rep.estimator == "resolved":
-        rep.ci = res.ci
+    rep.data_factor, rep.strength, rep.fieller = res.data_factor, res.strength, res.fieller
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"

@@ -51,10 +51,12 @@ import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError
-from .directions import RANK_THRESHOLD, singular_directions
-from .intervals import fill_free
+from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
+from .threads import single_blas
+from .uncertainty import block_influence
+from .weak import Fill, fill_unresolved
 
 __all__ = [
     "Estimate",
@@ -115,9 +117,13 @@ class Estimate:
         guard acted).
     subspace : (n, rank) resolved right singular vectors V_R the estimate was computed on
     theta_resolved : (n,) or None
-        The resolved estimate before the parameters that are not identifiable get their
-        empirical-Bayes values (the sandwich and the honest intervals are taken there).
+        The resolved estimate θ_R before the unresolved components are filled (the sandwich is
+        taken there; :mod:`.weak`).
     notes : list of str
+    fill : :class:`~dynosed_sym.solve.weak.Fill` or None
+        The components kept along the unresolved directions (resolved estimator).
+    directions : :class:`~dynosed_sym.solve.directions.Directions` or None
+        The directions the estimate was computed on (in the system's units).
     """
 
     theta: np.ndarray
@@ -130,6 +136,8 @@ class Estimate:
     subspace: np.ndarray | None = None
     theta_resolved: np.ndarray | None = None
     notes: list = field(default_factory=list)
+    fill: Fill | None = None
+    directions: Directions | None = None
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):
@@ -148,6 +156,25 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
     return 0.5 * (S + S.T), s
 
 
+def _covariance_on(dAR, db, counts):
+    """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
+    ``db = b_b − b`` (B, m)."""
+    w = block_weights(counts)
+    B, m, r = dAR.shape
+    flat = dAR.reshape(B * m, r)
+    wflat = flat * np.repeat(w, m)[:, None]
+    S_RR = wflat.T @ flat / (B - 1)
+    return 0.5 * (S_RR + S_RR.T), wflat.T @ db.reshape(B * m) / (B - 1)
+
+
+def covariance_times(A, A_blocks, counts, v):
+    """``S v`` (n,) without forming S: ``Σ_b w_b (A_b − A)ᵀ((A_b − A)v)/(B − 1)``."""
+    w = block_weights(counts)
+    u = A_blocks @ v - (A @ v)[None]  # (B, m)
+    out = np.einsum("bmn,bm->n", A_blocks, u * w[:, None]) - A.T @ (w @ u)
+    return out / (w.size - 1)
+
+
 def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     """b̂₂ (n,): the design-noise × residual-noise bias of θ̂ (module docstring)."""
     w = block_weights(counts)
@@ -159,6 +186,18 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     t1 = np.einsum("bml,bl->bm", dA, u) @ A  # (AᵀΔ_b u_b)_b
     t2 = np.einsum("bmk,bm->bk", dA, u @ A.T)  # (Δ_bᵀA u_b)_b
     return Hp @ (w @ (t1 + t2)) / (B - 1)
+
+
+def second_order_gain(b2, se):
+    """The share of b̂₂ that is subtracted: 1 while every |b̂₂_j| is at most the estimate's own
+    standard error se_j, falling linearly to 0 at twice it (``clip(2 − max_j |b̂₂_j|/se_j, 0, 1)``).
+    b̂₂ is a second-order term, O(1/N) against the O(N^-½) noise; one larger than the noise means
+    the expansion behind it has failed — with many parameters per block (n ≳ B: a 20-gene network,
+    ‖b̂₂‖ ≈ 20 for parameters of size 1) its noisy H⁺ enters twice."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(se > 0, np.abs(b2) / se, np.where(b2 != 0, np.inf, 0.0))
+    worst = float(np.max(ratio, initial=0.0))
+    return float(np.clip(2.0 - worst, 0.0, 1.0))
 
 
 def _guarded(G, K):
@@ -192,6 +231,7 @@ def _solve_scaled(M, rhs, c):
     return z, inv
 
 
+@single_blas
 def solve_system(
     A,
     b,
@@ -206,7 +246,7 @@ def solve_system(
     rank_threshold=RANK_THRESHOLD,
     subspace=None,
     tikhonov=True,
-    prior_scale=None,
+    dof=None,
 ) -> Estimate:
     """θ̂ of ``A θ ≈ b`` by the chosen statistic and estimator (module docstring).
 
@@ -234,10 +274,9 @@ def solve_system(
         block bootstrap keeps the fit's subspace).
     tikhonov : bool
         Also compute the Tikhonov solution (``theta_tikhonov``; NaN when False).
-    prior_scale : "ml", float, (n,) array or None
-        Resolved estimator: τ of the empirical-Bayes point estimates of the parameters that are
-        not identifiable (:func:`~dynosed_sym.solve.intervals.fill_free`); None: they keep the
-        resolved estimate (0 along the unresolved directions).
+    dof : float, optional
+        Degrees of freedom of the noise estimate (default: blocks − 1; a design's grouped
+        pseudo-blocks have fewer, :attr:`~dynosed_sym.solve.uncertainty.Grouping.dof`).
 
     Returns
     -------
@@ -257,11 +296,7 @@ def solve_system(
         rank_threshold=rank_threshold,
         subspace=subspace,
         tikhonov=tikhonov,
-        prior_scale=(
-            prior_scale
-            if prior_scale is None or isinstance(prior_scale, str)
-            else np.asarray(prior_scale, dtype=float) * (a / beta)
-        ),
+        dof=dof,
     )
     unit = beta / a  # θ in the system's units
     with np.errstate(over="ignore"):
@@ -280,7 +315,85 @@ def solve_system(
         theta_tikhonov=scaled.theta_tikhonov * unit,
         second_order=scaled.second_order * unit,
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
+        fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
+        directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
     )
+
+
+def _scaled_fill(fill, unit):
+    """A :class:`Fill` of the unit-size system in the system's units (θ scales by β/a)."""
+    return replace(fill, z_ls=fill.z_ls * unit, z=fill.z * unit, shift=fill.shift * unit)
+
+
+def _scaled_directions(dirs, a):
+    """:class:`Directions` of ``A/a`` for A (σ, SE by a; κ and its sd by a²)."""
+    with np.errstate(over="ignore"):
+        return _replace_scaled(dirs, a)
+
+
+def _replace_scaled(dirs, a):
+    return dirs._replace(
+        singular_values=dirs.singular_values * a,
+        noise=None if dirs.noise is None else dirs.noise * a,
+        kappa=None if dirs.kappa is None else dirs.kappa * (a * a),
+        kappa_sd=None if dirs.kappa_sd is None else dirs.kappa_sd * (a * a),
+    )
+
+
+def _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy):
+    """The V-statistic Tikhonov fit as an :class:`Estimate` (chosen, or for want of noise
+    blocks)."""
+    notes = []
+    if not noisy and (statistic, estimator) != ("v", "ridge"):
+        notes.append(
+            "note: too few data blocks for the U-statistic correction and the resolved "
+            "estimator (no sampling-noise estimate): V-statistic Tikhonov solution"
+        )
+    return Estimate(
+        theta=theta_tik,
+        bread=hinv(A, lam),
+        theta_tikhonov=theta_tik,
+        statistic="v" if not noisy else statistic,
+        estimator="ridge" if not noisy else estimator,
+        second_order=np.zeros(A.shape[1]),
+        notes=notes,
+    )
+
+
+def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace):
+    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R)."""
+    if subspace is None:
+        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof)
+        VR = dirs.V[:, dirs.resolved]
+        dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
+        c = dirs.singular_values[dirs.resolved]
+        return dirs, VR, c, np.eye(c.size), dAR  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
+    VR = np.asarray(subspace, dtype=float)
+    AV = A @ VR
+    c = np.linalg.norm(AV, axis=0)
+    c = np.where(c > 0, c, 1.0)
+    return None, VR, c, (AV.T @ AV) / np.outer(c, c), A_blocks @ VR - AV[None]
+
+
+def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
+    """The ridge: the correction acts on R only and AᵀA is diagonal in the V basis, so R and its
+    complement decouple; the complement keeps the Tikhonov gain → (θ, bread)."""
+    z, inv_R = _solve_scaled(M + np.diag(lam / c**2), rhs, c)
+    unres = ~dirs.resolved
+    VU = dirs.V[:, unres]
+    sU = dirs.singular_values[unres]
+    denom = sU * sU + lam
+    inv = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0)
+    theta = VR @ z + VU @ (inv * (VU.T @ (A.T @ b)))
+    return theta, VR @ inv_R @ VR.T + (VU * inv) @ VU.T
+
+
+def _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp):
+    """b̂₂ times its gain (:func:`second_order_gain`, against the sandwich se at θ)."""
+    b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+    IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
+    se = np.sqrt(block_weights(counts) @ (IF * IF) / (len(counts) - 1))
+    return second_order_gain(b2, se) * b2
 
 
 def _solve_unit(
@@ -297,7 +410,7 @@ def _solve_unit(
     rank_threshold,
     subspace,
     tikhonov,
-    prior_scale,
+    dof,
 ) -> Estimate:
     """:func:`solve_system` on a system of unit size."""
     statistic, estimator = estimator_options(statistic, estimator)
@@ -308,42 +421,20 @@ def _solve_unit(
     else:
         theta_tik = np.full(n, np.nan)
     if (statistic, estimator) == ("v", "ridge") or not noisy:
-        notes = []
-        if not noisy and (statistic, estimator) != ("v", "ridge"):
-            notes.append(
-                "note: too few data blocks for the U-statistic correction and the resolved "
-                "estimator (no sampling-noise estimate): V-statistic Tikhonov solution"
-            )
-        return Estimate(
-            theta=theta_tik,
-            bread=hinv(A, lam),
-            theta_tikhonov=theta_tik,
-            statistic="v" if not noisy else statistic,
-            estimator="ridge" if not noisy else estimator,
-            second_order=np.zeros(n),
-            notes=notes,
-        )
+        return _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy)
     if subspace is not None and estimator != "resolved":
         raise ValueError("subspace= is only used with estimator='resolved'")
-    if subspace is None:
-        dirs = singular_directions(A, A_blocks, counts, rank_threshold)
-        V = dirs.V
-        VR = V[:, dirs.resolved]
-        c = dirs.singular_values[dirs.resolved]
-        G = np.eye(c.size)  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R on both sides
-    else:
-        VR = np.asarray(subspace, dtype=float)
-        AV = A @ VR
-        c = np.linalg.norm(AV, axis=0)
-        c = np.where(c > 0, c, 1.0)
-        G = (AV.T @ AV) / np.outer(c, c)
+    dirs, VR, c, G, dAR = _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace)
+    # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
+    # n × n from B·m·n² products, is never formed)
     if statistic == "u":
-        S, s = block_covariance(A, b, A_blocks, b_blocks, counts)
+        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts)
     else:
-        S, s = np.zeros((n, n)), np.zeros(n)
-    # everything on R is scaled by the resolved singular values (diag K < 1/9 by the rank rule)
+        S_RR, s_R = np.zeros((c.size, c.size)), np.zeros(c.size)
+    del dAR
+    # everything on R is scaled by the resolved singular values
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        K = (VR.T @ S @ VR) / np.outer(c, c)
+        K = S_RR / np.outer(c, c)
     if not (np.isfinite(K).all() and np.isfinite(G).all()):
         raise DataError(
             "the noise of the assembled system is not finite on its resolved directions (entries "
@@ -351,35 +442,37 @@ def _solve_unit(
             "parameters, or pass statistic='v'"
         )
     alpha = _guarded(G, K)
-    rhs = (VR.T @ (A.T @ b) - alpha * (VR.T @ s)) / c
+    rhs = (VR.T @ (A.T @ b) - alpha * s_R) / c
     z, Hp = _solve_scaled(G - alpha * K, rhs, c)
     Hp = VR @ Hp @ VR.T
     if estimator == "resolved":
         theta = VR @ z
         bread = Hp
     else:
-        # the correction acts on R only and AᵀA is diagonal in the V basis: R and its complement
-        # decouple; the complement keeps the Tikhonov gain
-        unres = ~dirs.resolved
-        z, inv_R = _solve_scaled(G - alpha * K + np.diag(lam / c**2), rhs, c)
-        VU = V[:, unres]
-        sU = dirs.singular_values[unres]
-        denom = sU * sU + lam
-        inv = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0)
-        theta = VR @ z + VU @ (inv * (VU.T @ (A.T @ b)))
-        bread = VR @ inv_R @ VR.T + (VU * inv) @ VU.T
+        theta, bread = _ridge_estimate(A, b, dirs, VR, c, G - alpha * K, rhs, lam)
     b2 = np.zeros(n)
     if statistic == "u" and second_order and VR.shape[1]:
-        b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+        b2 = _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp)
         theta = theta - b2
     theta_resolved = theta
     notes = []
+    fill = None
     if estimator == "resolved" and subspace is None:
-        theta, _, converged = fill_free(
-            theta, bread, (A, b, A_blocks, b_blocks, counts), dirs, prior_scale
+        scale = alpha if statistic == "u" else 0.0
+
+        def S_times(v):  # the correction applied to a vector (the coupling of the fill)
+            return scale * covariance_times(A, A_blocks, counts, v)
+
+        fill = fill_unresolved(
+            A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, S_times, dirs.threshold
         )
-        if converged is False:
-            notes.append("WARNING: the maximum-likelihood scale τ did not converge")
+        theta = theta + fill.shift + fill.VU @ fill.z
+        if not np.isfinite(dirs.threshold):
+            notes.append(
+                f"note: {dirs.dof:g} degrees of freedom of the noise estimate (fewer than "
+                f"{MIN_DOF}): no direction is called resolved; the estimate is the least-squares "
+                "solution and no interval is finite — more samples are needed"
+            )
     if alpha < 1.0:
         notes.append(
             f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
@@ -396,9 +489,12 @@ def _solve_unit(
         subspace=VR,
         theta_resolved=theta_resolved,
         notes=notes,
+        fill=fill,
+        directions=dirs if subspace is None else None,
     )
 
 
+@single_blas
 def corrected_gauss_newton(
     linearisation,
     theta0,
@@ -409,7 +505,6 @@ def corrected_gauss_newton(
     rank_threshold=RANK_THRESHOLD,
     max_steps=GN_MAX_STEPS,
     tol=GN_TOL,
-    prior_scale=None,
 ):
     """Non-affine drift: the corrected fit by re-linearisation (module docstring).
 
@@ -420,7 +515,7 @@ def corrected_gauss_newton(
         ``b = J(θ)θ − r(θ)`` and their per-block means
         (:meth:`~dynosed_sym.solve.gradient.GlobalProblem.linearisation`).
     theta0 : (n,) start (the V-statistic optimum of the gradient route)
-    lam, statistic, estimator, rank_threshold, prior_scale
+    lam, statistic, estimator, rank_threshold
         As :func:`solve_system` (the resolved estimator updates θ on the resolved directions
         only, keeping the start's components along the others, where the model is linearised).
     max_steps : int
@@ -457,7 +552,7 @@ def corrected_gauss_newton(
         new = est.theta
         if est.estimator == "resolved":  # keep the components the data do not resolve
             VR = est.subspace
-            new = new + theta - VR @ (VR.T @ theta)
+            new = est.theta_resolved + theta - VR @ (VR.T @ theta)
         full = new - theta
         step = float(np.abs(full).max(initial=0.0))
         if step <= tol * (1.0 + float(np.abs(theta).max(initial=0.0))):
@@ -475,7 +570,6 @@ def corrected_gauss_newton(
         statistic=statistic,
         estimator=estimator,
         rank_threshold=rank_threshold,
-        prior_scale=prior_scale,
     )
     msg = ""
     if not converged:

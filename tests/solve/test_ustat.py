@@ -83,10 +83,10 @@ def test_u_statistic_normal_equations_equal_the_pair_sum(gen_dir, n_blocks):
     G, g = _pair_sums(a, beta, labels)
     np.testing.assert_allclose(A.T @ A - S, G, rtol=1e-9)
     np.testing.assert_allclose(A.T @ b - s, g, rtol=1e-9)
-    # the solve, correcting every direction (threshold 0), no second-order term: the pair-sum
+    # the solve, correcting every direction (threshold −∞), no second-order term: the pair-sum
     # normal equations
     est = solve_system(
-        A, b, A_blocks, b_blocks, counts, 0.0, second_order=False, rank_threshold=0.0
+        A, b, A_blocks, b_blocks, counts, 0.0, second_order=False, rank_threshold=-np.inf
     )
     assert est.alpha == 1.0 and est.subspace.shape == (1, 1)
     np.testing.assert_allclose(est.theta, np.linalg.solve(G, g), rtol=1e-8)
@@ -155,7 +155,7 @@ def test_corrected_gram_is_positive_definite_on_the_resolved_subspace(models, ou
         Ab, bb, counts = fit.report._blocks
         S, _ = block_covariance(fit.A, fit.b, Ab, bb, counts)
         raw_indefinite += np.linalg.eigvalsh(fit.A.T @ fit.A - S).min() < 0
-        est = solve_system(fit.A, fit.b, Ab, bb, counts, 1e-6, prior_scale="ml")
+        est = solve_system(fit.A, fit.b, Ab, bb, counts, 1e-6)
         assert est.alpha == 1.0 and np.array_equal(est.theta, fit.theta)
         VR = est.subspace
         assert np.linalg.eigvalsh(VR.T @ (fit.A.T @ fit.A - S) @ VR).min() > 0

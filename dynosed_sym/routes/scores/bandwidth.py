@@ -56,7 +56,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DataError
-from ...solve.uncertainty import confidence_intervals
 
 __all__ = [
     "auto_temperature",
@@ -175,5 +174,4 @@ def widen_intervals(report, theta, bias):
     report.bias_sd = np.sqrt(old**2 + bias**2)
     if report.std_errors is None:
         return
-    sd = np.sqrt(np.asarray(report.std_errors, dtype=float) ** 2 + report.bias_sd**2)
-    report.ci = confidence_intervals(np.asarray(theta, float), sd, report.ci_level, report.dof)
+    report.ci = report.intervals(np.asarray(theta, float), report.ci_level)

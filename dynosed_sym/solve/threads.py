@@ -1,0 +1,71 @@
+"""How many BLAS threads the solve uses.
+
+The solve is a handful of dense factorisations (SVDs, Gram products) of matrices with at most a
+few thousand rows, run right after Numba's parallel assembly.  OpenBLAS's worker threads then
+compete with Numba's (still spinning) ones and with any other process on the machine: on a busy
+2-core machine one SVD of a 2048 × 100 system took 0.40 s with two BLAS threads and 0.034 s with
+one (issue 20).  The solve therefore runs with ``DYNOSED_BLAS_THREADS`` BLAS threads (default 1);
+set it to a larger number on a quiet many-core machine with very large systems.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from contextlib import contextmanager
+
+__all__ = ["blas_threads", "single_blas", "ENV"]
+
+ENV = "DYNOSED_BLAS_THREADS"
+
+
+def _limit():
+    raw = os.environ.get(ENV, "1").strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        from ..errors import DynosedError
+
+        raise DynosedError(f"{ENV} must be a positive integer, got {raw!r}") from None
+    if n < 1:
+        from ..errors import DynosedError
+
+        raise DynosedError(f"{ENV} must be a positive integer, got {raw!r}")
+    return n
+
+
+@contextmanager
+def blas_threads():
+    """Limit the BLAS thread pools to ``DYNOSED_BLAS_THREADS`` inside the block (no-op when
+    threadpoolctl is not installed)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; kept optional for vendored installs
+        yield
+        return
+    with threadpool_limits(limits=_limit(), user_api="blas"):
+        yield
+
+
+def single_blas(fn):
+    """Run ``fn`` inside :func:`blas_threads` (nested calls reuse the outer limit)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if getattr(_state, "active", False):
+            return fn(*args, **kwargs)
+        _state.active = True
+        try:
+            with blas_threads():
+                return fn(*args, **kwargs)
+        finally:
+            _state.active = False
+
+    return wrapper
+
+
+class _State:
+    active = False
+
+
+_state = _State()

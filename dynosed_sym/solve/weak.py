@@ -1,0 +1,223 @@
+"""Weak directions: the estimate along directions the data do not resolve, and intervals that stay
+honest at any identification strength (docs/design-statistics.md, "Weak directions").
+
+The resolved estimator (:mod:`.ustat`) solves the corrected normal equations on the resolved
+directions V_R (:mod:`.directions`): ``θ_R = H⁺(Aᵀb − s)`` with ``H⁺ = V_R G⁻¹ V_Rᵀ``,
+``G = V_Rᵀ(AᵀA − S)V_R``.  Along an unresolved direction v_i the curvature is not established, but
+b may still carry a clear signal (FitzHugh–Nagumo: the drift's overall scale).
+
+Fill.  The least-squares component ``ẑ_i = v_iᵀAᵀb / σ_i²`` has a sandwich standard error
+``se_i`` (bread ``v_i v_iᵀ/σ_i²`` at ``θ_R + V_U ẑ``) and ``t_i = ẑ_i/se_i``.  The estimate keeps
+the share ``g_i = clip((t_i² − 1)/(q² − 1), 0, 1)`` of it (q = :data:`FILL_FULL_T`): a component
+the data pin down (|t| ≥ q) is kept whole, a pure-noise one (|t| ≤ 1) is 0, and in between the
+estimate moves continuously — never a jump to zero along a direction b determines.  With the
+U-statistic the resolved part follows the filled one through the coupling of the corrected Gram,
+``θ_R ← θ_R + H⁺ S V_U z_f``.
+
+Intervals: profile-Fieller test inversion.  For parameter j, the estimating equation along its
+bread row is linear in the parameter's shift t; its block influence at ``θ_R`` is
+``IF0_b = −δ_b H⁺`` (δ_b the block score deviation, :mod:`.uncertainty`) and the noise of the
+curvature that divides it is ``D_bj = 2 (A p_j)ᵀ ΔA_b p_j / P_jj`` (p_j: column j of H⁺).  The
+set of t whose studentised moment stays below q,
+
+    (1 − q²γ_j) t² + 2q² c_j t − q² (a_j + β_j²) ≤ 0,
+    a_j = Σ w IF0²/(B−1),  c_j = Σ w IF0·D/(B−1),  γ_j = Σ w D²/(B−1),
+
+is a bounded interval when the curvature is well determined (q²γ_j < 1; then it is the sandwich
+interval with a Fieller correction), and the whole line otherwise (weak identification: no finite
+interval is honest).  ``β_j²`` is the variance of what the unresolved components add: under
+``z_i ~ (z_f,i, τ_i²)``, ``τ_i² = τ² + z_f,i²`` (τ: the maximum-likelihood scale of the filled
+estimate, :func:`~dynosed_sym.solve.intervals.prior_scale_ml`),
+``β_j² = Σ_i V_U,ji² τ_i² + Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` with
+``M_b = ΔA_bᵀAV_U + AᵀΔA_bV_U`` (the noise of the unresolved columns moves the resolved estimate
+in proportion to their size).  The interval is centred at the filled estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .misspecification import block_weights
+from .uncertainty import block_influence
+
+#: |t| at and above which an unresolved least-squares component is kept whole (below 1 it is 0;
+#: in between the share grows like t² − 1).  1.5 was chosen on the calibration families against
+#: the Student-t quantile (≈ 2): it keeps more of a component b determines only loosely (the
+#: drift's scale of FitzHugh–Nagumo at N = 3000) at an RMSE cost on pure-noise directions that
+#: stays below the ridge fit's (docs/design-statistics.md, "Weak directions").
+FILL_FULL_T = 1.5
+
+__all__ = ["Fill", "fill_gain", "fill_unresolved", "WeakIntervals", "weak_intervals", "fieller"]
+
+
+@dataclass
+class Fill:
+    """The components of the estimate along the unresolved directions.
+
+    Attributes
+    ----------
+    VU : (n, k) unresolved directions
+    z_ls : (k,) least-squares components ẑ_i (0 on directions at the floating-point floor)
+    t : (k,) ẑ_i / se_i
+    z : (k,) the kept components g_i ẑ_i
+    shift : (n,) the move of the resolved part through the coupling (zeros without it)
+    """
+
+    VU: np.ndarray
+    z_ls: np.ndarray
+    t: np.ndarray
+    z: np.ndarray
+    shift: np.ndarray
+
+
+def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
+    """The fill of the unresolved components and the coupling shift (module docstring).
+
+    Parameters
+    ----------
+    A : (m, n), b : (m,)
+    theta_R : (n,) the resolved estimate (zero along the unresolved directions)
+    system_blocks : (A_blocks, b_blocks, counts)
+    dirs : :class:`~dynosed_sym.solve.directions.Directions`
+    Hp : (n, n) H⁺ of the resolved estimate
+    S : callable ``v -> S v``, the correction applied on R (zeros for the V-statistic)
+    q : float, the resolution quantile (inf: nothing could be resolved, the least squares kept)
+    """
+    A_blocks, b_blocks, counts = system_blocks
+    n = A.shape[1]
+    unres = ~dirs.resolved
+    VU = dirs.V[:, unres]
+    k = VU.shape[1]
+    if k == 0:
+        return Fill(VU, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(n))
+    sU = dirs.singular_values[unres]
+    floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
+    live = sU > floor
+    s2 = np.where(live, sU * sU, 1.0)
+    z_ls = np.where(live, (VU.T @ (A.T @ b)) / s2, 0.0)
+    bread = (VU * np.where(live, 1.0 / s2, 0.0)) @ VU.T
+    IF = block_influence(A, b, theta_R + VU @ z_ls, 0.0, A_blocks, b_blocks, bread) @ VU
+    w = block_weights(counts)
+    se2 = w @ (IF * IF) / (w.size - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
+    z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
+    shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
+    return Fill(VU, z_ls, t, z, shift)
+
+
+def fill_gain(t, q=None):
+    """The share ``clip((t² − 1)/(q² − 1), 0, 1)`` of a least-squares component kept at
+    ``t = ẑ/se`` (module docstring; q defaults to :data:`FILL_FULL_T`); 1 everywhere when q is
+    infinite (nothing could be resolved for want of noise degrees of freedom: the least-squares
+    solution is kept)."""
+    q = FILL_FULL_T if q is None else q
+    t = np.asarray(t, dtype=float)
+    if not np.isfinite(q):
+        return np.ones_like(t)
+    qq = max(float(q), 1.0 + 1e-9)
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(np.clip((t * t - 1.0) / (qq * qq - 1.0), 0.0, 1.0), nan=1.0)
+
+
+@dataclass
+class WeakIntervals:
+    """Profile-Fieller intervals of one fit (module docstring).
+
+    Attributes
+    ----------
+    ci : (n, 2)
+    se : (n,) √a_j, the sampling standard error at the resolved estimate
+    bias_sd : (n,) β_j
+    noise : (n,) the part of β_j² from the noise of the unresolved columns
+    bounded : (n,) bool, False where the interval is the whole line
+    c, gamma : (n,) the covariance of the moment with the curvature's noise and the curvature's
+        variance (q²γ_j ≥ 1: the curvature along the parameter is not determined)
+    tau : the scale used (float, (n,) array or None)
+    tau_dirs : (k,) τ_i used per unresolved direction
+    """
+
+    ci: np.ndarray
+    se: np.ndarray
+    bias_sd: np.ndarray
+    noise: np.ndarray
+    bounded: np.ndarray
+    c: np.ndarray
+    gamma: np.ndarray
+    tau: object
+    tau_dirs: np.ndarray
+
+
+def _unresolved_noise(A, dA, Hp, VU, tau2, w):
+    """(n,) Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1) (module docstring)."""
+    B, m, n = dA.shape
+    AVU = A @ VU  # (m, k)
+    dAVU = dA @ VU  # (B, m, k)
+    # M_b = ΔA_bᵀ A V_U + Aᵀ ΔA_b V_U: (B, n, k), by matrix products (no B·n²-sized einsum)
+    M = np.matmul(dA.transpose(0, 2, 1), AVU) + np.matmul(A.T, dAVU)
+    G = np.matmul(Hp, M)  # (B, n, k)
+    return np.einsum("b,bik,k->i", w, G * G, tau2) / (B - 1)
+
+
+def weak_intervals(A, b, theta_R, estimate, system_blocks, Hp, fill, tau, q, free) -> WeakIntervals:
+    """The intervals of the resolved estimator (module docstring).
+
+    Parameters
+    ----------
+    A, b : the system; theta_R : (n,) the resolved estimate (before the fill and coupling)
+    estimate : (n,) the reported estimate (centre)
+    system_blocks : (A_blocks, b_blocks, counts)
+    Hp : (n, n) H⁺, the bread of the resolved estimate
+    fill : :class:`Fill`
+    tau : float, (n,) array, callable or None
+        Scale of the parameters (per parameter, projected on each unresolved direction); a
+        callable ``se -> τ`` is called with the sampling standard errors √a_j; None: the
+        unresolved components are not accounted for (β = 0).
+    q : float, the interval's Student-t quantile
+    free : (n,) bool, parameters loading ≥ 0.5 on unresolved directions (whole line)
+    """
+    A_blocks, b_blocks, counts = system_blocks
+    n = A.shape[1]
+    w = block_weights(counts)
+    B = w.size
+    IF0 = block_influence(A, b, theta_R, 0.0, A_blocks, b_blocks, Hp)  # (B, n)
+    a0 = w @ (IF0 * IF0) / (B - 1)
+    pjj = np.diag(Hp).copy()
+    dA = A_blocks - A[None]
+    AP = A @ Hp
+    dAP = np.matmul(dA, Hp)  # (B, m, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        D = 2.0 * np.einsum("mj,bmj->bj", AP, dAP) / np.where(pjj > 0, pjj, 1.0)
+    c = w @ (IF0 * D) / (B - 1)
+    gam = w @ (D * D) / (B - 1)
+    VU = fill.VU
+    k = VU.shape[1]
+    bias2 = np.zeros(n)
+    noise = np.zeros(n)
+    tau_dirs = np.zeros(k)
+    if callable(tau):
+        tau = tau(np.sqrt(a0))
+    if tau is not None and k:
+        tau2_par = np.broadcast_to(np.asarray(tau, dtype=float) ** 2, (n,))
+        tau2 = (VU * VU).T @ tau2_par + fill.z**2
+        tau_dirs = np.sqrt(tau2)
+        noise = _unresolved_noise(A, dA, Hp, VU, tau2, w)
+        bias2 = (VU * VU) @ tau2 + noise
+    ci, bounded = fieller(estimate, a0 + bias2, c, gam, q, free)
+    return WeakIntervals(ci, np.sqrt(a0), np.sqrt(bias2), noise, bounded, c, gam, tau, tau_dirs)
+
+
+def fieller(centre, a, c, gamma, q, free):
+    """Intervals (n, 2) ``centre + {t : (1 − q²γ)t² + 2q²ct − q²a ≤ 0}`` and whether each is
+    bounded (module docstring); the whole line where ``q²γ ≥ 1`` or ``free``."""
+    a2 = 1.0 - q * q * np.asarray(gamma, dtype=float)
+    bounded = (a2 > 1e-12) & ~np.asarray(free, dtype=bool)
+    b1 = 2.0 * q * q * np.asarray(c, dtype=float)
+    c0 = -q * q * np.asarray(a, dtype=float)
+    den = np.where(bounded, 2.0 * a2, 1.0)
+    disc = np.sqrt(np.maximum(b1 * b1 - 4.0 * a2 * c0, 0.0))
+    lo = np.where(bounded, (-b1 - disc) / den, -np.inf)
+    hi = np.where(bounded, (-b1 + disc) / den, np.inf)
+    return np.column_stack([centre + lo, centre + hi]), bounded

@@ -1,0 +1,45 @@
+"""The solve's BLAS thread limit (dynosed_sym.solve.threads): one BLAS thread inside the solve by
+default, DYNOSED_BLAS_THREADS to change it, a clear error for a bad value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+import dynosed_sym as ds
+from dynosed_sym.solve import threads
+from dynosed_sym.solve.threads import single_blas
+
+
+def _blas_threads():
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def test_the_solve_runs_with_the_configured_number_of_blas_threads(monkeypatch):
+    seen = []
+
+    @single_blas
+    def probe():
+        seen.append(_blas_threads())
+        return inner()
+
+    @single_blas
+    def inner():  # nested: the outer limit holds
+        seen.append(_blas_threads())
+
+    probe()
+    assert seen and all(n == [1] * len(n) for n in seen)
+    monkeypatch.setenv(threads.ENV, "2")
+    seen.clear()
+    probe()
+    assert all(all(k <= 2 for k in n) for n in seen)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_a_bad_thread_count_names_the_variable(monkeypatch, bad):
+    monkeypatch.setenv(threads.ENV, bad)
+    from dynosed_sym.solve.ustat import solve_system
+
+    with pytest.raises(ds.DynosedError, match=threads.ENV):
+        solve_system(np.eye(2), np.ones(2))
