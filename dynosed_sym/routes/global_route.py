@@ -9,6 +9,8 @@ and the report read the block sums (:mod:`dynosed_sym.solve`).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .. import arguments
@@ -153,11 +155,13 @@ def fit_global(
     gradient = solver.method == "gradient" or (solver.method is None and not cm.is_affine)
     start = starting_point(model, cm, solver.theta0, gradient)
     run = _Run(model, cm, features, solver, ex, gradient, dlogp_dt)
+    clock = [time.perf_counter()]
     source = open_source(X, model, "X")
     try:
         system, prob, theta, ginfo = run.assemble(source, start)
     finally:
         source.close()
+    clock.append(time.perf_counter())
     estimate, gn = None, None
     if not gradient:
         estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=estimator)
@@ -172,10 +176,16 @@ def fit_global(
             estimator=estimator,
         )
         theta = estimate.theta
+    clock.append(time.perf_counter())
     options = dict(estimate=estimate, prior_scale=prior_scale)
     report = report_on(system, theta, solver.lam, model.param_names, **options)
+    clock.append(time.perf_counter())
     A, b = system[0], system[1]
     info = run.info(source, statistic, estimator, ginfo, gn)
+    # wall seconds per stage (the gradient route's search is in "assembly"); not in the summary
+    stages = ("assembly", "solve", "report")
+    info["timings"] = {k: round(t1 - t0, 4) for k, t0, t1 in zip(stages, clock, clock[1:])}
+    info["timings"]["total"] = round(clock[-1] - clock[0], 4)
     fit = FitResult(model, theta, A, b, report, "global", run.N, info)
     return flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
 

@@ -158,7 +158,9 @@ class FitResult:
         head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
         lines = [
             f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
-            + ", ".join(f"{k} = {v}" for k, v in self.info.items() if k != "message")
+            + ", ".join(
+                f"{k} = {v}" for k, v in self.info.items() if k not in ("message", "timings")
+            )
         ]
         if not self.converged:
             lines.append(

@@ -92,7 +92,7 @@ def test_grn_false_interaction_cause_is_ridge_bias_via_unresolved_directions(grn
     assert lo > 0 or hi < 0  # the false interaction of issue 13
     rep = fit.report
     unresolved = rep.null_vectors  # (n, n − rank), in the order of the singular values
-    mask = rep.singular_values > 3.0 * rep.singular_noise
+    mask = rep.direction_t > rep.resolve_threshold  # the report's rule (solve/directions.py)
     assert mask.sum() == rep.rank
     sv = rep.singular_values[~mask]
     ridge_bias = -(unresolved * (1e-6 / (sv**2 + 1e-6))) @ (unresolved.T @ truth)

@@ -271,7 +271,7 @@ def _ridge_bias_text(fit, truth, j):
     """The ridge's bias of parameter j through the unresolved directions, −λ Σ_U v vᵀθ*/(σ² + λ),
     against the estimate's error (the cause of a false interaction in the GRN)."""
     rep = fit.report
-    unresolved = ~(rep.singular_values > 3.0 * rep.singular_noise)
+    unresolved = ~(rep.direction_t > rep.resolve_threshold)  # the report's rule
     sv = rep.singular_values[unresolved]
     lam = rep.lam
     bias = -(rep.null_vectors * (lam / (sv**2 + lam))) @ (rep.null_vectors.T @ truth)

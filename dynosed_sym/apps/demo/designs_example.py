@@ -185,10 +185,10 @@ def figure_knockdown(res, out_dir, dpi=90):
         rep = res[key].report
         idx = np.arange(1, rep.n_params + 1)
         ax1.semilogy(idx, rep.singular_values, "o-", color=colour, label=f"σ: {label}")
-        ax1.semilogy(idx, 3 * rep.singular_noise, ":", color=colour)
+        ax1.semilogy(idx, rep.singular_noise, ":", color=colour)
     ax1.set_xlabel("singular direction")
     ax1.set_ylabel("σ_i of the stacked system")
-    ax1.set_title("what the design resolves (σ above 3 × noise, dotted)", fontsize=9)
+    ax1.set_title("what the design resolves (σ against the noise of Av, dotted)", fontsize=9)
     ax1.legend(fontsize=7)
     names = res["one"].param_names
     x = np.arange(len(names))
