@@ -59,6 +59,7 @@ __all__ = [
     "BootstrapResult",
     "block_influence",
     "sandwich_covariance",
+    "influence_variance",
     "confidence_intervals",
     "block_bootstrap",
     "analyse_uncertainty",
@@ -87,6 +88,13 @@ def sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv=None)
     IF = block_influence(A, b, theta, lam, A_blocks, b_blocks, Hinv)
     B = IF.shape[0]
     return np.einsum("b,bi,bj->ij", w, IF, IF) / (B - 1)
+
+
+def influence_variance(IF, counts):
+    """(k,) the diagonal of the sandwich from block influences ``IF`` (B, k) — each column's
+    weighted block variance ``Σ_b w_b IF_b² / (B − 1)`` — without the (k, k) matrix."""
+    w = block_weights(counts)
+    return w @ (IF * IF) / (w.size - 1)
 
 
 def t_quantile(level, dof):

@@ -55,7 +55,7 @@ from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_devi
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
-from .uncertainty import block_influence
+from .uncertainty import block_influence, influence_variance
 from .weak import Fill, fill_unresolved
 
 __all__ = [
@@ -392,7 +392,7 @@ def _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp):
     """b̂₂ times its gain (:func:`second_order_gain`, against the sandwich se at θ)."""
     b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
     IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
-    se = np.sqrt(block_weights(counts) @ (IF * IF) / (len(counts) - 1))
+    se = np.sqrt(influence_variance(IF, counts))
     return second_order_gain(b2, se) * b2
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .misspecification import block_weights
-from .uncertainty import block_influence
+from .uncertainty import block_influence, influence_variance
 
 #: |t| at and above which an unresolved least-squares component is kept whole (below 1 it is 0;
 #: in between the share grows like t² − 1).  1.5 was chosen on the calibration families against
@@ -99,8 +99,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     z_ls = np.where(live, (VU.T @ (A.T @ b)) / s2, 0.0)
     bread = (VU * np.where(live, 1.0 / s2, 0.0)) @ VU.T
     IF = block_influence(A, b, theta_R + VU @ z_ls, 0.0, A_blocks, b_blocks, bread) @ VU
-    w = block_weights(counts)
-    se2 = w @ (IF * IF) / (w.size - 1)
+    se2 = influence_variance(IF, counts)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
     z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
@@ -183,7 +182,7 @@ def weak_intervals(A, b, theta_R, estimate, system_blocks, Hp, fill, tau, q, fre
     w = block_weights(counts)
     B = w.size
     IF0 = block_influence(A, b, theta_R, 0.0, A_blocks, b_blocks, Hp)  # (B, n)
-    a0 = w @ (IF0 * IF0) / (B - 1)
+    a0 = influence_variance(IF0, counts)
     pjj = np.diag(Hp).copy()
     dA = A_blocks - A[None]
     AP = A @ Hp
