@@ -35,10 +35,11 @@ from ..errors import DataError
 from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
-from ..simulation.simulate import initial_draws, simulate
+from ..simulation.simulate import initial_draws
+from .design_sampling import design_sampler
 from .design_structural import DesignStructural, design_structural, env_thetas
 
-__all__ = ["DesignCheck", "check_design", "design_spec", "draw_design", "default_sampler"]
+__all__ = ["DesignCheck", "check_design", "design_spec", "draw_design"]
 
 
 class RankVerdict:
@@ -224,39 +225,6 @@ def _short(N):
     return f"{N:.0f}"
 
 
-def default_sampler(model, dt=0.01, burn_in=5000, thin=10, out_dir=None):
-    """``sampler(inputs, theta, n, seed, time=None, initial=None)`` from the compiled simulator."""
-    from ..simulation.simulate import simulate_time_course
-
-    def sample(inputs, theta, n, seed, time=None, initial=None):
-        if time is None:
-            return simulate(
-                model,
-                theta,
-                n,
-                inputs=inputs,
-                dt=dt,
-                burn_in=burn_in,
-                thin=thin,
-                seed=seed,
-                out_dir=out_dir,
-            )
-        tc = simulate_time_course(
-            model,
-            theta,
-            [time],
-            n,
-            initial=initial,
-            inputs=inputs,
-            dt=dt,
-            seed=seed,
-            out_dir=out_dir,
-        )
-        return tc.snapshots[0]
-
-    return sample
-
-
 def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
     """Samples of every snapshot of the design: {env: array or TimeCourse}.
 
@@ -316,12 +284,11 @@ def check_design(
     candidate_times=None,
     n_blocks=32,
     out_dir=None,
-    dt=0.01,
-    burn_in=5000,
-    thin=10,
 ) -> DesignCheck:
     """Structural and simulated identifiability of a design, and advice (see
-    :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
+    :func:`dynosed_sym.check_identifiability`, which calls this for designs).  Without a
+    ``sampler``, the compiled simulator's independent snapshots
+    (:func:`~dynosed_sym.identifiability.design_sampling.design_sampler`)."""
     from ..routes.designs import environment_models
     from .advice import SimulatedDesign, advise_design
 
@@ -344,7 +311,7 @@ def check_design(
     check.timings["structural"] = time.perf_counter() - t0
     if not simulate:
         return check
-    sampler = sampler or default_sampler(model, dt, burn_in, thin, out_dir)
+    sampler = sampler or design_sampler(model, None, out_dir)
     t1 = time.perf_counter()
     data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model.d)
     sim = as_design(data, model, {e.name: e.input_dict for e in design.envs})

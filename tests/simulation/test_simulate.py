@@ -347,7 +347,16 @@ def test_state_dependent_noise_stationary_law(mult1d):
     m, _, out_dir = mult1d
     N = 20000
     X = ds.simulate(
-        m, [1.0], N, dt=0.01, burn_in=1000, thin=1, n_chains=N, seed=3, x0=[0.0], out_dir=out_dir
+        m,
+        [1.0],
+        N,
+        dt=0.01,
+        burn_in=1000,
+        thin=1,
+        n_chains=N,
+        seed=3,
+        x0=[0.0],
+        execution=ds.Execution(out_dir=out_dir),
     )
     ks = scipy.stats.kstest(X[:, 0], scipy.stats.t(df=3, scale=1 / np.sqrt(3)).cdf).statistic
     assert ks < 1.95 / np.sqrt(N) + 0.01
@@ -361,6 +370,15 @@ def test_state_dependent_noise_reproducible_across_threads(mult1d, restore_threa
     for threads in (1, 2):
         numba.set_num_threads(threads)
         runs.append(
-            ds.simulate(m, [1.0], 500, burn_in=100, thin=3, n_chains=100, seed=1, out_dir=out_dir)
+            ds.simulate(
+                m,
+                [1.0],
+                500,
+                burn_in=100,
+                thin=3,
+                n_chains=100,
+                seed=1,
+                execution=ds.Execution(out_dir=out_dir),
+            )
         )
     assert np.array_equal(runs[0], runs[1])

@@ -229,6 +229,7 @@ def simulate(
     The parameters default to the model's nominal values; --theta overrides single ones.
     Rows are ordered chain by chain (contiguous rows hold whole chains).
     """
+    from ...options import Execution
     from ...simulation import simulate as run
 
     suffix = _suffix(out, "--out")
@@ -253,7 +254,7 @@ def simulate(
         thin=thin,
         n_chains=n_chains,
         seed=seed,
-        progress=progress,
+        execution=Execution(progress=progress),
     )
     _write_samples(X, model, out, suffix)
     elapsed = time.perf_counter() - t0
