@@ -316,34 +316,45 @@ def _render_local(spec, mod, d, n):
     args = "x, s, J, dlogp_dt, out_a, out_b"
     if lp is not None:
         outputs = [(f"out_a[{k}]", ex) for k, ex in enumerate(lp.a)] + [("out_b[0]", lp.beta)]
-        mod.point(
-            "local_row_point",
-            args,
-            doc,
-            outputs,
-            _local_inputs(mod, pieces, False),
-            extra=_probe_slots(pieces, d),
-        )
+        _probe_point(mod, "local_row_point", args, doc, outputs, pieces, d, False)
     else:
         st, blocks = spec.structured, spec.blocks
         inside = {k for blk in blocks for k in blk.columns}
         rest = [(f"out_a[{k}]", st.a.get(k, 0)) for k in range(n) if k not in inside]
         outputs = S.basis_outputs(blocks) + S.dbasis_outputs(blocks) + rest
-        mod.point(
+        _probe_point(
+            mod,
             "local_row_point",
             args,
             doc,
             outputs + [("out_b[0]", st.beta)],
-            _local_inputs(mod, pieces, False),
-            extra=_probe_slots(pieces, d),
-            pre=S.allocations(blocks),
+            pieces,
+            d,
+            False,
+            blocks=blocks,
             loops=S.local_loops(spec.params, blocks, "out_a"),
             n_outputs=n + 1,
             loop_ops=S.loop_ops(blocks, "local"),
-            loop_writes=sum(blk.size for blk in blocks),
         )
     mod.parts.append(
         T.LOCAL_BATCH_FUNCTION.format(decorator=T.BATCH_DECORATOR, d=d, n=n, **_u_fmt(spec))
+    )
+
+
+def _probe_point(mod, name, args, doc, outputs, pieces, d, residual, blocks=None, **structure):
+    """``mod.point`` of a local-route kernel at one probe (the probe's score, Jacobian and
+    ∂ₜlog p as slots; θ an input of the ``residual`` one); with structured ``blocks``, their
+    work arrays before the printed block and the outputs their loops write."""
+    if blocks is not None:
+        structure.update(pre=S.allocations(blocks), loop_writes=sum(blk.size for blk in blocks))
+    mod.point(
+        name,
+        args,
+        doc,
+        outputs,
+        _local_inputs(mod, pieces, residual),
+        extra=_probe_slots(pieces, d),
+        **structure,
     )
 
 
@@ -360,14 +371,7 @@ def _render_local_residual(spec, mod, d, n):
         outputs = [("out_r[0]", lr.residual)]
         outputs += [(f"out_dr[{k}]", ex) for k, ex in enumerate(lr.gradient)]
         pieces = _Probe(lr.score, lr.jacobian, lr.dlogp_dt)
-        mod.point(
-            "local_residual_point",
-            args,
-            doc,
-            outputs,
-            _local_inputs(mod, pieces, True),
-            extra=_probe_slots(pieces, d),
-        )
+        _probe_point(mod, "local_residual_point", args, doc, outputs, pieces, d, True)
     else:
         st, blocks = spec.structured, spec.blocks
         pieces = _Probe(*_symbols(d))
@@ -375,19 +379,20 @@ def _render_local_residual(spec, mod, d, n):
         outputs = S.basis_outputs(blocks) + S.dbasis_outputs(blocks)
         outputs += [("out_r[0]", st.residual)]
         outputs += [(f"out_dr[{k}]", st.gradient.get(k, 0)) for k in range(n) if k not in inside]
-        mod.point(
+        _probe_point(
+            mod,
             "local_residual_point",
             args,
             doc,
             outputs,
-            _local_inputs(mod, pieces, True),
-            extra=_probe_slots(pieces, d),
-            pre=S.allocations(blocks),
+            pieces,
+            d,
+            True,
+            blocks=blocks,
             loops=S.local_loops(spec.params, blocks, "out_dr", residual="out_r[0]"),
             keep={"out_r[0]"},
             n_outputs=n + 1,
             loop_ops=S.loop_ops(blocks, "residual"),
-            loop_writes=sum(blk.size for blk in blocks),
             loop_reads=_block_params(spec),
         )
     mod.parts.append(

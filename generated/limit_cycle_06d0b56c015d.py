@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2280f83d, template kernels_v3.
 # model: limit_cycle
-# spec hash: 20dd2bc1b579ed7468922bcacab42dadad08fd64926b714c7be67d8006858a10
+# spec hash: 06d0b56c015d3f0aaf9c00b7de82a25d52159aa4234b7f09fac5c048c48d43da
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f0292a02046ee4e9dd12e5d99ba2d983f5fcaa114455ce7a062f5bb2a9cb0110
+# content-sha256: b9fc794e60ba8939f02ea709d4aa1d74a6f82e7d566ad44964d11b6edccc19d2
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'limit_cycle'
-SPEC_HASH = '20dd2bc1b579ed7468922bcacab42dadad08fd64926b714c7be67d8006858a10'
-GENERATOR_VERSION = '0.1.0+4b5f98b5'
+SPEC_HASH = '06d0b56c015d3f0aaf9c00b7de82a25d52159aa4234b7f09fac5c048c48d43da'
+GENERATOR_VERSION = '0.1.0+2280f83d'
 STATE = ('x', 'y')
 PARAMS = ('a', 'c', 'omega')
 # known inputs of an experiment: every kernel's last argument u holds their values

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2280f83d, template kernels_v3.
 # model: network_d8
-# spec hash: 01df2ef744813cbe86175c1bbc436dc1087bc5505ee42801a05fa3a9a8cd8c4a
+# spec hash: c34533b616327021d8558767d202f196efb162ad058cbc1b46e9318db257e46e
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 5716d9e2047a02d8229139c864ecb7481e05d552de388d5b7f11f1eced2bbd57
+# content-sha256: 639951ebd7edc45f299a25c40197aafe4bd4f2bb2a33922b84d8ee9cbf58a1d4
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = '01df2ef744813cbe86175c1bbc436dc1087bc5505ee42801a05fa3a9a8cd8c4a'
-GENERATOR_VERSION = '0.1.0+4b5f98b5'
+SPEC_HASH = 'c34533b616327021d8558767d202f196efb162ad058cbc1b46e9318db257e46e'
+GENERATOR_VERSION = '0.1.0+2280f83d'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2280f83d, template kernels_v3.
 # model: ou2d_m12
-# spec hash: aa72cf2db406cf75241e0666d7cda1a143d368963fa717d9deca7dbf01f2cf11
+# spec hash: f9855d20227b3c2e0c8d40b8c9e5129ae13594a8798eebb64c02610f4d1b1793
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 3b6ad5a719d99a5fc9a2a1544b2a1a7f367c980dc2c0894c80ea3de0e40d2da3
+# content-sha256: f35ea4b40644da892953930b48c2aca71d37c4f7636fe82a36821a6188752f54
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d_m12``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'ou2d_m12'
-SPEC_HASH = 'aa72cf2db406cf75241e0666d7cda1a143d368963fa717d9deca7dbf01f2cf11'
-GENERATOR_VERSION = '0.1.0+4b5f98b5'
+SPEC_HASH = 'f9855d20227b3c2e0c8d40b8c9e5129ae13594a8798eebb64c02610f4d1b1793'
+GENERATOR_VERSION = '0.1.0+2280f83d'
 STATE = ('x', 'y')
 PARAMS = ('M12',)
 # known inputs of an experiment: every kernel's last argument u holds their values
