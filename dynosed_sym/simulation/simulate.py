@@ -153,6 +153,21 @@ def simulate(
     chains run in batches (with a progress bar) or on Dask workers; chain c's records are the
     same whatever ``n_chains`` (≥ c + 1) is.
     Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
+
+    Examples
+    --------
+    An Ornstein–Uhlenbeck process dx = −k x dt + √2 dW has the stationary law N(0, 1/k):
+
+    >>> import sympy as sp
+    >>> from dynosed_sym import Execution, SDEModel, simulate
+    >>> x, k = sp.symbols("x k", real=True)
+    >>> model = SDEModel([x], [k], [-k * x], diffusion=1.0, name="ou_doc")
+    >>> quiet = Execution(progress=False)
+    >>> X = simulate(model, [4.0], 4000, burn_in=500, seed=1, execution=quiet)
+    >>> X.shape
+    (4000, 1)
+    >>> bool(abs(X.var() - 0.25) < 0.03)
+    True
     """
     given = dict(execution=(execution, Execution))
     ex = resolve_options("simulate", moved, given, MOVED)["execution"]
