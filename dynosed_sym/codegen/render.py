@@ -206,33 +206,21 @@ def _block_params(spec):
 def _render_drift(spec, mod, d, n):
     """drift_point and drift (unrolled, or with the matrix blocks as loops)."""
     doc = f"Drift f(x; theta) at one point: x ({d},), theta ({n},), out ({d},)."
+    structure = {}
     if not spec.blocks:
         outputs = [(f"out[{j}]", spec.drift[j]) for j in range(d)]
-        mod.point("drift_point", "x, theta, out", doc, outputs, mod.x_theta)
     else:
         pieces, blocks = spec.structured, spec.blocks
         outputs = S.basis_outputs(blocks) + [(f"out[{j}]", pieces.drift[j]) for j in range(d)]
-        mod.point(
-            "drift_point",
-            "x, theta, out",
-            doc,
-            outputs,
-            mod.x_theta,
-            pre=S.allocations(blocks),
+        structure = dict(
             loops=S.drift_loops(spec.params, blocks),
             keep={f"out[{i}]" for blk in blocks for i in blk.rows},
             n_outputs=d,
             loop_ops=S.loop_ops(blocks, "drift"),
             loop_reads=_block_params(spec),
         )
-    mod.parts.append(
-        _batch_function(
-            "drift",
-            "drift_point",
-            "theta, out" + mod.u,
-            f"Drift at N points: X (N, {d}), theta ({n},), out (N, {d}).",
-        )
-    )
+    batch_doc = f"Drift at N points: X (N, {d}), theta ({n},), out (N, {d})."
+    _theta_kernel(mod, "drift", doc, outputs, batch_doc, spec.blocks, **structure)
 
 
 def _render_jacobian(spec, mod, d, n):
@@ -240,35 +228,32 @@ def _render_jacobian(spec, mod, d, n):
         f"Jacobian df/dtheta at one point: x ({d},), theta ({n},), out ({d}, {n}) with "
         "out[j, k] = df_j/dtheta_k."
     )
+    structure = {}
     if not spec.blocks:
         Jf = spec.jacobian
         outputs = [(f"out[{j}, {k}]", Jf[j, k]) for j in range(d) for k in range(n)]
-        mod.point("drift_jacobian_point", "x, theta, out", doc, outputs, mod.x_theta)
     else:
         blocks = spec.blocks
         outputs = S.basis_outputs(blocks)
         outputs += [(f"out[{j}, {k}]", e) for (j, k), e in sorted(spec.structured.jacobian.items())]
-        mod.point(
-            "drift_jacobian_point",
-            "x, theta, out",
-            doc,
-            outputs,
-            mod.x_theta,
-            pre=S.allocations(blocks),
+        structure = dict(
             loops=S.jacobian_loops(spec.params, blocks),
             zero=("out",),
             n_outputs=d * n,
             loop_ops=S.loop_ops(blocks, "jacobian"),
             loop_writes=sum(blk.size for blk in blocks),
         )
-    mod.parts.append(
-        _batch_function(
-            "drift_jacobian",
-            "drift_jacobian_point",
-            "theta, out" + mod.u,
-            f"df/dtheta at N points: X (N, {d}), theta ({n},), out (N, {d}, {n}).",
-        )
-    )
+    batch_doc = f"df/dtheta at N points: X (N, {d}), theta ({n},), out (N, {d}, {n})."
+    _theta_kernel(mod, "drift_jacobian", doc, outputs, batch_doc, spec.blocks, **structure)
+
+
+def _theta_kernel(mod, name, doc, outputs, batch_doc, blocks, **structure):
+    """``{name}_point(x, theta, out)`` and its batch ``{name}(X, theta, out)``: unrolled, or with
+    the work arrays of the matrix ``blocks`` first and the loops of ``structure``."""
+    if blocks:
+        structure["pre"] = S.allocations(blocks)
+    mod.point(f"{name}_point", "x, theta, out", doc, outputs, mod.x_theta, **structure)
+    mod.parts.append(_batch_function(name, f"{name}_point", "theta, out" + mod.u, batch_doc))
 
 
 def _render_stein(spec, mod, d):

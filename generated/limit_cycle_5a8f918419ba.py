@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2280f83d, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
 # model: limit_cycle
-# spec hash: 06d0b56c015d3f0aaf9c00b7de82a25d52159aa4234b7f09fac5c048c48d43da
+# spec hash: 5a8f918419ba8b575f882ab69786cf5f26c6d06a23352f9e8f32384fefe3a638
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: b9fc794e60ba8939f02ea709d4aa1d74a6f82e7d566ad44964d11b6edccc19d2
+# content-sha256: 0e7842d763bea3a3a09c0d816c2e1d3be98bb45b9bb513e8ff20b2608b2d32c2
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'limit_cycle'
-SPEC_HASH = '06d0b56c015d3f0aaf9c00b7de82a25d52159aa4234b7f09fac5c048c48d43da'
-GENERATOR_VERSION = '0.1.0+2280f83d'
+SPEC_HASH = '5a8f918419ba8b575f882ab69786cf5f26c6d06a23352f9e8f32384fefe3a638'
+GENERATOR_VERSION = '0.1.0+e0dd9ab7'
 STATE = ('x', 'y')
 PARAMS = ('a', 'c', 'omega')
 # known inputs of an experiment: every kernel's last argument u holds their values

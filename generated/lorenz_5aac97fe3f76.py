@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2280f83d, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
 # model: lorenz
-# spec hash: 807347304abf585dfd7b4d457ef1e130104c3aeab1456e3655e621dad94ecd7f
+# spec hash: 5aac97fe3f766a0efe866c8e26ff1b26da963d41c2d18d2798827453332df13d
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: be96d58d2caa36d6d52766f71e158fd66f64306e01eb3a112dcb7572bc346dbe
+# content-sha256: b771c46c2c905f3f26b743d1b46f06826e31f4a57a93b4c2c52cde098131d33d
 # ============================================================================
 """Numba kernels for the SDE model ``lorenz``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'lorenz'
-SPEC_HASH = '807347304abf585dfd7b4d457ef1e130104c3aeab1456e3655e621dad94ecd7f'
-GENERATOR_VERSION = '0.1.0+2280f83d'
+SPEC_HASH = '5aac97fe3f766a0efe866c8e26ff1b26da963d41c2d18d2798827453332df13d'
+GENERATOR_VERSION = '0.1.0+e0dd9ab7'
 STATE = ('x', 'y', 'z')
 PARAMS = ('sigma', 'rho', 'beta')
 # known inputs of an experiment: every kernel's last argument u holds their values

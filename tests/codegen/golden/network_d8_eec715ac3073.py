@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2280f83d, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
 # model: network_d8
-# spec hash: c34533b616327021d8558767d202f196efb162ad058cbc1b46e9318db257e46e
+# spec hash: eec715ac3073a8b084c6d2aa968b7243ef8e9af46b54ea6beda70a14400e88fd
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 639951ebd7edc45f299a25c40197aafe4bd4f2bb2a33922b84d8ee9cbf58a1d4
+# content-sha256: 9ec203a0fb2f95a2586adfe2b80af06e0b38e49f721cb1d689c0a7d2336ae646
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = 'c34533b616327021d8558767d202f196efb162ad058cbc1b46e9318db257e46e'
-GENERATOR_VERSION = '0.1.0+2280f83d'
+SPEC_HASH = 'eec715ac3073a8b084c6d2aa968b7243ef8e9af46b54ea6beda70a14400e88fd'
+GENERATOR_VERSION = '0.1.0+e0dd9ab7'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
