@@ -105,7 +105,9 @@ def singular_directions(
     return directions_and_deviations(A, A_blocks, counts, threshold, dof)[0]
 
 
-def directions_and_deviations(A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD, dof=None):
+def directions_and_deviations(
+    A, A_blocks=None, counts=None, threshold=RANK_THRESHOLD, dof=None, svd=None
+):
     """SVD of A (a complete basis of right singular vectors) and the resolution rule (module
     docstring).
 
@@ -122,6 +124,8 @@ def directions_and_deviations(A, A_blocks=None, counts=None, threshold=RANK_THRE
     dof : float, optional
         Degrees of freedom of the noise estimate (default B − 1; a design's grouped blocks have
         fewer).
+    svd : tuple, optional
+        ``numpy.linalg.svd(A, full_matrices=False)`` when already computed (m ≥ n only).
 
     Returns
     -------
@@ -131,9 +135,10 @@ def directions_and_deviations(A, A_blocks=None, counts=None, threshold=RANK_THRE
         Gram on R from them instead of forming S.)
     """
     m, n = A.shape
-    _, s, Vt = (
-        np.linalg.svd(A, full_matrices=True) if m < n else np.linalg.svd(A, full_matrices=False)
-    )
+    if svd is not None and m >= n:
+        _, s, Vt = svd
+    else:
+        _, s, Vt = np.linalg.svd(A, full_matrices=m < n)
     s_full = np.zeros(n)
     s_full[: s.size] = s
     V = Vt.T

@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError
+from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
@@ -124,6 +125,12 @@ class Estimate:
         The components kept along the unresolved directions (resolved estimator).
     directions : :class:`~dynosed_sym.solve.directions.Directions` or None
         The directions the estimate was computed on (in the system's units).
+    left_vectors : (m, n) or None
+        The left singular vectors of A from the solve's SVD (m ≥ n; the misspecification test
+        reads them instead of a second SVD).
+    deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations` or None
+        The block deviations ``(A_b − A)V`` of the resolved estimator, read by its intervals
+        (:func:`~dynosed_sym.solve.report.analyse` releases them once read: B·m·n floats).
     """
 
     theta: np.ndarray
@@ -138,6 +145,8 @@ class Estimate:
     notes: list = field(default_factory=list)
     fill: Fill | None = None
     directions: Directions | None = None
+    left_vectors: np.ndarray | None = None
+    deviations: BlockDeviations | None = None
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):
@@ -317,6 +326,9 @@ def solve_system(
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
         fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
         directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
+        deviations=None
+        if scaled.deviations is None
+        else replace(scaled.deviations, scale=a, A_blocks=A_blocks),
     )
 
 
@@ -360,19 +372,20 @@ def _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy):
     )
 
 
-def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace):
-    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R)."""
+def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace, svd=None):
+    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R, block
+    deviations (A_b − A)V or None)."""
     if subspace is None:
-        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof)
+        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof, svd)
         VR = dirs.V[:, dirs.resolved]
         dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
         c = dirs.singular_values[dirs.resolved]
-        return dirs, VR, c, np.eye(c.size), dAR  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
+        return dirs, VR, c, np.eye(c.size), dAR, dAV  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
     VR = np.asarray(subspace, dtype=float)
     AV = A @ VR
     c = np.linalg.norm(AV, axis=0)
     c = np.where(c > 0, c, 1.0)
-    return None, VR, c, (AV.T @ AV) / np.outer(c, c), A_blocks @ VR - AV[None]
+    return None, VR, c, (AV.T @ AV) / np.outer(c, c), A_blocks @ VR - AV[None], None
 
 
 def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
@@ -396,6 +409,16 @@ def _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp):
     return second_order_gain(b2, se) * b2
 
 
+def _tikhonov_first(A, b, lam, wanted, directions):
+    """(the Tikhonov solution or NaN when not ``wanted``, the SVD of A when the directions will
+    need it too: one ``svd(A, full_matrices=False)`` for both, m ≥ n)."""
+    share = wanted and directions and A.shape[0] >= A.shape[1]
+    usv = np.linalg.svd(A, full_matrices=False) if share else None
+    if not wanted:
+        return np.full(A.shape[1], np.nan), None
+    return solve_tikhonov(A, b, lam, svd=usv), usv
+
+
 def _solve_unit(
     A,
     b,
@@ -416,22 +439,21 @@ def _solve_unit(
     statistic, estimator = estimator_options(statistic, estimator)
     n = A.shape[1]
     noisy = A_blocks is not None and len(A_blocks) >= 2
-    if tikhonov or not noisy or (statistic, estimator) == ("v", "ridge"):
-        theta_tik = solve_tikhonov(A, b, lam)
-    else:
-        theta_tik = np.full(n, np.nan)
-    if (statistic, estimator) == ("v", "ridge") or not noisy:
+    plain = (statistic, estimator) == ("v", "ridge") or not noisy
+    theta_tik, usv = _tikhonov_first(A, b, lam, tikhonov or plain, not plain and subspace is None)
+    if plain:
         return _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy)
     if subspace is not None and estimator != "resolved":
         raise ValueError("subspace= is only used with estimator='resolved'")
-    dirs, VR, c, G, dAR = _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace)
+    dirs, VR, c, G, dAR, dAV = _resolved_subspace(
+        A, A_blocks, counts, rank_threshold, dof, subspace, usv
+    )
     # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
     # n × n from B·m·n² products, is never formed)
     if statistic == "u":
         S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts)
     else:
         S_RR, s_R = np.zeros((c.size, c.size)), np.zeros(c.size)
-    del dAR
     # everything on R is scaled by the resolved singular values
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         K = S_RR / np.outer(c, c)
@@ -491,6 +513,10 @@ def _solve_unit(
         notes=notes,
         fill=fill,
         directions=dirs if subspace is None else None,
+        left_vectors=None if usv is None else usv[0],
+        deviations=None
+        if fill is None
+        else BlockDeviations(dAV, 1.0, dirs.V, dirs.resolved, dAR=dAR),
     )
 
 
