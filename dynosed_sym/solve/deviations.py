@@ -15,7 +15,7 @@ lives on R every such contraction reduces to m-contractions with ``A V_R`` (r co
 
 Both are the formulas of :mod:`.weak` with the sums reordered (the oracle test
 ``tests/solve/test_deviations.py`` compares them with the direct NumPy products); their cost is
-``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``.
+``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``, and no (B, m, n) temporaries.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class BlockDeviations:
         a (a power of two): ``(A_b − A)V = a · dAV`` in the system's units (exact).
     V : (n, n) right singular vectors (columns); resolved : (n,) bool
     A_blocks : the block means the deviations were taken from (identity checked by the reader)
-    dAR : (B, m, r) or None, ``dAV[:, :, resolved]`` when the solve already holds it
+    dAR : (B, m, r) or None, ``(A_b − A)V_R`` (the resolved columns of dAV) when already taken
     """
 
     dAV: np.ndarray
@@ -60,8 +60,8 @@ class BlockDeviations:
             R = self.resolved
             AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
             AVU = np.ascontiguousarray((A @ self.V[:, ~R]).T)  # (k, m)
+            dAR = np.take(self.dAV, np.flatnonzero(R), axis=2) if self.dAR is None else self.dAR
             P = np.matmul(AVR, self.dAV)
-            dAR = self.dAV[:, :, R] if self.dAR is None else self.dAR
             Q = np.matmul(AVU, dAR)
             P *= self.scale
             Q *= self.scale

@@ -167,13 +167,16 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
 
 def _covariance_on(dAR, db, counts):
     """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
-    ``db = b_b − b`` (B, m)."""
+    ``db = b_b − b`` (B, m): ``Σ_b w_b dAR_bᵀdAR_b/(B − 1)`` block by block (a symmetric product
+    each, half the multiplications of one general product over the stacked rows)."""
     w = block_weights(counts)
     B, m, r = dAR.shape
-    flat = dAR.reshape(B * m, r)
-    wflat = flat * np.repeat(w, m)[:, None]
-    S_RR = wflat.T @ flat / (B - 1)
-    return 0.5 * (S_RR + S_RR.T), wflat.T @ db.reshape(B * m) / (B - 1)
+    S_RR, s_R = np.zeros((r, r)), np.zeros(r)
+    for k in range(B):
+        X = dAR[k]
+        S_RR += w[k] * (X.T @ X)
+        s_R += w[k] * (X.T @ db[k])
+    return S_RR / (B - 1), s_R / (B - 1)
 
 
 def covariance_times(A, A_blocks, counts, v):
@@ -378,7 +381,7 @@ def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace, svd=N
     if subspace is None:
         dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof, svd)
         VR = dirs.V[:, dirs.resolved]
-        dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
+        dAR = np.take(dAV, np.flatnonzero(dirs.resolved), axis=2)  # (A_b − A)V_R
         c = dirs.singular_values[dirs.resolved]
         return dirs, VR, c, np.eye(c.size), dAR, dAV  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
     VR = np.asarray(subspace, dtype=float)
