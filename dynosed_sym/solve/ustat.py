@@ -192,11 +192,12 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     w = block_weights(counts)
     B = w.size
     r = A @ theta - b
-    dA = A_blocks - A[None]
     psi = A_blocks @ theta - b_blocks - r[None]  # (B, m)
     u = (psi @ A) @ Hp  # (B, n): H⁺Aᵀψ̄_b (H⁺ symmetric)
-    t1 = np.einsum("bml,bl->bm", dA, u) @ A  # (AᵀΔ_b u_b)_b
-    t2 = np.einsum("bmk,bm->bk", dA, u @ A.T)  # (Δ_bᵀA u_b)_b
+    # Δ_b = A_b − A distributed over the products (no (B, m, n) copy of the deviations)
+    t1 = (np.einsum("bml,bl->bm", A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
+    Au = u @ A.T  # (B, m): A u_b
+    t2 = np.einsum("bmk,bm->bk", A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
     return Hp @ (w @ (t1 + t2)) / (B - 1)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from dynosed_sym.solve.misspecification import misspecification_test
 from dynosed_sym.solve.report import analyse
-from dynosed_sym.solve.ustat import solve_system
+from dynosed_sym.solve.ustat import second_order_bias, solve_system
 from dynosed_sym.solve.weak import weak_intervals
 
 
@@ -106,3 +106,21 @@ def test_misspecification_test_with_the_solve_s_left_vectors():
     stat, p, h = misspecification_test(*args, U=est.left_vectors)
     stat0, p0, h0 = misspecification_test(*args)
     assert (stat, p.value, h) == (stat0, p0.value, h0)
+
+
+def test_second_order_bias_by_a_loop_over_blocks():
+    """b̂₂ = H⁺ Σ_b w_b (AᵀΔ_b + Δ_bᵀA) H⁺Aᵀψ̄_b / (B − 1) with Δ_b = A_b − A formed per block."""
+    A, b, Ab, bb, counts = _system(6, 10, 16, 5)
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    Hp, theta = est.bread, est.theta
+    B = counts.size
+    w = counts / counts.sum()
+    r = A @ theta - b
+    acc = np.zeros(A.shape[1])
+    for k in range(B):
+        D = Ab[k] - A
+        psi = (Ab[k] @ theta - bb[k]) - r
+        acc += w[k] * (A.T @ D + D.T @ A) @ (Hp @ (A.T @ psi))
+    want = Hp @ acc / (B - 1)
+    got = second_order_bias(A, b, theta, Ab, bb, counts, Hp)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
