@@ -38,7 +38,6 @@ class BlockDeviations:
         a (a power of two): ``(A_b − A)V = a · dAV`` in the system's units (exact).
     V : (n, n) right singular vectors (columns); resolved : (n,) bool
     A_blocks : the block means the deviations were taken from (identity checked by the reader)
-    dAR : (B, m, r) or None, ``(A_b − A)V_R`` (the resolved columns of dAV) when already taken
     """
 
     dAV: np.ndarray
@@ -46,7 +45,6 @@ class BlockDeviations:
     V: np.ndarray
     resolved: np.ndarray
     A_blocks: object = None
-    dAR: np.ndarray | None = None
     _products: dict = field(default_factory=dict, repr=False)
 
     def matches(self, A_blocks, VU):
@@ -60,9 +58,11 @@ class BlockDeviations:
             R = self.resolved
             AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
             AVU = np.ascontiguousarray((A @ self.V[:, ~R]).T)  # (k, m)
-            dAR = np.take(self.dAV, np.flatnonzero(R), axis=2) if self.dAR is None else self.dAR
             P = np.matmul(AVR, self.dAV)
-            Q = np.matmul(AVU, dAR)
+            idx, B = np.flatnonzero(R), self.dAV.shape[0]
+            Q = np.empty((B, AVU.shape[0], idx.size))
+            for k in range(B):  # R's columns gathered block by block (no (B, m, r) copy)
+                Q[k] = AVU @ np.take(self.dAV[k], idx, axis=1)
             P *= self.scale
             Q *= self.scale
             self._products.update(P=P, Q=Q)

@@ -45,6 +45,7 @@ per step; a fixed point is a stationary point of ``‖r(θ)‖² − tr Ĉov(r(�
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -165,15 +166,17 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
     return 0.5 * (S + S.T), s
 
 
-def _covariance_on(dAR, db, counts):
+def _covariance_on(dAR, db, counts, columns=None):
     """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
     ``db = b_b − b`` (B, m): ``Σ_b w_b dAR_bᵀdAR_b/(B − 1)`` block by block (a symmetric product
-    each, half the multiplications of one general product over the stacked rows)."""
+    each, half the multiplications of one general product over the stacked rows).  ``columns``:
+    ``dAR`` holds ``(A_b − A)V`` (B, m, n) and R is these columns (gathered block by block)."""
     w = block_weights(counts)
-    B, m, r = dAR.shape
+    B = dAR.shape[0]
+    r = dAR.shape[2] if columns is None else columns.size
     S_RR, s_R = np.zeros((r, r)), np.zeros(r)
     for k in range(B):
-        X = dAR[k]
+        X = dAR[k] if columns is None else np.take(dAR[k], columns, axis=1)
         S_RR += w[k] * (X.T @ X)
         s_R += w[k] * (X.T @ db[k])
     return S_RR / (B - 1), s_R / (B - 1)
@@ -296,21 +299,22 @@ def solve_system(
     Estimate
     """
     a, beta = unit_scale(A, even=True), unit_scale(b, even=True)
-    scaled = _solve_unit(
-        A / a,
-        b / beta,
-        None if A_blocks is None else A_blocks / a,
-        None if b_blocks is None else b_blocks / beta,
-        counts,
-        min(lam / a / a, np.finfo(float).max),  # λ beyond double range: still "infinite"
-        statistic=statistic,
-        estimator=estimator,
-        second_order=second_order,
-        rank_threshold=rank_threshold,
-        subspace=subspace,
-        tikhonov=tikhonov,
-        dof=dof,
-    )
+    with _unit_blocks(A_blocks, a) as unit_blocks:
+        scaled = _solve_unit(
+            A / a,
+            b / beta,
+            unit_blocks,
+            None if b_blocks is None else b_blocks / beta,
+            counts,
+            min(lam / a / a, np.finfo(float).max),  # λ beyond double range: still "infinite"
+            statistic=statistic,
+            estimator=estimator,
+            second_order=second_order,
+            rank_threshold=rank_threshold,
+            subspace=subspace,
+            tikhonov=tikhonov,
+            dof=dof,
+        )
     unit = beta / a  # θ in the system's units
     with np.errstate(over="ignore"):
         bread = scaled.bread / a / a
@@ -334,6 +338,31 @@ def solve_system(
         if scaled.deviations is None
         else replace(scaled.deviations, scale=a, A_blocks=A_blocks),
     )
+
+
+@contextmanager
+def _unit_blocks(A_blocks, a):
+    """``A_blocks / a`` for the solve.  A writable dense array with ``a ≤ 1`` (a power of two) is
+    scaled in place and scaled back afterwards: both products are exact (a scaling up that does
+    not overflow, checked, then its inverse), so the caller's array is restored bit for bit and
+    no (B, m, n) copy is made (at d = 20 a fresh copy cost as much as the assembly in page faults).
+    Otherwise (a > 1 could round entries into the subnormal range) a scaled copy."""
+    if A_blocks is None or a == 1.0:
+        yield A_blocks
+        return
+    dense = isinstance(A_blocks, np.ndarray) and A_blocks.dtype == np.float64
+    if not (dense and A_blocks.flags.writeable and a < 1.0):
+        yield A_blocks / a
+        return
+    big = max(float(np.max(A_blocks, initial=0.0)), -float(np.min(A_blocks, initial=0.0)))
+    if not big <= np.finfo(float).max * a:  # an overflow (or a NaN): the copy says so itself
+        yield A_blocks / a
+        return
+    np.multiply(A_blocks, 1.0 / a, out=A_blocks)
+    try:
+        yield A_blocks
+    finally:
+        np.multiply(A_blocks, a, out=A_blocks)
 
 
 def _scaled_fill(fill, unit):
@@ -377,14 +406,13 @@ def _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy):
 
 
 def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace, svd=None):
-    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R, block
-    deviations (A_b − A)V or None)."""
+    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R — along
+    every direction, (A_b − A)V, when the directions are computed here —, (A_b − A)V or None)."""
     if subspace is None:
         dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof, svd)
         VR = dirs.V[:, dirs.resolved]
-        dAR = np.take(dAV, np.flatnonzero(dirs.resolved), axis=2)  # (A_b − A)V_R
         c = dirs.singular_values[dirs.resolved]
-        return dirs, VR, c, np.eye(c.size), dAR, dAV  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
+        return dirs, VR, c, np.eye(c.size), dAV, dAV  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
     VR = np.asarray(subspace, dtype=float)
     AV = A @ VR
     c = np.linalg.norm(AV, axis=0)
@@ -455,7 +483,8 @@ def _solve_unit(
     # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
     # n × n from B·m·n² products, is never formed)
     if statistic == "u":
-        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts)
+        cols = None if dirs is None else np.flatnonzero(dirs.resolved)
+        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts, cols)
     else:
         S_RR, s_R = np.zeros((c.size, c.size)), np.zeros(c.size)
     # everything on R is scaled by the resolved singular values
@@ -518,9 +547,7 @@ def _solve_unit(
         fill=fill,
         directions=dirs if subspace is None else None,
         left_vectors=None if usv is None else usv[0],
-        deviations=None
-        if fill is None
-        else BlockDeviations(dAV, 1.0, dirs.V, dirs.resolved, dAR=dAR),
+        deviations=None if fill is None else BlockDeviations(dAV, 1.0, dirs.V, dirs.resolved),
     )
 
 

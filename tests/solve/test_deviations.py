@@ -124,3 +124,18 @@ def test_second_order_bias_by_a_loop_over_blocks():
     want = Hp @ acc / (B - 1)
     got = second_order_bias(A, b, theta, Ab, bb, counts, Hp)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("size", [37.0, 1e-3])  # unit scale a > 1 (a copy) and a < 1 (in place)
+def test_unit_scaling_in_place_restores_the_blocks_bit_for_bit(size):
+    """The solve scales the blocks to unit size in place where that is exact: the caller's array
+    is unchanged afterwards and the estimate equals that from a read-only copy (scaled copy)."""
+    A, b, Ab, bb, counts = _system(8, 12, 20, 6, size=size)
+    before = Ab.copy()
+    frozen = Ab.copy()
+    frozen.flags.writeable = False
+    est = solve_system(A, b, Ab, bb, counts, 1e-6)
+    ref = solve_system(A, b, frozen, bb, counts, 1e-6)
+    np.testing.assert_array_equal(Ab, before)
+    for name in ("theta", "bread", "theta_tikhonov", "theta_resolved", "second_order"):
+        np.testing.assert_array_equal(getattr(est, name), getattr(ref, name))
