@@ -56,7 +56,7 @@ from .routes import Balls, FitResult, choose_probes, fit_global, fit_local
 from .routes.options import Features, Scores, Solver
 from .routes.scores import KernelScore, ScoreEstimate, ScoreMatching, estimate_scores
 from .simulation import Simulation, check_stationarity, simulate
-from .solve import BootstrapResult, IdentifiabilityReport
+from .solve import BootstrapResult, Combination, IdentifiabilityReport
 
 try:
     __version__ = _metadata.version("dynosed_sym")
@@ -103,6 +103,8 @@ __all__ = [
     "StructuralReport",
     "IdentifiabilityReport",
     "BootstrapResult",
+    # results
+    "Combination",
     # density
     "density_from_dynamics",
     "LearnedDensity",

@@ -61,7 +61,8 @@ class RankVerdict:
 
     @property
     def null_space(self):
-        """The unresolved directions as display strings."""
+        """The unresolved directions (``Combination`` objects of the design-time report, else
+        the structural report's display strings; ``str`` gives the text either way)."""
         return self.structural.null_space if self.report is None else self.report.null_space
 
     def rank_words(self):
@@ -159,7 +160,7 @@ class DesignCheck(RankVerdict):
             "rank": self.rank,
             "n_params": self.n_params,
             "unique": self.unique,
-            "null_space": list(self.null_space),
+            "null_space": [str(c) for c in self.null_space],
             "n_samples": self.n_samples,
             "std_errors": None
             if rep is None or rep.std_errors is None

@@ -260,7 +260,9 @@ class FitResult:
         ``freeness_normalised`` λ·diag(H_λ⁻¹), ``identifiable`` (bool), ``loading`` (on the
         unresolved directions), ``bias_sd`` (τ·loading), ``status`` ("identified", "only in
         combination", "not identifiable"), ``combination`` (the estimable combination of a
-        parameter determined only in combination, else None) with ``combination_estimate``,
+        parameter determined only in combination, a
+        :class:`~dynosed_sym.solve.combinations.Combination`, else None) with
+        ``combination_estimate``,
         ``combination_low``, ``combination_high``; ``df.attrs["converged"]`` is
         :attr:`converged`.  Needs pandas.
         """
@@ -280,12 +282,14 @@ class FitResult:
         Keys: ``model``, ``route``, ``n_samples``, ``converged``, ``settings`` (the route's
         settings),
         ``parameters``
-        (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``) and ``report``
+        (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``; the
+        combination as its text plus ``combination_coefficients``) and ``report``
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, ci_level, lam,
-        singular_values, null_space, free_params, notes, statistic, estimator, prior_scale,
-        prior_scale_method); for a design also ``design`` (environments with their inputs,
-        sizes and times, per-environment residuals, the quadrature check).
+        singular_values, null_space (texts) with null_space_coefficients, free_params, notes,
+        statistic, estimator, prior_scale, prior_scale_method); for a design also ``design``
+        (environments with their inputs, sizes and times, per-environment residuals, the
+        quadrature check).
         """
         cols = self._param_columns(truth)
         params = []
@@ -294,8 +298,13 @@ class FitResult:
             for key, vals in cols.items():
                 if key == "identifiable":
                     rec[key] = bool(vals[k])
-                elif key in ("status", "combination"):
+                elif key == "status":
                     rec[key] = vals[k]
+                elif key == "combination":
+                    rec[key] = None if vals[k] is None else str(vals[k])
+                    rec["combination_coefficients"] = (
+                        None if vals[k] is None else list(vals[k].coefficients)
+                    )
                 else:
                     rec[key] = float(vals[k])
             params.append(rec)
@@ -321,7 +330,8 @@ class FitResult:
                 "ci_level": float(rep.ci_level),
                 "lam": float(rep.lam),
                 "singular_values": [float(v) for v in rep.singular_values],
-                "null_space": list(rep.null_space),
+                "null_space": [str(c) for c in rep.null_space],
+                "null_space_coefficients": [list(c.coefficients) for c in rep.null_space],
                 "free_params": list(rep.free_params),
                 "notes": list(rep.notes),
                 "statistic": rep.statistic,

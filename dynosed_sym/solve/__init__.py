@@ -10,8 +10,16 @@
 * :mod:`.combinations` — parameter combinations written with the parameters' names.
 """
 
+from .combinations import Combination
 from .linear import hinv, solve_tikhonov
 from .report import IdentifiabilityReport, analyse
 from .uncertainty import BootstrapResult
 
-__all__ = ["solve_tikhonov", "hinv", "analyse", "IdentifiabilityReport", "BootstrapResult"]
+__all__ = [
+    "solve_tikhonov",
+    "hinv",
+    "analyse",
+    "IdentifiabilityReport",
+    "BootstrapResult",
+    "Combination",
+]

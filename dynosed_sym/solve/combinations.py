@@ -5,15 +5,26 @@
 * :func:`short_combination` — only the largest entries of a long direction, with a count of the
   rest;
 * :func:`estimable_combination` — row j of a resolution matrix as ``θ_j + Σ c_k·θ_k``
-  (coefficient 1 on θ_j).
+  (coefficient 1 on θ_j);
+* :class:`Combination` — the object the reports hold: the coefficient vector over the
+  parameters, their names and, for an estimable combination, its value and interval; its
+  ``str`` is the text of the function above that matches its ``style``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import sympy as sp
 
-__all__ = ["format_combination", "exact_combination", "short_combination", "estimable_combination"]
+__all__ = [
+    "Combination",
+    "format_combination",
+    "exact_combination",
+    "short_combination",
+    "estimable_combination",
+]
 
 
 def format_combination(vec, names, tol=1e-3):
@@ -89,3 +100,123 @@ def estimable_combination(row, names, j, tol=1e-3, max_terms=6):
     )
     hidden = int(np.sum((np.abs(c) >= 1e-8) & (np.arange(c.size) != j))) - len(shown)
     return text + (f" + … ({hidden} smaller terms)" if hidden > 0 else "")
+
+
+#: How a :class:`Combination` is written: ``"direction"`` (:func:`format_combination`, a unit
+#: vector), ``"exact"`` (:func:`exact_combination`), ``"estimable"`` (:func:`estimable_combination`,
+#: coefficient 1 on ``pivot``).
+STYLES = ("direction", "exact", "estimable")
+
+
+@dataclass(frozen=True)
+class Combination:
+    """A linear combination ``Σ_k c_k θ_k`` of the parameters, with its value when estimated.
+
+    Held by the reports: ``IdentifiabilityReport.null_space`` (unresolved directions),
+    ``IdentifiabilityReport.combinations`` (estimable combinations, with ``value`` and
+    ``interval``), ``StructuralReport.null_space``.  ``str(c)`` is the text the summaries print.
+
+    Attributes
+    ----------
+    coefficients : tuple of float
+        c over the parameters (:attr:`vector` as an array); as stored, not rescaled.
+    names : tuple of str
+        The parameters' names.
+    style : str
+        ``"direction"``, ``"exact"`` or ``"estimable"`` (module docstring).
+    pivot : int or None
+        For ``"estimable"``: the parameter j the combination is normalised on (coefficient 1).
+    exact : tuple or None
+        For ``"exact"``: the SymPy coefficients the text is written from.
+    value : float or None
+        The combination's estimate (estimable combinations), in the normalisation of the text.
+    interval : (float, float) or None
+        Its interval at ``level``.
+    level : float or None
+    """
+
+    coefficients: tuple
+    names: tuple
+    style: str = "direction"
+    pivot: int | None = None
+    exact: tuple | None = None
+    value: float | None = None
+    interval: tuple | None = None
+    level: float | None = None
+
+    def __post_init__(self):
+        coef = tuple(float(c) for c in np.asarray(self.coefficients, dtype=float).ravel())
+        object.__setattr__(self, "coefficients", coef)
+        object.__setattr__(self, "names", tuple(str(nm) for nm in self.names))
+        if len(coef) != len(self.names):
+            raise ValueError(
+                f"Combination: {len(coef)} coefficients for {len(self.names)} names; give one "
+                "coefficient per parameter"
+            )
+        if self.style not in STYLES:
+            raise ValueError(f"Combination: style {self.style!r} is not one of {STYLES}")
+        if self.style == "estimable" and self.pivot is None:
+            raise ValueError("Combination: an 'estimable' combination needs its pivot index")
+        if self.value is not None:
+            object.__setattr__(self, "value", float(self.value))
+        if self.interval is not None:
+            object.__setattr__(self, "interval", tuple(float(v) for v in self.interval))
+
+    @classmethod
+    def from_exact(cls, vec, names):
+        """An exact (SymPy / rational) direction; coefficients are its float values."""
+        exact = tuple(vec)
+        return cls([float(v) for v in exact], names, style="exact", exact=exact)
+
+    @property
+    def vector(self):
+        """The coefficients as an (n,) float array (a copy)."""
+        return np.array(self.coefficients, dtype=float)
+
+    @property
+    def normalised(self):
+        """The coefficients as written by ``str``: unit norm with the largest entry positive
+        (``"direction"``), largest entry 1 (``"exact"``), 1 on the pivot (``"estimable"``)."""
+        v = self.vector
+        if self.style == "estimable":
+            return v / v[self.pivot]
+        if self.style == "exact":
+            return v / v[np.argmax(np.abs(v))]
+        v = v / np.linalg.norm(v)
+        return -v if v[np.argmax(np.abs(v))] < 0 else v
+
+    def __str__(self):
+        if self.style == "estimable":
+            return estimable_combination(self.vector, list(self.names), self.pivot)
+        if self.style == "exact":
+            return exact_combination(list(self.exact), list(self.names))
+        return format_combination(self.vector, list(self.names))
+
+    def terms(self, k=None, tol=1e-3):
+        """The (name, coefficient) pairs of :attr:`normalised` at least ``tol`` in size, largest
+        first (the pivot of an estimable combination first); at most ``k`` when given."""
+        c = self.normalised
+        order = np.argsort(-np.abs(c), kind="stable")
+        if self.style == "estimable":
+            order = [self.pivot] + [i for i in order if i != self.pivot]
+        out = [(self.names[i], float(c[i])) for i in order if abs(c[i]) >= tol]
+        return out if k is None else out[:k]
+
+    def short(self, max_terms=6, tol=0.05):
+        """Only the largest entries, with the number of the rest: ``a + 0.5·b + … (16 smaller
+        terms)`` (:func:`short_combination`)."""
+        return short_combination(self.vector, list(self.names), tol=tol, max_terms=max_terms)
+
+    def to_dict(self):
+        """Plain Python types (JSON-ready): ``text`` (``str(self)``), ``names``,
+        ``coefficients``, ``style``, ``pivot``, ``value``, ``interval``, ``level``."""
+        return {
+            "text": str(self),
+            "names": list(self.names),
+            "coefficients": list(self.coefficients),
+            "style": self.style,
+            "pivot": self.pivot,
+            "value": self.value,
+            "interval": None if self.interval is None else list(self.interval),
+            "level": self.level,
+        }

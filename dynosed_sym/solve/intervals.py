@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
-from .combinations import estimable_combination
+from .combinations import Combination
 from .linear import unit_scale
 from .weak import weak_intervals
 
@@ -82,8 +82,9 @@ class Resolution:
         Whether the maximum-likelihood search for τ met its tolerance.
     status : list of str
         ``"identified"``, ``"only in combination"`` or ``"not identifiable"``.
-    combinations : list of str or None
-        The estimable combination of each parameter flagged "only in combination".
+    combinations : list of (Combination or None)
+        The estimable combination of each parameter flagged "only in combination"
+        (:class:`~dynosed_sym.solve.combinations.Combination`, with its value and interval).
     combination_estimate : (n,) its estimate (NaN where not flagged)
     combination_ci : (n, 2) its interval (NaN where not flagged)
     resolution : (n, n) Q
@@ -330,10 +331,12 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
             combos.append(None)
         elif wk.bias_sd[j] > se[j]:
             status.append(COMBINATION)
-            combos.append(estimable_combination(Q[j], names, j))
             c_est[j] = theta_R[j] / Q[j, j]
             half = q * np.sqrt(se[j] ** 2 + wk.noise[j])
             c_ci[j] = [(theta_R[j] - half) / Q[j, j], (theta_R[j] + half) / Q[j, j]]
+            combos.append(
+                Combination(Q[j], names, "estimable", pivot=j, value=c_est[j], interval=c_ci[j])
+            )
         else:
             status.append(IDENTIFIED)
             combos.append(None)

@@ -31,12 +31,12 @@ statistic behind it.  A block bootstrap is available on demand
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..errors import DynosedError
-from .combinations import format_combination
+from .combinations import Combination
 from .directions import RANK_THRESHOLD, col_se, singular_directions
 from .intervals import (
     COMBINATION,
@@ -87,8 +87,9 @@ class IdentifiabilityReport:
     singular_values : (n,) array
     singular_noise : (n,) array or None
         Standard error of ``A v_i`` for each right singular vector v_i.
-    null_space : list of str
-        Unresolved directions as named parameter combinations.
+    null_space : list of Combination
+        Unresolved directions as named parameter combinations
+        (:class:`~dynosed_sym.solve.combinations.Combination`; ``str`` gives the text).
     null_vectors : (n, n - rank) array
     free_params : list of str
         Parameters not pinned down: the projection of the parameter's unit vector onto the
@@ -144,9 +145,11 @@ class IdentifiabilityReport:
         τ; ``prior_scale_method`` says how it was chosen ("ml", "given", None).
     status : list of str or None
         Per parameter: "identified", "only in combination" or "not identifiable".
-    combinations : list of (str or None)
-        The estimable combination of each parameter determined only in combination, with its
-        estimate ``combination_estimate`` (n,) and interval ``combination_ci`` (n, 2); None (and
+    combinations : list of (Combination or None)
+        The estimable combination of each parameter determined only in combination
+        (:class:`~dynosed_sym.solve.combinations.Combination` carrying its ``value`` and
+        ``interval``), also as the arrays ``combination_estimate`` (n,) and
+        ``combination_ci`` (n, 2); None (and
         NaN) when the unresolved components' noise in it is not small beside its own
         (:data:`~dynosed_sym.solve.intervals.COMBINATION_NOISE`).
     resolution : (n, n) array or None
@@ -373,7 +376,7 @@ def analyse(
         )
     rank = int(resolved.sum())
     null = V[:, ~resolved]
-    null_space = [format_combination(null[:, i], names) for i in range(null.shape[1])]
+    null_space = [Combination(null[:, i], names) for i in range(null.shape[1])]
     free = [names[k] for k in range(n) if np.linalg.norm(null[k]) >= FREE_PROJECTION]
     # diag(H_λ⁻¹) from the same SVD: Σ_i V_ki² / (σ_i² + λ); infinite for an exactly
     # unconstrained parameter when λ = 0
@@ -511,7 +514,10 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
         )
     rep.loading, rep.bias_sd, rep.resolution = res.loading, res.bias_sd, res.resolution
     rep.prior_scale, rep.prior_scale_method = res.prior_scale, res.prior_scale_method
-    rep.status, rep.combinations = res.status, res.combinations
+    rep.status = res.status
+    rep.combinations = [
+        None if c is None else replace(c, level=rep.ci_level) for c in res.combinations
+    ]
     rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
     rep.data_factor, rep.strength, rep.fieller = res.data_factor, res.strength, res.fieller
     if res.prior_scale_converged is False:

@@ -293,3 +293,47 @@ def test_limit_cycle_intervals_see_the_noise_of_an_invisible_parameter(models):
     assert len(finite) >= 1.8 * n_sets  # a and c keep finite intervals in most data sets
     assert np.mean(finite) >= 0.95
     assert len(combos) < 10 or np.mean(combos) >= 0.85
+
+
+def test_report_holds_combination_objects_whose_coefficients_give_the_text(loaded_ou):
+    """The report's estimable combinations and unresolved directions are Combination objects:
+    the printed text is read back from their coefficients (row j of Q over Q_jj; the null
+    vectors), their value and interval are the report's arrays, and to_dict/to_json carry the
+    text with the coefficients."""
+    import json
+
+    from test_combinations import parse  # the text reader of tests/solve/test_combinations.py
+
+    _, fit = loaded_ou
+    rep, names = fit.report, fit.model.param_names
+    text = str(rep)
+    stated = [j for j, c in enumerate(rep.combinations) if c is not None]
+    assert stated
+    for j in stated:
+        c = rep.combinations[j]
+        assert isinstance(c, ds.Combination) and c.names == tuple(names) and c.pivot == j
+        np.testing.assert_allclose(c.vector, rep.resolution[j])
+        read = parse(str(c))
+        q = rep.resolution[j] / rep.resolution[j, j]
+        for k, nm in enumerate(names):
+            assert abs(read.get(nm, 0.0) - q[k]) <= 5e-3 * abs(q[k]) + 1e-3, (str(c), q)
+        assert c.value == rep.combination_estimate[j] and c.level == rep.ci_level
+        np.testing.assert_array_equal(c.interval, rep.combination_ci[j])
+        assert f"{names[j]} is determined only in combination: {c} = {c.value:.4g}" in text
+    for i, c in enumerate(rep.null_space):
+        assert isinstance(c, ds.Combination)
+        np.testing.assert_array_equal(c.vector, rep.null_vectors[:, i])
+        assert f"unresolved combination: {c}" in text
+        u = rep.null_vectors[:, i] / np.linalg.norm(rep.null_vectors[:, i])
+        u = u * np.sign(u[np.argmax(np.abs(u))])
+        read = parse(str(c))
+        for k, nm in enumerate(names):
+            assert abs(read.get(nm, 0.0) - u[k]) <= 5e-3 * abs(u[k]) + 1e-3
+    d = json.loads(fit.to_json())
+    assert d["report"]["null_space"] == [str(c) for c in rep.null_space]
+    np.testing.assert_allclose(d["report"]["null_space_coefficients"], rep.null_vectors.T)
+    for j, rec in enumerate(d["parameters"]):
+        c = rep.combinations[j]
+        assert rec["combination"] == (None if c is None else str(c))
+        if c is not None:
+            np.testing.assert_allclose(rec["combination_coefficients"], c.vector)

@@ -203,7 +203,7 @@ def _check_dict(chk):
         "rank": chk.rank,
         "n_params": chk.n_params,
         "unique": chk.unique,
-        "null_space": list(chk.null_space),
+        "null_space": [str(c) for c in chk.null_space],
         "free_params": list(chk.free_params),
     }
     if chk.report is not None:
@@ -224,7 +224,7 @@ def _check_dict(chk):
                 "freeness_normalised": float(chk.freeness_normalised[k]),
                 "n_required": need[k],
                 "status": status[k],
-                "combination": combos[k],
+                "combination": None if combos[k] is None else str(combos[k]),
             }
             for k, nm in enumerate(chk.param_names)
         ]
