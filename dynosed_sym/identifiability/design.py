@@ -20,7 +20,6 @@ from ..options import Execution, resolve_options
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
-from ..solve.combinations import short_combination
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
 from .design_sampling import draw_samples
@@ -231,10 +230,8 @@ class IdentifiabilityCheck(RankVerdict):
             f"({t_sim:.1f} s sampling, {self.timings.get('assemble', float('nan')):.1f} s "
             f"assembly): rank {rep.rank} of {rep.n_params} ({self.rank_words()})"
         )
-        for i in range(rep.null_vectors.shape[1]):
-            lines.append(
-                f"  unresolved combination: {short_combination(rep.null_vectors[:, i], names)}"
-            )
+        for combo in rep.null_space:
+            lines.append(f"  unresolved combination: {combo.short()}")
         lines.append(
             "  singular directions followed over N = "
             + ", ".join(f"{int(n):,}" for n in self.levels)

@@ -19,7 +19,7 @@ import sympy as sp
 
 from ..assembly.designs import param_layout
 from ..errors import ModelError
-from ..solve.combinations import exact_combination, format_combination
+from ..solve.combinations import Combination
 from .exact import exact, function_null_space, orthonormal
 from .stationary import gaussian_score
 from .structural import structural_check
@@ -40,8 +40,9 @@ class DesignStructural:
     certificate : str
         ``"exact"``, ``"numerical"`` or ``"upper bound"``.
     null_vectors : (n, k) array, orthonormal
-    combinations : list of str
-        Free combinations (exact text when the certificate is exact).
+    combinations : list of Combination
+        Free combinations (:class:`~dynosed_sym.solve.combinations.Combination`; exact text when
+        the certificate is exact).
     per_env_rank : dict {env: int}
         Rank of each environment alone (its own parameters).
     notes : list of str
@@ -63,7 +64,7 @@ class DesignStructural:
 
     @property
     def null_space(self):
-        """The free combinations (display strings), as :attr:`StructuralReport.null_space`."""
+        """The free combinations (``Combination`` objects), as ``StructuralReport.null_space``."""
         return self.combinations
 
     def __str__(self):
@@ -247,7 +248,7 @@ def design_structural(model, design, thetas, models, initial=None, seed=0) -> De
                 cols[c].append(a[ks[0]] if ks.size else sp.Integer(0))
         ns = function_null_space(cols, list(model.state), seed)
         Q = orthonormal(ns.basis, n)
-        combos = [exact_combination(list(v), names) for v in ns.basis]
+        combos = [Combination.from_exact(list(v), names) for v in ns.basis]
         cert = "exact" if not ns.numerical else "numerical"
         rank = n - ns.dim
     elif all(laws[e.name] is not None for e in design.envs):
@@ -267,7 +268,7 @@ def design_structural(model, design, thetas, models, initial=None, seed=0) -> De
             G[:, columns[env.name]] = R_e
             blocks.append(G)
         rank, Q = _numeric_rank(np.concatenate(blocks))
-        combos = [format_combination(Q[:, i], names) for i in range(Q.shape[1])]
+        combos = [Combination(Q[:, i], names) for i in range(Q.shape[1])]
         cert = "numerical"
         notes.append("Gaussian laws at the nominal θ (and at every snapshot time), rank by SVD")
     else:
@@ -280,7 +281,7 @@ def design_structural(model, design, thetas, models, initial=None, seed=0) -> De
             Pe[np.arange(model.n), columns[env.name]] = 1.0
             rows.append(Pe - Qe @ (Qe.T @ Pe))
         rank, Q = _numeric_rank(np.concatenate(rows), absolute=True)
-        combos = [format_combination(Q[:, i], names) for i in range(Q.shape[1])]
+        combos = [Combination(Q[:, i], names) for i in range(Q.shape[1])]
         cert = "upper bound"
         notes.append(
             "no closed-form law in some environment: only directions every environment's own "

@@ -61,8 +61,8 @@ class RankVerdict:
 
     @property
     def null_space(self):
-        """The unresolved directions (``Combination`` objects of the design-time report, else
-        the structural report's display strings; ``str`` gives the text either way)."""
+        """The unresolved directions as ``Combination`` objects (the design-time report's, else
+        the structural report's); ``str`` gives the text."""
         return self.structural.null_space if self.report is None else self.report.null_space
 
     def rank_words(self):
@@ -154,7 +154,7 @@ class DesignCheck(RankVerdict):
                 "rank": self.structural.rank,
                 "n_params": self.structural.n_params,
                 "certificate": self.structural.certificate,
-                "combinations": list(self.structural.combinations),
+                "combinations": [str(c) for c in self.structural.combinations],
                 "per_env_rank": dict(self.structural.per_env_rank),
             },
             "rank": self.rank,

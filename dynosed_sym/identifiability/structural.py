@@ -53,7 +53,7 @@ import sympy as sp
 
 from .. import arguments
 from ..errors import DataError, DynosedError
-from ..solve.combinations import exact_combination, format_combination
+from ..solve.combinations import Combination, exact_combination, format_combination
 from .exact import exact, exact_rank, function_null_space, orthonormal, rat
 from .stationary import gaussian_score, gradient_score
 from .symmetry import symmetry_space
@@ -130,8 +130,16 @@ class StructuralReport:
 
     @property
     def null_space(self):
-        """Unidentifiable directions as display strings (absent parameters included)."""
-        return list(self.absent) + [c["display"] for c in self.combinations]
+        """Unidentifiable directions as :class:`~dynosed_sym.solve.combinations.Combination`
+        objects (absent parameters first, as unit vectors); ``str`` gives the display text."""
+        n = len(self.param_names)
+        absent = [
+            Combination.from_exact(
+                np.eye(n, dtype=int)[self.param_names.index(p)], self.param_names
+            )
+            for p in self.absent
+        ]
+        return absent + [Combination(c["vector"], self.param_names) for c in self.combinations]
 
     def __str__(self):
         exact = "exact" if self.rank_is_exact else "upper bound"
