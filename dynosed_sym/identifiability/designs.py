@@ -161,6 +161,7 @@ class DesignCheck(RankVerdict):
             "n_params": self.n_params,
             "unique": self.unique,
             "null_space": [str(c) for c in self.null_space],
+            "null_space_coefficients": [list(c.coefficients) for c in self.null_space],
             "n_samples": self.n_samples,
             "std_errors": None
             if rep is None or rep.std_errors is None

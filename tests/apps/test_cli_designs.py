@@ -124,6 +124,11 @@ def test_check_design_structural_only():
     )
     rec = json.loads(res.stdout)
     assert rec["structural"]["rank"] == 3 and rec["structural"]["combinations"] == ["M12 − M21"]
+    # the text comes with its coefficients: M12 − M21, two entries of equal size, opposite sign
+    assert rec["null_space"] == ["M12 − M21"]
+    (coef,) = rec["null_space_coefficients"]
+    nonzero = [c for c in coef if c != 0]
+    assert len(nonzero) == 2 and nonzero[0] == -nonzero[1] != 0
 
 
 @pytest.mark.slow

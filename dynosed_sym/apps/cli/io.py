@@ -204,6 +204,7 @@ def _check_dict(chk):
         "n_params": chk.n_params,
         "unique": chk.unique,
         "null_space": [str(c) for c in chk.null_space],
+        "null_space_coefficients": [list(c.coefficients) for c in chk.null_space],
         "free_params": list(chk.free_params),
     }
     if chk.report is not None:
