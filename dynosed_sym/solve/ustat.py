@@ -322,7 +322,9 @@ def solve_system(
 
 def _scaled_fill(fill, unit):
     """A :class:`Fill` of the unit-size system in the system's units (θ scales by β/a)."""
-    return replace(fill, z_ls=fill.z_ls * unit, z=fill.z * unit, shift=fill.shift * unit)
+    return replace(
+        fill, z_ls=fill.z_ls * unit, z=fill.z * unit, shift=fill.shift * unit, se=fill.se * unit
+    )
 
 
 def _scaled_directions(dirs, a):
