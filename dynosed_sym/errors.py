@@ -8,19 +8,6 @@ package is defined here, and so is :class:`ConvergenceWarning`, the warning an i
 solver gives when it stopped before its convergence criterion was met.
 """
 
-__all__ = [
-    "DynosedError",
-    "ModelError",
-    "NotAffineError",
-    "DataError",
-    "StationarityError",
-    "CodegenError",
-    "TrainingDivergedError",
-    "DaskUnavailableError",
-    "ConvergenceWarning",
-    "StationarityWarning",
-]
-
 
 class DynosedError(Exception):
     """Base class of all errors raised by dynosed_sym."""
@@ -83,3 +70,11 @@ class ConvergenceWarning(UserWarning):
 class StationarityWarning(UserWarning):
     """Samples look only approximately stationary (a borderline moment or drift check): e.g. the
     chains were still relaxing at the end of the burn-in.  The message says what to change."""
+
+
+#: Every error and warning class defined here, in the order defined (the package exports them).
+__all__ = [
+    name
+    for name, value in list(globals().items())
+    if isinstance(value, type) and value.__module__ == __name__
+]

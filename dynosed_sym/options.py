@@ -26,6 +26,8 @@ __all__ = [
     "Execution",
     "option",
     "moved_keywords",
+    "moved_to",
+    "option_objects",
     "resolve_options",
     "EXECUTION_DOC",
     "execution_doc",
@@ -75,6 +77,11 @@ EXECUTION_DOC = {
         Cluster for the Dask backend (default: the current default client, else Dask's local
         scheduler).
 """,
+    "n_groups": """\
+    n_groups : int, optional
+        Dask backend of :func:`~dynosed_sym.simulate`: tasks the chains are split into (default:
+        twice the number of workers).  The fits split their data by ``chunk_rows`` instead.
+""",
 }
 
 _MARK = "    <execution options>\n"
@@ -104,7 +111,7 @@ class Execution:
     --------
     >>> Execution(n_blocks=16, progress=False)
     Execution(n_blocks=16, chunk_rows=65536, progress=False, out_dir=None, backend=None,
-              client=None)
+              client=None, n_groups=None)
     >>> Execution(backend="ray")
     Traceback (most recent call last):
     ...
@@ -117,6 +124,7 @@ class Execution:
     out_dir: str | None = None
     backend: str | None = None
     client: object = None
+    n_groups: int | None = None
 
     def __post_init__(self):
         arguments.check_field(self, "n_blocks", arguments.integer, minimum=0)
@@ -126,6 +134,8 @@ class Execution:
         arguments.check_field(self, "backend", arguments.choice, allowed=BACKENDS)
         if self.progress is not None:
             arguments.check_field(self, "progress", arguments.flag)
+        if self.n_groups is not None:
+            arguments.check_field(self, "n_groups", arguments.integer, minimum=1)
 
     def at_least(self, min_blocks):
         """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks."""
@@ -187,6 +197,34 @@ def option(value, cls, name):
     )
 
 
+def moved_to(target, cls, *names):
+    """``{name: (target, cls, name)}``: the flat keywords ``names`` are fields of ``cls``, passed
+    as keyword ``target`` (the table of :func:`moved_keywords`)."""
+    return {name: (target, cls, name) for name in names}
+
+
+def _grouped(entry, keywords, moved):
+    """``{option keyword: (class, {field: value})}`` of flat ``keywords`` (a TypeError for one
+    that is not in ``moved``)."""
+    unknown = sorted(k for k in keywords if k not in moved)
+    if unknown:
+        raise TypeError(f"{entry}() got an unexpected keyword argument {unknown[0]!r}")
+    fields = {}
+    for old, value in keywords.items():
+        target, cls, name = moved[old]
+        fields.setdefault(target, (cls, {}))[1][name] = value
+    return fields
+
+
+def option_objects(entry, keywords, moved):
+    """``{option keyword: object}`` built from flat ``keywords`` (``{"seed": 0, "lam": 1e-6}``)
+    by the table ``moved`` of the entry point, without a warning: for applications that read
+    flat settings (a JSON table, command-line flags) and pass the entry point its objects."""
+    return {
+        target: cls(**values) for target, (cls, values) in _grouped(entry, keywords, moved).items()
+    }
+
+
 def moved_keywords(entry, keywords, given, moved, stacklevel=3):
     """Fold flat keywords that moved into option objects into those objects.
 
@@ -208,15 +246,9 @@ def moved_keywords(entry, keywords, given, moved, stacklevel=3):
         (a :class:`FutureWarning` names the new spelling).  An unknown keyword is a TypeError, an
         old keyword next to its option object a DataError.
     """
-    unknown = sorted(k for k in keywords if k not in moved)
-    if unknown:
-        raise TypeError(f"{entry}() got an unexpected keyword argument {unknown[0]!r}")
+    fields = _grouped(entry, keywords, moved)
     if not keywords:
         return dict(given)
-    fields = {}
-    for old, value in keywords.items():
-        target, cls, name = moved[old]
-        fields.setdefault(target, (cls, {}))[1][name] = value
     out = dict(given)
     spelled = []
     for target, (cls, values) in fields.items():

@@ -23,12 +23,7 @@ ENTRY_POINTS = [
     ds.fit_local,
     ds.check_identifiability,
     ds.density_from_dynamics,
-    pytest.param(
-        ds.simulate,
-        marks=pytest.mark.xfail(
-            strict=True, reason="15 parameters; dynosed_sym/simulation/ is being changed elsewhere"
-        ),
-    ),
+    ds.simulate,
 ]
 
 

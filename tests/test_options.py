@@ -6,6 +6,7 @@ the subject, so the pattern is tested apart from any entry point."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from dynosed_sym import arguments
 from dynosed_sym.errors import DataError
-from dynosed_sym.options import moved_keywords, option
+from dynosed_sym.options import moved_keywords, option, option_objects
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,3 +83,17 @@ def test_moved_keywords_build_the_object_with_a_future_warning():
         moved_keywords("f", {"stepz": 4}, {"toy": None}, MOVED)
     with pytest.raises(DataError, match="Toy.steps must be at least 1"):
         moved_keywords("f", {"steps": 0}, {"toy": None}, MOVED)
+
+
+def test_option_objects_build_what_the_moved_keywords_build_without_a_warning():
+    flat = {"steps": 4, "learning_rate": 0.1}
+    with pytest.warns(FutureWarning):
+        expected = moved_keywords("f", flat, {"toy": None}, MOVED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert option_objects("f", flat, MOVED) == expected == {"toy": Toy(steps=4, rate=0.1)}
+    assert option_objects("f", {}, MOVED) == {}
+    with pytest.raises(TypeError, match=r"f\(\) got an unexpected keyword argument 'stepz'"):
+        option_objects("f", {"stepz": 4}, MOVED)
+    with pytest.raises(DataError, match="Toy.rate must be positive"):
+        option_objects("f", {"learning_rate": -1.0}, MOVED)

@@ -300,7 +300,7 @@ def test_state_dependent_diffusion_checked_at_the_probes(tmp_path):
 def test_state_dependent_diffusion_checked_at_the_start_states(tmp_path):
     m = _indefinite_model("rel_indef_sim")
     with pytest.raises(ds.ModelError, match="start state 0 of x0"):
-        ds.simulate(m, [1.0], 10, x0=[-1.0, 0.0], out_dir=str(tmp_path))
+        ds.simulate(m, [1.0], 10, x0=[-1.0, 0.0], execution=ds.Execution(out_dir=str(tmp_path)))
 
 
 def test_full_state_dependent_diffusion_indefinite(statediff):

@@ -206,33 +206,21 @@ def _block_params(spec):
 def _render_drift(spec, mod, d, n):
     """drift_point and drift (unrolled, or with the matrix blocks as loops)."""
     doc = f"Drift f(x; theta) at one point: x ({d},), theta ({n},), out ({d},)."
+    structure = {}
     if not spec.blocks:
         outputs = [(f"out[{j}]", spec.drift[j]) for j in range(d)]
-        mod.point("drift_point", "x, theta, out", doc, outputs, mod.x_theta)
     else:
         pieces, blocks = spec.structured, spec.blocks
         outputs = S.basis_outputs(blocks) + [(f"out[{j}]", pieces.drift[j]) for j in range(d)]
-        mod.point(
-            "drift_point",
-            "x, theta, out",
-            doc,
-            outputs,
-            mod.x_theta,
-            pre=S.allocations(blocks),
+        structure = dict(
             loops=S.drift_loops(spec.params, blocks),
             keep={f"out[{i}]" for blk in blocks for i in blk.rows},
             n_outputs=d,
             loop_ops=S.loop_ops(blocks, "drift"),
             loop_reads=_block_params(spec),
         )
-    mod.parts.append(
-        _batch_function(
-            "drift",
-            "drift_point",
-            "theta, out" + mod.u,
-            f"Drift at N points: X (N, {d}), theta ({n},), out (N, {d}).",
-        )
-    )
+    batch_doc = f"Drift at N points: X (N, {d}), theta ({n},), out (N, {d})."
+    _theta_kernel(mod, "drift", doc, outputs, batch_doc, spec.blocks, **structure)
 
 
 def _render_jacobian(spec, mod, d, n):
@@ -240,35 +228,32 @@ def _render_jacobian(spec, mod, d, n):
         f"Jacobian df/dtheta at one point: x ({d},), theta ({n},), out ({d}, {n}) with "
         "out[j, k] = df_j/dtheta_k."
     )
+    structure = {}
     if not spec.blocks:
         Jf = spec.jacobian
         outputs = [(f"out[{j}, {k}]", Jf[j, k]) for j in range(d) for k in range(n)]
-        mod.point("drift_jacobian_point", "x, theta, out", doc, outputs, mod.x_theta)
     else:
         blocks = spec.blocks
         outputs = S.basis_outputs(blocks)
         outputs += [(f"out[{j}, {k}]", e) for (j, k), e in sorted(spec.structured.jacobian.items())]
-        mod.point(
-            "drift_jacobian_point",
-            "x, theta, out",
-            doc,
-            outputs,
-            mod.x_theta,
-            pre=S.allocations(blocks),
+        structure = dict(
             loops=S.jacobian_loops(spec.params, blocks),
             zero=("out",),
             n_outputs=d * n,
             loop_ops=S.loop_ops(blocks, "jacobian"),
             loop_writes=sum(blk.size for blk in blocks),
         )
-    mod.parts.append(
-        _batch_function(
-            "drift_jacobian",
-            "drift_jacobian_point",
-            "theta, out" + mod.u,
-            f"df/dtheta at N points: X (N, {d}), theta ({n},), out (N, {d}, {n}).",
-        )
-    )
+    batch_doc = f"df/dtheta at N points: X (N, {d}), theta ({n},), out (N, {d}, {n})."
+    _theta_kernel(mod, "drift_jacobian", doc, outputs, batch_doc, spec.blocks, **structure)
+
+
+def _theta_kernel(mod, name, doc, outputs, batch_doc, blocks, **structure):
+    """``{name}_point(x, theta, out)`` and its batch ``{name}(X, theta, out)``: unrolled, or with
+    the work arrays of the matrix ``blocks`` first and the loops of ``structure``."""
+    if blocks:
+        structure["pre"] = S.allocations(blocks)
+    mod.point(f"{name}_point", "x, theta, out", doc, outputs, mod.x_theta, **structure)
+    mod.parts.append(_batch_function(name, f"{name}_point", "theta, out" + mod.u, batch_doc))
 
 
 def _render_stein(spec, mod, d):
@@ -316,34 +301,45 @@ def _render_local(spec, mod, d, n):
     args = "x, s, J, dlogp_dt, out_a, out_b"
     if lp is not None:
         outputs = [(f"out_a[{k}]", ex) for k, ex in enumerate(lp.a)] + [("out_b[0]", lp.beta)]
-        mod.point(
-            "local_row_point",
-            args,
-            doc,
-            outputs,
-            _local_inputs(mod, pieces, False),
-            extra=_probe_slots(pieces, d),
-        )
+        _probe_point(mod, "local_row_point", args, doc, outputs, pieces, d, False)
     else:
         st, blocks = spec.structured, spec.blocks
         inside = {k for blk in blocks for k in blk.columns}
         rest = [(f"out_a[{k}]", st.a.get(k, 0)) for k in range(n) if k not in inside]
         outputs = S.basis_outputs(blocks) + S.dbasis_outputs(blocks) + rest
-        mod.point(
+        _probe_point(
+            mod,
             "local_row_point",
             args,
             doc,
             outputs + [("out_b[0]", st.beta)],
-            _local_inputs(mod, pieces, False),
-            extra=_probe_slots(pieces, d),
-            pre=S.allocations(blocks),
+            pieces,
+            d,
+            False,
+            blocks=blocks,
             loops=S.local_loops(spec.params, blocks, "out_a"),
             n_outputs=n + 1,
             loop_ops=S.loop_ops(blocks, "local"),
-            loop_writes=sum(blk.size for blk in blocks),
         )
     mod.parts.append(
         T.LOCAL_BATCH_FUNCTION.format(decorator=T.BATCH_DECORATOR, d=d, n=n, **_u_fmt(spec))
+    )
+
+
+def _probe_point(mod, name, args, doc, outputs, pieces, d, residual, blocks=None, **structure):
+    """``mod.point`` of a local-route kernel at one probe (the probe's score, Jacobian and
+    ∂ₜlog p as slots; θ an input of the ``residual`` one); with structured ``blocks``, their
+    work arrays before the printed block and the outputs their loops write."""
+    if blocks is not None:
+        structure.update(pre=S.allocations(blocks), loop_writes=sum(blk.size for blk in blocks))
+    mod.point(
+        name,
+        args,
+        doc,
+        outputs,
+        _local_inputs(mod, pieces, residual),
+        extra=_probe_slots(pieces, d),
+        **structure,
     )
 
 
@@ -360,14 +356,7 @@ def _render_local_residual(spec, mod, d, n):
         outputs = [("out_r[0]", lr.residual)]
         outputs += [(f"out_dr[{k}]", ex) for k, ex in enumerate(lr.gradient)]
         pieces = _Probe(lr.score, lr.jacobian, lr.dlogp_dt)
-        mod.point(
-            "local_residual_point",
-            args,
-            doc,
-            outputs,
-            _local_inputs(mod, pieces, True),
-            extra=_probe_slots(pieces, d),
-        )
+        _probe_point(mod, "local_residual_point", args, doc, outputs, pieces, d, True)
     else:
         st, blocks = spec.structured, spec.blocks
         pieces = _Probe(*_symbols(d))
@@ -375,19 +364,20 @@ def _render_local_residual(spec, mod, d, n):
         outputs = S.basis_outputs(blocks) + S.dbasis_outputs(blocks)
         outputs += [("out_r[0]", st.residual)]
         outputs += [(f"out_dr[{k}]", st.gradient.get(k, 0)) for k in range(n) if k not in inside]
-        mod.point(
+        _probe_point(
+            mod,
             "local_residual_point",
             args,
             doc,
             outputs,
-            _local_inputs(mod, pieces, True),
-            extra=_probe_slots(pieces, d),
-            pre=S.allocations(blocks),
+            pieces,
+            d,
+            True,
+            blocks=blocks,
             loops=S.local_loops(spec.params, blocks, "out_dr", residual="out_r[0]"),
             keep={"out_r[0]"},
             n_outputs=n + 1,
             loop_ops=S.loop_ops(blocks, "residual"),
-            loop_writes=sum(blk.size for blk in blocks),
             loop_reads=_block_params(spec),
         )
     mod.parts.append(

@@ -51,6 +51,7 @@ _GENERATOR_SOURCES = (
     "codegen/templates.py",
     "codegen/render.py",
     "codegen/structured.py",
+    "kernels/jit.py",
     "kernels/lanes.py",
     "kernels/rng.py",
     "kernels/trig.py",
@@ -119,6 +120,11 @@ def spec_hash(model) -> str:
 STRUCTURED_MIN_ENTRIES = 64
 
 
+def _derived(name, doc):
+    """A read-only attribute of the spec that is the derivation's attribute ``name``."""
+    return property(lambda spec: getattr(spec.der, name), doc=doc)
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Everything the printer needs for one model.
@@ -158,25 +164,13 @@ class KernelSpec:
     noise_dim: int
     structured: object = None
 
-    @property
-    def stein(self):
-        """Global-route pieces (:class:`SteinPieces`)."""
-        return self.der.stein
-
-    @property
-    def local(self):
-        """Local-route rows a(x, s), β(x, s, J, ∂ₜlog p) (affine models only)."""
-        return self.der.local
-
-    @property
-    def jacobian(self):
-        """∂f/∂θ at general θ (gradient route of non-affine models)."""
-        return self.der.jacobian
-
-    @property
-    def local_residual(self):
-        """Local residual R(x, s, J, ∂ₜlog p; θ) and ∂R/∂θ (local gradient route)."""
-        return self.der.local_residual
+    stein = _derived("stein", "Global-route pieces (:class:`SteinPieces`).")
+    local = _derived("local", "Local-route rows a(x, s), β(x, s, J, ∂ₜlog p) (affine models only).")
+    jacobian = _derived("jacobian", "∂f/∂θ at general θ (gradient route of non-affine models).")
+    local_residual = _derived(
+        "local_residual",
+        "Local residual R(x, s, J, ∂ₜlog p; θ) and ∂R/∂θ (local gradient route).",
+    )
 
     @property
     def separable(self):

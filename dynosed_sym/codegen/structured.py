@@ -143,34 +143,45 @@ def allocations(blocks, indent="    "):
     return [f"{indent}phi{b} = np.empty({blk.shape[1]})" for b, blk in enumerate(blocks)]
 
 
-def drift_loops(params, blocks, out="out", indent="    "):
-    """f[rows[j]] += coefs[j]·Σ_k W[j, k]·phi[k] (drift_point)."""
+def _block_loops(params, blocks, indent, what, body):
+    """For every block: its comment (``what(b)``), ``for j in range(R):`` and the lines
+    ``body(blk, b, K)`` of that loop (and any after it)."""
     lines = []
     for b, blk in enumerate(blocks):
         R, K = blk.shape
-        lines += [
-            _comment(params, blk, b, indent, f"{out}[{_row(blk, b)}] += sum_k W[j, k] phi{b}[k]"),
-            f"{indent}for j in range({R}):",
+        lines += [_comment(params, blk, b, indent, what(b)), f"{indent}for j in range({R}):"]
+        lines += body(blk, b, K)
+    return lines
+
+
+def drift_loops(params, blocks, out="out", indent="    "):
+    """f[rows[j]] += coefs[j]·Σ_k W[j, k]·phi[k] (drift_point)."""
+    return _block_loops(
+        params,
+        blocks,
+        indent,
+        lambda b: f"{out}[{_row(blocks[b], b)}] += sum_k W[j, k] phi{b}[k]",
+        lambda blk, b, K: [
             f"{indent}    acc = 0.0",
             f"{indent}    for k in range({K}):",
             f"{indent}        acc += theta[{_theta(blk)}]*phi{b}[k]",
             f"{indent}    {out}[{_row(blk, b)}] += {_coef(blk, b)}acc",
-        ]
-    return lines
+        ],
+    )
 
 
 def jacobian_loops(params, blocks, indent="    "):
     """out[rows[j], first + j*K + k] = coefs[j]·phi[k] (drift_jacobian_point)."""
-    lines = []
-    for b, blk in enumerate(blocks):
-        R, K = blk.shape
-        lines += [
-            _comment(params, blk, b, indent, f"df/dW[j, k] = phi{b}[k]"),
-            f"{indent}for j in range({R}):",
+    return _block_loops(
+        params,
+        blocks,
+        indent,
+        lambda b: f"df/dW[j, k] = phi{b}[k]",
+        lambda blk, b, K: [
             f"{indent}    for k in range({K}):",
             f"{indent}        out[{_row(blk, b)}, {_theta(blk)}] = {_coef(blk, b)}phi{b}[k]",
-        ]
-    return lines
+        ],
+    )
 
 
 def local_loops(params, blocks, out, residual=None, indent="    "):

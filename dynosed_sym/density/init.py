@@ -37,6 +37,7 @@ import numpy as np
 
 from ..codegen.loading import compile_model
 from ..errors import DataError
+from ..options import Execution
 from . import flow_mixture as fm
 
 __all__ = [
@@ -261,7 +262,7 @@ class _Chains:
                     n_chains=n,
                     seed=seed,
                     x0=x0,
-                    out_dir=self.out_dir,
+                    execution=Execution(out_dir=self.out_dir),
                 )
                 records = out.reshape(n, n_rec, self.model.d)
                 return records, dt, (burn + n_rec * thin) * dt, thin * dt

@@ -340,17 +340,7 @@ def advise_times(study, candidate_times):
             cands = [float(t) for t in np.atleast_1d(given.get(env.name, []))]
         else:
             cands = [float(t) for t in np.atleast_1d(candidate_times)]
-        cur = Advice(
-            "time",
-            env=env.name,
-            time=None,
-            rank=fit.report.rank,
-            score=base_score[0],
-            bias=base_score[1],
-            se=base_score[2],
-            note="current design",
-        )
-        out.append(cur)
+        out.append(_time_advice(env.name, None, fit.report.rank, base_score, "current design"))
         for j, t in enumerate(cands):
             if np.any(np.isclose(times, t)):
                 continue
@@ -375,19 +365,16 @@ def advise_times(study, candidate_times):
                 Execution(n_blocks=32, out_dir=study.out_dir),
                 order=study.order,
             )
-            sc = _time_score(f, nominal)
-            out.append(
-                Advice(
-                    "time",
-                    env=env.name,
-                    time=t,
-                    rank=f.report.rank,
-                    score=sc[0],
-                    bias=sc[1],
-                    se=sc[2],
-                )
-            )
+            out.append(_time_advice(env.name, t, f.report.rank, _time_score(f, nominal)))
     return sorted(out, key=lambda a: (-(a.rank or 0), a.score if a.score is not None else 1e300))
+
+
+def _time_advice(env, time, rank, score, note=""):
+    """Advice of kind "time": the snapshot ``time`` added to ``env`` (None: the current design),
+    with the rank and the (score, bias, se) of :func:`_time_score`."""
+    return Advice(
+        "time", env=env, time=time, rank=rank, score=score[0], bias=score[1], se=score[2], note=note
+    )
 
 
 def _global_nominal(fit, thetas):

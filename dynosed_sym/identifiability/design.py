@@ -23,7 +23,7 @@ from ..routes.options import Features, Scores, Solver, moved_to
 from ..solve.combinations import short_combination
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
-from .design_sampling import design_sampler, draw_samples
+from .design_sampling import draw_samples
 from .designs import DesignCheck, RankVerdict, check_design
 from .options import Experiment, Study
 from .structural import StructuralReport, nominal_vector, structural_check
@@ -464,9 +464,7 @@ def check_identifiability(
                 "the design check (inputs=, times=, env parameters) uses the global route; "
                 "pass a sampler= instead of samples="
             )
-        return _check_experiment(
-            model, nominal, e, study, features, solver, ex.at_least(1), simulate
-        )
+        return check_design(model, nominal, e, study, features, solver, ex.at_least(1), simulate)
     if e.initial is not None:
         raise DynosedError("initial= is the law at t = 0 of a time course: pass times= as well")
     theta = nominal_vector(model, nominal)
@@ -546,41 +544,6 @@ def _options(objects):
         objects["solver"],
         objects["execution"].in_process("check_identifiability"),
     )
-
-
-def _check_experiment(model, nominal, e, study, features, solver, ex, simulate):
-    """check_identifiability on several environments or snapshot times (identifiability.designs)."""
-    draw = study.sampler or design_sampler(model, study.simulation, ex.out_dir)
-    result = check_design(
-        model,
-        nominal,
-        inputs=e.inputs,
-        times=e.times,
-        initial=e.initial,
-        sampler=draw,
-        n_samples=study.n_samples,
-        seed=study.seed,
-        features=features,
-        solver=solver,
-        order=e.order,
-        simulate=simulate,
-        advise=e.advise,
-        candidates=e.candidates,
-        candidate_times=e.candidate_times,
-        n_blocks=ex.n_blocks,
-        out_dir=ex.out_dir,
-    )
-    if simulate:
-        result.notes.append(
-            "samples per snapshot: "
-            + (
-                "from sampler="
-                if study.sampler is not None
-                else draw.description(study.n_samples)
-                + " (time courses: chains from the initial law)"
-            )
-        )
-    return result
 
 
 def _follow_directions(check, A_blocks, counts, structural, rep):

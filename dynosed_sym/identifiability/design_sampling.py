@@ -19,6 +19,7 @@ import numpy as np
 from ..data.arrays import as_samples
 from ..data.blocks import block_edges
 from ..errors import DataError
+from ..options import Execution
 from ..simulation.settings import INDEPENDENT, Simulation
 from ..simulation.simulate import simulate, simulate_time_course
 from ..simulation.stationarity import check_stationarity, enforce_stationary
@@ -72,8 +73,7 @@ def draw_samples(model, theta, n_samples, seed, simulation, samples, sampler, ex
         theta,
         int(n_samples),
         seed=seed,
-        progress=ex.progress,
-        out_dir=ex.out_dir,
+        execution=Execution(progress=ex.progress, out_dir=ex.out_dir),
         **sim.keywords(n_samples),
     )
     return X, sim.describe(n_samples)
@@ -88,7 +88,13 @@ def design_sampler(model, simulation, out_dir=None):
     def sample(inputs, theta, n, seed, time=None, initial=None):
         if time is None:
             return simulate(
-                model, theta, n, inputs=inputs, seed=seed, out_dir=out_dir, **sim.keywords(n)
+                model,
+                theta,
+                n,
+                inputs=inputs,
+                seed=seed,
+                execution=Execution(out_dir=out_dir),
+                **sim.keywords(n),
             )
         tc = simulate_time_course(
             model,

@@ -35,10 +35,12 @@ from ..errors import DataError
 from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
-from ..simulation.simulate import initial_draws, simulate
+from ..simulation.simulate import initial_draws
+from .design_sampling import design_sampler
 from .design_structural import DesignStructural, design_structural, env_thetas
+from .options import Experiment, Study
 
-__all__ = ["DesignCheck", "check_design", "design_spec", "draw_design", "default_sampler"]
+__all__ = ["DesignCheck", "check_design", "design_spec", "draw_design"]
 
 
 class RankVerdict:
@@ -224,39 +226,6 @@ def _short(N):
     return f"{N:.0f}"
 
 
-def default_sampler(model, dt=0.01, burn_in=5000, thin=10, out_dir=None):
-    """``sampler(inputs, theta, n, seed, time=None, initial=None)`` from the compiled simulator."""
-    from ..simulation.simulate import simulate_time_course
-
-    def sample(inputs, theta, n, seed, time=None, initial=None):
-        if time is None:
-            return simulate(
-                model,
-                theta,
-                n,
-                inputs=inputs,
-                dt=dt,
-                burn_in=burn_in,
-                thin=thin,
-                seed=seed,
-                out_dir=out_dir,
-            )
-        tc = simulate_time_course(
-            model,
-            theta,
-            [time],
-            n,
-            initial=initial,
-            inputs=inputs,
-            dt=dt,
-            seed=seed,
-            out_dir=out_dir,
-        )
-        return tc.snapshots[0]
-
-    return sample
-
-
 def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
     """Samples of every snapshot of the design: {env: array or TimeCourse}.
 
@@ -297,36 +266,21 @@ def _checked(X, env, d):
     return X
 
 
-def check_design(
-    model,
-    nominal=None,
-    *,
-    inputs=None,
-    times=None,
-    initial=None,
-    sampler=None,
-    n_samples=20_000,
-    seed=0,
-    features=None,
-    solver=None,
-    order=None,
-    simulate=True,
-    advise=True,
-    candidates=None,
-    candidate_times=None,
-    n_blocks=32,
-    out_dir=None,
-    dt=0.01,
-    burn_in=5000,
-    thin=10,
-) -> DesignCheck:
+def check_design(model, nominal, experiment, study, features, solver, execution, simulate):
     """Structural and simulated identifiability of a design, and advice (see
-    :func:`dynosed_sym.check_identifiability`, which calls this for designs)."""
+    :func:`dynosed_sym.check_identifiability`, which calls this for designs): the environments
+    and times of ``experiment``, the sample size, seed and sampler of ``study`` (its
+    ``study.sampler``, else the compiled simulator with ``study.simulation``:
+    :func:`~dynosed_sym.identifiability.design_sampling.design_sampler`); an option object that
+    is None takes its defaults."""
     from ..routes.designs import environment_models
     from .advice import SimulatedDesign, advise_design
 
-    features = features or Features()
-    solver = solver or Solver()
+    e, study = experiment or Experiment(), study or Study()
+    features, solver = features or Features(), solver or Solver()
+    ex = execution or Execution()
+    n_samples, seed, out_dir = study.n_samples, study.seed, ex.out_dir
+    inputs, times, initial, order = e.inputs, e.times, e.initial, e.order
 
     t0 = time.perf_counter()
     design = design_spec(model, inputs, times)
@@ -344,7 +298,7 @@ def check_design(
     check.timings["structural"] = time.perf_counter() - t0
     if not simulate:
         return check
-    sampler = sampler or default_sampler(model, dt, burn_in, thin, out_dir)
+    sampler = study.sampler or design_sampler(model, study.simulation, out_dir)
     t1 = time.perf_counter()
     data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model.d)
     sim = as_design(data, model, {e.name: e.input_dict for e in design.envs})
@@ -353,13 +307,13 @@ def check_design(
         sim,
         replace(features, seed=seed),
         solver,
-        Execution(n_blocks=n_blocks, out_dir=out_dir),
+        Execution(n_blocks=ex.n_blocks, out_dir=out_dir),
         order=order,
     )
     check.timings["simulate+fit"] = time.perf_counter() - t1
     check.fit, check.report, check.n_samples = fit, fit.report, int(n_samples)
     _directions(check, fit, structural)
-    if advise and (fit.report.rank < len(check.param_names) or design.has_time_course):
+    if e.advise and (fit.report.rank < len(check.param_names) or design.has_time_course):
         t2 = time.perf_counter()
         simulated = SimulatedDesign(
             model,
@@ -375,7 +329,7 @@ def check_design(
             out_dir,
             _structural_with(model, design, thetas, models, initial, seed, structural),
         )
-        check.advice = advise_design(simulated, candidates, candidate_times, check.notes)
+        check.advice = advise_design(simulated, e.candidates, e.candidate_times, check.notes)
         check.timings["advice"] = time.perf_counter() - t2
     if structural.rank_is_exact and fit.report.rank != structural.rank:
         check.notes.append(
@@ -383,6 +337,14 @@ def check_design(
             f"check gives {structural.rank}"
             + (": too few samples for the weakest" if fit.report.rank < structural.rank else "")
         )
+    check.notes.append(
+        "samples per snapshot: "
+        + (
+            "from sampler="
+            if study.sampler is not None
+            else sampler.description(n_samples) + " (time courses: chains from the initial law)"
+        )
+    )
     return check
 
 

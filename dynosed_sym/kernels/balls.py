@@ -2,12 +2,12 @@
 
 import numba
 
+from .jit import kernel
+
 __all__ = ["ball_labels"]
 
 
-@numba.njit(
-    parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@kernel(parallel=True)
 def ball_labels(X, C, r2, out):
     """out[i] = first ball j with ‖X[i] − C[j]‖² < r2[j], else −1.  X (N, d), C (k, d), r2 (k,)."""
     N, d = X.shape

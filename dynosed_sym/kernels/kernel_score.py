@@ -9,20 +9,14 @@ log-sum-exp shift).  The score estimators built on these sums are in
 import numba
 import numpy as np
 
+from .jit import kernel
+
 __all__ = ["kernel_stream_sums", "KERNEL_CHUNK"]
 
 KERNEL_CHUNK = 2048  # rows per buffered chunk of the kernel estimator (fits in L1/L2)
 
 
-@numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@kernel(inline="always")
 def _exp_neg(e):
     """exp(−e) for 0 ≤ e < 1000 without a libm call (relative error below 1e-15).
 
@@ -51,15 +45,7 @@ def _exp_neg(e):
 
 # fastmath {"reassoc", "contract"} only: lets LLVM vectorise the reductions over a chunk (the
 # summation order is fixed by the code, so results do not depend on the number of threads).
-@numba.njit(
-    parallel=False,
-    fastmath={"reassoc", "contract"},
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@kernel(fastmath={"reassoc", "contract"}, inline="always")
 def _nearest(Xt, p, r2):
     """Squared distance from p to the nearest column of Xt (d, N), in chunks of ``r2.size``."""
     d, N = Xt.shape
@@ -80,15 +66,7 @@ def _nearest(Xt, p, r2):
     return best
 
 
-@numba.njit(
-    parallel=False,
-    fastmath={"reassoc", "contract"},
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+@kernel(fastmath={"reassoc", "contract"}, inline="always")
 def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
     """Σw and Σw² (returned), Σw·y into m1 and Σw·yyᵀ (lower triangle) into m2 over the columns
     lo..hi of Xt, with y = x − p and w = exp(−T(‖y‖² − shift)/2), in chunks of ``w.size`` rows
@@ -136,14 +114,7 @@ def _weighted_sums(Xt, lo, hi, p, shift, T, Y, w, r2, m1, m2):
     return sw, sw2
 
 
-@numba.njit(
-    parallel=True,
-    fastmath={"reassoc", "contract"},
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-)
+@kernel(parallel=True, fastmath={"reassoc", "contract"})
 def kernel_stream_sums(Xt, P, T, starts, blocks, dmin, W, W2, M1, M2):
     """Add the kernel sums of one chunk into per-block sums (streaming log-sum-exp).
 

@@ -37,9 +37,9 @@ the whole serial kernel.
 
 import math
 
-import numba
 import numpy as np
 
+from .jit import kernel
 from .rng import GOLDEN, normal_pair
 
 __all__ = [
@@ -59,26 +59,10 @@ __all__ = [
 LANES = 64
 
 #: The options of every block helper: a separate, cached function (see the module docstring).
-block_helper = numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+block_helper = kernel(inline="never")
 
 
-@numba.njit(
-    parallel=False,
-    fastmath={"contract"},
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="never",
-)
+@kernel(fastmath={"contract"}, inline="never")
 def normals_lanes(keys, counter, eta, nq, nl):
     """Standard normals eta[q, l] (q < nq, l < nl) from the streams keyed by keys[l] (LANES,).
 

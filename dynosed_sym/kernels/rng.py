@@ -8,9 +8,9 @@ function is ``inline="always"``: Numba inlines it into the caller (the lane loop
 :func:`dynosed_sym.kernels.lanes.normals_lanes`), whose compile flags then apply.
 """
 
-import numba
 import numpy as np
 
+from .jit import kernel
 from .trig import fold, sin_turns
 
 __all__ = [
@@ -28,15 +28,7 @@ GOLDEN = 0x9E3779B97F4A7C15
 
 #: Compile options of the inlined helpers here and in :mod:`.lanes`: Numba inlines them into the
 #: calling kernel, so that kernel's flags apply to their arithmetic in the end.
-inline_helper = numba.njit(
-    parallel=False,
-    fastmath=False,
-    cache=True,
-    error_model="numpy",
-    boundscheck=False,
-    nogil=True,
-    inline="always",
-)
+inline_helper = kernel(inline="always")
 
 
 @inline_helper

@@ -10,6 +10,7 @@ any number of threads.
 import numba
 import numpy as np
 
+from .jit import kernel
 from .trig import fold as _fold
 from .trig import sin_turns as _sin_turns
 
@@ -18,9 +19,7 @@ __all__ = ["accumulate_stein", "FEATURE_BLOCK"]
 FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
 
 
-@numba.njit(
-    parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@kernel(parallel=True, fastmath=True)
 def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
     """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c.
 

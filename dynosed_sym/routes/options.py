@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import arguments
 from ..assembly.features import check_lengthscale
-from ..options import Execution
+from ..options import Execution, moved_to
 
 __all__ = ["Features", "Solver", "Scores", "SOLVER_METHODS", "STATISTICS", "ESTIMATORS", "moved_to"]
 
@@ -189,12 +189,6 @@ class Scores:
     degree: int = 2
     dlogp_bandwidth: float | None = None
     use_times: object = None
-
-
-def moved_to(target, cls, *names):
-    """``{name: (target, cls, name)}``: the flat keywords ``names`` are fields of ``cls``, passed
-    as keyword ``target`` (the table of :func:`dynosed_sym.options.moved_keywords`)."""
-    return {name: (target, cls, name) for name in names}
 
 
 #: The execution keywords, as fields of ``execution=Execution(...)``.

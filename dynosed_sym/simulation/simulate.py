@@ -28,7 +28,7 @@ from ..codegen.loading import compile_model
 from ..data.checks import diffusion_psd
 from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
-from ..options import Execution, execution_doc
+from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
 from .starts import positive_starts, start_states
 from .stationarity import check_stationarity, enforce_stationary
@@ -67,7 +67,10 @@ def initial_states(model, n_chains, seed, x0=None, *, theta=None, dt=0.01) -> np
     raise DataError(f"x0: expected shape ({model.d},) or ({n_chains}, {model.d}), got {x0.shape}")
 
 
-@execution_doc("progress", "out_dir", "backend", "client")
+#: The flat keywords of earlier versions, now fields of ``execution=`` (FutureWarning).
+MOVED = moved_to("execution", Execution, "progress", "out_dir", "backend", "client", "n_groups")
+
+
 def simulate(
     model,
     theta,
@@ -80,11 +83,8 @@ def simulate(
     seed=0,
     x0=None,
     inputs=None,
-    progress=None,
-    out_dir=None,
-    backend=None,
-    client=None,
-    n_groups=None,
+    execution=None,
+    **moved,
 ) -> np.ndarray:
     """Draw approximately stationary samples by running independent chains.
 
@@ -118,9 +118,14 @@ def simulate(
         Values of the model's known inputs (``SDEModel(..., inputs=[...])``): the chains run
         ``model.with_inputs(inputs)``: the model's kernels with the values as their argument (one
         module and one compilation whatever the values).
-    <execution options>
-    n_groups : int, optional
-        Dask backend: tasks the chains are split into (default: twice the number of workers).
+    execution : Execution, optional
+        Progress bar, folder of generated kernels, Dask backend, client and the number of Dask
+        tasks the chains are split into (:class:`~dynosed_sym.options.Execution`; None: the
+        defaults; its ``n_blocks`` and ``chunk_rows`` are the fits' and not used here).
+    **moved
+        The flat keywords of earlier versions (``progress=``, ``out_dir=``, ``backend=``,
+        ``client=``, ``n_groups=``): each still works and builds ``execution=``, with a
+        FutureWarning naming the new spelling.
 
     Returns
     -------
@@ -148,8 +153,24 @@ def simulate(
     chains run in batches (with a progress bar) or on Dask workers; chain c's records are the
     same whatever ``n_chains`` (≥ c + 1) is.
     Cost: ``n_chains * (burn_in + thin * ceil(n_samples / n_chains))`` steps.
+
+    Examples
+    --------
+    An Ornstein–Uhlenbeck process dx = −k x dt + √2 dW has the stationary law N(0, 1/k):
+
+    >>> import sympy as sp
+    >>> from dynosed_sym import Execution, SDEModel, simulate
+    >>> x, k = sp.symbols("x k", real=True)
+    >>> model = SDEModel([x], [k], [-k * x], diffusion=1.0, name="ou_doc")
+    >>> quiet = Execution(progress=False)
+    >>> X = simulate(model, [4.0], 4000, burn_in=500, seed=1, execution=quiet)
+    >>> X.shape
+    (4000, 1)
+    >>> bool(abs(X.var() - 0.25) < 0.03)
+    True
     """
-    ex = Execution.resolve(progress=progress, out_dir=out_dir, backend=backend, client=client)
+    given = dict(execution=(execution, Execution))
+    ex = resolve_options("simulate", moved, given, MOVED)["execution"]
     model = with_inputs(model, inputs)
     plan = plan_simulation(
         model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir
@@ -173,7 +194,7 @@ def simulate(
                 plan.thin,
                 plan.n_keep,
                 plan.keys,
-                n_groups=n_groups,
+                n_groups=ex.n_groups,
                 client=ex.client,
                 bar=bar,
             )
@@ -190,7 +211,7 @@ def simulate(
                 out[:, lo:hi], status[lo:hi] = plan.run(lo, hi)
                 bar.update(hi - lo)
         return _checked(plan, plan.samples(out, status))
-    return _checked(plan, plan.samples(*plan.run(0, plan.n_chains)))
+    return _checked(plan, plan.samples(*plan.run()))
 
 
 def _checked(plan, X):
@@ -234,10 +255,12 @@ class SimulationPlan:
     keys: np.ndarray
     seed: int | None = None  # the seed of default start states (None: x0 was given)
 
-    def run(self, lo, hi):
-        """Chains lo … hi − 1 by the generated integrator: (out (n_keep, hi − lo, d), status)."""
+    def run(self, lo=0, hi=None, starts=None):
+        """Chains lo … hi − 1 (default: all) by the generated integrator, from their rows of
+        ``starts`` (default ``x0``): (out (n_keep, hi − lo, d), status)."""
+        hi = self.n_chains if hi is None else hi
         return self.cm.run_chains(
-            self.x0[lo:hi],
+            (self.x0 if starts is None else starts)[lo:hi],
             self.theta,
             self.G,
             self.dt,
@@ -261,16 +284,7 @@ class SimulationPlan:
         if status.any() and self.seed is not None:
             starts = positive_starts(self.model, self.n_chains, self.seed, self.theta, self.dt)
             if starts is not None:
-                again, status2 = self.cm.run_chains(
-                    starts,
-                    self.theta,
-                    self.G,
-                    self.dt,
-                    self.burn_in,
-                    self.thin,
-                    self.n_keep,
-                    self.keys,
-                )
+                again, status2 = self.run(starts=starts)
                 if not status2.any():
                     out, status = again, status2
         if status.any():
@@ -437,9 +451,5 @@ def simulate_time_course(
             x0,
             out_dir,
         )
-        out[t] = plan.samples(
-            *plan.cm.run_chains(
-                plan.x0, plan.theta, plan.G, plan.dt, plan.burn_in, 1, plan.n_keep, plan.keys
-            )
-        )
+        out[t] = plan.samples(*plan.run())
     return TimeCourse(out)

@@ -159,7 +159,7 @@ def test_tiny_cell_end_to_end(tiny_family, tmp_path):
     for k in range(2):
         X = np.random.default_rng(data_seed("tiny_ou", k)).standard_normal((300, 2)) @ L.T
         for col, kw in (("default", {}), ("ridge", RIDGE)):
-            fit = ds.fit_global(model, X, seed=k, **kw)
+            fit = ds.fit_global(model, X, features=ds.Features(seed=k), solver=ds.Solver(**kw))
             (rec,) = [r for r in recs if (r["set"], r["column"], r["route"]) == (k, col, "global")]
             assert rec["theta"] == fit.theta.tolist()
             assert [rec["lo"][0], rec["hi"][0]] == fit.conf_int()[0].tolist()

@@ -262,7 +262,7 @@ def test_cli_simulate_fit_compile_check_end_to_end(project_root, tmp_path):
     res = json.loads(
         _ok(_dynosed(project_root, "fit", model_file, csv, "--features", 256, "--json"))
     )
-    ref = ds.fit_global(model, X, n_features=256, seed=0)
+    ref = ds.fit_global(model, X, features=ds.Features(n_features=256, seed=0))
     np.testing.assert_allclose([p["estimate"] for p in res["parameters"]], ref.theta, rtol=1e-12)
     assert res["report"]["rank"] == ref.report.rank == 3
     assert [p["identifiable"] for p in res["parameters"]] == [True, False, False, True]
@@ -460,7 +460,7 @@ def test_fit_statistic_estimator_prior_scale_options(runner, project_root, tmp_p
         main, ["fit", ou, str(data), "--statistic", "v", "--prior-scale", "none", "--json"]
     )
     rec = json.loads(res.stdout)
-    ref = ds.fit_global(model, X, statistic="v", prior_scale=None)
+    ref = ds.fit_global(model, X, solver=ds.Solver(statistic="v", prior_scale=None))
     np.testing.assert_array_equal([p["estimate"] for p in rec["parameters"]], ref.theta)
     assert rec["report"]["statistic"] == "v" and rec["report"]["estimator"] == "ridge"
     res = runner.invoke(

@@ -61,7 +61,7 @@ def test_demo_figures_on_small_data(tmp_path):
 def test_plotting_primitives(tmp_path, models, ou_samples):
     m = models["ou2d"]
     X = ou_samples(m.nominal.reshape(2, 2), 1.0, 2000, 0)
-    fit = ds.fit_global(m, X, n_features=128, seed=0)
+    fit = ds.fit_global(m, X, features=ds.Features(n_features=128, seed=0))
     figs = {
         "free.png": plotting.plot_freeness(fit),
         "free_matrix.png": plotting.plot_freeness(

@@ -21,7 +21,13 @@ def network12(tmp_path_factory):
     """d = 12 network (its 144 weights a matrix block), samples from its simulator."""
     model, truth = network_model(12, 0)
     cm = ds.compile_model(model, str(tmp_path_factory.mktemp("net12")))
-    X = ds.simulate(model, truth, 3000, burn_in=400, out_dir=str(tmp_path_factory.mktemp("s")))
+    X = ds.simulate(
+        model,
+        truth,
+        3000,
+        burn_in=400,
+        execution=ds.Execution(out_dir=str(tmp_path_factory.mktemp("s"))),
+    )
     return model, truth, cm, X
 
 

@@ -146,12 +146,14 @@ def test_simulation_spread_over_workers_is_identical(models, client, name, group
     model = models[name]
     kw = dict(dt=0.01, burn_in=200, thin=3, n_chains=300, seed=11)
     ref = ds.simulate(model, model.nominal, 2999, **kw)
-    got = ds.simulate(model, model.nominal, 2999, n_groups=groups, backend="dask", **kw)
+    got = ds.simulate(
+        model, model.nominal, 2999, **kw, execution=ds.Execution(n_groups=groups, backend="dask")
+    )
     assert got.shape == ref.shape
     np.testing.assert_array_equal(got, ref)
     x0 = np.random.default_rng(0).standard_normal((300, model.d)) * 0.1
     np.testing.assert_array_equal(
-        ds.simulate(model, model.nominal, 600, x0=x0, backend="dask", **kw),
+        ds.simulate(model, model.nominal, 600, x0=x0, **kw, execution=ds.Execution(backend="dask")),
         ds.simulate(model, model.nominal, 600, x0=x0, **kw),
     )
 
@@ -164,15 +166,15 @@ def test_public_simulate_dispatches_to_dask(models, client):
     model = models["lorenz"]
     kw = dict(dt=0.01, burn_in=100, thin=2, n_chains=50, seed=3)
     np.testing.assert_array_equal(
-        ds.simulate(model, model.nominal, 500, backend="dask", **kw),
+        ds.simulate(model, model.nominal, 500, **kw, execution=ds.Execution(backend="dask")),
         ds.simulate(model, model.nominal, 500, **kw),
     )
     np.testing.assert_array_equal(
-        ds.simulate(model, model.nominal, 500, client=client, **kw),
-        ds.simulate(model, model.nominal, 500, backend="local", **kw),
+        ds.simulate(model, model.nominal, 500, **kw, execution=ds.Execution(client=client)),
+        ds.simulate(model, model.nominal, 500, **kw, execution=ds.Execution(backend="local")),
     )
     with pytest.raises(ds.DataError, match="backend"):
-        ds.simulate(model, model.nominal, 10, backend="spark")
+        ds.simulate(model, model.nominal, 10, execution=ds.Execution(backend="spark"))
 
 
 def test_worker_without_shared_files(lorenz, tmp_path, monkeypatch):

@@ -48,7 +48,14 @@ def test_three_input_values_one_module_one_compile(tmp_path):
     for cm, v in zip(cms, VALUES):
         assert cm.inputs.tolist() == [v] and cm.path == cms[0].path
         cm.stein_features(X)
-        ds.simulate(model, model.nominal, 64, inputs={"u": v}, burn_in=5, out_dir=str(tmp_path))
+        ds.simulate(
+            model,
+            model.nominal,
+            64,
+            inputs={"u": v},
+            burn_in=5,
+            execution=ds.Execution(out_dir=str(tmp_path)),
+        )
     assert sorted(p.name for p in tmp_path.glob("*.py")) == [cms[0].path.split("/")[-1]]
     raw = cms[0].raw_module
     assert len(raw.stein_features.signatures) == 1

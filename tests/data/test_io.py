@@ -182,8 +182,12 @@ def test_equations_are_readable(models):
 # note
 def test_simulate_progress_batches_give_the_same_samples(models):
     m = models["ou2d_m12"]
-    a = ds.simulate(m, m.nominal, 1200, burn_in=50, n_chains=600, seed=5, progress=False)
-    b = ds.simulate(m, m.nominal, 1200, burn_in=50, n_chains=600, seed=5, progress=True)
+    a = ds.simulate(
+        m, m.nominal, 1200, burn_in=50, n_chains=600, seed=5, execution=ds.Execution(progress=False)
+    )
+    b = ds.simulate(
+        m, m.nominal, 1200, burn_in=50, n_chains=600, seed=5, execution=ds.Execution(progress=True)
+    )
     np.testing.assert_array_equal(a, b)
 
 

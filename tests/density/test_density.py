@@ -459,7 +459,7 @@ def test_non_gradient_density_matches_long_simulation(swirl, out_dir):
         thin=25,
         n_chains=2000,
         seed=1,
-        out_dir=out_dir,
+        execution=ds.Execution(out_dir=out_dir),
     )
     edges = np.linspace(-5.0, 5.0, 41)
     H, _, _ = np.histogram2d(X[:, 0], X[:, 1], bins=[edges, edges])
@@ -906,7 +906,8 @@ def test_model_without_parameters_simulates_and_trains_like_a_fixed_parameter(ou
     x, a = sp.symbols("x a", real=True)
     bare = ds.SDEModel([x], [], [x - x**3], diffusion=sp.Rational(1, 4), name="density_noparam")
     with_a = ds.SDEModel([x], [a], [a * x - x**3], diffusion=sp.Rational(1, 4), name="density_a")
-    sim = dict(dt=0.01, burn_in=200, thin=5, n_chains=50, seed=4, out_dir=out_dir)
+    sim = dict(dt=0.01, burn_in=200, thin=5, n_chains=50, seed=4)
+    sim["execution"] = ds.Execution(out_dir=out_dir)
     X0 = ds.simulate(bare, None, 500, **sim)
     np.testing.assert_allclose(X0, ds.simulate(with_a, [1.0], 500, **sim), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(X0, ds.simulate(bare, {}, 500, **sim))

@@ -53,7 +53,7 @@ def repressilator(gen_dir):
         name="repress",
         nominal=[2.0, 2.0, 2.0, 1.0, 1.0, 1.0],
     )
-    X = ds.simulate(m, m.nominal, 20_000, seed=1, out_dir=gen_dir)
+    X = ds.simulate(m, m.nominal, 20_000, seed=1, execution=ds.Execution(out_dir=gen_dir))
     return m, X
 
 
@@ -173,7 +173,14 @@ def test_kernel_interval_calibration_on_other_models(gen_dir):
         th = np.array(th, float)
         covered = covered_plain = n = 0
         for s in range(10):
-            X = ds.simulate(m, th, 10_000, n_chains=10_000, seed=1000 + s, out_dir=gen_dir)
+            X = ds.simulate(
+                m,
+                th,
+                10_000,
+                n_chains=10_000,
+                seed=1000 + s,
+                execution=ds.Execution(out_dir=gen_dir),
+            )
             fit = ds.fit_local(m, X, 10, out_dir=gen_dir)
             sd = np.sqrt(fit.report.std_errors**2 + fit.report.bias_sd**2)
             finite = np.isfinite(sd)

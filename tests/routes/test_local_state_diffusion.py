@@ -117,7 +117,16 @@ def test_global_on_exact_samples(sd_model):
 def test_both_routes_on_simulated_samples(sd_model):
     """Euler–Maruyama chains with the generated G(x) (½GGᵀ = D(x)): both routes recover (a, c)."""
     model, out = sd_model
-    X = ds.simulate(model, TRUTH, 100_000, dt=0.002, burn_in=5000, thin=20, seed=0, out_dir=out)
+    X = ds.simulate(
+        model,
+        TRUTH,
+        100_000,
+        dt=0.002,
+        burn_in=5000,
+        thin=20,
+        seed=0,
+        execution=ds.Execution(out_dir=out),
+    )
     np.testing.assert_allclose(np.cov(X.T), np.eye(2), atol=0.05)
     fit = ds.fit_global(model, X, seed=0, out_dir=out)
     np.testing.assert_allclose(fit.theta, TRUTH, rtol=0.05)

@@ -247,6 +247,30 @@ def test_bad_arguments(ou):
     assert X.shape == (10, 2)
 
 
+def test_flat_execution_keywords_still_work_with_a_future_warning(ou):
+    """progress=, out_dir=, backend=, client=, n_groups= of earlier versions build
+    execution=Execution(...): the same samples and a FutureWarning naming the new spelling; both
+    spellings at once, an unknown keyword, a bad field and a dict are refused."""
+    m, _ = ou
+    kw = dict(burn_in=20, thin=2, n_chains=8, seed=3)  # < 16 chains: no stationarity verdict
+    new = ds.simulate(m, m.nominal, 40, execution=ds.Execution(progress=False), **kw)
+    spelled = r"simulate: the keywords progress .* pass execution=Execution\(progress=False\)"
+    with pytest.warns(FutureWarning, match=spelled):
+        old = ds.simulate(m, m.nominal, 40, progress=False, **kw)
+    np.testing.assert_array_equal(old, new)
+    both = "simulate: progress given both as keywords and through execution="
+    with pytest.raises(DataError, match=both):
+        ds.simulate(m, m.nominal, 40, progress=False, execution=ds.Execution(), **kw)
+    with pytest.raises(
+        TypeError, match=r"simulate\(\) got an unexpected keyword argument 'n_block'"
+    ):
+        ds.simulate(m, m.nominal, 40, n_block=4, **kw)
+    with pytest.raises(DataError, match=r"^Execution\.n_groups must be at least 1, got 0$"):
+        ds.Execution(n_groups=0)
+    with pytest.raises(DataError, match=r"execution must be a .*Execution or None"):
+        ds.simulate(m, m.nominal, 40, execution={"progress": False}, **kw)
+
+
 # --------------------------------------------------------------------------- the normals
 def test_normals_statistics():
     """Moments, tails, a KS test, lag-1 and cross-chain correlations of the in-kernel normals."""
@@ -347,7 +371,16 @@ def test_state_dependent_noise_stationary_law(mult1d):
     m, _, out_dir = mult1d
     N = 20000
     X = ds.simulate(
-        m, [1.0], N, dt=0.01, burn_in=1000, thin=1, n_chains=N, seed=3, x0=[0.0], out_dir=out_dir
+        m,
+        [1.0],
+        N,
+        dt=0.01,
+        burn_in=1000,
+        thin=1,
+        n_chains=N,
+        seed=3,
+        x0=[0.0],
+        execution=ds.Execution(out_dir=out_dir),
     )
     ks = scipy.stats.kstest(X[:, 0], scipy.stats.t(df=3, scale=1 / np.sqrt(3)).cdf).statistic
     assert ks < 1.95 / np.sqrt(N) + 0.01
@@ -361,6 +394,15 @@ def test_state_dependent_noise_reproducible_across_threads(mult1d, restore_threa
     for threads in (1, 2):
         numba.set_num_threads(threads)
         runs.append(
-            ds.simulate(m, [1.0], 500, burn_in=100, thin=3, n_chains=100, seed=1, out_dir=out_dir)
+            ds.simulate(
+                m,
+                [1.0],
+                500,
+                burn_in=100,
+                thin=3,
+                n_chains=100,
+                seed=1,
+                execution=ds.Execution(out_dir=out_dir),
+            )
         )
     assert np.array_equal(runs[0], runs[1])

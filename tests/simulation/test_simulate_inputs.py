@@ -20,7 +20,9 @@ def test_simulate_with_inputs_is_the_specialised_model(tmp_path):
     sub = model.with_inputs({"s": 2.0})
     b = ds.simulate(sub, model.nominal, 300, burn_in=50, seed=3)
     plain = ds.SDEModel(sub.state, sub.params, sub.drift, sub.D, name="ou_aniso_s2")
-    c = ds.simulate(plain, model.nominal, 300, burn_in=50, seed=3, out_dir=str(tmp_path))
+    c = ds.simulate(
+        plain, model.nominal, 300, burn_in=50, seed=3, execution=ds.Execution(out_dir=str(tmp_path))
+    )
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
 

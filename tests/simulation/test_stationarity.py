@@ -144,7 +144,9 @@ def cir(gen_dir):
 
 
 def test_cir_starts_inside_its_domain(cir, gen_dir):
-    X = ds.simulate(cir, cir.nominal, 4000, n_chains=4000, seed=0, out_dir=gen_dir)
+    X = ds.simulate(
+        cir, cir.nominal, 4000, n_chains=4000, seed=0, execution=ds.Execution(out_dir=gen_dir)
+    )
     assert X.min() > 0
     ks = scipy.stats.kstest(X[:, 0], scipy.stats.gamma(a=4.0, scale=0.25).cdf)
     assert ks.pvalue > 1e-3, ks
@@ -162,7 +164,9 @@ def test_sqrt_noise_declared_as_g(gen_dir):
     m = ds.SDEModel(
         [x], [a, b], [a - b * x], noise=[[sp.sqrt(x) / sp.sqrt(2)]], name="cir_g", nominal=[1, 1]
     )
-    X = ds.simulate(m, m.nominal, 2000, n_chains=2000, seed=2, out_dir=gen_dir)
+    X = ds.simulate(
+        m, m.nominal, 2000, n_chains=2000, seed=2, execution=ds.Execution(out_dir=gen_dir)
+    )
     assert X.min() > 0 and abs(X.mean() - 1.0) < 0.05
 
 
@@ -173,8 +177,10 @@ def test_no_start_inside_the_domain_asks_for_x0(gen_dir):
         [x], [a, b], [a - b * x], diffusion=(x - 10) / 2, name="shifted", nominal=[20.0, 1.0]
     )
     with pytest.raises(ds.DataError, match="x0="):
-        ds.simulate(m, [1.0, 1.0], 100, seed=0, out_dir=gen_dir)
-    X = ds.simulate(m, m.nominal, 500, n_chains=500, x0=[20.0], seed=0, out_dir=gen_dir)
+        ds.simulate(m, [1.0, 1.0], 100, seed=0, execution=ds.Execution(out_dir=gen_dir))
+    X = ds.simulate(
+        m, m.nominal, 500, n_chains=500, x0=[20.0], seed=0, execution=ds.Execution(out_dir=gen_dir)
+    )
     assert X.min() > 10
 
 

@@ -17,12 +17,14 @@ not part of the default run (``--quick``: a few data sets per case, no GRN).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
+from ...routes.options import Features, Scores, Solver
 from .common import _load
 
-FIT = {"u": {}, "v": {"statistic": "v"}}
+FIT = {"u": Solver(), "v": Solver(statistic="v")}
 
 
 def ou_exact(M, n, seed):
@@ -74,12 +76,12 @@ def _report_case(name, names, truth, fits_by, out):
         }
 
 
-def _fit_sets(model, sets, **kw):
+def _fit_sets(model, sets):
     from ...routes.global_route import fit_global
 
     return {
-        key: [fit_global(model, X, seed=k, **kw, **extra) for k, X in enumerate(sets)]
-        for key, extra in FIT.items()
+        key: [fit_global(model, X, features=Features(seed=k), solver=s) for k, X in enumerate(sets)]
+        for key, s in FIT.items()
     }
 
 
@@ -133,8 +135,8 @@ def _lorenz_bias(families, out):
         weak = []  # data sets where a direction is not resolved: its curvature t (directions)
         for k in range(R):
             X = simulate(model, truth, 300, seed=base + k)
-            for key, extra in FIT.items():
-                fit = fit_global(model, X, seed=k, **extra)
+            for key, solver in FIT.items():
+                fit = fit_global(model, X, features=Features(seed=k), solver=solver)
                 est[key].append(fit.theta)
                 rep = fit.report
                 if key == "u" and rep.rank < 3:
@@ -176,8 +178,9 @@ def _grn(seeds, out):
     for s in seeds:
         t0 = time.perf_counter()
         X = simulate(model, truth, 50_000, dt=0.01, burn_in=30_000, thin=10, n_chains=2048, seed=s)
-        for key, extra in FIT.items():
-            fit = fit_global(model, X, n_features=2048, lam=1e-6, seed=0, **extra)
+        for key, solver in FIT.items():
+            features = Features(n_features=2048, seed=0)
+            fit = fit_global(model, X, features=features, solver=replace(solver, lam=1e-6))
             fits[key].append(fit)
             ci = fit.conf_int()[k15]
             st = fit.report.status[k15]
@@ -223,12 +226,11 @@ def _local(out):
     )
     out["local lorenz"] = {}
     for score in ("kernel", "local_gaussian", "score_matching"):
-        kw = (
-            {"score": score} if score == "score_matching" else {"score": score, "temperature": 49.0}
-        )
+        T = None if score == "score_matching" else 49.0
+        scores = Scores(score=score) if T is None else Scores(score=score, temperature=T)
         row = {}
         for st in ("v", "u"):
-            fit = fit_local(model, X, balls, statistic=st, **kw)
+            fit = fit_local(model, X, balls, scores=scores, solver=Solver(statistic=st))
             row[st] = (fit.theta.tolist(), fit.report.std_errors.tolist())
         txt = "; ".join(
             f"{nm} v {row['v'][0][j]:.3f} ({row['v'][1][j]:.3f}) u {row['u'][0][j]:.3f} "
@@ -253,7 +255,10 @@ def _local(out):
     for k in range(20):
         Xk = balls.restrict(ou_exact(M, 200_000, 9000 + k))
         for name in est:
-            est[name].append(fit_local(ou, Xk, balls, score="score_matching", estimator=name).theta)
+            fit = fit_local(
+                ou, Xk, balls, scores=Scores(score="score_matching"), solver=Solver(estimator=name)
+            )
+            est[name].append(fit.theta)
     print(
         "local route, all-free OU (M12 − M21 unresolved), 200,000 exact samples in seven balls, "
         "score matching, 20 data sets: spread (sd) of the estimates"

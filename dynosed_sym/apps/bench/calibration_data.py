@@ -64,8 +64,9 @@ class Protocol:
     Attributes
     ----------
     sizes : tuple of int
-        Sample sizes N of the cells (the N-sample data set of seed s is the first N rows —
-        N independent chains — of the largest one, so the cells share seeds, not chains' draws).
+        Sample sizes N of the cells (default 2000 and 10,000; the N-sample data set of seed s is
+        the first N rows — N independent chains — of the largest one, so the cells share seeds,
+        not chains' draws).
     sampler : "simulate" or "exact"
     dt, burn_in : simulation step and steps before the single record of each chain.
     relaxation : float
@@ -80,7 +81,7 @@ class Protocol:
         k-means probes of the local route (``fit_local(model, X, k)``).
     """
 
-    sizes: tuple
+    sizes: tuple = (2000, 10_000)
     sampler: str = "simulate"
     dt: float = 0.01
     burn_in: int = 5000

@@ -46,6 +46,11 @@ def _gaussian_sampler(S):
     return lambda n, rng: rng.standard_normal((int(n), len(S))) @ L.T
 
 
+def _exact_gaussian(M, D, **protocol):
+    """The Protocol of an OU family drawn exactly from its Gaussian stationary law."""
+    return Protocol(sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D)), **protocol)
+
+
 def _grid_sampler(logp, lo, hi, m=200_001):
     """Inverse-CDF sampler of a 1-D density ∝ exp(logp(x)) on [lo, hi] (linear interpolation of
     the CDF on m grid points; the tails beyond carry < 1e-12 of the mass for the laws used)."""
@@ -143,7 +148,6 @@ def van_der_pol():
         model,
         np.array([1.0, 1.0, 1.0]),
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=10_000,
             relaxation=6.7,
             relaxation_note="one period (phase mixing: checked empirically)",
@@ -168,7 +172,6 @@ def hopf():
         model,
         np.array([1.0, 1.0, 2.0]),
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=6000,
             relaxation=5.0,
             relaxation_note="radial 1/(2a) = 0.5; phase diffusion D/r² ≈ 0.1 needs ≈ 10: 60 units",
@@ -195,7 +198,6 @@ def toggle():
         model,
         np.array([2.5, 1.0, 2.5, 1.0]),
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=3000,
             relaxation=1.5,
             relaxation_note="within-state 1/|λ| (symmetric truth and starts)",
@@ -220,7 +222,6 @@ def double_well_1d():
         model,
         truth,
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=2000,
             relaxation=0.5,
             x0="exact",
@@ -254,7 +255,6 @@ def double_well_2d():
         model,
         truth,
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=2000,
             relaxation=1.0,
             x0="exact",
@@ -298,7 +298,6 @@ def schlogl():
         model,
         np.array(_SCHLOGL),
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=2000,
             relaxation=0.5,
             x0="exact",
@@ -325,7 +324,6 @@ def dimerisation():
         model,
         truth,
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=2000,
             relaxation=1.0,
             x0=(6.18, 1.91),
@@ -348,7 +346,6 @@ def cir():
         model,
         np.array([4.0, 1.0]),
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=2000,
             relaxation=1.0,
             x0=(4.0,),
@@ -378,7 +375,6 @@ def fast_slow():
         model,
         np.array([50.0, 50.0, 0.5, 1.0]),
         Protocol(
-            sizes=(2000, 10_000),
             dt=0.005,
             burn_in=8000,
             relaxation=2.0,
@@ -393,13 +389,7 @@ def ou_small_noise():
     M = [[-1.0, 0.5], [-0.5, -1.0]]
     D = 1e-4 * np.eye(2)
     model, truth = _ou_model("sweep_ou_small", M, D, ["M11", "M12", "M21", "M22"])
-    return (
-        model,
-        truth,
-        Protocol(
-            sizes=(2000, 10_000), sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D))
-        ),
-    )
+    return model, truth, _exact_gaussian(M, D)
 
 
 def ou2d_partial():
@@ -407,13 +397,7 @@ def ou2d_partial():
     M = [[-1.0, 0.8], [-0.3, -0.7]]
     D = np.diag([1.0, 0.5])
     model, truth = _ou_model("sweep_ou2_partial", M, D, ["M11", "M12", "M22"])
-    return (
-        model,
-        truth,
-        Protocol(
-            sizes=(2000, 10_000), sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D))
-        ),
-    )
+    return model, truth, _exact_gaussian(M, D)
 
 
 def ou3d_free():
@@ -423,13 +407,7 @@ def ou3d_free():
     D = np.eye(3)
     free = [f"M{i}{j}" for i in range(1, 4) for j in range(1, 4)]
     model, truth = _ou_model("sweep_ou3_free", M, D, free)
-    return (
-        model,
-        truth,
-        Protocol(
-            sizes=(2000, 10_000), sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D))
-        ),
-    )
+    return model, truth, _exact_gaussian(M, D)
 
 
 # --------------------------------------------------------------------------- genes, chaos
@@ -472,7 +450,6 @@ def rossler():
         model,
         np.array([0.2, 0.2, 5.7]),
         Protocol(
-            sizes=(2000, 10_000),
             burn_in=10_000,
             relaxation=10.0,
             x0=(0.0, -6.5, 0.02),

@@ -15,12 +15,13 @@ Families: :mod:`.calibration_families`, :mod:`.calibration_networks`; data and c
 :mod:`.calibration_data`; metrics and the table: :mod:`.calibration_metrics`; the independent
 solver: :mod:`.calibration_diffrax`.
 
-Fits, as a user would call them: global ``ds.fit_global(model, X, seed=k, **options)``; local
-``ds.fit_local(model, X, probes, **options)`` with ``probes`` the k-means centres of X
-(``ds.choose_probes(X, k)``, k = ``protocol.local_probes`` or N/25 if smaller: probes where the
-data are dense), shared by the columns.  Columns: "default" (the package's defaults, or the
-options of ``--default-options``), "ridge" (``statistic="v", estimator="ridge"``) and any
-``--candidate NAME=JSON``.  Options may be one dict for both routes or
+Fits, as a user would call them, with the option objects the flat ``options`` build
+(:func:`dynosed_sym.options.option_objects`): global ``ds.fit_global(model, X,
+features=Features(seed=k), ...)``; local ``ds.fit_local(model, X, probes, ...)`` with ``probes``
+the k-means centres of X (``ds.choose_probes(X, k)``, k = ``protocol.local_probes`` or N/25 if
+smaller: probes where the data are dense), shared by the columns.  Columns: "default" (the
+package's defaults, or the options of ``--default-options``), "ridge" (``statistic="v",
+estimator="ridge"``) and any ``--candidate NAME=JSON``.  Options may be one dict for both routes or
 ``{"global": {...}, "local": {...}}``.
 """
 
@@ -34,6 +35,9 @@ import warnings
 from dataclasses import dataclass, field
 
 import dynosed_sym as ds
+from dynosed_sym.options import option_objects
+from dynosed_sym.routes.global_route import MOVED as GLOBAL_OPTIONS
+from dynosed_sym.routes.local_route import MOVED as LOCAL_OPTIONS
 
 from .calibration_data import (
     BASE_SEED,
@@ -113,9 +117,11 @@ def fit_record(model, X, route, options, k, probes=None):
         warnings.simplefilter("always")
         try:
             if route == "global":
-                fit = ds.fit_global(model, X, seed=k, **options)
+                objects = option_objects("fit_global", {"seed": k, **options}, GLOBAL_OPTIONS)
+                fit = ds.fit_global(model, X, **objects)
             else:
-                fit = ds.fit_local(model, X, probes, **options)
+                objects = option_objects("fit_local", options, LOCAL_OPTIONS)
+                fit = ds.fit_local(model, X, probes, **objects)
             ci = fit.conf_int()
             rep = fit.report
             rec.update(

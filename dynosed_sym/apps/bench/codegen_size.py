@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import textwrap
 import time
+
+from .common import run_script
 
 __all__ = ["main", "measure"]
 
@@ -35,7 +35,7 @@ _COMPILE = textwrap.dedent(r"""
     from dynosed_sym.apps.bench.network_model import network_model
     path, d = sys.argv[1], int(sys.argv[2])
     ou = ds.load_model(sys.argv[3])  # the model-independent kernels first, untimed
-    ds.simulate(ou, ou.nominal, 8, burn_in=1, thin=1, out_dir=sys.argv[4])
+    ds.simulate(ou, ou.nominal, 8, burn_in=1, thin=1, execution=ds.Execution(out_dir=sys.argv[4]))
     spec = importlib.util.spec_from_file_location("bench_module", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -69,17 +69,7 @@ def _compile_times(path, d):
     with tempfile.TemporaryDirectory(prefix="dynosed_bench_size_") as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "nc"), DYNOSED_QUIET="1")
         ou = os.path.join(MODELS, "ou2d.py")
-        proc = subprocess.run(
-            [sys.executable, "-c", _COMPILE, path, str(d), ou, tmp],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if proc.returncode != 0 or line is None:
-        raise RuntimeError(f"compile subprocess failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(line[len("RESULT ") :])
+        return run_script(_COMPILE, [path, d, ou, tmp], env, "compile")[0]
 
 
 def measure(d, compile_max):

@@ -124,3 +124,26 @@ def machine_info():
         "numpy": np.__version__,
         "numba": numba.__version__,
     }
+
+
+def run_script(script, args, env=None, what="benchmark"):
+    """Run ``script`` in a fresh Python process with ``args`` → (the JSON record its line
+    ``RESULT {...}`` prints, wall seconds of the process); a RuntimeError with its output when
+    it fails or prints no record."""
+    import json
+    import subprocess
+    import sys
+
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - t0
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"{what} subprocess failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(line[len("RESULT ") :]), wall

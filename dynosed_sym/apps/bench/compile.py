@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import textwrap
-import time
 
-from .common import MODELS, TARGETS, _target
+from .common import MODELS, TARGETS, _target, run_script
 
 _COMPILE_SCRIPT = textwrap.dedent(r"""
     import json, sys, time
@@ -42,10 +38,12 @@ _COMPILE_SCRIPT = textwrap.dedent(r"""
     X = np.column_stack([rng.uniform(0, 3, (300, 3)), np.cos(ang[:, 0]), np.sin(ang[:, 0]),
                          np.cos(ang[:, 1]), np.sin(ang[:, 1])])
     timed("jit_model_kernels_s", lambda: (cm.drift(X, model.nominal), cm.stein_features(X)))
+    ex = ds.Execution(out_dir=sys.argv[2])
     timed("jit_simulator_s", lambda: ds.simulate(model, model.nominal, 64, burn_in=10, thin=1,
-                                                 out_dir=sys.argv[2]))
+                                                 execution=ex))
     derive_calls["kernels_and_simulate"] = len(calls) - sum(derive_calls.values())
-    timed("jit_fit_s", lambda: ds.fit_global(model, X, n_features=256, out_dir=sys.argv[2]))
+    timed("jit_fit_s", lambda: ds.fit_global(model, X, features=ds.Features(n_features=256),
+                                                  execution=ex))
     derive_calls["fit_global"] = len(calls) - sum(derive_calls.values())
     out["derive_calls"] = derive_calls
     print("RESULT " + json.dumps(out))
@@ -55,19 +53,7 @@ _COMPILE_SCRIPT = textwrap.dedent(r"""
 def _compile_run(model_path, out_dir, cache_dir):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     env.pop("DYNOSED_GENERATED_DIR", None)
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _COMPILE_SCRIPT, model_path, out_dir],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    wall = time.perf_counter() - t0
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if proc.returncode != 0 or line is None:
-        raise RuntimeError(f"compile benchmark subprocess failed:\n{proc.stdout}\n{proc.stderr}")
-    r = json.loads(line[len("RESULT ") :])
+    r, wall = run_script(_COMPILE_SCRIPT, [model_path, out_dir], env, "compile benchmark")
     r["process_wall_s"] = wall
     r["in_process_s"] = sum(v for k, v in r.items() if k.endswith("_s") and k != "process_wall_s")
     return r

@@ -147,7 +147,7 @@ def finite_table(reps, n=20_000, m=512):
             tc = ds.TimeCourse(
                 {float(t): rng.multivariate_normal(*transient_law(t), n) for t in times}
             )
-            fit = ds.fit_global(model, tc, order=order, n_features=m, seed=r)
+            fit = ds.fit_global(model, tc, order=order, features=ds.Features(n_features=m, seed=r))
             errs.append(np.abs(fit.theta - truth).max())
             ci = fit.conf_int()
             cover.append((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
@@ -186,11 +186,9 @@ def advice_table(reps, candidates=(10.0, 0.5)):
 
     check = ds.check_identifiability(
         model,
-        inputs={"s": 1.0},
-        sampler=sampler,
-        n_samples=100_000,
-        n_features=512,
-        candidates=[{"s": c} for c in candidates],
+        experiment=ds.Experiment(inputs={"s": 1.0}, candidates=[{"s": c} for c in candidates]),
+        study=ds.Study(sampler=sampler, n_samples=100_000),
+        features=ds.Features(n_features=512),
     )
     rows = []
     for adv in check.advice:
@@ -207,9 +205,8 @@ def advice_table(reps, candidates=(10.0, 0.5)):
                     model,
                     data,
                     inputs={"cur": {"s": 1.0}, "new": {"s": s_c}},
-                    n_features=512,
-                    seed=r,
-                    n_blocks=min(32, int(mult * n_c) // 8),
+                    features=ds.Features(n_features=512, seed=r),
+                    execution=ds.Execution(n_blocks=min(32, int(mult * n_c) // 8)),
                 )
                 ok += fit.report.rank == 4
             freq.append(ok / reps)
@@ -223,7 +220,9 @@ def env_table(reps):
     errs, cover, small_p, ranks, thetas, ses = [], [], [], [], [], []
     for r in range(reps):
         data = {"A": _stationary(1.0, 100_000, 7000 + r), "B": _stationary(3.0, 100_000, 8000 + r)}
-        fit = ds.fit_global(model, data, inputs={"A": {"s": 1.0}, "B": {"s": 3.0}}, seed=r)
+        fit = ds.fit_global(
+            model, data, inputs={"A": {"s": 1.0}, "B": {"s": 3.0}}, features=ds.Features(seed=r)
+        )
         errs.append(np.abs(fit.theta - truth).max())
         ci = fit.conf_int()
         cover.append((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
@@ -267,10 +266,8 @@ def local_table(bandwidths=(0.15, 0.25, 0.4), n=20_000):
                 model,
                 tc,
                 probes,
-                score=_gaussian_fit_score,
-                dlogp_bandwidth=h,
-                use_times=use,
-                n_blocks=16,
+                scores=ds.Scores(score=_gaussian_fit_score, dlogp_bandwidth=h, use_times=use),
+                execution=ds.Execution(n_blocks=16),
             )
             cells.append(
                 (

@@ -10,6 +10,7 @@ from functools import cache
 import numba
 import numpy as np
 
+from ...kernels.jit import kernel
 from ...kernels.trig import fold as _fold
 
 # noqa: E402  (inlined polynomial helpers of the fill)
@@ -19,9 +20,7 @@ from .common import TARGETS, _fmt_s, _load, _rss_mb, _slope, _target, _timed
 LIMIT_BLOCK = 128
 
 
-@numba.njit(
-    parallel=True, fastmath=True, cache=True, error_model="numpy", boundscheck=False, nogil=True
-)
+@kernel(parallel=True, fastmath=True)
 def sincos_only(X, Wt, ct, out):
     """Phase ωᵀx + c and polynomial sin and cos of every (sample, feature) pair, summed.
 

@@ -71,6 +71,7 @@ _NR, _MR = 40, 64  # rows and features of the comparison with the NumPy referenc
 def section_large(quick, repeats):
     from ...assembly.stein import block_sums, contract
     from ...codegen.loading import compile_model
+    from ...options import Execution
     from ...reference import drift_reference, simulate_reference, stein_system_reference
     from ...simulation.simulate import simulate
 
@@ -86,6 +87,7 @@ def section_large(quick, repeats):
         t0 = time.perf_counter()
         cm = compile_model(model, tmp)
         r["print_and_import_s"] = time.perf_counter() - t0
+        ex = Execution(out_dir=tmp)
         r["generated_kib"] = os.path.getsize(cm.path) / 1024
         rng = np.random.default_rng(1)
         # states for the fill: standard normal (the fill cost does not depend on where they are)
@@ -99,7 +101,7 @@ def section_large(quick, repeats):
         r["jit_model_kernels_s"] = time.perf_counter() - t0
         block_sums(cm, X[:64], feats)
         t0 = time.perf_counter()
-        simulate(model, model.nominal, 8, burn_in=1, thin=1, n_chains=8, out_dir=tmp)
+        simulate(model, model.nominal, 8, burn_in=1, thin=1, n_chains=8, execution=ex)
         r["jit_simulator_s"] = time.perf_counter() - t0
         phi = cm.stein_features(X)
         t_fill, _, _ = _timed(lambda: _fill_call(cm, X, feats, phi), max(1, repeats // 2))
@@ -133,7 +135,7 @@ def section_large(quick, repeats):
         C, steps = 256, 20
         t_k, _, _ = _timed(
             lambda: simulate(
-                model, model.nominal, C, burn_in=steps - 1, thin=1, n_chains=C, out_dir=tmp
+                model, model.nominal, C, burn_in=steps - 1, thin=1, n_chains=C, execution=ex
             ),
             repeats,
         )

@@ -24,10 +24,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import textwrap
+
+from .common import run_script
 
 __all__ = ["section_network", "NETWORK_SIZES"]
 
@@ -67,8 +67,8 @@ _SCRIPT = textwrap.dedent(r"""
     timed("jit_stein_s", lambda: cm.stein_features(X8))
     timed("jit_fill_s", lambda: block_sums(cm, X8, draw_features(d, 8, 1.0)))
     timed("jit_simulator_s", lambda: ds.simulate(model, truth, 64, burn_in=1, thin=1,
-                                                 out_dir=out_dir))
-    X = timed("simulate_s", lambda: ds.simulate(model, truth, 5000, out_dir=out_dir))
+                                                 execution=ex))
+    X = timed("simulate_s", lambda: ds.simulate(model, truth, 5000, execution=ex))
     if full_fit:
         timed("first_fit_s", lambda: ds.fit_global(model, X, features=features, execution=ex))
     else:  # the assembly of that fit only
@@ -80,7 +80,7 @@ _SCRIPT = textwrap.dedent(r"""
     out["cold_total_cpu_s"] = sum(out.get(k[:-2] + "_cpu_s", out[k]) for k in cold)
 
     # warm: simulate N, fit (timings split), assembly alone with its traced peak
-    Xw = timed("warm_simulate_s", lambda: ds.simulate(model, truth, n_warm, out_dir=out_dir))
+    Xw = timed("warm_simulate_s", lambda: ds.simulate(model, truth, n_warm, execution=ex))
     out["warm_n"] = n_warm
     if full_fit:
         fit = timed("warm_fit_s", lambda: ds.fit_global(model, Xw, features=features,
@@ -140,17 +140,7 @@ _RATE_SCRIPT = textwrap.dedent(r"""
 
 
 def _run(script, args, env=None):
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if proc.returncode != 0 or line is None:
-        raise RuntimeError(f"network benchmark subprocess failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(line[len("RESULT ") :])
+    return run_script(script, args, env, "network benchmark")[0]
 
 
 def _lane_ops(path):

@@ -20,25 +20,28 @@ from .io import (
     _write_samples,
 )
 from .options import (
+    count_option,
     feature_options,
     features_from,
+    file_option,
     input_option,
     json_option,
     model_argument,
+    positive_option,
     progress_option,
     route_option,
     seed_option,
     simulation_from,
     simulation_options,
+    typed_option,
 )
 
 
 @main.command(name="compile")
 @model_argument
-@click.option(
+@typed_option(
     "--out-dir",
     type=click.Path(file_okay=False),
-    default=None,
     help="Folder for the generated module (default: generated/ beside models/; see "
     "docs/generated-code.md).",
 )
@@ -73,27 +76,23 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     help="Nominal parameter value (repeatable; defaults to the model's nominal).",
 )
 @route_option()
-@click.option(
+@count_option(
     "-N",
     "--n-samples",
-    type=click.IntRange(min=16),
+    minimum=16,
     default=20_000,
-    show_default=True,
     help="Simulated samples for the design-time study.",
 )
 @seed_option("Seeds the simulation, the random features and the structural check.")
-@click.option(
+@positive_option(
     "--rel-error",
-    type=click.FloatRange(min=0, min_open=True),
     default=0.1,
-    show_default=True,
     help="Target relative error per parameter (half-width of the interval).",
 )
-@click.option(
+@typed_option(
     "--level",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=0.95,
-    show_default=True,
     help="Confidence level of that target.",
 )
 @feature_options
@@ -111,9 +110,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 )
 @click.option("--times", default=None, help="A time-course design: snapshot times t1,t2,...")
 @click.option("--initial-mean", default=None, help="Time course: mean of the law at t = 0.")
-@click.option(
-    "--initial-var", type=float, default=None, help="Time course: variance (isotropic) at t = 0."
-)
+@typed_option("--initial-var", type=float, help="Time course: variance (isotropic) at t = 0.")
 @click.option("--no-advise", is_flag=True, help="Design: skip the design advice.")
 @click.option(
     "--candidate",
@@ -182,19 +179,11 @@ def check(model_file, **opts):
 
 @main.command()
 @model_argument
-@click.option(
-    "-n",
-    "--n",
-    "n_samples",
-    type=click.IntRange(min=1),
-    required=True,
-    help="Number of samples to write.",
-)
-@click.option(
+@count_option("-n", "--n", "n_samples", required=True, help="Number of samples to write.")
+@file_option(
     "-o",
     "--out",
     "out",
-    type=click.Path(dir_okay=False),
     required=True,
     help="Output file: .npy, .csv or .parquet (columns named after the state variables).",
 )
@@ -229,6 +218,7 @@ def simulate(
     The parameters default to the model's nominal values; --theta overrides single ones.
     Rows are ordered chain by chain (contiguous rows hold whole chains).
     """
+    from ...options import Execution
     from ...simulation import simulate as run
 
     suffix = _suffix(out, "--out")
@@ -253,7 +243,7 @@ def simulate(
         thin=thin,
         n_chains=n_chains,
         seed=seed,
-        progress=progress,
+        execution=Execution(progress=progress),
     )
     _write_samples(X, model, out, suffix)
     elapsed = time.perf_counter() - t0

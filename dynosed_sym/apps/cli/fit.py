@@ -12,8 +12,10 @@ from .app import main
 from .designs import fit_design
 from .io import _echo_json, _load_data, _load_model, _refuse_overwrite
 from .options import (
+    count_option,
     feature_options,
     features_from,
+    file_option,
     input_option,
     model_argument,
     progress_option,
@@ -47,10 +49,10 @@ from .options import (
     default=None,
     help="[global] Column holding each row's time: a time course per environment.",
 )
-@click.option(
+@count_option(
     "--order",
-    type=click.IntRange(2, 4),
-    default=None,
+    minimum=2,
+    maximum=4,
     help="[global] Quadrature order of time courses [default: 4 with ≥ 4 snapshots].",
 )
 @route_option(
@@ -60,11 +62,10 @@ from .options import (
 @seed_option(
     "Seeds the random features (global) or the probe choice (local), and the perturbed --starts."
 )
-@click.option(
+@count_option(
     "--n-blocks",
-    type=click.IntRange(min=0),
+    minimum=0,
     default=32,
-    show_default=True,
     help="Data blocks behind the noise estimates (standard errors, rank, consistency).",
 )
 @feature_options
@@ -76,13 +77,7 @@ from .options import (
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the result as JSON instead of a table."
 )
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Also write the per-parameter results to a .json or .csv file.",
-)
+@file_option("-o", "--out", help="Also write the per-parameter results to a .json or .csv file.")
 @progress_option()
 def fit(model_file, data_files, **opts):
     """Fit the parameters of MODEL to the unordered samples in DATA (.npy, .csv or .parquet).

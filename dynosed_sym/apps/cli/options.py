@@ -26,6 +26,33 @@ def group(*decorators):
     return apply
 
 
+def typed_option(*decls, type=None, default=None, help, **kwargs):
+    """``click.option`` whose default, when it has one, ``--help`` shows."""
+    return click.option(
+        *decls, type=type, default=default, show_default=default is not None, help=help, **kwargs
+    )
+
+
+def count_option(*decls, minimum=1, maximum=None, **kwargs):
+    """An integer option of at least ``minimum`` (and at most ``maximum``)."""
+    return typed_option(*decls, type=click.IntRange(minimum, maximum), **kwargs)
+
+
+def positive_option(*decls, **kwargs):
+    """A number option greater than zero."""
+    return typed_option(*decls, type=click.FloatRange(min=0, min_open=True), **kwargs)
+
+
+def choice_option(*decls, choices, **kwargs):
+    """An option taking one of ``choices``."""
+    return typed_option(*decls, type=click.Choice(choices), **kwargs)
+
+
+def file_option(*decls, **kwargs):
+    """A file path option (not a folder)."""
+    return typed_option(*decls, type=click.Path(dir_okay=False), **kwargs)
+
+
 model_argument = click.argument(
     "model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False)
 )
@@ -35,9 +62,7 @@ json_option = click.option(
 
 
 def seed_option(help="Seeds the random numbers."):
-    return click.option(
-        "--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help
-    )
+    return count_option("--seed", minimum=0, default=0, help=help)
 
 
 def input_option(metavar, help):
@@ -49,29 +74,17 @@ def progress_option(help="Progress bar [default: on a terminal]."):
 
 
 def route_option(help=None):
-    return click.option(
-        "--route",
-        type=click.Choice(["global", "local"]),
-        default="global",
-        show_default=True,
-        help=help,
-    )
+    return choice_option("--route", choices=["global", "local"], default="global", help=help)
 
 
 # --------------------------------------------------------------------------- Features
 feature_options = group(
-    click.option(
-        "--features",
-        "n_features",
-        type=click.IntRange(min=1),
-        default=2048,
-        show_default=True,
-        help="[global] Random Fourier features m.",
+    count_option(
+        "--features", "n_features", default=2048, help="[global] Random Fourier features m."
     ),
-    click.option(
+    typed_option(
         "--bandwidth",
         default="median",
-        show_default=True,
         help="[global] Kernel length scale ℓ: 'median' or a positive number.",
     ),
 )
@@ -96,30 +109,15 @@ def features_from(opts, seed):
 def simulation_options(chains="--n-chains", chains_help=None):
     """--dt, --burn-in, --thin and the chains flag (``chains``: its spelling)."""
     return group(
-        click.option(
-            "--dt",
-            type=click.FloatRange(min=0, min_open=True),
-            default=0.01,
-            show_default=True,
-            help="Time step.",
-        ),
-        click.option(
+        positive_option("--dt", default=0.01, help="Time step."),
+        count_option(
             "--burn-in",
-            type=click.IntRange(min=0),
+            minimum=0,
             default=5000,
-            show_default=True,
             help="Simulator steps discarded at the start of every chain.",
         ),
-        click.option(
-            "--thin",
-            type=click.IntRange(min=1),
-            default=10,
-            show_default=True,
-            help="Steps between recorded states.",
-        ),
-        click.option(
-            chains, "n_chains", type=click.IntRange(min=1), default=None, help=chains_help
-        ),
+        count_option("--thin", default=10, help="Steps between recorded states."),
+        count_option(chains, "n_chains", help=chains_help),
     )
 
 
@@ -137,40 +135,32 @@ def simulation_from(opts, default_chains=None):
 
 # --------------------------------------------------------------------------- Scores (local route)
 score_options = group(
-    click.option(
+    count_option(
         "--probes",
         "n_probes",
-        type=click.IntRange(min=1),
         default=10,
-        show_default=True,
         help="[local] Number of probe points chosen in the data.",
     ),
-    click.option(
+    choice_option(
         "--probe-method",
-        type=click.Choice(["random", "kmeans", "dense"]),
+        choices=["random", "kmeans", "dense"],
         default="random",
-        show_default=True,
         help="[local] How probes are chosen (dense needs --radius).",
     ),
-    click.option(
+    positive_option(
         "--radius",
-        type=click.FloatRange(min=0, min_open=True),
-        default=None,
         help="[local] Ball radius around each probe; the data are restricted to the balls "
         "(needed by --score score_matching).",
     ),
-    click.option(
+    positive_option(
         "--temperature",
-        type=click.FloatRange(min=0, min_open=True),
-        default=None,
         help="[local] Precision T of the Gaussian score kernel (default: chosen from the data "
         "around the probes).",
     ),
-    click.option(
+    choice_option(
         "--score",
-        type=click.Choice(["kernel", "local_gaussian", "score_matching"]),
+        choices=["kernel", "local_gaussian", "score_matching"],
         default="kernel",
-        show_default=True,
         help="[local] Score estimator.",
     ),
 )
@@ -192,12 +182,8 @@ def scores_from(opts):
 
 # --------------------------------------------------------------------------- Solver
 solver_options = group(
-    click.option(
-        "--lam",
-        type=click.FloatRange(min=0),
-        default=1e-6,
-        show_default=True,
-        help="Tikhonov regularisation λ.",
+    typed_option(
+        "--lam", type=click.FloatRange(min=0), default=1e-6, help="Tikhonov regularisation λ."
     ),
     click.option(
         "--theta0",
@@ -208,45 +194,39 @@ solver_options = group(
         "model's nominal value). Needed for a model not affine in its parameters without "
         "nominal values.",
     ),
-    click.option(
+    choice_option(
         "--solver",
-        type=click.Choice(["auto", "linear", "gradient"]),
+        choices=["auto", "linear", "gradient"],
         default="auto",
-        show_default=True,
         help="auto: one linear solve for a model affine in its parameters, else the gradient "
         "solver.",
     ),
-    click.option(
+    count_option(
         "--starts",
         "n_starts",
-        type=click.IntRange(min=1),
         default=1,
-        show_default=True,
         help="[gradient solver] Starts: theta0 plus seeded perturbations; the lowest loss wins.",
     ),
-    click.option(
+    choice_option(
         "--statistic",
-        type=click.Choice(["auto", "u", "v"]),
+        choices=["auto", "u", "v"],
         default="auto",
-        show_default=True,
         help="u: the unbiased U-statistic (global: drops the within-block pairs of the Stein "
         "discrepancy that shrink the drift; local: subtracts the jackknife noise of the rows); "
         "v: the reference paper's V-statistic. auto: u for the global route, v for the local one.",
     ),
-    click.option(
+    choice_option(
         "--estimator",
-        type=click.Choice(["auto", "resolved", "ridge"]),
+        choices=["auto", "resolved", "ridge"],
         default="auto",
-        show_default=True,
         help="resolved: no regularisation on the directions the data resolve, honest "
         "intervals (bias from unresolved directions included, estimable combinations named); "
         "ridge: Tikhonov on every direction. auto: resolved, except ridge for --statistic v on "
         "the global route (earlier versions' numbers; local: --statistic v --estimator ridge).",
     ),
-    click.option(
+    typed_option(
         "--prior-scale",
         default="ml",
-        show_default=True,
         help="[resolved] Scale τ of the parameters behind the honest intervals: 'ml' "
         "(maximum likelihood from the identified estimates), a positive number, or 'none' "
         "(variance-only intervals).",

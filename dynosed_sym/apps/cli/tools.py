@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .app import main
+from .options import count_option, file_option
 
 
 @main.command(context_settings={"ignore_unknown_options": False})
@@ -16,19 +17,8 @@ from .app import main
     help="Comma-separated sections among fill, scaling, compile, simulator, large, projection, "
     "calibration [default: all but calibration].",
 )
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Timed repeats per measurement (the median is reported).",
-)
-@click.option(
-    "--json",
-    "json_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Also write every number to this JSON file.",
-)
+@count_option("--repeats", help="Timed repeats per measurement (the median is reported).")
+@file_option("--json", "json_file", help="Also write every number to this JSON file.")
 def bench(quick, only, repeats, json_file):
     """Benchmarks of the compiled kernels against the NumPy reference, measured in the same run
     (see python -m dynosed_sym.apps.bench --help and docs/testing-and-benchmarks.md)."""

@@ -97,7 +97,9 @@ def knockdown_example(n_cells=N_CELLS, seed=0):
     # before any data: what does the wild type leave free, and which knockdown resolves it?
     cands = [_u(u1=0.3), _u(u2=0.3), _u(u3=0.3), _u(u1=0.1), _u(u2=0.1), _u(u3=0.1)]
     check = ds.check_identifiability(
-        model, inputs=_u(), sampler=sampler, n_samples=n_cells, candidates=cands, seed=seed
+        model,
+        experiment=ds.Experiment(inputs=_u(), candidates=cands),
+        study=ds.Study(sampler=sampler, n_samples=n_cells, seed=seed),
     )
     print(
         f"before data, wild type only: structural rank {check.structural.rank} of 12 "
@@ -117,7 +119,7 @@ def knockdown_example(n_cells=N_CELLS, seed=0):
         g: stationary_cells([0.3 if j == g else 1 for j in (1, 2, 3)], n_cells, seed + g)
         for g in (1, 2, 3)
     }
-    one = ds.fit_global(model, wt, inputs=_u(), seed=seed)
+    one = ds.fit_global(model, wt, inputs=_u(), features=ds.Features(seed=seed))
     print(f"wild type only, {n_cells:,} cells: rank {one.report.rank} of 12")
     for combo in one.report.null_space:
         print(f"  free combination: {combo}")
@@ -128,7 +130,7 @@ def knockdown_example(n_cells=N_CELLS, seed=0):
             model,
             {"wt": wt, name: kd[g]},
             inputs={"wt": _u(), name: _u(**{f"u{g}": 0.3})},
-            seed=seed,
+            features=ds.Features(seed=seed),
         )
         f = fits[g]
         print(
@@ -139,12 +141,17 @@ def knockdown_example(n_cells=N_CELLS, seed=0):
         )
     # an unknown knockdown strength: b2 one value per environment
     kdm = network_model(unknown_kd2=True)
-    part = ds.fit_global(kdm, {"wt": wt, "kd2": kd[2]}, inputs={"wt": _u(), "kd2": _u()}, seed=seed)
+    part = ds.fit_global(
+        kdm,
+        {"wt": wt, "kd2": kd[2]},
+        inputs={"wt": _u(), "kd2": _u()},
+        features=ds.Features(seed=seed),
+    )
     full = ds.fit_global(
         kdm,
         {"wt": wt, "kd2": kd[2], "kd3": kd[3]},
         inputs={"wt": _u(), "kd2": _u(), "kd3": _u(u3=0.3)},
-        seed=seed,
+        features=ds.Features(seed=seed),
     )
     print(
         f"unknown knockdown strength (b2 one value per environment): wt + kd2 rank "

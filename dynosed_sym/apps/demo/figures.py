@@ -70,8 +70,7 @@ def figure_lorenz_local_global(
                 ds.fit_global(
                     model,
                     ds.simulate(model, truth, N, seed=1000 * N + s),
-                    seed=s,
-                    n_features=n_features,
+                    features=ds.Features(seed=s, n_features=n_features),
                 ).theta
                 for s in range(n_global_draws)
             ]
@@ -138,7 +137,9 @@ def figure_grn(out_dir, n_samples=20_000, burn_in=30_000, n_cloud=5000, dpi=80):
     X = ds.simulate(
         model, model.nominal, n_samples, dt=0.01, burn_in=burn_in, thin=10, n_chains=2048, seed=0
     )
-    fit = ds.fit_global(model, X, n_features=2048, lam=1e-6, seed=0)
+    fit = ds.fit_global(
+        model, X, features=ds.Features(n_features=2048, seed=0), solver=ds.Solver(lam=1e-6)
+    )
     n_cl = min(n_cloud, n_samples)
     Y = ds.simulate(
         model, fit.theta, n_cl, dt=0.01, burn_in=burn_in, thin=10, n_chains=min(2048, n_cl), seed=1
@@ -189,8 +190,8 @@ def figure_ou(out_dir, n_samples=20_000, dpi=80):
     M = full.nominal.reshape(2, 2)
     Sigma = scipy.linalg.solve_continuous_lyapunov(M, -2.0 * np.eye(2))
     X = _ou_samples(M, n_samples, 0)
-    fit_all = ds.fit_global(full, X, seed=0)
-    fit_12 = ds.fit_global(m12, X, seed=0)
+    fit_all = ds.fit_global(full, X, features=ds.Features(seed=0))
+    fit_12 = ds.fit_global(m12, X, features=ds.Features(seed=0))
     M12 = np.array([[-1.0, fit_12.theta[0]], [-0.5, -1.0]])  # ou2d_m12 fixes the other entries
     # the flux-free drift with the same stationary density: D ∇log p = −Σ⁻¹x (D = I)
     M_alt = -np.linalg.inv(Sigma)

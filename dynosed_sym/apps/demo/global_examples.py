@@ -22,7 +22,11 @@ def lorenz_table(n_draws=20, sizes=(300, 5000)):
     for N in sizes:
         est = np.array(
             [
-                ds.fit_global(model, ds.simulate(model, truth, N, seed=1000 * N + s), seed=s).theta
+                ds.fit_global(
+                    model,
+                    ds.simulate(model, truth, N, seed=1000 * N + s),
+                    features=ds.Features(seed=s),
+                ).theta
                 for s in range(n_draws)
             ]
         )
@@ -37,12 +41,12 @@ def ou_example():
     full, m12 = _load("ou2d"), _load("ou2d_m12")
     M = full.nominal.reshape(2, 2)
     _rule("2-D Ornstein–Uhlenbeck from exact stationary samples (Lyapunov equation)")
-    fit = ds.fit_global(full, _ou_samples(M, 20000, 0), seed=0)
+    fit = ds.fit_global(full, _ou_samples(M, 20000, 0), features=ds.Features(seed=0))
     print(f"all four entries free, N = 20,000: rank {fit.report.rank} of {fit.report.n_params}")
     for combo in fit.report.null_space:
         print(f"  free combination: {combo}")
     print(f"  not identifiable: {', '.join(fit.report.free_params)}")
-    fit = ds.fit_global(m12, _ou_samples(M, 100_000, 1), seed=0)
+    fit = ds.fit_global(m12, _ou_samples(M, 100_000, 1), features=ds.Features(seed=0))
     print(
         f"only M12 free, N = 100,000: M12 = {fit.theta[0]:.4f} (truth {m12.nominal[0]}), "
         f"rank {fit.report.rank} of 1, consistent: {fit.report.consistent}"
@@ -53,7 +57,7 @@ def limit_cycle_example():
     model = _load("limit_cycle")
     _rule("Noisy limit cycle (Stuart–Landau): rotation frequency vs a rotation-invariant law")
     X = ds.simulate(model, model.nominal, 20000, burn_in=2000, thin=10, seed=0)
-    fit = ds.fit_global(model, X, seed=0)
+    fit = ds.fit_global(model, X, features=ds.Features(seed=0))
     print(fit.summary(truth=model.nominal))
 
 
@@ -69,7 +73,12 @@ def grn_example(n_samples=50_000):
         model, model.nominal, n_samples, dt=0.01, burn_in=30_000, thin=10, n_chains=2048, seed=0
     )
     t1 = time.perf_counter()
-    fit = ds.fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0)
+    fit = ds.fit_global(
+        model,
+        X,
+        features=ds.Features(n_features=2048, bandwidth="median", seed=0),
+        solver=ds.Solver(lam=1e-6),
+    )
     t2 = time.perf_counter()
     print(f"simulation {t1 - t0:.1f} s, fit {t2 - t1:.2f} s (first runs include Numba compilation)")
     est = fit.theta.reshape(3, 7)
@@ -133,7 +142,7 @@ def identifiability_before_data():
     )
 
     _rule("Design-time check of the all-free 2-D OU (simulated at nominal, before any data)")
-    chk = ds.check_identifiability(_load("ou2d"), n_samples=20_000, seed=0)
+    chk = ds.check_identifiability(_load("ou2d"), study=ds.Study(n_samples=20_000, seed=0))
     print(str(chk).split("\n\n", 2)[-1])
 
 
@@ -144,7 +153,9 @@ def grn_pre_data(fit, n_samples=50_000):
     model = _load("grn_bcell")
     _rule("B-cell GRN: freeness before data (design check) against after data (the fit above)")
     sim = Simulation(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)  # the fit's protocol
-    chk = ds.check_identifiability(model, n_samples=n_samples, seed=123, simulation=sim)
+    chk = ds.check_identifiability(
+        model, study=ds.Study(n_samples=n_samples, seed=123, simulation=sim)
+    )
     pre, post = chk.freeness_normalised, fit.report.freeness_normalised
     rho = stats.spearmanr(pre, post).statistic
     top_pre = [model.param_names[i] for i in np.argsort(-pre)[:8]]
@@ -185,7 +196,9 @@ def uncertainty_example(n_reps=200, n_lorenz=20):
     )
     est, se, cover, pv = [], [], [], []
     for r in range(n_reps):
-        fit = ds.fit_global(model, _ou_samples(M, 2000, 10_000 + r), n_features=256, seed=r)
+        fit = ds.fit_global(
+            model, _ou_samples(M, 2000, 10_000 + r), features=ds.Features(n_features=256, seed=r)
+        )
         ci = fit.conf_int()
         est.append(fit.theta)
         se.append(fit.std_errors)
@@ -216,7 +229,10 @@ def uncertainty_example(n_reps=200, n_lorenz=20):
     p_good, p_bad, c_good, c_bad, worst = [], [], [], [], None
     for s in range(n_lorenz):
         X = ds.simulate(true, true.nominal, 5000, seed=900 + s)
-        good, bad = ds.fit_global(true, X, seed=s).report, ds.fit_global(lacking, X, seed=s).report
+        good, bad = (
+            ds.fit_global(true, X, features=ds.Features(seed=s)).report,
+            ds.fit_global(lacking, X, features=ds.Features(seed=s)).report,
+        )
         p_good.append(good.p_value)
         p_bad.append(bad.p_value)
         if worst is None or bad.p_value > worst.value:  # p-values below 1e-12 are bounds

@@ -49,10 +49,14 @@ def lorenz_local_fits(model, X, balls, temperatures=LORENZ_TEMPERATURES):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    out[est, T] = ds.fit_local(model, X, balls, temperature=T, score=est).theta
+                    out[est, T] = ds.fit_local(
+                        model, X, balls, scores=ds.Scores(temperature=T, score=est)
+                    ).theta
             except ds.DataError:  # too few points within the kernel at this T
                 out[est, T] = np.full(model.n, np.nan)
-    out["score_matching", None] = ds.fit_local(model, X, balls, score="score_matching").theta
+    out["score_matching", None] = ds.fit_local(
+        model, X, balls, scores=ds.Scores(score="score_matching")
+    ).theta
     return out
 
 
@@ -189,7 +193,13 @@ def kernel_temperature_table(
     for T in temperatures:
         th, se, je = [], [], []
         for X in data:
-            fit = ds.fit_local(model, X, OU_BALL_CENTRES, temperature=T, n_blocks=0)
+            fit = ds.fit_local(
+                model,
+                X,
+                OU_BALL_CENTRES,
+                scores=ds.Scores(temperature=T),
+                execution=ds.Execution(n_blocks=0),
+            )
             th.append(fit.theta)
             se.append(np.abs(fit.scores.score + OU_BALL_CENTRES @ Prec).max())
             je.append(np.abs(fit.scores.jacobian + Prec).max())
@@ -217,7 +227,11 @@ def ou_local_example(n_draws=8):
     Prec = np.linalg.inv(scipy.linalg.solve_continuous_lyapunov(M, -2.0 * np.eye(2)))
     P = np.random.default_rng(0).normal(size=(12, 2))
     fit = ds.fit_local(
-        full, None, P, score=(-P @ Prec, np.broadcast_to(-Prec, (12, 2, 2))), lam=1e-12
+        full,
+        None,
+        P,
+        scores=ds.Scores(score=(-P @ Prec, np.broadcast_to(-Prec, (12, 2, 2)))),
+        solver=ds.Solver(lam=1e-12),
     )
     t = fit.theta
     print(
@@ -228,7 +242,7 @@ def ou_local_example(n_draws=8):
     )
     balls = ds.Balls(OU_BALL_CENTRES, 1.0)
     X = balls.restrict(np.random.default_rng(1).standard_normal((1_000_000, 2)) @ L.T)
-    fit = ds.fit_local(model, X, balls, score="score_matching")
+    fit = ds.fit_local(model, X, balls, scores=ds.Scores(score="score_matching"))
     print(
         f"M = [[a, b], [0, c]], truth (a, b, c) = (−1, 0.8, −2); 10⁶ exact stationary samples, "
         f"{X.shape[0]:,} of them in 7 balls of radius 1:"
@@ -280,9 +294,9 @@ def state_dependent_example():
         "(1, −½)"
     )
     X = np.random.default_rng(2).standard_normal((200_000, 2))
-    g = ds.fit_global(model, X, seed=0)
+    g = ds.fit_global(model, X, features=ds.Features(seed=0))
     balls = ds.Balls(np.array([[0.0, 0.0], [1.2, 0.0], [-0.6, 1.0], [-0.6, -1.0], [0.0, 1.5]]), 0.8)
-    loc = ds.fit_local(model, balls.restrict(X), balls, score="score_matching")
+    loc = ds.fit_local(model, balls.restrict(X), balls, scores=ds.Scores(score="score_matching"))
     print(
         f"2·10⁵ exact samples: global route (a, c) = ({g.theta[0]:.3f}, {g.theta[1]:.3f}); local "
         "route "
@@ -312,8 +326,10 @@ def nonstationary_example():
     P = X[:12]
     sc = (-(P - mu) @ Pm, np.broadcast_to(-Pm, (12, 2, 2)))
     for label, kw in (("∂ₜlog p given  ", {"dlogp_dt": dlogp_dt}), ("∂ₜlog p omitted", {})):
-        loc = ds.fit_local(model, None, P, score=sc, lam=1e-12, **kw)
-        glo = ds.fit_global(model, X, seed=0, **kw)
+        loc = ds.fit_local(
+            model, None, P, scores=ds.Scores(score=sc), solver=ds.Solver(lam=1e-12), **kw
+        )
+        glo = ds.fit_global(model, X, features=ds.Features(seed=0), **kw)
         print(
             f"{label}: local (exact scores) M = "
             + np.array2string(loc.theta, precision=3)

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
 # model: limit_cycle
-# spec hash: 20dd2bc1b579ed7468922bcacab42dadad08fd64926b714c7be67d8006858a10
+# spec hash: 5a8f918419ba8b575f882ab69786cf5f26c6d06a23352f9e8f32384fefe3a638
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: f0292a02046ee4e9dd12e5d99ba2d983f5fcaa114455ce7a062f5bb2a9cb0110
+# content-sha256: 0e7842d763bea3a3a09c0d816c2e1d3be98bb45b9bb513e8ff20b2608b2d32c2
 # ============================================================================
 """Numba kernels for the SDE model ``limit_cycle``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'limit_cycle'
-SPEC_HASH = '20dd2bc1b579ed7468922bcacab42dadad08fd64926b714c7be67d8006858a10'
-GENERATOR_VERSION = '0.1.0+4b5f98b5'
+SPEC_HASH = '5a8f918419ba8b575f882ab69786cf5f26c6d06a23352f9e8f32384fefe3a638'
+GENERATOR_VERSION = '0.1.0+e0dd9ab7'
 STATE = ('x', 'y')
 PARAMS = ('a', 'c', 'omega')
 # known inputs of an experiment: every kernel's last argument u holds their values

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
 # model: grn_bcell
-# spec hash: 0cf7fb5d7b1284526a0049dd4536c7ce68ca3f84b397e1b717c2bcf86c1a95b0
+# spec hash: d4faf03bde3d068f743a8de975b59902ff39abd39374874ab95c34fcbdcc574d
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: ebeebb41b389b7dcbfc695d997c3d0e2dc07b351e54797debc881bc90824cecc
+# content-sha256: 15b756d98c536cdd9f4d129a5e25657f179f0b0051b4abccfdaea39ea0e1dbfe
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -59,8 +59,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = '0cf7fb5d7b1284526a0049dd4536c7ce68ca3f84b397e1b717c2bcf86c1a95b0'
-GENERATOR_VERSION = '0.1.0+4b5f98b5'
+SPEC_HASH = 'd4faf03bde3d068f743a8de975b59902ff39abd39374874ab95c34fcbdcc574d'
+GENERATOR_VERSION = '0.1.0+e0dd9ab7'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
 # known inputs of an experiment: every kernel's last argument u holds their values

@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+4b5f98b5, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
 # model: network_d8
-# spec hash: 01df2ef744813cbe86175c1bbc436dc1087bc5505ee42801a05fa3a9a8cd8c4a
+# spec hash: eec715ac3073a8b084c6d2aa968b7243ef8e9af46b54ea6beda70a14400e88fd
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 5716d9e2047a02d8229139c864ecb7481e05d552de388d5b7f11f1eced2bbd57
+# content-sha256: 9ec203a0fb2f95a2586adfe2b80af06e0b38e49f721cb1d689c0a7d2336ae646
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = '01df2ef744813cbe86175c1bbc436dc1087bc5505ee42801a05fa3a9a8cd8c4a'
-GENERATOR_VERSION = '0.1.0+4b5f98b5'
+SPEC_HASH = 'eec715ac3073a8b084c6d2aa968b7243ef8e9af46b54ea6beda70a14400e88fd'
+GENERATOR_VERSION = '0.1.0+e0dd9ab7'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values
