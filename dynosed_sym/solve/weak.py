@@ -12,11 +12,12 @@ the share ``g_i = clip((t_i² − 1)/(q² − 1), 0, 1)`` of it (q = :data:`FILL
 the data pin down (|t| ≥ q) is kept whole, a pure-noise one (|t| ≤ 1) is 0, and in between the
 estimate moves continuously — never a jump to zero along a direction b determines.  The gain
 shrinks towards 0, i.e. towards a prior that the unresolved components are no larger than the
-resolved estimate; when the least-squares components carry more than the resolved estimate itself
-(``Σ_i ẑ_i² > ‖θ_R‖²``: the truth lies mostly along directions the data do not resolve, as the
-drift's overall scale of FitzHugh–Nagumo at small N) that prior is contradicted by the data and
-they are kept whole (:func:`scale_contradicted`).  With the U-statistic the resolved part follows
-the filled one through the coupling of the corrected Gram, ``θ_R ← θ_R + H⁺ S V_U z_f``.
+resolved estimate; when the least-squares components carry more than the resolved estimate
+itself beyond their noise (``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²``: the truth lies mostly along
+directions the data do not resolve, as the drift's overall scale of FitzHugh–Nagumo at small N)
+that prior is contradicted by the data and they are kept whole (:func:`scale_contradicted`).
+With the U-statistic the resolved part follows the filled one through the coupling of the
+corrected Gram, ``θ_R ← θ_R + H⁺ S V_U z_f``.
 
 Intervals: profile-Fieller test inversion.  For parameter j, the estimating equation along its
 bread row is linear in the parameter's shift t; its block influence at ``θ_R`` is
@@ -125,7 +126,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     se2 = influence_variance(IF, counts)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
-    whole = scale_contradicted(theta_R, z_ls)
+    whole = scale_contradicted(theta_R, z_ls, se2)
     z = z_ls if whole else fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
     shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
     se = np.sqrt(np.where(np.isfinite(se2) & (se2 > 0), se2, 0.0))
@@ -145,17 +146,22 @@ def attenuation(dirs, unres, s2):
     return np.where(np.isfinite(a), np.clip(a, 1e-12, 1.0), 1.0)
 
 
-def scale_contradicted(theta_R, z_ls):
+def scale_contradicted(theta_R, z_ls, se2):
     """Do the least-squares components along the unresolved directions carry more than the
-    resolved estimate, ``Σ_i ẑ_i² > ‖θ_R‖²`` (module docstring)?
+    resolved estimate, beyond their own noise: ``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²`` (module
+    docstring)?
 
     The fill's gain shrinks a component towards 0 as if it were no larger than the parameters the
     data resolve.  The least-squares components are themselves attenuated towards 0 (errors in
-    variables: their curvature includes the column noise), so when even they outweigh θ_R the
-    truth lies mostly along directions the data cannot resolve (the drift's overall scale) and
-    shrinking them further would size the estimate by a prior the data contradict.
+    variables: their curvature includes the column noise), so when even their noise-corrected
+    energy outweighs θ_R the truth lies mostly along directions the data cannot resolve (the
+    drift's overall scale) and shrinking them further would size the estimate by a prior the data
+    contradict.  A component at its noise level (a structurally null direction, where ẑ_i is
+    large only because σ_i is) adds nothing.
     """
-    return bool(float(z_ls @ z_ls) > float(theta_R @ theta_R))
+    se2 = np.where(np.isfinite(se2), se2, np.inf)
+    excess = np.maximum(z_ls * z_ls - se2, 0.0)
+    return bool(float(excess.sum()) > float(theta_R @ theta_R))
 
 
 def fill_gain(t, q=None):
