@@ -12,12 +12,12 @@ the share ``g_i = clip((t_i² − 1)/(q² − 1), 0, 1)`` of it (q = :data:`FILL
 the data pin down (|t| ≥ q) is kept whole, a pure-noise one (|t| ≤ 1) is 0, and in between the
 estimate moves continuously — never a jump to zero along a direction b determines.  The gain
 shrinks towards 0, i.e. towards a prior that the unresolved components are no larger than the
-resolved estimate; when the least-squares components carry more than the resolved estimate
+resolved estimate.  When the least-squares components carry more than the resolved estimate
 itself beyond their noise (``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²``: the truth lies mostly along
 directions the data do not resolve, as the drift's overall scale of FitzHugh–Nagumo at small N)
-that prior is contradicted by the data and they are kept whole (:func:`scale_contradicted`).
-With the U-statistic the resolved part follows the filled one through the coupling of the
-corrected Gram, ``θ_R ← θ_R + H⁺ S V_U z_f``.
+the data contradict that prior (:func:`scale_contradicted`) and the intervals size the bias by
+the components' attenuation (below).  With the U-statistic the resolved part follows the filled
+one through the coupling of the corrected Gram, ``θ_R ← θ_R + H⁺ S V_U z_f``.
 
 Intervals: profile-Fieller test inversion.  For parameter j, the estimating equation along its
 bread row is linear in the parameter's shift t; its block influence at ``θ_R`` is
@@ -79,10 +79,10 @@ class Fill:
     z : (k,) the kept components g_i ẑ_i
     shift : (n,) the move of the resolved part through the coupling (zeros without it)
     se : (k,) the sandwich standard errors se_i of ẑ_i (0 where not finite)
-    kept_whole : bool, the least-squares components were kept whole because they carry more than
-        the resolved estimate (:func:`scale_contradicted`)
+    scale_contradicted : bool, the least-squares components carry more than the resolved
+        estimate beyond their noise (:func:`scale_contradicted`)
     attenuation : (k,) a_i, the factor by which ẑ_i understates z_i in the intervals' τ_i
-        (:func:`attenuation` when kept whole, else ones)
+        (:func:`attenuation` when the scale is contradicted, else ones)
     """
 
     VU: np.ndarray
@@ -91,7 +91,7 @@ class Fill:
     z: np.ndarray
     shift: np.ndarray
     se: np.ndarray
-    kept_whole: bool = False
+    scale_contradicted: bool = False
     attenuation: np.ndarray | None = None
 
 
@@ -126,12 +126,12 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     se2 = influence_variance(IF, counts)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
-    whole = scale_contradicted(theta_R, z_ls, se2)
-    z = z_ls if whole else fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
+    contradicted = scale_contradicted(theta_R, z_ls, se2)
+    z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
     shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
     se = np.sqrt(np.where(np.isfinite(se2) & (se2 > 0), se2, 0.0))
-    atten = attenuation(dirs, unres, s2) if whole else np.ones(k)
-    return Fill(VU, z_ls, t, z, shift, se, whole, np.where(live, atten, 1.0))
+    atten = attenuation(dirs, unres, s2) if contradicted else np.ones(k)
+    return Fill(VU, z_ls, t, z, shift, se, contradicted, np.where(live, atten, 1.0))
 
 
 def attenuation(dirs, unres, s2):
@@ -152,12 +152,14 @@ def scale_contradicted(theta_R, z_ls, se2):
     docstring)?
 
     The fill's gain shrinks a component towards 0 as if it were no larger than the parameters the
-    data resolve.  The least-squares components are themselves attenuated towards 0 (errors in
-    variables: their curvature includes the column noise), so when even their noise-corrected
-    energy outweighs θ_R the truth lies mostly along directions the data cannot resolve (the
-    drift's overall scale) and shrinking them further would size the estimate by a prior the data
-    contradict.  A component at its noise level (a structurally null direction, where ẑ_i is
-    large only because σ_i is) adds nothing.
+    data resolve, and τ (the intervals' scale) is drawn from those parameters.  The least-squares
+    components are themselves attenuated towards 0 (errors in variables: their curvature includes
+    the column noise), so when even their noise-corrected energy outweighs θ_R the truth lies
+    mostly along directions the data cannot resolve (the drift's overall scale) and the bias is
+    sized by the attenuation-corrected components (:func:`attenuation`).  A component at its noise
+    level (a structurally null direction, where ẑ_i is large only because σ_i is small) adds
+    nothing.  The estimate itself keeps the gain: keeping such components whole would also keep
+    the wild ones of near-null directions (the B-cell network: ẑ ≈ −124 ± 120).
     """
     se2 = np.where(np.isfinite(se2), se2, np.inf)
     excess = np.maximum(z_ls * z_ls - se2, 0.0)

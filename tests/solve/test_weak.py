@@ -244,12 +244,10 @@ def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale
     truth's own (θ = 3.06·v, the drift's overall scale), so the resolved part is ≈ 0 and every
     parameter moves with v, most with a small loading (finite intervals).  A scale drawn from the
     resolved estimate alone said 'the unresolved part is ≈ 0' and gave tight intervals around the
-    attenuated estimate.  The finite intervals must cover θ in 95 % of data sets (three binomial
-    standard errors), and when the least-squares component outweighs the resolved estimate it is
-    kept whole.  With the scale from the resolved estimate alone 522 of 601 covered at strength
-    0.15.  At 0.08 (no curvature seen along v at all) the new scale still covers only 77 %: an open
-    limit, docs/design-statistics.md "Weak directions".
-    """
+    attenuated estimate (522 of 601 covered at strength 0.15).  The finite intervals must cover θ
+    in 95 % of data sets (three binomial standard errors), and the data are seen to contradict the
+    resolved estimate's scale.  Still open: at strength 0.08 (no curvature seen along v at all)
+    the coverage is 70 % (docs/design-statistics.md, "Weak directions")."""
     rng = np.random.default_rng(int(strength * 1000) + 7)
     B, m, R = 32, 12, 150
     theta = np.array([3.0, 0.5, 0.3, 0.05, 0.24])
@@ -263,14 +261,16 @@ def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale
         A, b, Ab, bb, counts = _blocks(rng, A0, A0 @ theta, B, 0.05 * np.sqrt(B))
         est = solve_system(A, b, Ab, bb, counts, 0.0)
         rep = analyse(A, b, est.theta, 0.0, list("abcde"), Ab, bb, counts, estimate=est)
-        if est.fill is not None and getattr(est.fill, "kept_whole", False):
+        if est.fill is not None and getattr(est.fill, "scale_contradicted", False):
             kept += 1
-            np.testing.assert_allclose(est.fill.z, est.fill.z_ls)
+            assert np.all((est.fill.attenuation > 0) & (est.fill.attenuation <= 1))
         ok = np.isfinite(rep.ci).all(axis=1)
         finite += ok.sum()
         cover += np.sum(ok & (rep.ci[:, 0] <= theta) & (theta <= rep.ci[:, 1]))
-    print(f"\nstrength {strength}: {cover}/{finite} finite intervals cover, kept whole {kept}/{R}")
-    assert finite >= 40
+    print(
+        f"\nstrength {strength}: {cover}/{finite} finite intervals cover, contradicted {kept}/{R}"
+    )
+    assert finite >= 40 and kept >= R // 2
     assert cover / finite >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / finite)
 
 
