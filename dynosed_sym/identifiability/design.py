@@ -24,7 +24,7 @@ from ..solve.combinations import short_combination
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
 from .design_sampling import draw_samples
-from .designs import DesignCheck, RankVerdict, check_design
+from .designs import DesignCheck, RankVerdict, check_design, short_count
 from .options import Experiment, Study
 from .structural import StructuralReport, nominal_vector, structural_check
 
@@ -117,11 +117,7 @@ class IdentifiabilityCheck(RankVerdict):
     notes: list = field(default_factory=list)
 
     # ------------------------------------------------------------------ summaries (rank,
-    # n_params, unique: RankVerdict)
-    @property
-    def null_space(self):
-        return self.structural.null_space if self.report is None else self.report.null_space
-
+    # n_params, unique, null_space: RankVerdict)
     @property
     def free_params(self):
         if self.report is None:
@@ -265,7 +261,7 @@ class IdentifiabilityCheck(RankVerdict):
         need = self.samples_for()
         head = (
             f"{'parameter':<{w}}  {'nominal':>9}  "
-            + "  ".join(f"{'se@' + _short(N):>9}" for N in Ns)
+            + "  ".join(f"{'se@' + short_count(N):>9}" for N in Ns)
             + f"  {'N for ±' + format(100 * self.rel_error, 'g') + '%':>12}  {'bias.sd':>9}"
             f"  {'normalised':>10}  identifiable"
         )
@@ -278,7 +274,7 @@ class IdentifiabilityCheck(RankVerdict):
             )
             bias = 0.0 if self.bias_sd is None else self.bias_sd[k]
             row += (
-                f"  {_short(need[k]) if np.isfinite(need[k]) else '∞':>12}  {bias:>9.3g}  "
+                f"  {short_count(need[k]) if np.isfinite(need[k]) else '∞':>12}  {bias:>9.3g}  "
                 f"{rep.freeness_normalised[k]:>10.3g}  "
             )
             if rep.status is not None and nm not in free:
@@ -301,17 +297,6 @@ class IdentifiabilityCheck(RankVerdict):
         lines.extend(rep.combination_lines())
         lines.extend(self.notes)
         return "\n".join(lines)
-
-
-def _short(N):
-    N = float(N)
-    if not np.isfinite(N):
-        return "∞"
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if N >= div:
-            v = N / div
-            return f"{v:.3g}{unit}"
-    return f"{N:.0f}"
 
 
 def _col_norms_se(blocks_V, mean_V, counts):

@@ -61,6 +61,11 @@ class DesignStructural:
     def rank_is_exact(self):
         return self.certificate in ("exact", "numerical")
 
+    @property
+    def null_space(self):
+        """The free combinations (display strings), as :attr:`StructuralReport.null_space`."""
+        return self.combinations
+
     def __str__(self):
         lines = [
             f"structural check of the design ({self.certificate}, {self.elapsed * 1e3:.0f} ms): "

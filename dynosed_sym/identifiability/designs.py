@@ -59,6 +59,11 @@ class RankVerdict:
     def unique(self):
         return self.rank == self.n_params
 
+    @property
+    def null_space(self):
+        """The unresolved directions as display strings."""
+        return self.structural.null_space if self.report is None else self.report.null_space
+
     def rank_words(self):
         """The verdict of the design-time report in words: ``identifiable``, ``NOT
         identifiable``, or — when the exact structural rank is full and every unresolved
@@ -129,10 +134,6 @@ class DesignCheck(RankVerdict):
     notes: list = field(default_factory=list)
 
     @property
-    def null_space(self):
-        return self.structural.combinations if self.report is None else self.report.null_space
-
-    @property
     def free_params(self):
         return [] if self.report is None else list(self.report.free_params)
 
@@ -198,7 +199,7 @@ class DesignCheck(RankVerdict):
             for i in range(rep.n_params):
                 v = self.direction_verdict[i]
                 nr = self.direction_n_resolve[i]
-                extra = f", resolved from N ≈ {_short(nr)} per snapshot" if v == "weak" else ""
+                extra = f", resolved from N ≈ {short_count(nr)} per snapshot" if v == "weak" else ""
                 if v == "weak" and not np.isfinite(nr):
                     extra = ", not yet above its noise"
                 lines.append(
@@ -216,11 +217,12 @@ class DesignCheck(RankVerdict):
         return "\n".join(lines)
 
 
-def _short(N):
+def short_count(N):
+    """A sample size in three digits with a k, M or G suffix (``"∞"`` when infinite)."""
     N = float(N)
     if not np.isfinite(N):
         return "∞"
-    for unit, div in (("M", 1e6), ("k", 1e3)):
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if N >= div:
             return f"{N / div:.3g}{unit}"
     return f"{N:.0f}"

@@ -14,9 +14,47 @@ from .jit import kernel
 from .trig import fold as _fold
 from .trig import sin_turns as _sin_turns
 
-__all__ = ["accumulate_stein", "FEATURE_BLOCK"]
+__all__ = ["accumulate_stein", "phases", "FEATURE_BLOCK"]
 
 FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
+
+
+@kernel(fastmath=True, inline="always")
+def phases(x, Wb, cb, t):
+    """``t[q] = cb[q] + Σ_j Wb[j, q]·x[j]``: the phases (turns) of the sample x for one block of
+    features (frequencies Wb (d, FB) and phases cb (FB,) in turns, block-major)."""
+    FB = Wb.shape[1]
+    for q in range(FB):
+        t[q] = cb[q]
+    for j in range(x.shape[0]):
+        xj = x[j]
+        wj = Wb[j]
+        for q in range(FB):
+            t[q] += wj[q] * xj
+
+
+@kernel(fastmath=True, inline="always")
+def _add_four(P, phi, i0, r0, r1, r2, r3):
+    """``P[e] += Σ_a r_a·phi[i0 + a, e]`` for every factor e: the rows r_a (FB,) of four
+    consecutive samples contracted with one load/store of each row of the partial sums P (K, FB)."""
+    for e in range(phi.shape[1]):
+        p0 = phi[i0, e]
+        p1 = phi[i0 + 1, e]
+        p2 = phi[i0 + 2, e]
+        p3 = phi[i0 + 3, e]
+        Pe = P[e]
+        for q in range(r0.shape[0]):
+            Pe[q] += (r0[q] * p0 + r1[q] * p1) + (r2[q] * p2 + r3[q] * p3)
+
+
+@kernel(fastmath=True, inline="always")
+def _add_one(P, phi, i, r):
+    """``P[e] += r·phi[i, e]`` for every factor e (one sample: the tail of a block)."""
+    for e in range(phi.shape[1]):
+        pe = phi[i, e]
+        Pe = P[e]
+        for q in range(r.shape[0]):
+            Pe[q] += r[q] * pe
 
 
 @kernel(parallel=True, fastmath=True)
@@ -39,9 +77,6 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
     ct : (B, FB) phases in turns (c/2π)
     P_s, P_c : (G, B, K_sin, FB), (G, B, K_cos, FB) running sums, updated in place
     """
-    d = X.shape[1]
-    Ks = phi_s.shape[1]
-    Kc = phi_c.shape[1]
     nblk, _, FB = Wt.shape
     n_groups = edges.shape[0] - 1
     TI = 4  # samples contracted per load/store of the partial sums (unrolled below)
@@ -58,14 +93,7 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
             for i0 in range(edges[g], hi, TI):
                 ni = min(TI, hi - i0)
                 for a in range(ni):
-                    xa = X[i0 + a]
-                    for q in range(FB):
-                        t[q] = cb[q]
-                    for j in range(d):
-                        xj = xa[j]
-                        wj = Wb[j]
-                        for q in range(FB):
-                            t[q] += wj[q] * xj
+                    phases(X[i0 + a], Wb, cb, t)
                     sa = sn[a]
                     ca = cs[a]
                     for q in range(FB):
@@ -75,35 +103,9 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
                         w = w - np.floor(w + 0.5)
                         ca[q] = _sin_turns(_fold(w))
                 if ni == TI:
-                    s0, s1, s2, s3 = sn[0], sn[1], sn[2], sn[3]
-                    c0, c1, c2, c3 = cs[0], cs[1], cs[2], cs[3]
-                    for e in range(Ks):
-                        p0 = phi_s[i0, e]
-                        p1 = phi_s[i0 + 1, e]
-                        p2 = phi_s[i0 + 2, e]
-                        p3 = phi_s[i0 + 3, e]
-                        Pe = Ps[e]
-                        for q in range(FB):
-                            Pe[q] += (s0[q] * p0 + s1[q] * p1) + (s2[q] * p2 + s3[q] * p3)
-                    for e in range(Kc):
-                        p0 = phi_c[i0, e]
-                        p1 = phi_c[i0 + 1, e]
-                        p2 = phi_c[i0 + 2, e]
-                        p3 = phi_c[i0 + 3, e]
-                        Pe = Pc[e]
-                        for q in range(FB):
-                            Pe[q] += (c0[q] * p0 + c1[q] * p1) + (c2[q] * p2 + c3[q] * p3)
+                    _add_four(Ps, phi_s, i0, sn[0], sn[1], sn[2], sn[3])
+                    _add_four(Pc, phi_c, i0, cs[0], cs[1], cs[2], cs[3])
                 else:
                     for a in range(ni):
-                        sa = sn[a]
-                        ca = cs[a]
-                        for e in range(Ks):
-                            pe = phi_s[i0 + a, e]
-                            Pe = Ps[e]
-                            for q in range(FB):
-                                Pe[q] += sa[q] * pe
-                        for e in range(Kc):
-                            pe = phi_c[i0 + a, e]
-                            Pe = Pc[e]
-                            for q in range(FB):
-                                Pe[q] += ca[q] * pe
+                        _add_one(Ps, phi_s, i0 + a, sn[a])
+                        _add_one(Pc, phi_c, i0 + a, cs[a])

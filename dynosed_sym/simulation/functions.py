@@ -100,9 +100,13 @@ class ModelFunctions:
 
     def drift_theta(self, X, theta):
         """Nonzero ∂f_i/∂θ_k at the rows: list of (i, k, values (n,))."""
-        pairs, fn = self._f_theta
-        vals = self._call(fn, X, theta, (len(pairs),))
+        pairs, vals = self.drift_theta_values(X, theta)
         return [(i, k, vals[:, q]) for q, (i, k) in enumerate(pairs)]
+
+    def drift_theta_values(self, X, theta):
+        """The same as ``([(i, k)], values (n, pairs))``: one array, a column per pair."""
+        pairs, fn = self._f_theta
+        return pairs, self._call(fn, X, theta, (len(pairs),))
 
     def divergence_theta(self, X, theta):
         """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,))."""

@@ -23,12 +23,12 @@ def format_combination(vec, names, tol=1e-3):
     if vec[np.argmax(np.abs(vec))] < 0:
         vec = -vec
     vec = vec / np.linalg.norm(vec)
+    keep = np.flatnonzero(~(np.abs(vec) < tol))  # the entries shown, largest first (stable)
     terms = []
-    for c, name in sorted(zip(vec, names), key=lambda t: -abs(t[0])):
-        if abs(c) < tol:
-            continue
+    for k in keep[np.argsort(-np.abs(vec[keep]), kind="stable")]:
+        c = float(vec[k])
         sign = "−" if c < 0 else "+"
-        terms.append(f"{sign} {abs(c):.3g}·{name}")
+        terms.append(f"{sign} {abs(c):.3g}·{names[k]}")
     text = " ".join(terms)
     return text[2:] if text.startswith("+ ") else "−" + text[2:]
 

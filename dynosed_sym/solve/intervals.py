@@ -300,7 +300,19 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
         found["tau"] = _scale(prior_scale, theta, se, free)
         return found["tau"][0]
 
-    wk = weak_intervals(A, b, theta_R, theta, blocks, estimate.bread, estimate.fill, scale, q, free)
+    wk = weak_intervals(
+        A,
+        b,
+        theta_R,
+        theta,
+        blocks,
+        estimate.bread,
+        estimate.fill,
+        scale,
+        q,
+        free,
+        deviations=estimate.deviations,
+    )
     se = wk.se
     tau, method, converged = found["tau"]
     Q = resolution_matrix(V, resolved)

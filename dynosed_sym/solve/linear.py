@@ -25,9 +25,10 @@ def unit_scale(x, even=False):
     return float(np.ldexp(1.0, e + (e % 2) if even else e))
 
 
-def solve_tikhonov(A, b, lam):
-    """θ̂ = (AᵀA + λI)⁻¹ Aᵀb via an SVD (stable also when λ ≪ σ_min²)."""
-    Uu, s, Vt = np.linalg.svd(A, full_matrices=False)
+def solve_tikhonov(A, b, lam, svd=None):
+    """θ̂ = (AᵀA + λI)⁻¹ Aᵀb via an SVD (stable also when λ ≪ σ_min²); ``svd``: that of A
+    (``numpy.linalg.svd(A, full_matrices=False)``) when already computed."""
+    Uu, s, Vt = np.linalg.svd(A, full_matrices=False) if svd is None else svd
     denom = s * s + lam
     # λ = 0 with an exactly singular direction: that component of θ̂ is set to 0 (minimum norm)
     gain = np.divide(s, denom, out=np.zeros_like(s), where=denom > 0)

@@ -256,7 +256,9 @@ def ratio_tail(mu, k, t, limit=None) -> TailProbability:
     return TailProbability(min(p, 1.0), err, False, converged, msg)
 
 
-def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None):
+def misspecification_test(
+    A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None, U=None
+):
     """Calibrated test of "some θ satisfies the Fokker–Planck constraints" (module docstring).
 
     Parameters
@@ -272,6 +274,9 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
     dof : int, optional
         Degrees of freedom k of the noise estimate (default B − 1; the grouped pseudo-blocks of
         a design: Σ_g (B_g − 1)).
+    U : (m, n) array, optional
+        The left singular vectors of A (``numpy.linalg.svd(A, full_matrices=False)[0]``) when
+        already computed; with ``rank`` given the singular values are not needed.
 
     Returns
     -------
@@ -288,9 +293,12 @@ def misspecification_test(A, b, theta, lam, A_blocks, b_blocks, counts, rank=Non
     B = w.size
     k = B - 1 if dof is None else int(dof)
     m, n = A.shape
-    Uu, s, _ = np.linalg.svd(A, full_matrices=False)
-    if rank is None:
-        rank = int(np.sum(s * s > lam))
+    if U is None or rank is None:
+        Uu, s, _ = np.linalg.svd(A, full_matrices=False)
+        if rank is None:
+            rank = int(np.sum(s * s > lam))
+    else:
+        Uu = U
     Ur = Uu[:, : int(rank)]
     r = A @ theta - b
     e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ̂

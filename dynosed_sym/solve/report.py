@@ -413,6 +413,8 @@ def analyse(
         _attach_resolution(
             rep, theta, (A, b, A_blocks, b_blocks, counts), dirs, estimate, prior_scale
         )
+    if estimate is not None:
+        estimate.deviations = None  # read by the intervals; B·m·n floats not kept with the fit
     return rep
 
 
@@ -438,6 +440,7 @@ def _attach_uncertainty(
             dof=None if grouping is None else grouping.dof,
             Hinv=None if estimate is None else estimate.bread,
             theta_test=None if estimate is None else estimate.theta_tikhonov,
+            U=None if estimate is None else estimate.left_vectors,
         )
     except (np.linalg.LinAlgError, DynosedError) as exc:
         rep.notes.append(f"note: no standard errors ({exc})")

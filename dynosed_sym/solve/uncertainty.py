@@ -87,7 +87,7 @@ def sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv=None)
     w = block_weights(counts)
     IF = block_influence(A, b, theta, lam, A_blocks, b_blocks, Hinv)
     B = IF.shape[0]
-    return np.einsum("b,bi,bj->ij", w, IF, IF) / (B - 1)
+    return (IF * w[:, None]).T @ IF / (B - 1)
 
 
 def influence_variance(IF, counts):
@@ -292,6 +292,7 @@ def analyse_uncertainty(
     dof=None,
     Hinv=None,
     theta_test=None,
+    U=None,
 ) -> Uncertainty:
     """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`).
 
@@ -299,7 +300,8 @@ def analyse_uncertainty(
     pseudo-blocks: :attr:`Grouping.dof`).  ``Hinv``: the bread of the estimator (default
     ``H_λ⁻¹``, the Tikhonov solve's; the U-statistic and resolved estimators pass theirs,
     :mod:`.ustat`).  ``theta_test``: where the misspecification test is taken (default θ̂;
-    :mod:`.ustat` passes the Tikhonov solution).
+    :mod:`.ustat` passes the Tikhonov solution).  ``U``: the left singular vectors of A when
+    already computed (passed to the misspecification test).
     """
     Hinv = hinv(A, lam) if Hinv is None else Hinv
     cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
@@ -309,7 +311,9 @@ def analyse_uncertainty(
     dof = int(np.asarray(counts).size - 1) if dof is None else int(dof)
     ci = confidence_intervals(theta, se, level, dof)
     theta_test = theta if theta_test is None else theta_test
-    stat, p, h = misspecification_test(A, b, theta_test, lam, A_blocks, b_blocks, counts, rank, dof)
+    stat, p, h = misspecification_test(
+        A, b, theta_test, lam, A_blocks, b_blocks, counts, rank, dof, U=U
+    )
     return Uncertainty(
         covariance=cov,
         se=se,

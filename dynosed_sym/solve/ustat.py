@@ -45,12 +45,14 @@ per step; a fixed point is a stationary point of ``‖r(θ)‖² − tr Ĉov(r(�
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError
+from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
@@ -124,6 +126,12 @@ class Estimate:
         The components kept along the unresolved directions (resolved estimator).
     directions : :class:`~dynosed_sym.solve.directions.Directions` or None
         The directions the estimate was computed on (in the system's units).
+    left_vectors : (m, n) or None
+        The left singular vectors of A from the solve's SVD (m ≥ n; the misspecification test
+        reads them instead of a second SVD).
+    deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations` or None
+        The block deviations ``(A_b − A)V`` of the resolved estimator, read by its intervals
+        (:func:`~dynosed_sym.solve.report.analyse` releases them once read: B·m·n floats).
     """
 
     theta: np.ndarray
@@ -138,6 +146,8 @@ class Estimate:
     notes: list = field(default_factory=list)
     fill: Fill | None = None
     directions: Directions | None = None
+    left_vectors: np.ndarray | None = None
+    deviations: BlockDeviations | None = None
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):
@@ -156,15 +166,20 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
     return 0.5 * (S + S.T), s
 
 
-def _covariance_on(dAR, db, counts):
+def _covariance_on(dAR, db, counts, columns=None):
     """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
-    ``db = b_b − b`` (B, m)."""
+    ``db = b_b − b`` (B, m): ``Σ_b w_b dAR_bᵀdAR_b/(B − 1)`` block by block (a symmetric product
+    each, half the multiplications of one general product over the stacked rows).  ``columns``:
+    ``dAR`` holds ``(A_b − A)V`` (B, m, n) and R is these columns (gathered block by block)."""
     w = block_weights(counts)
-    B, m, r = dAR.shape
-    flat = dAR.reshape(B * m, r)
-    wflat = flat * np.repeat(w, m)[:, None]
-    S_RR = wflat.T @ flat / (B - 1)
-    return 0.5 * (S_RR + S_RR.T), wflat.T @ db.reshape(B * m) / (B - 1)
+    B = dAR.shape[0]
+    r = dAR.shape[2] if columns is None else columns.size
+    S_RR, s_R = np.zeros((r, r)), np.zeros(r)
+    for k in range(B):
+        X = dAR[k] if columns is None else np.take(dAR[k], columns, axis=1)
+        S_RR += w[k] * (X.T @ X)
+        s_R += w[k] * (X.T @ db[k])
+    return S_RR / (B - 1), s_R / (B - 1)
 
 
 def covariance_times(A, A_blocks, counts, v):
@@ -180,11 +195,12 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     w = block_weights(counts)
     B = w.size
     r = A @ theta - b
-    dA = A_blocks - A[None]
     psi = A_blocks @ theta - b_blocks - r[None]  # (B, m)
     u = (psi @ A) @ Hp  # (B, n): H⁺Aᵀψ̄_b (H⁺ symmetric)
-    t1 = np.einsum("bml,bl->bm", dA, u) @ A  # (AᵀΔ_b u_b)_b
-    t2 = np.einsum("bmk,bm->bk", dA, u @ A.T)  # (Δ_bᵀA u_b)_b
+    # Δ_b = A_b − A distributed over the products (no (B, m, n) copy of the deviations)
+    t1 = (np.einsum("bml,bl->bm", A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
+    Au = u @ A.T  # (B, m): A u_b
+    t2 = np.einsum("bmk,bm->bk", A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
     return Hp @ (w @ (t1 + t2)) / (B - 1)
 
 
@@ -283,21 +299,22 @@ def solve_system(
     Estimate
     """
     a, beta = unit_scale(A, even=True), unit_scale(b, even=True)
-    scaled = _solve_unit(
-        A / a,
-        b / beta,
-        None if A_blocks is None else A_blocks / a,
-        None if b_blocks is None else b_blocks / beta,
-        counts,
-        min(lam / a / a, np.finfo(float).max),  # λ beyond double range: still "infinite"
-        statistic=statistic,
-        estimator=estimator,
-        second_order=second_order,
-        rank_threshold=rank_threshold,
-        subspace=subspace,
-        tikhonov=tikhonov,
-        dof=dof,
-    )
+    with _unit_blocks(A_blocks, a) as unit_blocks:
+        scaled = _solve_unit(
+            A / a,
+            b / beta,
+            unit_blocks,
+            None if b_blocks is None else b_blocks / beta,
+            counts,
+            min(lam / a / a, np.finfo(float).max),  # λ beyond double range: still "infinite"
+            statistic=statistic,
+            estimator=estimator,
+            second_order=second_order,
+            rank_threshold=rank_threshold,
+            subspace=subspace,
+            tikhonov=tikhonov,
+            dof=dof,
+        )
     unit = beta / a  # θ in the system's units
     with np.errstate(over="ignore"):
         bread = scaled.bread / a / a
@@ -317,7 +334,35 @@ def solve_system(
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
         fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
         directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
+        deviations=None
+        if scaled.deviations is None
+        else replace(scaled.deviations, scale=a, A_blocks=A_blocks),
     )
+
+
+@contextmanager
+def _unit_blocks(A_blocks, a):
+    """``A_blocks / a`` for the solve.  A writable dense array with ``a ≤ 1`` (a power of two) is
+    scaled in place and scaled back afterwards: both products are exact (a scaling up that does
+    not overflow, checked, then its inverse), so the caller's array is restored bit for bit and
+    no (B, m, n) copy is made (at d = 20 a fresh copy cost as much as the assembly in page faults).
+    Otherwise (a > 1 could round entries into the subnormal range) a scaled copy."""
+    if A_blocks is None or a == 1.0:
+        yield A_blocks
+        return
+    dense = isinstance(A_blocks, np.ndarray) and A_blocks.dtype == np.float64
+    if not (dense and A_blocks.flags.writeable and a < 1.0):
+        yield A_blocks / a
+        return
+    big = max(float(np.max(A_blocks, initial=0.0)), -float(np.min(A_blocks, initial=0.0)))
+    if not big <= np.finfo(float).max * a:  # an overflow (or a NaN): the copy says so itself
+        yield A_blocks / a
+        return
+    np.multiply(A_blocks, 1.0 / a, out=A_blocks)
+    try:
+        yield A_blocks
+    finally:
+        np.multiply(A_blocks, a, out=A_blocks)
 
 
 def _scaled_fill(fill, unit):
@@ -362,19 +407,19 @@ def _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy):
     )
 
 
-def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace):
-    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R)."""
+def _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace, svd=None):
+    """(directions or None, V_R, scale c, Gram G scaled by c, block deviations along V_R — along
+    every direction, (A_b − A)V, when the directions are computed here —, (A_b − A)V or None)."""
     if subspace is None:
-        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof)
+        dirs, dAV = directions_and_deviations(A, A_blocks, counts, rank_threshold, dof, svd)
         VR = dirs.V[:, dirs.resolved]
-        dAR = dAV[:, :, dirs.resolved]  # (A_b − A)V_R
         c = dirs.singular_values[dirs.resolved]
-        return dirs, VR, c, np.eye(c.size), dAR  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
+        return dirs, VR, c, np.eye(c.size), dAV, dAV  # V_RᵀAᵀAV_R = diag σ_R², scaled by σ_R
     VR = np.asarray(subspace, dtype=float)
     AV = A @ VR
     c = np.linalg.norm(AV, axis=0)
     c = np.where(c > 0, c, 1.0)
-    return None, VR, c, (AV.T @ AV) / np.outer(c, c), A_blocks @ VR - AV[None]
+    return None, VR, c, (AV.T @ AV) / np.outer(c, c), A_blocks @ VR - AV[None], None
 
 
 def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
@@ -398,6 +443,16 @@ def _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp):
     return second_order_gain(b2, se) * b2
 
 
+def _tikhonov_first(A, b, lam, wanted, directions):
+    """(the Tikhonov solution or NaN when not ``wanted``, the SVD of A when the directions will
+    need it too: one ``svd(A, full_matrices=False)`` for both, m ≥ n)."""
+    share = wanted and directions and A.shape[0] >= A.shape[1]
+    usv = np.linalg.svd(A, full_matrices=False) if share else None
+    if not wanted:
+        return np.full(A.shape[1], np.nan), None
+    return solve_tikhonov(A, b, lam, svd=usv), usv
+
+
 def _solve_unit(
     A,
     b,
@@ -418,22 +473,22 @@ def _solve_unit(
     statistic, estimator = estimator_options(statistic, estimator)
     n = A.shape[1]
     noisy = A_blocks is not None and len(A_blocks) >= 2
-    if tikhonov or not noisy or (statistic, estimator) == ("v", "ridge"):
-        theta_tik = solve_tikhonov(A, b, lam)
-    else:
-        theta_tik = np.full(n, np.nan)
-    if (statistic, estimator) == ("v", "ridge") or not noisy:
+    plain = (statistic, estimator) == ("v", "ridge") or not noisy
+    theta_tik, usv = _tikhonov_first(A, b, lam, tikhonov or plain, not plain and subspace is None)
+    if plain:
         return _tikhonov_estimate(A, lam, theta_tik, statistic, estimator, noisy)
     if subspace is not None and estimator != "resolved":
         raise ValueError("subspace= is only used with estimator='resolved'")
-    dirs, VR, c, G, dAR = _resolved_subspace(A, A_blocks, counts, rank_threshold, dof, subspace)
+    dirs, VR, c, G, dAR, dAV = _resolved_subspace(
+        A, A_blocks, counts, rank_threshold, dof, subspace, usv
+    )
     # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
     # n × n from B·m·n² products, is never formed)
     if statistic == "u":
-        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts)
+        cols = None if dirs is None else np.flatnonzero(dirs.resolved)
+        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts, cols)
     else:
         S_RR, s_R = np.zeros((c.size, c.size)), np.zeros(c.size)
-    del dAR
     # everything on R is scaled by the resolved singular values
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         K = S_RR / np.outer(c, c)
@@ -493,6 +548,8 @@ def _solve_unit(
         notes=notes,
         fill=fill,
         directions=dirs if subspace is None else None,
+        left_vectors=None if usv is None else usv[0],
+        deviations=None if fill is None else BlockDeviations(dAV, 1.0, dirs.V, dirs.resolved),
     )
 
 

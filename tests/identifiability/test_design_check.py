@@ -97,6 +97,25 @@ def test_pre_data_check_of_two_noise_environments(aniso):
     assert rec["rank"] == 4 and rec["structural"]["per_env_rank"] == {"A": 3, "B": 3}
 
 
+def test_unsimulated_design_check_reports_the_structural_null_space(aniso):
+    """Without the simulated study the verdict is the structural one: the free combination of a
+    single noise environment (M12 − M21, as in test_structural_rank_of_noise_designs)."""
+    experiment = ds.Experiment(inputs={"A": {"s": 1.0}})
+    check = ds.check_identifiability(aniso, experiment=experiment, simulate=False)
+    assert check.report is None and check.rank == 3 and not check.unique
+    assert check.null_space == ["M12 − M21"] == check.to_dict()["null_space"]
+
+
+@pytest.mark.parametrize(
+    "N, text",
+    [(999, "999"), (1000, "1k"), (12_345, "12.3k"), (2.5e6, "2.5M"), (3e9, "3G"), (np.inf, "∞")],
+)
+def test_short_count(N, text):
+    from dynosed_sym.identifiability.designs import short_count
+
+    assert short_count(N) == text
+
+
 def test_advice_names_a_resolving_environment(aniso):
     sampler = ou_noise_sampler("aniso")
     check = ds.check_identifiability(

@@ -366,11 +366,11 @@ def test_too_few_or_non_numeric_samples(lorenz_fit):
 
 
 def test_fit_records_the_wall_time_of_each_stage(lorenz_fit):
-    """info["timings"]: assembly, solve and report add up to the total; kept out of the summary
-    header (whose numbers are reproducible)."""
+    """info["timings"]: assembly, solve, report and the stationarity checks add up to the total;
+    kept out of the summary header (whose numbers are reproducible)."""
     m, X, fit = lorenz_fit
     t = fit.info["timings"]
-    assert set(t) == {"assembly", "solve", "report", "total"}
+    assert set(t) == {"assembly", "solve", "report", "checks", "total"}
     assert all(v >= 0 for v in t.values())
-    assert abs(t["assembly"] + t["solve"] + t["report"] - t["total"]) < 1e-3
+    assert abs(t["assembly"] + t["solve"] + t["report"] + t["checks"] - t["total"]) < 1e-3
     assert "timings" not in fit.summary().splitlines()[0]

@@ -62,6 +62,13 @@ def _grid_sampler(logp, lo, hi, m=200_001):
     return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
 
 
+def _family(name, state, params, drift, truth, diffusion=None, noise=None, **protocol):
+    """``(model, truth, Protocol(**protocol))`` of a family whose SDE is declared as a user would:
+    ``ds.SDEModel(state, params, drift, diffusion, noise=noise, name=name)``."""
+    model = ds.SDEModel(list(state), list(params), drift, diffusion, noise=noise, name=name)
+    return model, np.asarray(truth, float), Protocol(**protocol)
+
+
 def _ou_model(name, M, D, free):
     """dx = Mx dt + √(2D) dW with the entries named in ``free`` unknown, the others known."""
     x = sp.symbols(f"x1:{len(M) + 1}", real=True)
@@ -86,50 +93,38 @@ def _ou_model(name, M, D, free):
 
 
 # --------------------------------------------------------------------------- oscillators
-def _fhn(name, c4):
+def _fhn(name, c4, **protocol):
+    """FitzHugh–Nagumo with c4 (its two regimes): cells up to N = 50,000, diffrax draws too."""
     x, y = sp.symbols("x y", real=True)
     c = sp.symbols("c1:6", real=True)
-    model = ds.SDEModel(
-        [x, y],
-        list(c),
-        [c[0] * (x - x**3 / 3 - y) + c[1], c[2] * x + c[3] - c[4] * y],
-        diffusion=[R(1, 20), R(1, 20)],
-        name=name,
-    )
-    return model, np.array([3.0, 0.5, 0.3, c4, 0.24])
+    drift = [c[0] * (x - x**3 / 3 - y) + c[1], c[2] * x + c[3] - c[4] * y]
+    truth = [3.0, 0.5, 0.3, c4, 0.24]
+    D = [R(1, 20), R(1, 20)]
+    sizes = (2000, 10_000, 50_000)
+    return _family(name, [x, y], c, drift, truth, D, sizes=sizes, diffrax=True, **protocol)
 
 
 def fhn_focus():
     """FitzHugh–Nagumo, affine, stable focus: c = (3, 0.5, 0.3, 0.2, 0.24)."""
-    model, truth = _fhn("sweep_fhn_focus", 0.2)
     # fixed point x* ≈ −1.063: Jacobian [[3(1 − x*²), −3], [0.3, −0.24]], eigenvalues −0.31 ± 0.94i
-    return (
-        model,
-        truth,
-        Protocol(
-            sizes=(2000, 10_000, 50_000),
-            burn_in=6000,
-            relaxation=3.2,
-            relaxation_note="1/|Re λ| at the focus",
-            diffrax=True,
-        ),
+    return _fhn(
+        "sweep_fhn_focus",
+        0.2,
+        burn_in=6000,
+        relaxation=3.2,
+        relaxation_note="1/|Re λ| at the focus",
     )
 
 
 def fhn_cycle():
     """FitzHugh–Nagumo with c4 = 0.05: the fixed point (−0.5, −0.42) is unstable, a limit cycle."""
-    model, truth = _fhn("sweep_fhn_cycle", 0.05)
-    return (
-        model,
-        truth,
-        Protocol(
-            sizes=(2000, 10_000, 50_000),
-            burn_in=8000,
-            relaxation=8.0,
-            relaxation_note="about one period of the relaxation oscillation (phase mixing by the "
-            "noise: checked empirically)",
-            diffrax=True,
-        ),
+    return _fhn(
+        "sweep_fhn_cycle",
+        0.05,
+        burn_in=8000,
+        relaxation=8.0,
+        relaxation_note="about one period of the relaxation oscillation (phase mixing by the "
+        "noise: checked empirically)",
     )
 
 
@@ -137,21 +132,16 @@ def van_der_pol():
     """x' = a y, y' = μ(1 − x²) y − k x (a = μ = k = 1), D = 0.1 I: a limit cycle of period 6.7."""
     x, y = sp.symbols("x y", real=True)
     a, mu, k = sp.symbols("a mu k", real=True)
-    model = ds.SDEModel(
+    return _family(
+        "sweep_vdp",
         [x, y],
         [a, mu, k],
         [a * y, mu * (1 - x**2) * y - k * x],
-        diffusion=R(1, 10),
-        name="sweep_vdp",
-    )
-    return (
-        model,
-        np.array([1.0, 1.0, 1.0]),
-        Protocol(
-            burn_in=10_000,
-            relaxation=6.7,
-            relaxation_note="one period (phase mixing: checked empirically)",
-        ),
+        [1.0, 1.0, 1.0],
+        R(1, 10),
+        burn_in=10_000,
+        relaxation=6.7,
+        relaxation_note="one period (phase mixing: checked empirically)",
     )
 
 
@@ -161,21 +151,16 @@ def hopf():
     x, y = sp.symbols("x y", real=True)
     a, c, w = sp.symbols("a c w", real=True)
     r2 = x**2 + y**2
-    model = ds.SDEModel(
+    return _family(
+        "sweep_hopf",
         [x, y],
         [a, c, w],
         [a * x - c * r2 * x - w * y, a * y - c * r2 * y + w * x],
-        diffusion=[R(1, 20), R(1, 5)],
-        name="sweep_hopf",
-    )
-    return (
-        model,
-        np.array([1.0, 1.0, 2.0]),
-        Protocol(
-            burn_in=6000,
-            relaxation=5.0,
-            relaxation_note="radial 1/(2a) = 0.5; phase diffusion D/r² ≈ 0.1 needs ≈ 10: 60 units",
-        ),
+        [1.0, 1.0, 2.0],
+        [R(1, 20), R(1, 5)],
+        burn_in=6000,
+        relaxation=5.0,
+        relaxation_note="radial 1/(2a) = 0.5; phase diffusion D/r² ≈ 0.1 needs ≈ 10: 60 units",
     )
 
 
@@ -187,21 +172,16 @@ def toggle():
     the switching time; within a state τ ≈ 1."""
     x, y = sp.symbols("x y", real=True)
     a1, g1, a2, g2 = sp.symbols("a1 g1 a2 g2", real=True)
-    model = ds.SDEModel(
+    return _family(
+        "sweep_toggle",
         [x, y],
         [a1, g1, a2, g2],
         [a1 / (1 + y**2) - g1 * x, a2 / (1 + x**2) - g2 * y],
-        diffusion=R(1, 4),
-        name="sweep_toggle",
-    )
-    return (
-        model,
-        np.array([2.5, 1.0, 2.5, 1.0]),
-        Protocol(
-            burn_in=3000,
-            relaxation=1.5,
-            relaxation_note="within-state 1/|λ| (symmetric truth and starts)",
-        ),
+        [2.5, 1.0, 2.5, 1.0],
+        R(1, 4),
+        burn_in=3000,
+        relaxation=1.5,
+        relaxation_note="within-state 1/|λ| (symmetric truth and starts)",
     )
 
 
@@ -214,20 +194,18 @@ def double_well_1d():
     x = sp.Symbol("x", real=True)
     c = sp.symbols("c1:4", real=True)
     truth = np.array([1.0, 1.0, 0.2])
-    model = ds.SDEModel(
-        [x], list(c), [c[0] * x - c[1] * x**3 + c[2]], diffusion=R(3, 20), name="sweep_dw1"
-    )
-    exact = _grid_sampler(_dw1_logp(truth, 0.15), -4.0, 4.0)
-    return (
-        model,
+    return _family(
+        "sweep_dw1",
+        [x],
+        c,
+        [c[0] * x - c[1] * x**3 + c[2]],
         truth,
-        Protocol(
-            burn_in=2000,
-            relaxation=0.5,
-            x0="exact",
-            exact=exact,
-            relaxation_note="in-well 1/|V''| ≤ 0.5; starts drawn from the exact law",
-        ),
+        R(3, 20),
+        burn_in=2000,
+        relaxation=0.5,
+        x0="exact",
+        exact=_grid_sampler(_dw1_logp(truth, 0.15), -4.0, 4.0),
+        relaxation_note="in-well 1/|V''| ≤ 0.5; starts drawn from the exact law",
     )
 
 
@@ -236,14 +214,6 @@ def double_well_2d():
     the gradient of V = −x²/2 + x⁴/4 − 0.2x − 0.5xy + y²/2, exact law y | x ~ N(x/2, D)."""
     x, y = sp.symbols("x y", real=True)
     c = sp.symbols("c1:7", real=True)
-    truth = np.array([1.0, 1.0, 0.2, 0.5, 0.5, 1.0])
-    model = ds.SDEModel(
-        [x, y],
-        list(c),
-        [c[0] * x - c[1] * x**3 + c[2] + c[3] * y, c[4] * x - c[5] * y],
-        diffusion=R(1, 5),
-        name="sweep_dw2",
-    )
     D = 0.2
     marg = _grid_sampler(lambda u: (0.5 * u**2 - 0.25 * u**4 + 0.2 * u + 0.125 * u**2) / D, -4, 4)
 
@@ -251,16 +221,18 @@ def double_well_2d():
         xs = marg(n, rng)[:, 0]
         return np.column_stack([xs, 0.5 * xs + np.sqrt(D) * rng.standard_normal(xs.size)])
 
-    return (
-        model,
-        truth,
-        Protocol(
-            burn_in=2000,
-            relaxation=1.0,
-            x0="exact",
-            exact=exact,
-            relaxation_note="in-well slowest 1/|λ| ≈ 1; starts drawn from the exact law",
-        ),
+    return _family(
+        "sweep_dw2",
+        [x, y],
+        c,
+        [c[0] * x - c[1] * x**3 + c[2] + c[3] * y, c[4] * x - c[5] * y],
+        [1.0, 1.0, 0.2, 0.5, 0.5, 1.0],
+        R(1, 5),
+        burn_in=2000,
+        relaxation=1.0,
+        x0="exact",
+        exact=exact,
+        relaxation_note="in-well slowest 1/|λ| ≈ 1; starts drawn from the exact law",
     )
 
 
@@ -282,28 +254,23 @@ def schlogl():
     k = sp.symbols("k1:5", real=True)
     t = [sp.nsimplify(v) for v in _SCHLOGL]
     Dx = (t[0] * x**2 + t[1] * x**3 + t[2] + t[3] * x) / (2 * _OMEGA)
-    model = ds.SDEModel(
-        [x],
-        list(k),
-        [k[0] * x**2 - k[1] * x**3 + k[2] - k[3] * x],
-        diffusion=[Dx],
-        name="sweep_schlogl",
-    )
     u = np.linspace(-0.5, 9.0, 400_001)
     k1, k2, k3, k4 = _SCHLOGL
     ratio = (k1 * u**2 - k2 * u**3 + k3 - k4 * u) / _schlogl_D(u)
     phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
     exact = _grid_sampler(lambda v: np.interp(v, u, phi - np.log(_schlogl_D(u))), -0.5, 9.0)
-    return (
-        model,
-        np.array(_SCHLOGL),
-        Protocol(
-            burn_in=2000,
-            relaxation=0.5,
-            x0="exact",
-            exact=exact,
-            relaxation_note="in-well 1/|f'| ≤ 0.5; starts drawn from the exact law",
-        ),
+    return _family(
+        "sweep_schlogl",
+        [x],
+        k,
+        [k[0] * x**2 - k[1] * x**3 + k[2] - k[3] * x],
+        _SCHLOGL,
+        [Dx],
+        burn_in=2000,
+        relaxation=0.5,
+        x0="exact",
+        exact=exact,
+        relaxation_note="in-well 1/|f'| ≤ 0.5; starts drawn from the exact law",
     )
 
 
@@ -318,17 +285,18 @@ def dimerisation():
     nu = sp.Matrix([[1, -1, -2, 2, 0], [0, 0, 1, -1, -1]])
     G = nu * sp.diag(*[sp.sqrt(p) for p in props]) / sp.sqrt(20)
     drift = [k[0] - k[1] * A - 2 * k[2] * A**2 + 2 * k[3] * B, k[2] * A**2 - k[3] * B - k[4] * B]
-    model = ds.SDEModel([A, B], list(k), drift, noise=G, name="sweep_dimer")
     # steady state A* = 6.18, B* = 1.91; Jacobian eigenvalues −1, −4.5
-    return (
-        model,
+    return _family(
+        "sweep_dimer",
+        [A, B],
+        k,
+        drift,
         truth,
-        Protocol(
-            burn_in=2000,
-            relaxation=1.0,
-            x0=(6.18, 1.91),
-            relaxation_note="1/|λ| at the steady state; starts there (inside the domain)",
-        ),
+        noise=G,
+        burn_in=2000,
+        relaxation=1.0,
+        x0=(6.18, 1.91),
+        relaxation_note="1/|λ| at the steady state; starts there (inside the domain)",
     )
 
 
@@ -340,19 +308,19 @@ def cir():
     raised to 8.)"""
     x = sp.Symbol("x", real=True)
     a, b = sp.symbols("a b", real=True)
-    model = ds.SDEModel([x], [a, b], [a - b * x], diffusion=[x / 2], name="sweep_cir")
-    exact = lambda n, rng: rng.gamma(8.0, 0.5, (int(n), 1))  # noqa: E731
-    return (
-        model,
-        np.array([4.0, 1.0]),
-        Protocol(
-            burn_in=2000,
-            relaxation=1.0,
-            x0=(4.0,),
-            exact=exact,
-            relaxation_note="1/b; starts at the mean 4 (inside x > 0)",
-            diffrax=True,
-        ),
+    return _family(
+        "sweep_cir",
+        [x],
+        [a, b],
+        [a - b * x],
+        [4.0, 1.0],
+        [x / 2],
+        burn_in=2000,
+        relaxation=1.0,
+        x0=(4.0,),
+        exact=lambda n, rng: rng.gamma(8.0, 0.5, (int(n), 1)),
+        relaxation_note="1/b; starts at the mean 4 (inside x > 0)",
+        diffrax=True,
     )
 
 
@@ -364,23 +332,18 @@ def fast_slow():
     D = np.diag([0.5, 0.05])
     x, y = sp.symbols("x y", real=True)
     k = sp.symbols("k1:5", real=True)
-    model = ds.SDEModel(
+    return _family(
+        "sweep_fastslow",
         [x, y],
-        list(k),
+        k,
         [-k[0] * x + k[1] * y, k[2] * x - k[3] * y],
-        diffusion=[R(1, 2), R(1, 20)],
-        name="sweep_fastslow",
-    )
-    return (
-        model,
-        np.array([50.0, 50.0, 0.5, 1.0]),
-        Protocol(
-            dt=0.005,
-            burn_in=8000,
-            relaxation=2.0,
-            exact=_gaussian_sampler(ou_stationary_cov(M, D)),
-            relaxation_note="1/0.5 (the slow eigenvalue); dt·|λ_fast| = 0.25",
-        ),
+        [50.0, 50.0, 0.5, 1.0],
+        [R(1, 2), R(1, 20)],
+        dt=0.005,
+        burn_in=8000,
+        relaxation=2.0,
+        exact=_gaussian_sampler(ou_stationary_cov(M, D)),
+        relaxation_note="1/0.5 (the slow eigenvalue); dt·|λ_fast| = 0.25",
     )
 
 
@@ -418,17 +381,18 @@ def repressilator():
     a = sp.symbols("a1:4", real=True)
     g = sp.symbols("g1:4", real=True)
     drift = [a[i] / (1 + x[i - 1] ** 2) - g[i] * x[i] for i in range(3)]
-    model = ds.SDEModel(list(x), list(a) + list(g), drift, diffusion=R(1, 20), name="sweep_repress")
-    return (
-        model,
-        np.array([2.0, 2.5, 1.5, 1.0, 1.0, 1.0]),
-        Protocol(
-            sizes=(2000, 10_000, 50_000),
-            burn_in=3000,
-            relaxation=1.5,
-            relaxation_note="1/|Re λ| at the fixed point ≈ 1.5 or less",
-            diffrax=True,
-        ),
+    return _family(
+        "sweep_repress",
+        x,
+        a + g,
+        drift,
+        [2.0, 2.5, 1.5, 1.0, 1.0, 1.0],
+        R(1, 20),
+        sizes=(2000, 10_000, 50_000),
+        burn_in=3000,
+        relaxation=1.5,
+        relaxation_note="1/|Re λ| at the fixed point ≈ 1.5 or less",
+        diffrax=True,
     )
 
 
@@ -439,23 +403,18 @@ def rossler():
     positive.)  Chains start on the attractor, (0, −6.5, 0.02)."""
     x, y, z = sp.symbols("x y z", real=True)
     a, b, c = sp.symbols("a b c", real=True)
-    model = ds.SDEModel(
+    return _family(
+        "sweep_rossler",
         [x, y, z],
         [a, b, c],
         [-y - z, x + a * y, b + z * (x - c)],
-        diffusion=[R(1, 20), R(1, 20), 0],
-        name="sweep_rossler",
-    )
-    return (
-        model,
-        np.array([0.2, 0.2, 5.7]),
-        Protocol(
-            burn_in=10_000,
-            relaxation=10.0,
-            x0=(0.0, -6.5, 0.02),
-            relaxation_note="about 1.7 rotations of period 6 (mixing on the attractor: checked "
-            "empirically)",
-        ),
+        [0.2, 0.2, 5.7],
+        [R(1, 20), R(1, 20), 0],
+        burn_in=10_000,
+        relaxation=10.0,
+        x0=(0.0, -6.5, 0.02),
+        relaxation_note="about 1.7 rotations of period 6 (mixing on the attractor: checked "
+        "empirically)",
     )
 
 

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from ...kernels.jit import kernel
+from ...kernels.stein_fill import phases
 from ...kernels.trig import fold as _fold
 
 # noqa: E402  (inlined polynomial helpers of the fill)
@@ -24,14 +25,14 @@ LIMIT_BLOCK = 128
 def sincos_only(X, Wt, ct, out):
     """Phase ωᵀx + c and polynomial sin and cos of every (sample, feature) pair, summed.
 
-    The memory-free limit of the fill: the same blocking, phase computation and sin/cos
-    polynomials as :func:`dynosed_sym.assembly.accumulate_stein`, but no per-sample
+    The memory-free limit of the fill: the same blocking, phase computation (:func:`phases`)
+    and sin/cos polynomials as :func:`dynosed_sym.assembly.accumulate_stein`, but no per-sample
     factors and no running sums beyond one register-resident row per block.
 
     X (N, d); Wt (B, d, LIMIT_BLOCK) frequencies in turns; ct (B, LIMIT_BLOCK) phases in
     turns; out (B, LIMIT_BLOCK) receives Σ_i (sin + cos) per feature.
     """
-    N, d = X.shape
+    N = X.shape[0]
     nblk, _, FB = Wt.shape
     for blk in numba.prange(nblk):
         Wb = Wt[blk]
@@ -39,14 +40,7 @@ def sincos_only(X, Wt, ct, out):
         t = np.empty(FB)
         acc = np.zeros(FB)
         for i in range(N):
-            xi = X[i]
-            for q in range(FB):
-                t[q] = cb[q]
-            for j in range(d):
-                xj = xi[j]
-                wj = Wb[j]
-                for q in range(FB):
-                    t[q] += wj[q] * xj
+            phases(X[i], Wb, cb, t)
             for q in range(FB):
                 u = t[q] - np.floor(t[q] + 0.5)
                 w = u + 0.25

@@ -3,13 +3,14 @@ with per-block sums (shared by the built-in estimators)."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from ... import arguments
 from ...data.blocks import NoiseBlocks, block_edges
-from ...data.sources import Columns, DataSource, open_source
+from ...data.sources import Columns, DataSource, is_streamed, open_source
 from ...errors import DataError
 from ...options import CHUNK_ROWS, MIN_BLOCK_ROWS
 
@@ -22,6 +23,8 @@ __all__ = [
     "as_xp",
     "open_stream",
     "as_probe_array",
+    "data_and_probes",
+    "streamed_blocks",
     "StreamBlocks",
 ]
 
@@ -125,6 +128,28 @@ def as_probe_array(probes):
     if P.ndim != 2:
         raise DataError(f"probes {P.shape} must be a 2-D array (M, d)")
     return P
+
+
+def data_and_probes(X, probes):
+    """``(X, P, streamed)``: the probes as a float (M, d) array, and X as a float array with the
+    same columns, or as given when it is streamed (``is_streamed(X)``: read by
+    :func:`streamed_blocks`)."""
+    if is_streamed(X):
+        return X, as_probe_array(probes), True
+    X, P = as_xp(X, probes)
+    return X, P, False
+
+
+@contextmanager
+def streamed_blocks(X, P, n_blocks):
+    """``(source, blocks)`` for one pass over a streamed X whose columns match the probes P: the
+    open source (closed on exit when it was opened here) and its :class:`StreamBlocks`."""
+    source, close = open_stream(X, P)
+    try:
+        yield source, StreamBlocks(source.n_rows, n_blocks)
+    finally:
+        if close:
+            source.close()
 
 
 class StreamBlocks:

@@ -11,12 +11,11 @@ from ...kernels.kernel_score import kernel_stream_sums
 from .base import (
     ScoreEstimate,
     ScoreEstimator,
-    StreamBlocks,
-    as_probe_array,
     as_xp,
     block_edges_or_one,
     check_temperature,
-    open_stream,
+    data_and_probes,
+    streamed_blocks,
 )
 
 __all__ = ["KernelScore", "kernel_score"]
@@ -138,51 +137,30 @@ class KernelScore(ScoreEstimator):
 
     def _sums(self, X, probes, temps, n_blocks, chunk_rows, bar):
         """Per-block kernel sums (W, W2, M1, M2, dmin) for each temperature, one pass over X."""
-        streamed = is_streamed(X)
-        if streamed:
-            P = as_probe_array(probes)
-            source, close = open_stream(X, P)
-        else:
-            X, P = as_xp(X, probes)
+        X, P, streamed = data_and_probes(X, probes)
         M, d = P.shape
-        try:
-            if streamed:
-                blocks = StreamBlocks(source.n_rows, n_blocks)
-                B = blocks.slots
-            else:
-                edges = block_edges_or_one(X.shape[0], n_blocks)
-                B = edges.shape[0] - 1
-            sums = [
-                (
-                    np.zeros((B, M)),
-                    np.zeros((B, M)),
-                    np.zeros((B, M, d)),
-                    np.zeros((B, M, d, d)),
-                    np.full(M, np.inf),
-                )
-                for _ in temps
-            ]
 
-            def add(part, starts, ks):
-                Xt = np.ascontiguousarray(part.T)
-                for T, (W, W2, M1, M2, dmin) in zip(temps, sums):
-                    kernel_stream_sums(Xt, P, T, starts, ks, dmin, W, W2, M1, M2)
+        def zero_sums(B):
+            shapes = ((B, M), (B, M), (B, M, d), (B, M, d, d))
+            return [tuple(np.zeros(s) for s in shapes) + (np.full(M, np.inf),) for _ in temps]
 
-            if not streamed:
-                # all of X as one chunk: the running shift is the nearest point's from the start
-                add(X, edges, np.arange(B, dtype=np.int64))
-                return sums, P, None
+        def add(part, starts, ks):
+            Xt = np.ascontiguousarray(part.T)
+            for T, (W, W2, M1, M2, dmin) in zip(temps, sums):
+                kernel_stream_sums(Xt, P, T, starts, ks, dmin, W, W2, M1, M2)
+
+        if not streamed:
+            # all of X as one chunk: the running shift is the nearest point's from the start
+            edges = block_edges_or_one(X.shape[0], n_blocks)
+            sums = zero_sums(edges.shape[0] - 1)
+            add(X, edges, np.arange(edges.shape[0] - 1, dtype=np.int64))
+            return sums, P, None
+        with streamed_blocks(X, P, n_blocks) as (source, blocks):
+            sums = zero_sums(blocks.slots)
             for W, W2, M1, M2, _ in sums:
                 blocks.register(W, W2, M1, M2)
             trimmed, _, total = blocks.run(source, add, chunk_rows, bar)
-        finally:
-            if streamed and close:
-                source.close()
-        k = 0
-        out = []
-        for _, _, _, _, dmin in sums:
-            out.append((*trimmed[k : k + 4], dmin))
-            k += 4
+        out = [(*trimmed[4 * k : 4 * k + 4], dmin) for k, (*_, dmin) in enumerate(sums)]
         return out, P, total
 
     def _companion(self, P, sums, T):

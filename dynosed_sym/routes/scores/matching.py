@@ -6,17 +6,14 @@ import itertools
 
 import numpy as np
 
-from ...data.sources import is_streamed
 from ...errors import DataError
 from ...options import CHUNK_ROWS
 from .base import (
     ScoreEstimate,
     ScoreEstimator,
-    StreamBlocks,
-    as_probe_array,
-    as_xp,
     block_edges_or_one,
-    open_stream,
+    data_and_probes,
+    streamed_blocks,
 )
 
 __all__ = ["ScoreMatching", "score_matching", "monomial_exponents"]
@@ -156,9 +153,7 @@ class ScoreMatching(ScoreEstimator):
         c (B, M, K), cnt (B, M), N."""
         M = P.shape[0]
         K = E.shape[0]
-        source, close = open_stream(X, P)
-        try:
-            blocks = StreamBlocks(source.n_rows, n_blocks)
+        with streamed_blocks(X, P, n_blocks) as (source, blocks):
             B = blocks.slots
             G = np.zeros((B, M, K, K))
             c = np.zeros((B, M, K))
@@ -179,9 +174,6 @@ class ScoreMatching(ScoreEstimator):
                         )
 
             (G, c, cnt), _, total = blocks.run(source, add, chunk_rows, bar)
-        finally:
-            if close:
-                source.close()
         return G, c, cnt, total
 
     @staticmethod
@@ -194,11 +186,7 @@ class ScoreMatching(ScoreEstimator):
     def estimate(self, X, probes, n_blocks=0, *, chunk_rows=None, bar=None) -> ScoreEstimate:
         """Scores at ``probes`` from X in memory, or streamed in one pass (``is_streamed(X)``:
         per-block sums of every ball, memory O(B·M·K²))."""
-        streamed = is_streamed(X)
-        if streamed:
-            P = as_probe_array(probes)
-        else:
-            X, P = as_xp(X, probes)
+        X, P, streamed = data_and_probes(X, probes)
         M, d = P.shape
         radius = np.broadcast_to(self.radius, (M,)) if self.radius.ndim == 0 else self.radius
         if radius.shape != (M,):

@@ -1,0 +1,92 @@
+"""The block deviations in the singular basis, computed once by the solve and read by the intervals.
+
+The resolved estimator's intervals (:mod:`.weak`) contract the block deviations ``ΔA_b = A_b − A``
+(B, m, n) with the bread ``H⁺ = V_R K V_Rᵀ`` and with ``A V_U``; formed directly these are
+products of B·m·n² operations each (``ΔA_b H⁺``, ``ΔA_bᵀ A V_U``, …).  The solve has already
+computed ``ΔA_b V`` in the basis of right singular vectors (:mod:`.directions`), and because H⁺
+lives on R every such contraction reduces to m-contractions with ``A V_R`` (r columns):
+
+* the noise of the curvature along parameter j, ``(A p_j)ᵀ ΔA_b p_j`` with ``p_j = H⁺e_j``, is
+  ``L_j E_b L_jᵀ`` with ``L = V_R K`` (n, r) and ``E_b = (A V_R)ᵀ ΔA_b V_R`` (r, r);
+* the noise of the unresolved columns, ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` with
+  ``M_b = ΔA_bᵀAV_U + AᵀΔA_bV_U``, is ``(L C Lᵀ)_jj`` with
+  ``C = Σ_b w_b N_b diag(τ²) N_bᵀ / (B − 1)`` and
+  ``N_b = V_RᵀM_b = (ΔA_bV_R)ᵀAV_U + (AV_R)ᵀΔA_bV_U`` (r, k).
+
+Both are the formulas of :mod:`.weak` with the sums reordered (the oracle test
+``tests/solve/test_deviations.py`` compares them with the direct NumPy products); their cost is
+``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``, and no (B, m, n) temporaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["BlockDeviations"]
+
+
+@dataclass
+class BlockDeviations:
+    """``(A_b − A)V`` of one solve, and its products with ``A V`` (computed on first use).
+
+    Attributes
+    ----------
+    dAV : (B, m, n) block deviations in the basis V, in the units of the solved system ``A/a``
+    scale : float
+        a (a power of two): ``(A_b − A)V = a · dAV`` in the system's units (exact).
+    V : (n, n) right singular vectors (columns); resolved : (n,) bool
+    A_blocks : the block means the deviations were taken from (identity checked by the reader)
+    """
+
+    dAV: np.ndarray
+    scale: float
+    V: np.ndarray
+    resolved: np.ndarray
+    A_blocks: object = None
+    _products: dict = field(default_factory=dict, repr=False)
+
+    def matches(self, A_blocks, VU):
+        """Whether these are the deviations of ``A_blocks`` with unresolved directions ``VU``."""
+        unres = self.V[:, ~self.resolved]
+        return A_blocks is self.A_blocks and unres.shape == VU.shape and np.array_equal(unres, VU)
+
+    def _blocks(self, A):
+        """(P, Q): ``(AV_R)ᵀΔA_bV`` (B, r, n) and ``(AV_U)ᵀΔA_bV_R`` (B, k, r), system units."""
+        if "P" not in self._products:
+            R = self.resolved
+            AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
+            AVU = np.ascontiguousarray((A @ self.V[:, ~R]).T)  # (k, m)
+            P = np.matmul(AVR, self.dAV)
+            idx, B = np.flatnonzero(R), self.dAV.shape[0]
+            Q = np.empty((B, AVU.shape[0], idx.size))
+            for k in range(B):  # R's columns gathered block by block (no (B, m, r) copy)
+                Q[k] = AVU @ np.take(self.dAV[k], idx, axis=1)
+            P *= self.scale
+            Q *= self.scale
+            self._products.update(P=P, Q=Q)
+        return self._products["P"], self._products["Q"]
+
+    def _factor(self, Hp):
+        """L = V_R K (n, r) with ``K = V_RᵀH⁺V_R`` (H⁺ = V_R K V_Rᵀ)."""
+        VR = self.V[:, self.resolved]
+        return VR @ (VR.T @ Hp @ VR)
+
+    def curvature_noise(self, A, Hp):
+        """(B, n) ``(A p_j)ᵀ ΔA_b p_j`` with ``p_j = H⁺e_j`` (module docstring)."""
+        P, _ = self._blocks(A)
+        E = P[:, :, self.resolved]  # (B, r, r)
+        L = self._factor(Hp)
+        return np.einsum("bjl,jl->bj", np.matmul(L, E), L)
+
+    def unresolved_noise(self, A, Hp, tau2, w):
+        """(n,) ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` (module docstring)."""
+        P, Q = self._blocks(A)
+        N = P[:, :, ~self.resolved] + Q.transpose(0, 2, 1)  # (B, r, k)
+        B, r, k = N.shape
+        flat = N.transpose(1, 0, 2).reshape(r, B * k)
+        weights = (np.asarray(w, dtype=float)[:, None] * np.asarray(tau2)[None, :]).reshape(-1)
+        C = (flat * weights) @ flat.T / (B - 1)
+        L = self._factor(Hp)
+        return np.einsum("jr,jr->j", L @ C, L)

@@ -1,0 +1,141 @@
+"""The solve's block deviations (dynosed_sym.solve.deviations): the intervals' block contractions
+taken from ``(A_b − A)V`` on the resolved directions equal the direct products of the formulas in
+dynosed_sym.solve.weak, computed here by explicit loops over blocks and parameters in NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dynosed_sym.solve.misspecification import misspecification_test
+from dynosed_sym.solve.report import analyse
+from dynosed_sym.solve.ustat import second_order_bias, solve_system
+from dynosed_sym.solve.weak import weak_intervals
+
+
+def _system(seed, B, m, n, size=37.0):
+    """Block means with strong, weak and absent columns (some directions resolved, some not),
+    entries of size ``size`` (the solve's unit scale a ≠ 1)."""
+    rng = np.random.default_rng(seed)
+    scales = np.geomspace(1.0, 1e-4, n)
+    A0 = rng.standard_normal((m, n)) * scales
+    A_blocks = size * (A0[None] + 0.2 * rng.standard_normal((B, m, n)))
+    b_blocks = A_blocks @ rng.standard_normal(n) + rng.standard_normal((B, m))
+    counts = rng.integers(50, 150, B).astype(float)
+    w = counts / counts.sum()
+    return np.einsum("b,bmn->mn", w, A_blocks), w @ b_blocks, A_blocks, b_blocks, counts
+
+
+CASES = [(0, 12, 20, 6), (1, 9, 14, 5), (2, 16, 5, 8)]  # the last: m < n
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_block_contractions_equal_the_direct_products(case):
+    """``(A p_j)ᵀ ΔA_b p_j`` and ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i²/(B − 1)`` by loops."""
+    A, b, Ab, bb, counts = _system(*case)
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    dev, Hp = est.deviations, est.bread
+    assert dev is not None and 0 < dev.resolved.sum() < A.shape[1]  # both kinds present
+    B, m, n = Ab.shape
+    w = counts / counts.sum()
+    want = np.array(
+        [[(A @ Hp[:, j]) @ ((Ab[k] - A) @ Hp[:, j]) for j in range(n)] for k in range(B)]
+    )
+    got = dev.curvature_noise(A, Hp)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+
+    VU = dev.V[:, ~dev.resolved]
+    tau2 = np.random.default_rng(7).uniform(0.5, 2.0, VU.shape[1])
+    want = np.zeros(n)
+    for k in range(B):
+        M = (Ab[k] - A).T @ (A @ VU) + A.T @ ((Ab[k] - A) @ VU)
+        G = Hp @ M
+        for j in range(n):
+            want[j] += w[k] * np.sum(G[j] ** 2 * tau2) / (B - 1)
+    got = dev.unresolved_noise(A, Hp, tau2, w)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_intervals_are_the_same_with_and_without_the_deviations(case):
+    """weak_intervals from the solve's deviations and from the blocks themselves."""
+    A, b, Ab, bb, counts = _system(*case)
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    n = A.shape[1]
+    args = (A, b, est.theta_resolved, est.theta, (Ab, bb, counts), est.bread, est.fill)
+    free = np.zeros(n, bool)
+    fast = weak_intervals(*args, 0.3, 2.1, free, deviations=est.deviations)
+    slow = weak_intervals(*args, 0.3, 2.1, free)
+    for name in ("ci", "se", "bias_sd", "noise", "c", "gamma"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-9, atol=0)
+    np.testing.assert_array_equal(fast.bounded, slow.bounded)
+
+
+def test_deviations_of_other_blocks_are_not_used():
+    """Deviations are read only for the blocks they were taken from."""
+    A, b, Ab, bb, counts = _system(3, 10, 12, 5)
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    VU = est.fill.VU
+    assert est.deviations.matches(Ab, VU)
+    assert not est.deviations.matches(Ab.copy(), VU)
+    assert not est.deviations.matches(Ab, VU[:, :-1])
+
+
+def test_the_report_reads_and_releases_the_deviations():
+    """analyse gives the same report whether the estimate still holds its deviations or not, and
+    drops them (B·m·n floats) once read."""
+    A, b, Ab, bb, counts = _system(4, 12, 20, 6)
+    names = [f"p{i}" for i in range(6)]
+    est = solve_system(A, b, Ab, bb, counts, 1e-6)
+    fast = analyse(A, b, est.theta, 1e-6, names, Ab, bb, counts, estimate=est)
+    assert est.deviations is None
+    slow = analyse(A, b, est.theta, 1e-6, names, Ab, bb, counts, estimate=est)
+    np.testing.assert_allclose(fast.ci, slow.ci, rtol=1e-9)
+    np.testing.assert_allclose(fast.bias_sd, slow.bias_sd, rtol=1e-9)
+    assert fast.status == slow.status
+
+
+def test_misspecification_test_with_the_solve_s_left_vectors():
+    """The left singular vectors of the solve's SVD (of A/a) give the test on A bit for bit."""
+    A, b, Ab, bb, counts = _system(5, 12, 20, 6)
+    est = solve_system(A, b, Ab, bb, counts, 1e-6)
+    assert est.left_vectors is not None
+    rank = int(est.directions.resolved.sum())
+    args = (A, b, est.theta_tikhonov, 1e-6, Ab, bb, counts, rank)
+    stat, p, h = misspecification_test(*args, U=est.left_vectors)
+    stat0, p0, h0 = misspecification_test(*args)
+    assert (stat, p.value, h) == (stat0, p0.value, h0)
+
+
+def test_second_order_bias_by_a_loop_over_blocks():
+    """b̂₂ = H⁺ Σ_b w_b (AᵀΔ_b + Δ_bᵀA) H⁺Aᵀψ̄_b / (B − 1) with Δ_b = A_b − A formed per block."""
+    A, b, Ab, bb, counts = _system(6, 10, 16, 5)
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    Hp, theta = est.bread, est.theta
+    B = counts.size
+    w = counts / counts.sum()
+    r = A @ theta - b
+    acc = np.zeros(A.shape[1])
+    for k in range(B):
+        D = Ab[k] - A
+        psi = (Ab[k] @ theta - bb[k]) - r
+        acc += w[k] * (A.T @ D + D.T @ A) @ (Hp @ (A.T @ psi))
+    want = Hp @ acc / (B - 1)
+    got = second_order_bias(A, b, theta, Ab, bb, counts, Hp)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("size", [37.0, 1e-3])  # unit scale a > 1 (a copy) and a < 1 (in place)
+def test_unit_scaling_in_place_restores_the_blocks_bit_for_bit(size):
+    """The solve scales the blocks to unit size in place where that is exact: the caller's array
+    is unchanged afterwards and the estimate equals that from a read-only copy (scaled copy)."""
+    A, b, Ab, bb, counts = _system(8, 12, 20, 6, size=size)
+    before = Ab.copy()
+    frozen = Ab.copy()
+    frozen.flags.writeable = False
+    est = solve_system(A, b, Ab, bb, counts, 1e-6)
+    ref = solve_system(A, b, frozen, bb, counts, 1e-6)
+    np.testing.assert_array_equal(Ab, before)
+    for name in ("theta", "bread", "theta_tikhonov", "theta_resolved", "second_order"):
+        np.testing.assert_array_equal(getattr(est, name), getattr(ref, name))
