@@ -1,5 +1,5 @@
 """The local route: Fokker–Planck residuals at probe points with estimated scores
-(docs/design.md §2).
+(docs/method.md §2).
 
 At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)ᵀθ − β(x_i)`` with
 
@@ -175,7 +175,7 @@ def fit_local(
         As :func:`dynosed_sym.fit_global`: known inputs per environment, a column naming each
         row's environment, a column holding each row's time.
     dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
-        ∂ₜlog p at the probes for a non-stationary snapshot (docs/design.md §2); zero when
+        ∂ₜlog p at the probes for a non-stationary snapshot (docs/method.md §2); zero when
         omitted.
     scores : Scores, optional
         How scores and Jacobians at the probes are obtained

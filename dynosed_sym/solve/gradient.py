@@ -1,5 +1,5 @@
 """Gradient route: the global and local losses for drifts that are not affine in θ
-(docs/design.md §2, "Solving").
+(docs/method.md §2, "Solving").
 
 The mean Stein feature of the global route is, for any drift,
 
@@ -29,7 +29,7 @@ At the optimum θ̂ the fit is reported like an affine one on the local linearis
 ``A := J(θ̂)``, ``b := J(θ̂) θ̂ − r(θ̂)`` with per-block Jacobians and residuals for the noise.
 
 Local route (:class:`LocalProblem`).  The same search minimises the local loss
-``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (docs/design.md §2) with ``r = R/√M``.  The generated
+``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (docs/method.md §2) with ``r = R/√M``.  The generated
 ``local_residual`` kernel (printed from the symbolic ``R = sᵀf + ∇·f − β₀`` and
 ``∂R/∂θ_k = sᵀ∂f/∂θ_k + ∇·∂f/∂θ_k``, see :mod:`~dynosed_sym.model.derivation`) gives R and
 ∂R/∂θ at the probes for given scores; the scores are estimated once (they do not depend on

@@ -1,6 +1,6 @@
 """Gradient route of the local loss for non-affine drifts (fit_local, nonaffine.LocalProblem).
 
-Oracles: the NumPy/SymPy local residual of docs/design.md §2 (reference.local_residual_reference,
+Oracles: the NumPy/SymPy local residual of docs/method.md §2 (reference.local_residual_reference,
 which derives nothing through the package), central finite differences of the compiled residual, the
 affine rows (local_rows) and linear solve for affine models, and exact stationary laws.
 """
