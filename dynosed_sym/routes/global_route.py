@@ -185,7 +185,7 @@ def fit_global(
     fit = FitResult(model, theta, A, b, report, "global", run.N, info)
     fit = flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
     clock.append(time.perf_counter())
-    # wall seconds per stage (the gradient route's search is in "assembly"; "checks": the
+    # wall seconds per stage (the gradient solver's search is in "assembly"; "checks": the
     # stationarity check of the fitted drift on the data); not in the summary
     stages = ("assembly", "solve", "report", "checks")
     timings = {k: round(t1 - t0, 4) for k, t0, t1 in zip(stages, clock, clock[1:])}
@@ -273,7 +273,7 @@ class _Run:
         """The gradient method's search on X in memory → (problem, θ, search record)."""
         if source.kind != "array" or self.dlogp_dt is not None:
             raise DataError(
-                "the gradient route (non-affine model) needs X in memory (an "
+                "the gradient solver (non-affine model) needs X in memory (an "
                 "array or DataFrame), without dlogp_dt="
             )
         prob = GlobalProblem(
