@@ -23,7 +23,7 @@ declared drift and diffusion:
   (D symmetric, so ``∇·(Ds) = sᵀ(∇·D) + Σ_jl D_jl J_jl``).  Derivatives of step-like
   functions are taken almost everywhere (:func:`almost_everywhere`);
 * for every model, affine or not, the local residual itself as a function of θ and its
-  θ-gradient (:class:`LocalResidualPieces`, the local gradient solver):
+  θ-gradient (:class:`LocalResidualPieces`, the local gradient route):
   ``R = sᵀf + ∇·f − β₀`` and ``∂R/∂θ_k = sᵀ ∂f/∂θ_k + ∇·(∂f/∂θ_k)`` with the θ-free
   ``β₀ = sᵀDs + Σ_jl D_jl J_jl + 2 sᵀ(∇·D) + ∇·(∇·D) − ∂ₜlog p`` (for an affine drift
   R = aᵀθ − β, since β = β₀ − sᵀv − ∇·v);
@@ -113,7 +113,7 @@ class LocalResidualPieces:
     """Local residual R(x, s, J, ∂ₜlog p; θ) and its θ-gradient as SymPy expressions.
 
     Same symbols as :class:`LocalPieces`; ``residual`` is R and ``gradient`` the n expressions
-    ∂R/∂θ_k (module docstring).  Used by the local gradient solver of non-affine models.
+    ∂R/∂θ_k (module docstring).  Used by the local gradient route of non-affine models.
     """
 
     score: tuple
@@ -219,7 +219,7 @@ class Derivation:
 
     @cached_property
     def jacobian(self):
-        """∂f/∂θ (d, n) at general θ (every model; the gradient solver)."""
+        """∂f/∂θ (d, n) at general θ (every model; the gradient route)."""
         return self._dense()
 
     @cached_property
@@ -438,7 +438,7 @@ def _theta_free_beta(D, div_D, div_div_D, s, J, g):
 def _separable(entries, params):
     """Indices k with ∂²f/∂θ_k∂θ_l ≡ 0 for all l: θ_k enters f affinely with a θ-free column.
 
-    Such parameters are eliminated exactly by variable projection in the gradient solver.
+    Such parameters are eliminated exactly by variable projection in the gradient route.
     """
     pset = set(params)
     bad = set()
