@@ -1,5 +1,5 @@
 """The unbiased (U-statistic) fit of a linear(ised) system from its per-block means, and the
-resolved estimator (docs/design-statistics.md, issue 13).
+resolved estimator (docs/design-statistics.md).
 
 Every route hands the solve a :class:`~dynosed_sym.assembly.stein.BlockSystem`: means ``A, b``
 over N samples and the means ``A_b, b_b`` over B independent blocks (weights ``w_b = N_b/N``).
@@ -91,8 +91,8 @@ def estimator_options(statistic="u", estimator=None):
     """Check and complete the (statistic, estimator) pair.
 
     ``estimator=None`` means ``"resolved"`` with the U-statistic and ``"ridge"`` with the
-    V-statistic, so that ``statistic="v"`` alone reproduces the V-statistic Tikhonov fit of
-    earlier versions bit for bit.
+    V-statistic, so that ``statistic="v"`` alone gives the plain V-statistic Tikhonov (ridge) fit,
+    the baseline the default is compared with.
     """
     statistic = arguments.choice(statistic, "statistic", STATISTICS)
     if estimator is None:
