@@ -27,7 +27,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "results"]
 
-# MyST: GitHub-style Markdown; headings get anchors so that "design.md#2-..." links resolve
+# MyST: GitHub-style Markdown; headings get anchors so that "method.md#2-..." links resolve
 myst_heading_anchors = 3
 myst_enable_extensions = ["dollarmath"]
 

@@ -14,7 +14,7 @@ flowing one way (a lower layer never imports a higher one; ``tests/test_layers.p
 ``simulation/``        snapshots from the generated integrator
 ``solve/``             θ̂ (linear or gradient) → report, uncertainty, misspecification
 ``routes/``            :func:`fit_global`, :func:`fit_local` (probes, scores) → :class:`FitResult`
-``identifiability/``   before data: the exact structural check and the simulated design check
+``identifiability/``   before data: the exact structural check and the simulation check
 ``density/``           dynamics → density (:func:`density_from_dynamics`)
 ``apps/``              command line, demo, benchmarks, figures (not imported by the library)
 =====================  ==========================================================================

@@ -70,7 +70,7 @@ def drift_reference(model, X, theta):
 
 
 def stein_system_reference(model, X, omega, phase, lam_fns=None, dlogp_dt=None):
-    """A (m, n) and b (m,) of the global route by the formulas of docs/design.md §2, in NumPy.
+    """A (m, n) and b (m,) of the global route by the formulas of docs/method.md §2, in NumPy.
 
     ``dlogp_dt`` (N,), optional: ∂ₜlog p at each sample (non-stationary snapshot); the Stein
     feature gains ``−z_r(x)·∂ₜlog p(x)``, i.e. b gains
@@ -146,7 +146,7 @@ def simulate_reference(model, theta, n_chains, n_steps, dt, seed=0, x0=None):
 
 
 def local_residual_reference(model, P, S, J, theta, dlogp_dt=None):
-    """Local Fokker–Planck residual R(x_i; θ) at probes, straight from docs/design.md §2 (M,).
+    """Local Fokker–Planck residual R(x_i; θ) at probes, straight from docs/method.md §2 (M,).
 
     ``R = sᵀ(f − ∇·D − Ds) + ∇·(f − ∇·D − Ds) + ∂ₜlog p`` with every derivative of f and D
     taken here by SymPy from the declaration (no use of the package's derivation), and
@@ -195,7 +195,7 @@ def local_rows_reference(model, P, S, J, dlogp_dt=None):
 
 
 def kernel_score_reference(X, P, temperature):
-    """Gaussian-kernel score and Jacobian at probes P by the formulas of docs/design.md §2 (dense,
+    """Gaussian-kernel score and Jacobian at probes P by the formulas of docs/method.md §2 (dense,
     O(M N)).
 
     ``w_j ∝ exp(−T‖x − x_j‖²/2)``, ``ŝ = T(Σ_j w_j x_j − x)``, ``∇ŝ = T² Cov_w(x_j) − T I``.

@@ -137,7 +137,7 @@ def test_links_resolve_inside_the_repository(page):
 
 
 def test_nothing_refers_outside_the_repository():
-    """Design references point at docs/design.md, not at notes kept outside the repository."""
+    """Method references point at docs/method.md, not at notes kept outside the repository."""
     bad = re.compile("DESIGN" + r" §|\.\./" + "shared|/" + "work/")
     files = [*PAGES, *(ROOT / "dynosed_sym").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
     found = [
@@ -149,16 +149,16 @@ def test_nothing_refers_outside_the_repository():
     assert not found, found
 
 
-def test_design_section_references_exist():
-    """Every "docs/design.md §N" in the code names a section the page has."""
-    sections = set(re.findall(r"^## (\d+)\. ", (DOCS / "design.md").read_text("utf-8"), re.M))
+def test_method_section_references_exist():
+    """Every "docs/method.md §N" in the code names a section the page has."""
+    sections = set(re.findall(r"^## (\d+)\. ", (DOCS / "method.md").read_text("utf-8"), re.M))
     files = [*(ROOT / "dynosed_sym").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *PAGES]
     cited = {
         (f.relative_to(ROOT), n)
         for f in files
-        for n in re.findall(r"design\.md §(\d+)", f.read_text(encoding="utf-8"))
+        for n in re.findall(r"method\.md §(\d+)", f.read_text(encoding="utf-8"))
     }
-    assert cited, "no code cites the design notes"
+    assert cited, "no code cites the method notes"
     assert all(n in sections for _, n in cited), sorted(c for c in cited if c[1] not in sections)
 
 

@@ -5,7 +5,7 @@ Complements tests/model/test_hypothesis_models.py (affine models: split, fill, n
 Hypothesis tests of the local route with:
 
 * non-affine drifts (parameters inside exp, sin, tanh, powers and rational functions) and
-  state-dependent *full* noise matrices G(x): drift, ∂f/∂θ, G(x) and the gradient route's Stein
+  state-dependent *full* noise matrices G(x): drift, ∂f/∂θ, G(x) and the gradient solver's Stein
   residual and Jacobian against NumPy references (``.py_func`` point kernels);
 * affine drifts with a full state-dependent G(x): global A, b and local rows vs the reference;
 * exact laws: N(0, I) data are exact stationary samples of ou2d (M = −I) and limit_cycle
@@ -17,9 +17,9 @@ Hypothesis tests of the local route with:
   exactly); each defect of the data or of an argument gives the DataError that names it;
 * random model declarations: valid ones are accepted (and derive and print), invalid ones raise
   the ModelError naming the component and the offending atom;
-* the gradient route on an affine model equals the linear solve (hostile data and starts:
+* the gradient solver on an affine model equals the linear solve (hostile data and starts:
   the errors of the linear route, a flagged non-convergence);
-* a non-affine model by both gradient routes: valid input ends at a stationary point of the
+* a non-affine model by both gradient solvers: valid input ends at a stationary point of the
   loss on the reported linearisation, or is flagged unconverged with a ConvergenceWarning; on
   exact samples of its stationary law (a 1-D gradient drift) the truth — zero for an added
   parameter — lies in the 1 − 10⁻⁶ interval.
@@ -224,7 +224,7 @@ def test_nonaffine_kernels_match_reference(fuzz_dir, model, data):
         for i in range(X.shape[0]):
             loaded.module.noise_point.py_func(X[i], Gx)
             np.testing.assert_allclose(Gx @ Gx.T / 2, Dx[i], rtol=1e-12, atol=1e-13)
-    # the gradient route's residual r(θ) and Jacobian, per data block, against NumPy sums
+    # the gradient solver's residual r(θ) and Jacobian, per data block, against NumPy sums
     m = data.draw(st.sampled_from([8, 37, 130]))
     feats = draw_features(
         model.d, m, data.draw(st.floats(0.4, 3.0)), seed=data.draw(st.integers(0, 2**31))
@@ -743,7 +743,7 @@ THETA0 = {  # starting point → expected outcome
 @settings(max_examples=60)
 @given(st.data())
 def test_gradient_route_on_an_affine_model_is_the_linear_solve(compiled, models, data):
-    """The gradient route on hostile data and starting points (ou2d, solver='gradient'): the
+    """The gradient solver on hostile data and starting points (ou2d, solver='gradient'): the
     errors of the linear route, and on valid input the linear solve's optimum."""
     model = models["ou2d"]
     X, defect, _ = data.draw(hostile_inputs("global"))
@@ -821,7 +821,7 @@ NA_THETA0 = {
 @given(st.data())
 def test_truly_nonaffine_fits_end_at_a_stationary_point(nonaffine_compiled, data):
     """A non-affine model (no linear route) on hostile data and starting points, by the global and
-    the local gradient routes: named errors; on valid input a fit whose θ̂, when the search
+    the local gradient solvers: named errors; on valid input a fit whose θ̂, when the search
     converged, is a stationary point of the loss on the reported linearisation
     (‖Aᵀ(Aθ̂ − b) + λθ̂‖ ≈ 0), and a flag with a ConvergenceWarning when it did not."""
     model, out = nonaffine_compiled

@@ -513,7 +513,7 @@ def _run_here(model):
 
 
 def test_same_seed_same_result_in_a_new_process(models, project_root):
-    """Simulation, both fits and the design-time check: bitwise equal in a fresh interpreter
+    """Simulation, both fits and the simulation check: bitwise equal in a fresh interpreter
     (different hash seed, kernels loaded from Numba's cache)."""
     model = models["lorenz"]
     env = dict(os.environ, PYTHONHASHSEED="12345")

@@ -25,7 +25,7 @@ LEVEL_MESSAGE = r"^Study\.level must be (between 0 and 1 \(exclusive\), e.g. 0.9
 
 
 def _refuse_to_sample(*args, **kwargs):
-    raise AssertionError("the design check sampled before checking level=")
+    raise AssertionError("the check sampled before checking level=")
 
 
 # --------------------------------------------------------------------------- level= first

@@ -3,7 +3,7 @@
 The fill (:func:`dynosed_sym.kernels.stein_fill.accumulate_stein`) leaves, per noise block, the
 sums ``P_s`` (K_sin, m) and ``P_c`` (K_cos, m) of sin/cos of every feature times the model's
 per-sample factors.  A and b are a small contraction of them with ω (the tables ``A_TERMS``,
-``A_BLOCKS``, ``B_SIN_TERMS``, ``B_COS_TERMS`` of the generated module, docs/design.md §2):
+``A_BLOCKS``, ``B_SIN_TERMS``, ``B_COS_TERMS`` of the generated module, docs/method.md §2):
 :class:`Contraction` does it.  A matrix block ``W·φ(x)`` (R × K parameters) fills R·K columns
 with one broadcast product instead of R·K table entries.
 

@@ -3,7 +3,7 @@ time courses by the finite-time Stein identity, and the grouped noise model (doc
 
 Building block.  Every snapshot g (a stationary environment, or one time of a time course) is
 one pass of the fill with the features shared by the whole design.  It gives its system
-``(A_g, b_g)`` (docs/design.md §2: ``E_p[𝒜 z_r] = (A θ − b)_r``), for time-course snapshots also
+``(A_g, b_g)`` (docs/method.md §2: ``E_p[𝒜 z_r] = (A θ − b)_r``), for time-course snapshots also
 ``Z_g[r] = √(2/m) E_N[cos(ω_rᵀx + c_r)] = E_N[z_r]`` (the fill's extra cos factor 1, see
 :func:`dynosed_sym.assembly.stein.block_sums`), and per-block means of all three.
 

@@ -1,5 +1,5 @@
 """The local route's rows: ``A[i] = a(x_i)``, ``b[i] = β(x_i)`` at probes, from the generated
-``local_rows`` kernel (an affine drift; docs/design.md §2).
+``local_rows`` kernel (an affine drift; docs/method.md §2).
 
 A probe where the model cannot be evaluated — a singularity of the drift, of D or of their
 derivatives (``1/x`` at ``x = 0``), or a value beyond double precision — is named in a

@@ -4,7 +4,7 @@ For every (sample, feature) pair the fill (:func:`dynosed_sym.kernels.stein_fill
 one model-independent kernel) evaluates ``sin``/``cos`` of ``ω_rᵀx_i + c_r`` and contracts them
 with the per-sample Stein-feature factors of the model's generated ``stein_features`` kernel, into
 partial sums per noise block.  The small contraction with ω (tables ``A_TERMS`` … of the generated
-module) then gives A and b, with the scaling of docs/design.md §2.
+module) then gives A and b, with the scaling of docs/method.md §2.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class BlockSystem(NamedTuple):
 
 def contract(cm, feats: RandomFeatures, P_s, P_c, count):
     """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with the scaling of
-    docs/design.md §2 (:class:`~dynosed_sym.assembly.contraction.Contraction`).
+    docs/method.md §2 (:class:`~dynosed_sym.assembly.contraction.Contraction`).
 
     A ``P_c`` with one factor more than the model's cos factors carries ``Σ_i cos_ri ∂ₜlog p(x_i)``
     (non-stationary snapshot, see :func:`block_sums`): the Stein feature's ``−z_r ∂ₜlog p`` term
@@ -171,7 +171,7 @@ def assemble_array(cm, X, edges, feats: RandomFeatures, dlogp_dt=None):
 
     One kernel launch for all blocks; bitwise the same as :func:`assemble_global` over
     the same blocks.  ``dlogp_dt`` (N,), optional: ∂ₜlog p at each sample (non-stationary
-    snapshot, docs/design.md §2).
+    snapshot, docs/method.md §2).
     """
     P_s, P_c = block_sums(cm, X, feats, edges, dlogp_dt)
     counts = np.diff(np.asarray(edges, dtype=np.int64))

@@ -1,6 +1,6 @@
 """The known-dynamics side of the residual: f, ∇·f, D, ∇·D and ∇·∇·D at collocation points.
 
-With the model's score s and its Jacobian ∇s, the stationary residual of docs/design.md §2,
+With the model's score s and its Jacobian ∇s, the stationary residual of docs/method.md §2,
 
     R = sᵀ(f − ∇·D − D s) + ∇·(f − ∇·D − D s),
 

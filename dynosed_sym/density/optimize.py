@@ -4,7 +4,7 @@ The objective is the residual's mean square under the model's own density,
 
     J(ψ) = ∫ q_ψ(x) R_ψ(x)² dx,
 
-with R the local residual of docs/design.md §2, evaluated with the model's own score and Jacobian.
+with R the local residual of docs/method.md §2, evaluated with the model's own score and Jacobian.
 J ≥ 0 and J = 0 exactly at the stationary law.  Each step draws fresh collocation points from
 q_ψ (exact samples: latent mixture through the inverted flow) and takes one Adam step along a
 Monte-Carlo estimate of ∇J, formed from the exact derivatives of one recorded computation

@@ -1,6 +1,4 @@
-"""Identifiability before data: an exact structural check and a design-time check by simulation.
-
-Identifiability before data: an exact structural check and a design-time check by simulation.
+"""Identifiability before data: an exact structural check and a check by simulation.
 
 What snapshots can see
 ----------------------
@@ -16,7 +14,7 @@ on the support of p, and the rank of the population system equals the rank of th
 (a divergence-free probability current, ``pY``).
 
 * :mod:`.structural` — :func:`structural_check`, exact, from the symbols alone;
-* :mod:`.design` — :func:`check_identifiability`, the structural check plus a simulated design
+* :mod:`.simulated_check` — :func:`check_identifiability`, the structural check plus a simulated
   study (rank against noise, standard errors as a function of N, samples needed);
 * :mod:`.exact` — exact null spaces of families of functions (the certificates);
 * :mod:`.rigorous` — exact-rational and interval evaluation at rational points (proven rank bounds);
@@ -24,10 +22,10 @@ on the support of p, and the rank of the population system equals the rank of th
 * :mod:`.stationary` — closed-form stationary scores (Gaussian, gradient drifts).
 """
 
-from .design import IdentifiabilityCheck, check_identifiability
 from .designs import DesignCheck
 from .exact import NullSpace, function_null_space
 from .options import Experiment, Study
+from .simulated_check import IdentifiabilityCheck, check_identifiability
 from .structural import StructuralReport, structural_check
 
 __all__ = [

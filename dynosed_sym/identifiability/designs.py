@@ -36,15 +36,15 @@ from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws
-from .design_sampling import design_sampler
-from .design_structural import DesignStructural, design_structural, env_thetas
+from .designs_structural import DesignStructural, design_structural, env_thetas
 from .options import Experiment, Study
+from .simulated_sampling import design_sampler
 
 __all__ = ["DesignCheck", "check_design", "design_spec", "draw_design"]
 
 
 class RankVerdict:
-    """The rank summaries shared by the checks: the design-time report's when it was run, else
+    """The rank summaries shared by the checks: the simulation check's report when it was run, else
     the structural one's (``structural``, ``report``, ``param_names`` are the class's fields)."""
 
     @property
@@ -66,7 +66,7 @@ class RankVerdict:
         return self.structural.null_space if self.report is None else self.report.null_space
 
     def rank_words(self):
-        """The verdict of the design-time report in words: ``identifiable``, ``NOT
+        """The verdict of the simulation check's report in words: ``identifiable``, ``NOT
         identifiable``, or — when the exact structural rank is full and every unresolved
         direction is weak (real: it does not shrink with N like noise) — "not yet resolved at
         this N" (issue 23: "27 of 27" beside "24 of 27" read as a contradiction)."""
@@ -193,7 +193,7 @@ class DesignCheck(RankVerdict):
         if rep is not None:
             lines.append("")
             lines.append(
-                f"design-time check: {self.n_samples:,} simulated samples per snapshot: rank "
+                f"simulation check: {self.n_samples:,} simulated samples per snapshot: rank "
                 f"{rep.rank} of {rep.n_params} ({self.rank_words()})"
             )
             for combo in rep.null_space:
@@ -275,7 +275,7 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
     :func:`dynosed_sym.check_identifiability`, which calls this for designs): the environments
     and times of ``experiment``, the sample size, seed and sampler of ``study`` (its
     ``study.sampler``, else the compiled simulator with ``study.simulation``:
-    :func:`~dynosed_sym.identifiability.design_sampling.design_sampler`); an option object that
+    :func:`~dynosed_sym.identifiability.simulated_sampling.design_sampler`); an option object that
     is None takes its defaults."""
     from ..routes.designs import environment_models
     from .advice import SimulatedDesign, advise_design

@@ -36,10 +36,10 @@
 
 What it cannot detect: directions annihilated by a stationary density without a closed form that
 are not symmetries (e.g. an OU-like current inside a nonlinear model), near-dependencies (two
-columns that differ only where data are rare) and weak directions — the design-time check sees
+columns that differ only where data are rare) and weak directions — the simulation check sees
 these by simulation; blind spots of the local route caused by where the probes are (a column
 vanishing on every probe region), which depend on probe placement and are measured by the
-design-time check with ``route="local"``.  Floating-point constants of the model are read as the
+simulation check with ``route="local"``.  Floating-point constants of the model are read as the
 rational numbers they display (``2.6 → 13/5``).
 """
 
@@ -88,7 +88,7 @@ class StructuralReport:
     identifiable : bool or None
         False when a proven direction was found; True when ``rank_is_exact`` and the rank is
         full; None ("no obstruction in the symbols", or only numerical directions) otherwise —
-        the design-time check decides.
+        the simulation check decides.
     absent : list of str
         Parameters that do not occur in the drift.
     combinations : list of dict
@@ -417,7 +417,7 @@ def _verdict(dirs, n_absent, rank, rank_is_exact, n):
     if rank < n:  # only directions seen at 30 digits: not a proof either way
         dirs.notes.append(
             "the directions found are numerical (not proven): whether they are real "
-            "dependencies or near-dependencies beyond 30 digits is open; the design-time "
+            "dependencies or near-dependencies beyond 30 digits is open; the simulation "
             "check measures them"
         )
         return None
@@ -425,7 +425,7 @@ def _verdict(dirs, n_absent, rank, rank_is_exact, n):
         return True
     dirs.notes.append(
         "no dependency or symmetry in the symbols; whether the stationary density "
-        "separates every parameter is decided by the design-time check "
+        "separates every parameter is decided by the simulation check "
         "(ds.check_identifiability)"
     )
     return None

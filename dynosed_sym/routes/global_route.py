@@ -1,5 +1,5 @@
 """The global route: kernel Stein discrepancy with random Fourier features
-(docs/design.md §2), from any input to a :class:`~dynosed_sym.routes.result.FitResult`.
+(docs/method.md §2), from any input to a :class:`~dynosed_sym.routes.result.FitResult`.
 
 Data flow, one way down the layers: the input is opened as a source of checked chunks
 (:mod:`dynosed_sym.data`); the assembly consumes the chunks into per-block sums
@@ -60,7 +60,7 @@ def fit_global(
     execution=None,
     **moved,
 ) -> FitResult:
-    """Fit a model by the global kernel-Stein route (docs/design.md §2).
+    """Fit a model by the global kernel-Stein route (docs/method.md §2).
 
     Reads as validate → open → assemble → solve → report.
 
@@ -98,7 +98,7 @@ def fit_global(
         snapshots, else the number of snapshots).
     dlogp_dt : (N,) array or callable, optional
         Non-stationary snapshot: ∂ₜlog p at each sample, as an array in the row order of X or a
-        function ``fn(X) -> (N,)``.  The Stein operator gains ``−φ ∂ₜlog p`` (docs/design.md §2),
+        function ``fn(X) -> (N,)``.  The Stein operator gains ``−φ ∂ₜlog p`` (docs/method.md §2),
         i.e. one more per-sample factor of the fill.  X must be in memory (array or DataFrame).
     features : Features, optional
         The kernel: number of random Fourier features, bandwidth, seed
@@ -185,7 +185,7 @@ def fit_global(
     fit = FitResult(model, theta, A, b, report, "global", run.N, info)
     fit = flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
     clock.append(time.perf_counter())
-    # wall seconds per stage (the gradient route's search is in "assembly"; "checks": the
+    # wall seconds per stage (the gradient solver's search is in "assembly"; "checks": the
     # stationarity check of the fitted drift on the data); not in the summary
     stages = ("assembly", "solve", "report", "checks")
     timings = {k: round(t1 - t0, 4) for k, t0, t1 in zip(stages, clock, clock[1:])}
@@ -273,7 +273,7 @@ class _Run:
         """The gradient method's search on X in memory → (problem, θ, search record)."""
         if source.kind != "array" or self.dlogp_dt is not None:
             raise DataError(
-                "the gradient route (non-affine model) needs X in memory (an "
+                "the gradient solver (non-affine model) needs X in memory (an "
                 "array or DataFrame), without dlogp_dt="
             )
         prob = GlobalProblem(

@@ -1,5 +1,5 @@
 """The local route: Fokker–Planck residuals at probe points with estimated scores
-(docs/design.md §2).
+(docs/method.md §2).
 
 At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)ᵀθ − β(x_i)`` with
 
@@ -10,7 +10,7 @@ At probes x_1 … x_M the residual of an affine drift is ``R(x_i; θ) = a(x_i)�
 :mod:`dynosed_sym.model.derivation`).  The rows are filled by the model's generated
 ``local_rows`` kernel.
 
-A drift that is not affine in θ is fitted by the gradient route: the same loss is minimised by
+A drift that is not affine in θ is fitted by the gradient solver: the same loss is minimised by
 trust-region least squares with R and ∂R/∂θ from the generated ``local_residual`` kernel
 (:class:`dynosed_sym.solve.gradient.LocalProblem`), and the report below is taken on the
 linearisation ``A = ∂r/∂θ(θ̂)``, ``b = Aθ̂ − r(θ̂)`` (r = R/√M) for the full-data scores and for
@@ -175,7 +175,7 @@ def fit_local(
         As :func:`dynosed_sym.fit_global`: known inputs per environment, a column naming each
         row's environment, a column holding each row's time.
     dlogp_dt : (M,) array or callable ``fn(probes) -> (M,)``, optional
-        ∂ₜlog p at the probes for a non-stationary snapshot (docs/design.md §2); zero when
+        ∂ₜlog p at the probes for a non-stationary snapshot (docs/method.md §2); zero when
         omitted.
     scores : Scores, optional
         How scores and Jacobians at the probes are obtained

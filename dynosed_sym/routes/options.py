@@ -156,7 +156,7 @@ class Scores:
     Parameters
     ----------
     score : "kernel", "local_gaussian", "score_matching", (S, J) arrays, ScoreEstimator or callable
-        The kernel estimator of docs/design.md §2 (default), its deconvolved local-Gaussian
+        The kernel estimator of docs/method.md §2 (default), its deconvolved local-Gaussian
         variant (no smoothing bias), local score matching (needs ``radius``), arrays S (M, d) and
         J (M, d, d) with ``J[i, j, l] = ∂s_j/∂x_l`` (exact or external scores), or any
         ``fn(X, probes) -> (S, J)``.  See :mod:`dynosed_sym.routes.scores`.

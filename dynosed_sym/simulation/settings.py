@@ -91,5 +91,5 @@ class Simulation:
         )
 
 
-#: Independent snapshots at the default step and burn-in (the design check's default).
+#: Independent snapshots at the default step and burn-in (the simulation check's default).
 INDEPENDENT = Simulation(n_chains="independent")

@@ -1,5 +1,5 @@
-"""Gradient route: the global and local losses for drifts that are not affine in θ
-(docs/design.md §2, "Solving").
+"""Gradient solver: the global and local losses for drifts that are not affine in θ
+(docs/method.md §2, "Solving").
 
 The mean Stein feature of the global route is, for any drift,
 
@@ -29,7 +29,7 @@ At the optimum θ̂ the fit is reported like an affine one on the local linearis
 ``A := J(θ̂)``, ``b := J(θ̂) θ̂ − r(θ̂)`` with per-block Jacobians and residuals for the noise.
 
 Local route (:class:`LocalProblem`).  The same search minimises the local loss
-``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (docs/design.md §2) with ``r = R/√M``.  The generated
+``(1/M) Σ_i R(x_i; θ)² + λ‖θ‖²`` (docs/method.md §2) with ``r = R/√M``.  The generated
 ``local_residual`` kernel (printed from the symbolic ``R = sᵀf + ∇·f − β₀`` and
 ``∂R/∂θ_k = sᵀ∂f/∂θ_k + ∇·∂f/∂θ_k``, see :mod:`~dynosed_sym.model.derivation`) gives R and
 ∂R/∂θ at the probes for given scores; the scores are estimated once (they do not depend on
@@ -56,14 +56,14 @@ __all__ = ["GlobalProblem", "LocalProblem", "separable_params", "fit_gradient", 
 def separable_params(model):
     """Indices of parameters entering the drift affinely with θ-free coefficients (see module doc).
 
-    Derived symbolically (``model.derivation.separable``); the gradient route reads the same
+    Derived symbolically (``model.derivation.separable``); the gradient solver reads the same
     tuple from the generated module (``SEPARABLE``), so a warm start does not re-derive.
     """
     return list(model.derivation.separable)
 
 
 def starting_point(model, cm, theta0, gradient):
-    """Start of the gradient route: ``theta0``, else ``model.nominal``, else zeros (affine only).
+    """Start of the gradient solver: ``theta0``, else ``model.nominal``, else zeros (affine only).
 
     A non-affine model without either raises :class:`NotAffineError` (naming the offending term
     and asking for ``theta0=``); so does a non-affine model with ``gradient`` False.
@@ -77,7 +77,7 @@ def starting_point(model, cm, theta0, gradient):
                 model.derivation.require_affine()
             except NotAffineError as exc:
                 raise NotAffineError(
-                    f"{exc}; the gradient route needs a starting point: pass "
+                    f"{exc}; the gradient solver needs a starting point: pass "
                     "theta0= or give the model nominal= values",
                     param=exc.param,
                     component=exc.component,
@@ -284,7 +284,7 @@ def _finite(residual, theta):
     """The residual vector of a search, or a DataError when it overflowed at ``theta``."""
     if not np.isfinite(residual).all():
         raise DataError(
-            "the gradient route's residual is not finite at θ = "
+            "the gradient solver's residual is not finite at θ = "
             f"{np.array2string(np.asarray(theta), precision=4)} (overflow): start from a "
             "theta0 of moderate size"
         )

@@ -4,7 +4,7 @@ The solve is a handful of dense factorisations (SVDs, Gram products) of matrices
 few thousand rows, run right after Numba's parallel assembly.  OpenBLAS's worker threads then
 compete with Numba's (still spinning) ones and with any other process on the machine: on a busy
 2-core machine one SVD of a 2048 × 100 system took 0.40 s with two BLAS threads and 0.034 s with
-one (issue 20).  The solve therefore runs with ``DYNOSED_BLAS_THREADS`` BLAS threads (default 1);
+one.  The solve therefore runs with ``DYNOSED_BLAS_THREADS`` BLAS threads (default 1);
 set it to a larger number on a quiet many-core machine with very large systems.
 """
 

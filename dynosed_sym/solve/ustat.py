@@ -1,5 +1,5 @@
 """The unbiased (U-statistic) fit of a linear(ised) system from its per-block means, and the
-resolved estimator (docs/design-statistics.md, issue 13).
+resolved estimator (docs/design-statistics.md).
 
 Every route hands the solve a :class:`~dynosed_sym.assembly.stein.BlockSystem`: means ``A, b``
 over N samples and the means ``A_b, b_b`` over B independent blocks (weights ``w_b = N_b/N``).
@@ -91,8 +91,8 @@ def estimator_options(statistic="u", estimator=None):
     """Check and complete the (statistic, estimator) pair.
 
     ``estimator=None`` means ``"resolved"`` with the U-statistic and ``"ridge"`` with the
-    V-statistic, so that ``statistic="v"`` alone reproduces the V-statistic Tikhonov fit of
-    earlier versions bit for bit.
+    V-statistic, so that ``statistic="v"`` alone gives the plain V-statistic Tikhonov (ridge) fit,
+    the baseline the default is compared with.
     """
     statistic = arguments.choice(statistic, "statistic", STATISTICS)
     if estimator is None:
@@ -238,13 +238,19 @@ def _solve_scaled(M, rhs, c):
         Minv = np.full(M.shape, np.nan)
     z = (Minv @ rhs) / c
     inv = Minv / np.outer(c, c)
-    if not (np.isfinite(z).all() and np.isfinite(inv).all()):
-        raise DataError(
-            "the corrected normal equations on the resolved directions are singular or not "
-            "finite (the system's entries are too large or too small for double precision); "
-            "rescale the state variables or the parameters, or pass statistic='v'"
-        )
+    _require_finite(
+        "the corrected normal equations on the resolved directions are singular or", z, inv
+    )
     return z, inv
+
+
+def _require_finite(what, *arrays):
+    """A :class:`DataError` saying ``what`` is not finite, unless every array is finite."""
+    if not all(np.isfinite(a).all() for a in arrays):
+        raise DataError(
+            f"{what} not finite (the system's entries are too large or too small for double "
+            "precision); rescale the state variables or the parameters, or pass statistic='v'"
+        )
 
 
 @single_blas
@@ -367,7 +373,9 @@ def _unit_blocks(A_blocks, a):
 
 def _scaled_fill(fill, unit):
     """A :class:`Fill` of the unit-size system in the system's units (θ scales by β/a)."""
-    return replace(fill, z_ls=fill.z_ls * unit, z=fill.z * unit, shift=fill.shift * unit)
+    return replace(
+        fill, z_ls=fill.z_ls * unit, z=fill.z * unit, shift=fill.shift * unit, se=fill.se * unit
+    )
 
 
 def _scaled_directions(dirs, a):
@@ -490,12 +498,7 @@ def _solve_unit(
     # everything on R is scaled by the resolved singular values
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         K = S_RR / np.outer(c, c)
-    if not (np.isfinite(K).all() and np.isfinite(G).all()):
-        raise DataError(
-            "the noise of the assembled system is not finite on its resolved directions (entries "
-            "too large or too small for double precision); rescale the state variables or the "
-            "parameters, or pass statistic='v'"
-        )
+    _require_finite("the noise of the assembled system on its resolved directions is", K, G)
     alpha = _guarded(G, K)
     rhs = (VR.T @ (A.T @ b) - alpha * s_R) / c
     z, Hp = _solve_scaled(G - alpha * K, rhs, c)
@@ -553,15 +556,7 @@ def _solve_unit(
 
 @single_blas
 def corrected_gauss_newton(
-    linearisation,
-    theta0,
-    lam,
-    *,
-    statistic="u",
-    estimator=None,
-    rank_threshold=RANK_THRESHOLD,
-    max_steps=GN_MAX_STEPS,
-    tol=GN_TOL,
+    linearisation, theta0, lam, *, max_steps=GN_MAX_STEPS, tol=GN_TOL, **rule
 ):
     """Non-affine drift: the corrected fit by re-linearisation (module docstring).
 
@@ -572,9 +567,10 @@ def corrected_gauss_newton(
         ``b = J(θ)θ − r(θ)`` and their per-block means
         (:meth:`~dynosed_sym.solve.gradient.GlobalProblem.linearisation`).
     theta0 : (n,) start (the V-statistic optimum of the gradient route)
-    lam, statistic, estimator, rank_threshold
-        As :func:`solve_system` (the resolved estimator updates θ on the resolved directions
-        only, keeping the start's components along the others, where the model is linearised).
+    lam : float, the λ of :func:`solve_system`
+    rule : ``statistic``, ``estimator``, ``rank_threshold``: keywords of :func:`solve_system`
+        (the resolved estimator updates θ on the resolved directions only, keeping the start's
+        components along the others, where the model is linearised).
     max_steps : int
     tol : float
         Stop when the full step ``max |Δθ| ≤ tol · (1 + max |θ|)``; steps that stop contracting
@@ -594,18 +590,15 @@ def corrected_gauss_newton(
     theta = np.asarray(theta0, dtype=float).copy()
     converged = False
     steps, step, prev, eta = 0, np.inf, np.inf, 1.0
+    unknown = sorted(set(rule) - {"statistic", "estimator", "rank_threshold"})
+    if unknown:
+        raise TypeError(f"corrected_gauss_newton() got unexpected keyword(s) {unknown}")
     for k in range(1, int(max_steps) + 1):
         steps = k
         system = linearisation(theta)
-        est = solve_system(
-            *system,
-            lam,
-            statistic=statistic,
-            estimator=estimator,
-            second_order=False,
-            rank_threshold=rank_threshold,
-            tikhonov=False,
-        )
+        # each step: the corrected solve alone (the second-order term and the Tikhonov reference
+        # are taken once, at the fixed point)
+        est = solve_system(*system, lam, second_order=False, tikhonov=False, **rule)
         new = est.theta
         if est.estimator == "resolved":  # keep the components the data do not resolve
             VR = est.subspace
@@ -621,13 +614,7 @@ def corrected_gauss_newton(
         prev = step
         theta = theta + eta * full
     system = linearisation(theta)
-    est = solve_system(
-        *system,
-        lam,
-        statistic=statistic,
-        estimator=estimator,
-        rank_threshold=rank_threshold,
-    )
+    est = solve_system(*system, lam, **rule)
     msg = ""
     if not converged:
         msg = (

@@ -10,9 +10,14 @@ Fill.  The least-squares component ``ẑ_i = v_iᵀAᵀb / σ_i²`` has a sandwi
 ``se_i`` (bread ``v_i v_iᵀ/σ_i²`` at ``θ_R + V_U ẑ``) and ``t_i = ẑ_i/se_i``.  The estimate keeps
 the share ``g_i = clip((t_i² − 1)/(q² − 1), 0, 1)`` of it (q = :data:`FILL_FULL_T`): a component
 the data pin down (|t| ≥ q) is kept whole, a pure-noise one (|t| ≤ 1) is 0, and in between the
-estimate moves continuously — never a jump to zero along a direction b determines.  With the
-U-statistic the resolved part follows the filled one through the coupling of the corrected Gram,
-``θ_R ← θ_R + H⁺ S V_U z_f``.
+estimate moves continuously — never a jump to zero along a direction b determines.  The gain
+shrinks towards 0, i.e. towards a prior that the unresolved components are no larger than the
+resolved estimate.  When the least-squares components carry more than the resolved estimate
+itself beyond their noise (``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²``: the truth lies mostly along
+directions the data do not resolve, as the drift's overall scale of FitzHugh–Nagumo at small N)
+the data contradict that prior (:func:`scale_contradicted`) and the intervals size the bias by
+the components' attenuation (below).  With the U-statistic the resolved part follows the filled
+one through the coupling of the corrected Gram, ``θ_R ← θ_R + H⁺ S V_U z_f``.
 
 Intervals: profile-Fieller test inversion.  For parameter j, the estimating equation along its
 bread row is linear in the parameter's shift t; its block influence at ``θ_R`` is
@@ -26,8 +31,10 @@ set of t whose studentised moment stays below q,
 is a bounded interval when the curvature is well determined (q²γ_j < 1; then it is the sandwich
 interval with a Fieller correction), and the whole line otherwise (weak identification: no finite
 interval is honest).  ``β_j²`` is the variance of what the unresolved components add: under
-``z_i ~ (z_f,i, τ_i²)``, ``τ_i² = τ² + z_f,i²`` (τ: the maximum-likelihood scale of the filled
-estimate, :func:`~dynosed_sym.solve.intervals.prior_scale_ml`),
+``z_i ~ (z_f,i, τ_i²)``, ``τ_i² = τ² + ẑ_i² + se_i²`` (τ: the maximum-likelihood scale of the
+filled estimate, :func:`~dynosed_sym.solve.intervals.prior_scale_ml`; ``ẑ_i² + se_i²``: the second
+moment of the component given its least-squares estimate, never the shrunk ``z_f,i``, so a
+component the gain sets to 0 still sizes the bias by what the data say it may be),
 ``β_j² = Σ_i V_U,ji² τ_i² + Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` with
 ``M_b = ΔA_bᵀAV_U + AᵀΔA_bV_U`` (the noise of the unresolved columns moves the resolved estimate
 in proportion to their size).  The interval is centred at the filled estimate.
@@ -49,7 +56,15 @@ from .uncertainty import block_influence, influence_variance
 #: stays below the ridge fit's (docs/design-statistics.md, "Weak directions").
 FILL_FULL_T = 1.5
 
-__all__ = ["Fill", "fill_gain", "fill_unresolved", "WeakIntervals", "weak_intervals", "fieller"]
+__all__ = [
+    "Fill",
+    "fill_gain",
+    "fill_unresolved",
+    "scale_contradicted",
+    "WeakIntervals",
+    "weak_intervals",
+    "fieller",
+]
 
 
 @dataclass
@@ -63,6 +78,11 @@ class Fill:
     t : (k,) ẑ_i / se_i
     z : (k,) the kept components g_i ẑ_i
     shift : (n,) the move of the resolved part through the coupling (zeros without it)
+    se : (k,) the sandwich standard errors se_i of ẑ_i (0 where not finite)
+    scale_contradicted : bool, the least-squares components carry more than the resolved
+        estimate beyond their noise (:func:`scale_contradicted`)
+    attenuation : (k,) a_i, the factor by which ẑ_i understates z_i in the intervals' τ_i
+        (:func:`attenuation` when the scale is contradicted, else ones)
     """
 
     VU: np.ndarray
@@ -70,6 +90,9 @@ class Fill:
     t: np.ndarray
     z: np.ndarray
     shift: np.ndarray
+    se: np.ndarray
+    scale_contradicted: bool = False
+    attenuation: np.ndarray | None = None
 
 
 def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
@@ -91,7 +114,8 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     VU = dirs.V[:, unres]
     k = VU.shape[1]
     if k == 0:
-        return Fill(VU, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(n))
+        empty = np.zeros(0)
+        return Fill(VU, empty, empty, empty, np.zeros(n), empty, False, np.ones(0))
     sU = dirs.singular_values[unres]
     floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
     live = sU > floor
@@ -102,9 +126,44 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     se2 = influence_variance(IF, counts)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
+    contradicted = scale_contradicted(theta_R, z_ls, se2)
     z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
     shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
-    return Fill(VU, z_ls, t, z, shift)
+    se = np.sqrt(np.where(np.isfinite(se2) & (se2 > 0), se2, 0.0))
+    atten = attenuation(dirs, unres, s2) if contradicted else np.ones(k)
+    return Fill(VU, z_ls, t, z, shift, se, contradicted, np.where(live, atten, 1.0))
+
+
+def attenuation(dirs, unres, s2):
+    """(k,) the share ``a_i = κ̂_i / σ_i²`` of a least-squares component's curvature that is
+    signal (errors in variables: ``ẑ_i ≈ a_i z_i``), at the curvature's detection level
+    ``sd(κ̂_i)`` where κ̂_i is below it, in [10⁻¹², 1]; ones without a noise estimate."""
+    if dirs.kappa is None or dirs.kappa_sd is None:
+        return np.ones(int(np.count_nonzero(unres)))
+    kappa = np.maximum(dirs.kappa[unres], dirs.kappa_sd[unres])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = kappa / s2
+    return np.where(np.isfinite(a), np.clip(a, 1e-12, 1.0), 1.0)
+
+
+def scale_contradicted(theta_R, z_ls, se2):
+    """Do the least-squares components along the unresolved directions carry more than the
+    resolved estimate, beyond their own noise: ``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²`` (module
+    docstring)?
+
+    The fill's gain shrinks a component towards 0 as if it were no larger than the parameters the
+    data resolve, and τ (the intervals' scale) is drawn from those parameters.  The least-squares
+    components are themselves attenuated towards 0 (errors in variables: their curvature includes
+    the column noise), so when even their noise-corrected energy outweighs θ_R the truth lies
+    mostly along directions the data cannot resolve (the drift's overall scale) and the bias is
+    sized by the attenuation-corrected components (:func:`attenuation`).  A component at its noise
+    level (a structurally null direction, where ẑ_i is large only because σ_i is small) adds
+    nothing.  The estimate itself keeps the gain: keeping such components whole would also keep
+    the wild ones of near-null directions (the B-cell network: ẑ ≈ −124 ± 120).
+    """
+    se2 = np.where(np.isfinite(se2), se2, np.inf)
+    excess = np.maximum(z_ls * z_ls - se2, 0.0)
+    return bool(float(excess.sum()) > float(theta_R @ theta_R))
 
 
 def fill_gain(t, q=None):
@@ -211,7 +270,7 @@ def weak_intervals(
         tau = tau(np.sqrt(a0))
     if tau is not None and k:
         tau2_par = np.broadcast_to(np.asarray(tau, dtype=float) ** 2, (n,))
-        tau2 = (VU * VU).T @ tau2_par + fill.z**2
+        tau2 = (VU * VU).T @ tau2_par + (fill.z_ls**2 + fill.se**2) / fill.attenuation**2
         tau_dirs = np.sqrt(tau2)
         if dA is None:
             noise = deviations.unresolved_noise(A, Hp, tau2, w)

@@ -36,7 +36,7 @@ def test_check_lorenz(runner, project_root):
     assert res.exit_code == 0, res.output
     out = res.output
     assert "structural check" in out
-    assert "design-time check on 4,000 independent simulated snapshots" in out
+    assert "simulation check on 4,000 independent simulated snapshots" in out
     assert "rank 3 of 3 (identifiable)" in out
     for name in ("sigma", "rho", "beta"):
         assert name in out
@@ -47,7 +47,7 @@ def test_check_structural_only_ou(runner, project_root):
     res = runner.invoke(main, ["check", _model(project_root, "ou2d"), "--structural-only"])
     assert res.exit_code == 0, res.output
     assert "rank 3 of 4 (exact)" in res.output and "M12 − M21" in res.output
-    assert "design-time" not in res.output.split("structural check")[0]
+    assert "simulation check" not in res.output.split("structural check")[0]
 
 
 def test_check_nominal_override_and_rel_error(runner, project_root):
@@ -69,7 +69,7 @@ def test_check_nominal_override_and_rel_error(runner, project_root):
 
 
 def test_check_reports_status_bias_and_combinations(runner, project_root):
-    """All-free OU whose null direction loads on every entry: the design check names the entries
+    """All-free OU whose null direction loads on every entry: the simulation check names the entries
     determined only in combination and includes their bias in the predicted widths."""
     import json
 
@@ -123,7 +123,7 @@ def test_console_script_entry_point():
 @pytest.mark.parametrize("name", ["lorenz", "grn_bcell"])
 def test_dynosed_check_command_end_to_end(project_root, name):
     """The installed command, as a user types it (timing printed, not asserted:
-    docs/design.md §5)."""
+    docs/method.md §5)."""
     exe = shutil.which("dynosed", path=os.path.dirname(sys.executable)) or shutil.which("dynosed")
     cmd = [exe] if exe else [sys.executable, "-m", "dynosed_sym.apps.cli"]
     t0 = time.perf_counter()
@@ -137,7 +137,7 @@ def test_dynosed_check_command_end_to_end(project_root, name):
     elapsed = time.perf_counter() - t0
     print(f"\n`dynosed check models/{name}.py`: {elapsed:.1f} s")
     assert res.returncode == 0, res.stderr
-    assert "design-time check" in res.stdout
+    assert "simulation check" in res.stdout
 
 
 # --------------------------------------------------------------------------- the installed command,

@@ -12,7 +12,7 @@ from conftest import OU_START, ou_noise_sampler, ou_stationary_samples
 import dynosed_sym as ds
 from dynosed_sym.data.designs import as_design
 from dynosed_sym.errors import DataError, ModelError
-from dynosed_sym.identifiability.design_structural import design_structural, env_thetas
+from dynosed_sym.identifiability.designs_structural import design_structural, env_thetas
 from dynosed_sym.routes.designs import environment_models
 
 

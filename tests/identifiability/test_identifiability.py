@@ -1,4 +1,4 @@
-"""Identifiability before data: the exact structural check and the design check by simulation."""
+"""Identifiability before data: the exact structural check and the check by simulation."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _no_simulation(monkeypatch):
     monkeypatch.setattr(ds, "simulate", boom)
     monkeypatch.setattr(sys.modules["dynosed_sym.simulation.simulate"], "simulate", boom)
     monkeypatch.setattr(
-        sys.modules["dynosed_sym.identifiability.design_sampling"], "simulate", boom
+        sys.modules["dynosed_sym.identifiability.simulated_sampling"], "simulate", boom
     )
     monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_global", boom)
     monkeypatch.setattr(sys.modules["dynosed_sym.assembly.stein"], "assemble_source", boom)
@@ -72,11 +72,11 @@ def test_structural_no_obstruction_for_lorenz_and_grn(models):
         rep = structural_check(models[name])
         assert rep.rank == n and rep.identifiable is None and not rep.rank_is_exact
         assert rep.free_params == [] and rep.absent == []
-        assert "design-time" in str(rep)
+        assert "simulation check" in str(rep)
 
 
 def test_structural_zoo_is_fast(models, model_name):
-    """Timing is recorded, not asserted (docs/design.md §5): every zoo model goes through."""
+    """Timing is recorded, not asserted (docs/method.md §5): every zoo model goes through."""
     rep = structural_check(models[model_name])
     print(f"structural check {model_name}: {1e3 * rep.elapsed:.0f} ms")
     assert rep.n_params == models[model_name].n
@@ -332,7 +332,7 @@ def test_anisotropic_noise_breaks_the_rotation_symmetry():
     assert rep.free_params == []
 
 
-# ================================================================================ design-time check
+# ================================================================================ simulation check
 def test_design_ou_all_free(models):
     chk = check_identifiability(models["ou2d"], n_samples=20_000, seed=3)
     assert chk.structural.rank == 3 and chk.rank == 3 and not chk.unique
@@ -420,7 +420,7 @@ def test_local_route_design(models):
 # protocol
 @pytest.mark.slow
 def test_grn_pre_data_freeness_ordering_agrees_with_post_data(models):
-    """Design check (simulated at nominal, seed 123) vs a fit to independent data (seed 0)."""
+    """Simulation check (simulated at nominal, seed 123) vs a fit to independent data (seed 0)."""
     model = models["grn_bcell"]
     protocol = dict(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)
     chk = check_identifiability(
@@ -432,7 +432,7 @@ def test_grn_pre_data_freeness_ordering_agrees_with_post_data(models):
     rho = stats.spearmanr(pre, post).statistic
     print(
         f"GRN freeness, pre-data vs post-data: Spearman {rho:.4f}, "
-        f"Kendall {stats.kendalltau(pre, post).statistic:.4f}; design check "
+        f"Kendall {stats.kendalltau(pre, post).statistic:.4f}; simulation check "
         f"{chk.timings['total']:.1f} s"
     )
     assert rho > 0.95

@@ -203,7 +203,7 @@ def test_weak_directions_of_an_identifiable_design_are_called_so():
     assert weak.structural.rank == 7 and weak.report.rank < 7
     assert set(weak.direction_verdict) == {"resolved", "weak"}
     k = weak.direction_verdict.count("weak")
-    line = next(ln for ln in str(weak).splitlines() if ln.startswith("design-time check"))
+    line = next(ln for ln in str(weak).splitlines() if ln.startswith("simulation check"))
     assert (
         line.endswith(
             f"rank {7 - k} of 7 (not yet resolved at this N: the structural rank is 7 "

@@ -55,7 +55,7 @@ def test_drift_theta_as_dict_matches_array(models, compiled):
 # --------------------------------------------------------------------------- A, b
 @pytest.mark.parametrize("N, m", [(1003, 300), (37, 128)])
 def test_global_system_vs_reference(model, cmodel, model_points, N, m):
-    """A, b of the compiled fill agree with the NumPy formulas of docs/design.md §2 to 1e-10
+    """A, b of the compiled fill agree with the NumPy formulas of docs/method.md §2 to 1e-10
     relative.
 
     N not a multiple of the sample tile and m not a multiple of the feature block exercise

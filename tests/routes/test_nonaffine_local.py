@@ -1,6 +1,6 @@
-"""Gradient route of the local loss for non-affine drifts (fit_local, nonaffine.LocalProblem).
+"""Gradient solver of the local loss for non-affine drifts (fit_local, nonaffine.LocalProblem).
 
-Oracles: the NumPy/SymPy local residual of docs/design.md §2 (reference.local_residual_reference,
+Oracles: the NumPy/SymPy local residual of docs/method.md §2 (reference.local_residual_reference,
 which derives nothing through the package), central finite differences of the compiled residual, the
 affine rows (local_rows) and linear solve for affine models, and exact stationary laws.
 """
@@ -309,7 +309,7 @@ def test_gradient_drift_2d_both_routes(gen_dir):
 
 
 def test_local_search_stopped_by_max_nfev_is_flagged(gen_dir):
-    """The local gradient route reports a search stopped by max_nfev (flag, summary line,
+    """The local gradient solver reports a search stopped by max_nfev (flag, summary line,
     ConvergenceWarning), and a normal fit as converged."""
     m = ds.SDEModel([x], [a, k], [a * sp.tanh(k * x) - x], diffusion=1, name="tanh_bi_local")
     tru = np.array([3.0, 0.7])

@@ -1,4 +1,4 @@
-"""Score estimators: kernel (docs/design.md §2) and its local-Gaussian variant, local score
+"""Score estimators: kernel (docs/method.md §2) and its local-Gaussian variant, local score
 matching, user callables; closed forms against the NumPy reference, jackknife replicates,
 Gaussian truth."""
 

@@ -1,4 +1,4 @@
-"""Gradient route of the global loss for non-affine drifts (dynosed_sym.solve.gradient)."""
+"""Gradient solver of the global loss for non-affine drifts (dynosed_sym.solve.gradient)."""
 
 import time
 import warnings

@@ -183,7 +183,7 @@ def test_bad_options_name_the_argument(models, kwargs, name):
 
 # ================================================================================ non-affine
 def test_corrected_gauss_newton_on_an_affine_model_is_one_affine_solve(models):
-    """An affine model through the gradient route: the corrected Gauss–Newton loop converges at once
+    """An affine model in the gradient solver: the corrected Gauss–Newton loop converges at once
     to the affine U-statistic estimate (same θ̂, same report)."""
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 2000, seed=9)

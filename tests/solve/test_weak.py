@@ -181,7 +181,7 @@ def test_noise_free_columns_give_the_sandwich_interval(rng):
     theta = Hp @ A.T @ b
     from dynosed_sym.solve.weak import Fill
 
-    fill = Fill(np.zeros((n, 0)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(n))
+    fill = Fill(np.zeros((n, 0)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(n), np.zeros(0))
     wk = weak_intervals(
         A, b, theta, theta, (Ab, bb, counts), Hp, fill, None, 2.0, np.zeros(n, bool)
     )
@@ -236,6 +236,42 @@ def test_errors_in_variables_coverage_at_every_strength(strength):
         assert cover / finite >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / finite)
     if strength >= 1.0:
         assert finite == R
+
+
+@pytest.mark.parametrize("strength", [0.15, 0.3])
+def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale(strength):
+    """FitzHugh–Nagumo's limit cycle at N = 2000, as a linear system: the weak direction is the
+    truth's own (θ = 3.06·v, the drift's overall scale), so the resolved part is ≈ 0 and every
+    parameter moves with v, most with a small loading (finite intervals).  A scale drawn from the
+    resolved estimate alone said 'the unresolved part is ≈ 0' and gave tight intervals around the
+    attenuated estimate (522 of 601 covered at strength 0.15).  The finite intervals must cover θ
+    in 95 % of data sets (three binomial standard errors), and the data are seen to contradict the
+    resolved estimate's scale.  Still open: at strength 0.08 (no curvature seen along v at all)
+    the coverage is 70 % (docs/design-statistics.md, "Weak directions")."""
+    rng = np.random.default_rng(int(strength * 1000) + 7)
+    B, m, R = 32, 12, 150
+    theta = np.array([3.0, 0.5, 0.3, 0.05, 0.24])
+    v = theta / np.linalg.norm(theta)
+    V = np.linalg.qr(np.column_stack([v, rng.standard_normal((5, 4))]))[0]
+    V = np.column_stack([V[:, 1:], V[:, :1]])  # resolved directions first, v last
+    Q = np.linalg.qr(rng.standard_normal((m, 5)))[0]
+    A0 = (Q * [3.0, 2.5, 2.0, 1.5, strength]) @ V.T
+    cover = finite = kept = 0
+    for _ in range(R):
+        A, b, Ab, bb, counts = _blocks(rng, A0, A0 @ theta, B, 0.05 * np.sqrt(B))
+        est = solve_system(A, b, Ab, bb, counts, 0.0)
+        rep = analyse(A, b, est.theta, 0.0, list("abcde"), Ab, bb, counts, estimate=est)
+        if est.fill is not None and getattr(est.fill, "scale_contradicted", False):
+            kept += 1
+            assert np.all((est.fill.attenuation > 0) & (est.fill.attenuation <= 1))
+        ok = np.isfinite(rep.ci).all(axis=1)
+        finite += ok.sum()
+        cover += np.sum(ok & (rep.ci[:, 0] <= theta) & (theta <= rep.ci[:, 1]))
+    print(
+        f"\nstrength {strength}: {cover}/{finite} finite intervals cover, contradicted {kept}/{R}"
+    )
+    assert finite >= 40 and kept >= R // 2
+    assert cover / finite >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / finite)
 
 
 # ---------------------------------------------------------------------------------- FitzHugh–Nagumo

@@ -36,7 +36,7 @@ large
     compile times, fill ns/pair, simulator throughput, and agreement of the kernels
     with the NumPy reference on a small N.
 projection
-    Variable projection against the full search of the gradient route (non-affine models)
+    Variable projection against the full search of the gradient solver (non-affine models)
     on a 3-D gradient-form model with two non-affine parameters (a·tanh(x − k)) and five
     separable ones, from 2·10⁴ (--quick) or 5·10⁴ exact draws of its stationary law, both
     routes (global: m = 512 (--quick) or 2048; local: score matching at 60 probes, scores

@@ -47,7 +47,7 @@ from dynosed_sym.assembly.designs import (
 from dynosed_sym.assembly.features import draw_features
 from dynosed_sym.assembly.stein import BlockSystem
 from dynosed_sym.data.designs import as_design
-from dynosed_sym.identifiability.design_structural import gaussian_law_at
+from dynosed_sym.identifiability.designs_structural import gaussian_law_at
 from dynosed_sym.solve.linear import solve_tikhonov
 
 from .common import MODELS

@@ -1,4 +1,4 @@
-"""Section ``projection``: variable projection against the full search of the gradient route."""
+"""Section ``projection``: variable projection against the full search of the gradient solver."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def section_projection(quick, repeats):
     from ...solve.gradient import GlobalProblem, LocalProblem, fit_gradient, separable_params
 
     print(
-        "\n== projection: variable projection vs full search (gradient route, non-affine model) =="
+        "\n== projection: variable projection vs full search (gradient solver, non-affine model) =="
     )
     model, truth, sample = projection_model()
     N, m = (20_000, 512) if quick else (50_000, 2048)

@@ -81,7 +81,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
     "--n-samples",
     minimum=16,
     default=20_000,
-    help="Simulated samples for the design-time study.",
+    help="Samples simulated for the simulation check.",
 )
 @seed_option("Seeds the simulation, the random features and the structural check.")
 @positive_option(
@@ -98,7 +98,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 @feature_options
 @simulation_options(
     "--n-chains",
-    "Chains of the design-time simulation (default: one per sample, i.e. N independent "
+    "Chains of the simulation check (default: one per sample, i.e. N independent "
     "snapshots; 2048 gives the earlier correlated default).",
 )
 @click.option(

@@ -124,7 +124,7 @@ def fit(model_file, data_files, **opts):
         # the library asks for ``theta0=``: name the option a terminal user can pass instead
         if solver.theta0 is not None or "theta0=" not in str(exc):
             raise
-        what = " ".join(str(exc).split("; the gradient route needs")[0].split())
+        what = " ".join(str(exc).split("; the gradient solver needs")[0].split())
         raise click.UsageError(
             f"{what}; the gradient solver needs a starting point: pass --theta0 "
             f"NAME=VALUE for each parameter ({', '.join(model.param_names)})"

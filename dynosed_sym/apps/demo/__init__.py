@@ -7,7 +7,7 @@
 4. B-cell gene-regulatory network, the reference paper's protocol: recovered 3×7 matrix
    beside the truth and the normalised freeness matrix.
 5. Identifiability before any data: the exact structural check of every bundled model (and of
-   a model with two parameters on one basis function), the design-time check of the OU model,
+   a model with two parameters on one basis function), the simulation check of the OU model,
    the GRN's pre-data freeness ordering against the post-data one, and the calibration of the
    standard errors and of the misspecification p-value.
 6. Figures (``--figures DIR``, default ``demo_output/``): the Lorenz local/global figure, the GRN's

@@ -114,7 +114,7 @@ def grn_example(n_samples=50_000):
 
 
 def identifiability_before_data():
-    """Structural check of the zoo (symbols only) and the design-time check of the OU model."""
+    """Structural check of the zoo (symbols only) and the simulation check of the OU model."""
     import glob
 
     import sympy as sp
@@ -141,17 +141,17 @@ def identifiability_before_data():
         f"{rep.combinations[0]['combination']} ({1e3 * rep.elapsed:.0f} ms, no data, no simulation)"
     )
 
-    _rule("Design-time check of the all-free 2-D OU (simulated at nominal, before any data)")
+    _rule("Simulation check of the all-free 2-D OU (simulated at nominal, before any data)")
     chk = ds.check_identifiability(_load("ou2d"), study=ds.Study(n_samples=20_000, seed=0))
     print(str(chk).split("\n\n", 2)[-1])
 
 
 def grn_pre_data(fit, n_samples=50_000):
-    """Pre-data freeness (design check at nominal, independent seed) against the post-data fit."""
+    """Pre-data freeness (simulated at nominal, independent seed) against the post-data fit."""
     from scipy import stats
 
     model = _load("grn_bcell")
-    _rule("B-cell GRN: freeness before data (design check) against after data (the fit above)")
+    _rule("B-cell GRN: freeness before data (simulation check) against after data (the fit above)")
     sim = Simulation(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)  # the fit's protocol
     chk = ds.check_identifiability(
         model, study=ds.Study(n_samples=n_samples, seed=123, simulation=sim)
@@ -161,7 +161,7 @@ def grn_pre_data(fit, n_samples=50_000):
     top_pre = [model.param_names[i] for i in np.argsort(-pre)[:8]]
     top_post = [model.param_names[i] for i in np.argsort(-post)[:8]]
     print(
-        f"design check {chk.timings['total']:.1f} s: rank {chk.rank} of 21 before data, "
+        f"simulation check {chk.timings['total']:.1f} s: rank {chk.rank} of 21 before data, "
         f"{fit.report.rank} of 21 after; Spearman correlation of the normalised freeness {rho:.4f}"
     )
     print(f"8 most free before data: {', '.join(top_pre)}")

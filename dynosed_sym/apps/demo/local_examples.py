@@ -93,7 +93,7 @@ def lorenz_local(
         f"sparse: {sparse_per_ball} of them per ball; {time.perf_counter() - t0:.0f} s"
     )
     print(
-        "kernel: docs/design.md §2 estimator ŝ = T(Σw x − x), ∇ŝ = T²Cov_w − T I (the score of p "
+        "kernel: docs/method.md §2 estimator ŝ = T(Σw x − x), ∇ŝ = T²Cov_w − T I (the score of p "
         "smoothed by "
         "N(0, I/T));\nlocal Gaussian: the same weights, s = Cov_w⁻¹(Σw x − x), J = T I − Cov_w⁻¹ "
         "(no "
@@ -254,7 +254,7 @@ def ou_local_example(n_draws=8):
     )
     rows = kernel_temperature_table(n_draws=n_draws)
     print(
-        f"kernel estimator (docs/design.md §2) over the temperature T, {n_draws} draws of 3·10⁵ "
+        f"kernel estimator (docs/method.md §2) over the temperature T, {n_draws} draws of 3·10⁵ "
         "samples restricted to the same balls:"
     )
     print(

@@ -12,7 +12,7 @@ Every estimator has the same small interface:
 Estimators
 ----------
 :class:`KernelScore` (``score="kernel"``)
-    The Gaussian kernel estimator of docs/design.md §2 with temperature T (precision,
+    The Gaussian kernel estimator of docs/method.md §2 with temperature T (precision,
     1/bandwidth²):
     weights ``w_j ∝ exp(−T‖x − x_j‖²/2)``, ``ŝ(x) = T(Σ_j w_j x_j − x)``,
     ``∇ŝ(x) = T² Cov_w(x_j) − T I`` (the exact score of the Gaussian kernel density estimate).

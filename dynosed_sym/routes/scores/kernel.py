@@ -65,7 +65,7 @@ class KernelScore(ScoreEstimator):
         around the probes (:func:`~dynosed_sym.routes.scores.bandwidth.auto_temperature`) when
         :meth:`estimate` first sees them.
     deconvolve : bool
-        False (``score="kernel"``, docs/design.md §2): the score of the kernel density estimate,
+        False (``score="kernel"``, docs/method.md §2): the score of the kernel density estimate,
         ``T·m`` and ``T²C − TI`` with m, C the kernel-weighted mean of ``x_j − x`` and covariance.
         It converges to the score of p smoothed by N(0, I/T), a bias that matters when 1/T is
         not small against the local variance of p.  True (``score="local_gaussian"``): the same

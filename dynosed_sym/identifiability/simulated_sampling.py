@@ -1,15 +1,15 @@
-"""Where the design check's samples come from: the compiled simulator with a
+"""Where the simulation check's samples come from: the compiled simulator with a
 :class:`~dynosed_sym.simulation.Simulation` (independent snapshots by default), a user's
 ``sampler=``, or given ``samples=`` — and a check that they can be a stationary law of the
 nominal θ.
 
-Why independent snapshots.  The design check predicts what a fit on N cells will find.  Cells of a
+Why independent snapshots.  It predicts what a fit on N cells will find.  Cells of a
 snapshot are independent draws from the stationary law; N records of 2048 chains thinned every
 0.1 time units are not (records of one chain are correlated over the relaxation time), so their
 noise is that of fewer samples and the predicted errors at N were pessimistic (repressilator,
 N = 10⁴: se 0.093 from the chains, 0.046 from independent samples).  One chain per sample costs
 ``N·(burn_in + thin)`` steps, about ten times the old default's, measured in
-``tests/identifiability/test_design_sampling.py`` and docs/identifiability.md.
+``tests/identifiability/test_simulated_sampling.py`` and docs/identifiability.md.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def checked_samples(model, theta, X, what, n_blocks=32):
     enforce_stationary(
         check,
         f"{what} at the nominal parameters",
-        "The design check needs samples of the stationary law at the nominal θ: check the "
+        "The simulation check needs samples of the stationary law at the nominal θ: check the "
         "nominal values and the samples",
         fail=("diverging", "not stationary"),
     )
@@ -56,7 +56,7 @@ def checked_samples(model, theta, X, what, n_blocks=32):
 
 
 def draw_samples(model, theta, n_samples, seed, simulation, samples, sampler, ex):
-    """(X, description): the design check's samples and the words the report uses for them."""
+    """(X, description): the simulation check's samples and the words the report uses for them."""
     if samples is not None:
         X = as_samples(samples, model, "samples")
         return checked_samples(model, theta, X, "samples=", ex.n_blocks), (

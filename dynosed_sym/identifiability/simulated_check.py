@@ -1,4 +1,4 @@
-"""Design-time check (:func:`check_identifiability`): the structural check plus a simulated study.
+"""Simulation check (:func:`check_identifiability`): the structural check plus a simulated study.
 
 Simulates the model at the nominal parameters with the compiled simulator, assembles A with
 per-block partial sums, and reports rank, free combinations, freeness, predicted standard errors
@@ -22,9 +22,9 @@ from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
-from .design_sampling import draw_samples
 from .designs import DesignCheck, RankVerdict, check_design, short_count
 from .options import Experiment, Study
+from .simulated_sampling import draw_samples
 from .structural import StructuralReport, nominal_vector, structural_check
 
 __all__ = ["IdentifiabilityCheck", "check_identifiability", "follow_directions"]
@@ -35,7 +35,7 @@ SHRINK_EXPONENT = -0.25  # log-log slope below which an unresolved direction is 
 
 @dataclass
 class IdentifiabilityCheck(RankVerdict):
-    """Result of :func:`check_identifiability`: structural verdict plus a simulated design study.
+    """Result of :func:`check_identifiability`: structural verdict plus a simulated study.
 
     Attributes
     ----------
@@ -177,7 +177,7 @@ class IdentifiabilityCheck(RankVerdict):
         resolved from its ``direction_n_resolve``) and the bias τ·loading from the others
         (``bias_sd`` at ``n_samples``); inf when not identifiable at N."""
         if self.std_errors is None:
-            raise DynosedError("no design-time simulation was run (simulate=False)")
+            raise DynosedError("no simulation was run (simulate=False)")
         Ns = np.atleast_1d(np.asarray(N, dtype=float))
         out = np.empty((Ns.size, self.n_params))
         for k, Nk in enumerate(Ns):
@@ -189,7 +189,7 @@ class IdentifiabilityCheck(RankVerdict):
     def samples_for(self, rel_error=None, level=None):
         """Samples per parameter for a ``level`` interval of half-width ``rel_error·|θ_k|``."""
         if self.std_errors is None:
-            raise DynosedError("no design-time simulation was run (simulate=False)")
+            raise DynosedError("no simulation was run (simulate=False)")
         rel_error = self.rel_error if rel_error is None else float(rel_error)
         level = self.level if level is None else float(level)
         if not rel_error > 0:
@@ -226,7 +226,7 @@ class IdentifiabilityCheck(RankVerdict):
         names = self.param_names
         t_sim = self.timings.get("simulate", float("nan"))
         lines.append(
-            f"design-time check on {self.sampling or f'{self.n_samples:,} samples'} "
+            f"simulation check on {self.sampling or f'{self.n_samples:,} samples'} "
             f"({t_sim:.1f} s sampling, {self.timings.get('assemble', float('nan')):.1f} s "
             f"assembly): rank {rep.rank} of {rep.n_params} ({self.rank_words()})"
         )

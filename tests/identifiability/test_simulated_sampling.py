@@ -1,6 +1,6 @@
-"""Where the design check's samples come from (identifiability/design_sampling.py): independent
-snapshots by default, the old correlated chains on request, a user's sampler= or samples=, the
-words the report uses for each, and nominal values without a stationary law.
+"""Where the simulation check's samples come from (identifiability/simulated_sampling.py):
+independent snapshots by default, the old correlated chains on request, a user's sampler= or
+samples=, the words the report uses for each, and nominal values without a stationary law.
 
 The slow test compares the predicted standard errors at N with the spread of fits on N
 independent samples (exact Gaussian samples of the 2-D OU; simulated repressilator)."""
