@@ -69,7 +69,8 @@ class RankVerdict:
         """The verdict of the simulation check's report in words: ``identifiable``, ``NOT
         identifiable``, or — when the exact structural rank is full and every unresolved
         direction is weak (real: it does not shrink with N like noise) — "not yet resolved at
-        this N" (issue 23: "27 of 27" beside "24 of 27" read as a contradiction)."""
+        this N" (so a full structural rank beside a smaller rank of the simulated fit does not
+        read as a contradiction)."""
         rep = self.report
         if rep.unique:
             return "identifiable"
