@@ -159,7 +159,7 @@ def scale_contradicted(theta_R, z_ls, se2):
     sized by the attenuation-corrected components (:func:`attenuation`).  A component at its noise
     level (a structurally null direction, where ẑ_i is large only because σ_i is small) adds
     nothing.  The estimate itself keeps the gain: keeping such components whole would also keep
-    the wild ones of near-null directions (the B-cell network: ẑ ≈ −124 ± 120).
+    the wild ones of near-null directions (as on the B-cell network).
     """
     se2 = np.where(np.isfinite(se2), se2, np.inf)
     excess = np.maximum(z_ls * z_ls - se2, 0.0)

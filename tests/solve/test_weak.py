@@ -238,7 +238,19 @@ def test_errors_in_variables_coverage_at_every_strength(strength):
         assert finite == R
 
 
-@pytest.mark.parametrize("strength", [0.15, 0.3])
+@pytest.mark.parametrize(
+    "strength",
+    [
+        pytest.param(
+            0.08,
+            marks=pytest.mark.xfail(
+                strict=True, reason="open limit: no curvature along v at all (70 % coverage)"
+            ),
+        ),
+        0.15,
+        0.3,
+    ],
+)
 def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale(strength):
     """FitzHugh–Nagumo's limit cycle at N = 2000, as a linear system: the weak direction is the
     truth's own (θ = 3.06·v, the drift's overall scale), so the resolved part is ≈ 0 and every
@@ -246,8 +258,8 @@ def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale
     resolved estimate alone said 'the unresolved part is ≈ 0' and gave tight intervals around the
     attenuated estimate (522 of 601 covered at strength 0.15).  The finite intervals must cover θ
     in 95 % of data sets (three binomial standard errors), and the data are seen to contradict the
-    resolved estimate's scale.  Still open: at strength 0.08 (no curvature seen along v at all)
-    the coverage is 70 % (docs/design-statistics.md, "Weak directions")."""
+    resolved estimate's scale.  Still open (strict xfail): at strength 0.08, no curvature seen
+    along v at all, the coverage is 70 % (docs/design-statistics.md, "Weak directions")."""
     rng = np.random.default_rng(int(strength * 1000) + 7)
     B, m, R = 32, 12, 150
     theta = np.array([3.0, 0.5, 0.3, 0.05, 0.24])
