@@ -94,6 +94,10 @@ class Fill:
     scale_contradicted: bool = False
     attenuation: np.ndarray | None = None
 
+    def __post_init__(self):
+        if self.attenuation is None:  # not contradicted: ẑ_i taken at face value
+            self.attenuation = np.ones(self.VU.shape[1])
+
 
 def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     """The fill of the unresolved components and the coupling shift (module docstring).
@@ -115,7 +119,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     k = VU.shape[1]
     if k == 0:
         empty = np.zeros(0)
-        return Fill(VU, empty, empty, empty, np.zeros(n), empty, False, np.ones(0))
+        return Fill(VU, empty, empty, empty, np.zeros(n), empty)
     sU = dirs.singular_values[unres]
     floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
     live = sU > floor
@@ -130,8 +134,8 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
     shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
     se = np.sqrt(np.where(np.isfinite(se2) & (se2 > 0), se2, 0.0))
-    atten = attenuation(dirs, unres, s2) if contradicted else np.ones(k)
-    return Fill(VU, z_ls, t, z, shift, se, contradicted, np.where(live, atten, 1.0))
+    atten = np.where(live, attenuation(dirs, unres, s2), 1.0) if contradicted else None
+    return Fill(VU, z_ls, t, z, shift, se, contradicted, atten)
 
 
 def attenuation(dirs, unres, s2):
@@ -262,7 +266,7 @@ def weak_intervals(
     with np.errstate(divide="ignore", invalid="ignore"):
         D = 2.0 * AdA / np.where(pjj > 0, pjj, 1.0)
     c = w @ (IF0 * D) / (B - 1)
-    gam = w @ (D * D) / (B - 1)
+    gam = influence_variance(D, counts)
     bias2 = np.zeros(n)
     noise = np.zeros(n)
     tau_dirs = np.zeros(k)
