@@ -13,6 +13,11 @@ lives on R every such contraction reduces to m-contractions with ``A V_R`` (r co
   ``C = Σ_b w_b N_b diag(τ²) N_bᵀ / (B − 1)`` and
   ``N_b = V_RᵀM_b = (ΔA_bV_R)ᵀAV_U + (AV_R)ᵀΔA_bV_U`` (r, k).
 
+When the deviations would exceed :data:`~.blockops.STREAM_BYTES` the solve hands over a
+:class:`~.blockops.DeviationStream` instead of the array: each contraction then regenerates them
+a chunk of blocks at a time and reduces every chunk at once (``E_b`` to its rows of the curvature
+noise, ``N_b`` into C), so nothing of size B·m·n, B·r·n or B·r·k is held.
+
 Both are the formulas of :mod:`.weak` with the sums reordered (the oracle test
 ``tests/solve/test_deviations.py`` compares them with the direct NumPy products); their cost is
 ``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``, and no (B, m, n) temporaries.
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .blockops import DeviationStream
+
 __all__ = ["BlockDeviations"]
 
 
@@ -34,6 +41,7 @@ class BlockDeviations:
     Attributes
     ----------
     dAV : (B, m, n) block deviations in the basis V, in the units of the solved system ``A/a``
+        (or a :class:`~.blockops.DeviationStream` regenerating them)
     scale : float
         a (a power of two): ``(A_b − A)V = a · dAV`` in the system's units (exact).
     V : (n, n) right singular vectors (columns); resolved : (n,) bool
@@ -73,8 +81,14 @@ class BlockDeviations:
         VR = self.V[:, self.resolved]
         return VR @ (VR.T @ Hp @ VR)
 
+    @property
+    def streamed(self):
+        return isinstance(self.dAV, DeviationStream)
+
     def curvature_noise(self, A, Hp):
         """(B, n) ``(A p_j)ᵀ ΔA_b p_j`` with ``p_j = H⁺e_j`` (module docstring)."""
+        if self.streamed:
+            return self._streamed_curvature(A, Hp)
         P, _ = self._blocks(A)
         E = P[:, :, self.resolved]  # (B, r, r)
         L = self._factor(Hp)
@@ -82,6 +96,8 @@ class BlockDeviations:
 
     def unresolved_noise(self, A, Hp, tau2, w):
         """(n,) ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` (module docstring)."""
+        if self.streamed:
+            return self._streamed_unresolved(A, Hp, tau2, w)
         P, Q = self._blocks(A)
         N = P[:, :, ~self.resolved] + Q.transpose(0, 2, 1)  # (B, r, k)
         B, r, k = N.shape
@@ -90,3 +106,32 @@ class BlockDeviations:
         C = (flat * weights) @ flat.T / (B - 1)
         L = self._factor(Hp)
         return np.einsum("jr,jr->j", L @ C, L)
+
+    def _streamed_curvature(self, A, Hp):
+        """:meth:`curvature_noise` a chunk of blocks at a time (``E_b`` from ΔA_bV_R only)."""
+        R = self.resolved
+        AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
+        L = self._factor(Hp)
+        out = np.empty((self.dAV.shape[0], L.shape[0]))
+        for lo, hi, D in self.dAV.chunks(np.flatnonzero(R)):
+            E = np.matmul(AVR, D)  # (c, r, r)
+            E *= self.scale
+            out[lo:hi] = np.einsum("bjl,jl->bj", np.matmul(L, E), L)
+        return out
+
+    def _streamed_unresolved(self, A, Hp, tau2, w):
+        """:meth:`unresolved_noise` a chunk of blocks at a time (C accumulated over chunks)."""
+        R = self.resolved
+        AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
+        AVU = A @ self.V[:, ~R]  # (m, k)
+        w = np.asarray(w, dtype=float)
+        tau2 = np.asarray(tau2, dtype=float)
+        B, r = self.dAV.shape[0], AVR.shape[0]
+        C = np.zeros((r, r))
+        for lo, hi, D in self.dAV.chunks():
+            N = np.matmul(AVR, D[:, :, ~R]) + np.matmul(D[:, :, R].transpose(0, 2, 1), AVU)
+            N *= self.scale  # (c, r, k)
+            for k in range(lo, hi):
+                C += (N[k - lo] * (w[k] * tau2)) @ N[k - lo].T
+        L = self._factor(Hp)
+        return np.einsum("jr,jr->j", L @ (C / (B - 1)), L)

@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .blockops import DeviationStream, blocks_times, streamed
+
 __all__ = [
     "Directions",
     "singular_directions",
@@ -131,8 +133,9 @@ def directions_and_deviations(
     -------
     Directions
         (:func:`directions_and_deviations` also returns the block deviations in the V basis,
-        ``(A_b − A) V`` (B, m, n), or None without noise blocks: the solve takes the corrected
-        Gram on R from them instead of forming S.)
+        ``(A_b − A) V`` (B, m, n) — a :class:`~.blockops.DeviationStream` that regenerates them
+        chunk by chunk when they would exceed :data:`~.blockops.STREAM_BYTES` —, or None without
+        noise blocks: the solve takes the corrected Gram on R from them instead of forming S.)
     """
     m, n = A.shape
     if svd is not None and m >= n:
@@ -151,11 +154,20 @@ def directions_and_deviations(
     dof = float(B - 1 if dof is None else dof)
     w = counts / counts.sum()
     AV = A @ V
-    dAV = blocks_times(A_blocks, V)  # (B, m, n)
-    dAV -= AV[None]
-    vSv = w @ np.einsum("bmi,bmi->bi", dAV, dAV) / (B - 1)
+    if streamed(A_blocks):  # (B, m, n) too large to hold: per chunk of blocks, then regenerated
+        dAV = DeviationStream(A_blocks, V, AV)
+        sq, proj = np.empty((B, n)), np.empty((B, n))
+        for lo, hi, D in dAV.chunks():
+            sq[lo:hi] = np.einsum("bmi,bmi->bi", D, D)
+            proj[lo:hi] = np.einsum("mi,bmi->bi", AV, D)
+    else:
+        dAV = blocks_times(A_blocks, V)  # (B, m, n)
+        dAV -= AV[None]
+        sq = np.einsum("bmi,bmi->bi", dAV, dAV)
+        proj = np.einsum("mi,bmi->bi", AV, dAV)
+    vSv = w @ sq / (B - 1)
     kappa = s_full**2 - vSv
-    proj = 2.0 * np.einsum("mi,bmi->bi", AV, dAV)  # (B, n): block deviations of ‖A v_i‖²
+    proj = 2.0 * proj  # (B, n): block deviations of ‖A v_i‖²
     var = w @ proj**2 / (B - 1) + 2.0 * vSv**2 / dof
     kappa_sd = np.sqrt(np.maximum(var, 0.0))
     q = resolve_quantile(dof, threshold, n)
@@ -163,15 +175,6 @@ def directions_and_deviations(
         t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
     resolved &= t > q
     return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof), dAV
-
-
-def blocks_times(A_blocks, V):
-    """``A_blocks @ V`` (B, m, k): for an array one GEMM on the stacked (B·m, n) blocks (NumPy's
-    batched matmul with a transposed V took twice as long at n = 400); the same numbers."""
-    if isinstance(A_blocks, np.ndarray) and A_blocks.ndim == 3:
-        B, m, n = A_blocks.shape
-        return (A_blocks.reshape(B * m, n) @ V).reshape(B, m, V.shape[1])
-    return A_blocks @ V
 
 
 def col_se(blocks, mean, counts):

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import DynosedError
+from .blockops import nbytes
 from .combinations import Combination
 from .directions import RANK_THRESHOLD, col_se, singular_directions
 from .intervals import (
@@ -462,7 +463,7 @@ def _attach_uncertainty(
     rep.dof = u.dof
     rep.n_groups = 1 if grouping is None else grouping.n_groups
     rep._grouping = grouping
-    if np.asarray(A_blocks).nbytes <= KEEP_BLOCKS_BYTES:
+    if nbytes(A_blocks) <= KEEP_BLOCKS_BYTES:  # (a lazy BlockMeans is not made dense here)
         rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
         if estimate is not None and (rep.statistic, rep.estimator) != ("v", "ridge"):
             rep._solve = _bootstrap_solver(rep, estimate)

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import arguments
+from .blockops import all_rtimes
 from .linear import hinv, solve_tikhonov
 from .misspecification import block_weights, misspecification_test
 
@@ -78,7 +79,7 @@ def block_influence(A, b, theta, lam, A_blocks, b_blocks, Hinv=None):
     Hinv = hinv(A, lam) if Hinv is None else Hinv
     r = A @ theta - b  # (m,)
     e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): (A_b − A)θ̂ − (b_b − b)
-    g = np.einsum("bmn,m->bn", A_blocks, r) - (A.T @ r)[None, :] + e @ A  # (B, n)
+    g = all_rtimes(A_blocks, r) - (A.T @ r)[None, :] + e @ A  # (B, n)
     return -g @ Hinv
 
 

@@ -52,6 +52,7 @@ import numpy as np
 
 from .. import arguments
 from ..errors import ConvergenceWarning, DataError
+from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
 from .linear import hinv, solve_tikhonov, unit_scale
@@ -175,6 +176,13 @@ def _covariance_on(dAR, db, counts, columns=None):
     B = dAR.shape[0]
     r = dAR.shape[2] if columns is None else columns.size
     S_RR, s_R = np.zeros((r, r)), np.zeros(r)
+    if isinstance(dAR, DeviationStream):  # regenerated along R only, a chunk at a time
+        for lo, hi, D in dAR.chunks(columns):
+            for k in range(lo, hi):
+                X = D[k - lo]
+                S_RR += w[k] * (X.T @ X)
+                s_R += w[k] * (X.T @ db[k])
+        return S_RR / (B - 1), s_R / (B - 1)
     for k in range(B):
         X = dAR[k] if columns is None else np.take(dAR[k], columns, axis=1)
         S_RR += w[k] * (X.T @ X)
@@ -186,7 +194,10 @@ def covariance_times(A, A_blocks, counts, v):
     """``S v`` (n,) without forming S: ``Σ_b w_b (A_b − A)ᵀ((A_b − A)v)/(B − 1)``."""
     w = block_weights(counts)
     u = A_blocks @ v - (A @ v)[None]  # (B, m)
-    out = np.einsum("bmn,bm->n", A_blocks, u * w[:, None]) - A.T @ (w @ u)
+    if is_dense(A_blocks):
+        out = np.einsum("bmn,bm->n", A_blocks, u * w[:, None]) - A.T @ (w @ u)
+    else:
+        out = each_rtimes(A_blocks, u * w[:, None]).sum(axis=0) - A.T @ (w @ u)
     return out / (w.size - 1)
 
 
@@ -198,9 +209,9 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     psi = A_blocks @ theta - b_blocks - r[None]  # (B, m)
     u = (psi @ A) @ Hp  # (B, n): H⁺Aᵀψ̄_b (H⁺ symmetric)
     # Δ_b = A_b − A distributed over the products (no (B, m, n) copy of the deviations)
-    t1 = (np.einsum("bml,bl->bm", A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
+    t1 = (each_times(A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
     Au = u @ A.T  # (B, m): A u_b
-    t2 = np.einsum("bmk,bm->bk", A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
+    t2 = each_rtimes(A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
     return Hp @ (w @ (t1 + t2)) / (B - 1)
 
 
@@ -340,10 +351,19 @@ def solve_system(
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
         fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
         directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
-        deviations=None
-        if scaled.deviations is None
-        else replace(scaled.deviations, scale=a, A_blocks=A_blocks),
+        deviations=_scaled_deviations(scaled.deviations, A_blocks, a),
     )
+
+
+def _scaled_deviations(dev, A_blocks, a):
+    """The solve's :class:`BlockDeviations` (in the units of ``A/a``) tied to the caller's
+    ``A_blocks``; a stream reads them scaled by 1/a (the solve's in-place scaling is undone)."""
+    if dev is None:
+        return None
+    dAV = dev.dAV
+    if isinstance(dAV, DeviationStream):
+        dAV = dAV.rescaled(A_blocks, 1.0 / a)
+    return replace(dev, dAV=dAV, scale=a, A_blocks=A_blocks)
 
 
 @contextmanager

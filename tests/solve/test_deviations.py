@@ -1,6 +1,9 @@
 """The solve's block deviations (dynosed_sym.solve.deviations): the intervals' block contractions
 taken from ``(A_b − A)V`` on the resolved directions equal the direct products of the formulas in
-dynosed_sym.solve.weak, computed here by explicit loops over blocks and parameters in NumPy.
+dynosed_sym.solve.weak, computed here by explicit loops over blocks and parameters in NumPy; and
+the streamed solve (dynosed_sym.solve.blockops) — block means that are not a NumPy array, or
+deviations too large to hold — gives the same products, estimate and report as the dense one
+without making the block means dense.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dynosed_sym.solve import blockops
 from dynosed_sym.solve.misspecification import misspecification_test
 from dynosed_sym.solve.report import analyse
 from dynosed_sym.solve.ustat import second_order_bias, solve_system
@@ -139,3 +143,107 @@ def test_unit_scaling_in_place_restores_the_blocks_bit_for_bit(size):
     np.testing.assert_array_equal(Ab, before)
     for name in ("theta", "bread", "theta_tikhonov", "theta_resolved", "second_order"):
         np.testing.assert_array_equal(getattr(est, name), getattr(ref, name))
+
+
+# ---- the streamed path (dynosed_sym.solve.blockops)
+
+
+class LazyBlocks:
+    """Block means read block by block, as BlockMeans: no ``__array__`` (making it dense fails)."""
+
+    def __init__(self, dense, factor=1.0):
+        self._dense, self._factor = dense, factor
+        self.shape = dense.shape
+        self.ndim = 3
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, idx):
+        return self._dense[idx] / self._factor
+
+    def __truediv__(self, a):
+        return LazyBlocks(self._dense, self._factor * a)
+
+    def __matmul__(self, v):
+        return np.array([self[k] @ v for k in range(len(self))])
+
+    def __array__(self, dtype=None, copy=None):
+        raise AssertionError("the solve made the lazy block means dense")
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Stream everything, in chunks of two blocks (the last chunk shorter for odd B)."""
+    monkeypatch.setattr(blockops, "STREAM_BYTES", 0)
+
+    def chunk(A_blocks, k):
+        return 2
+
+    monkeypatch.setattr(blockops, "_chunk", chunk)
+
+
+def _direct(A, Ab, Hp, VU, tau2, w):
+    B, n = Ab.shape[0], A.shape[1]
+    curv = np.array(
+        [[(A @ Hp[:, j]) @ ((Ab[k] - A) @ Hp[:, j]) for j in range(n)] for k in range(B)]
+    )
+    noise = np.zeros(n)
+    for k in range(B):
+        G = Hp @ ((Ab[k] - A).T @ (A @ VU) + A.T @ ((Ab[k] - A) @ VU))
+        noise += w[k] * (G**2 @ tau2) / (B - 1)
+    return curv, noise
+
+
+@pytest.mark.parametrize("case", CASES + [(3, 9, 14, 5)])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_streamed_contractions_equal_the_direct_products(case, lazy, small_chunks):
+    A, b, Ab, bb, counts = _system(*case)
+    blocks = LazyBlocks(Ab) if lazy else Ab
+    est = solve_system(A, b, blocks, bb, counts, 0.0)
+    dev, Hp = est.deviations, est.bread
+    assert dev.streamed and 0 < dev.resolved.sum() < A.shape[1]
+    w = counts / counts.sum()
+    VU = dev.V[:, ~dev.resolved]
+    tau2 = np.random.default_rng(7).uniform(0.5, 2.0, VU.shape[1])
+    curv, noise = _direct(A, Ab, Hp, VU, tau2, w)
+    got = dev.curvature_noise(A, Hp)
+    np.testing.assert_allclose(got, curv, rtol=1e-9, atol=1e-12 * np.abs(curv).max())
+    got = dev.unresolved_noise(A, Hp, tau2, w)
+    np.testing.assert_allclose(got, noise, rtol=1e-9, atol=1e-12 * np.abs(noise).max())
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_streamed_fit_and_report_equal_the_dense_ones(case, lazy, monkeypatch):
+    A, b, Ab, bb, counts = _system(*case)
+    names = [f"p{i}" for i in range(A.shape[1])]
+    ref = solve_system(A, b, Ab.copy(), bb, counts, 1e-6)
+    ref_rep = analyse(A, b, ref.theta, 1e-6, names, Ab, bb, counts, estimate=ref)
+    monkeypatch.setattr(blockops, "STREAM_BYTES", 0)
+    monkeypatch.setattr(blockops, "_chunk", lambda A_blocks, k: 3)
+    blocks = LazyBlocks(Ab) if lazy else Ab
+    est = solve_system(A, b, blocks, bb, counts, 1e-6)
+    assert est.deviations.streamed
+    rep = analyse(A, b, est.theta, 1e-6, names, blocks, bb, counts, estimate=est)
+    for name in ("theta", "theta_resolved", "bread", "second_order"):
+        want = getattr(ref, name)
+        np.testing.assert_allclose(getattr(est, name), want, rtol=1e-10, atol=1e-13)
+    np.testing.assert_array_equal(est.directions.resolved, ref.directions.resolved)
+    for name in ("ci", "std_errors", "bias_sd"):
+        want = getattr(ref_rep, name)
+        fin = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(getattr(rep, name)), fin)
+        np.testing.assert_allclose(getattr(rep, name)[fin], want[fin], rtol=1e-9)
+    assert rep.status == ref_rep.status
+    assert rep.p_value == pytest.approx(ref_rep.p_value, rel=1e-9)
+    if lazy:
+        assert rep._blocks is None or rep._blocks[0] is blocks
+
+
+def test_streaming_threshold():
+    """Deviations are held up to STREAM_BYTES, regenerated beyond it and for lazy block means."""
+    dense = np.zeros((4, 8, 3))
+    assert not blockops.streamed(dense)
+    assert blockops.streamed(LazyBlocks(dense))
+    assert blockops.streamed(np.lib.stride_tricks.as_strided(dense, (40_000, 2048, 2), (0, 0, 0)))
