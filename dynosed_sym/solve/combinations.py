@@ -145,9 +145,14 @@ class Combination:
     level: float | None = None
 
     def __post_init__(self):
-        coef = tuple(float(c) for c in np.asarray(self.coefficients, dtype=float).ravel())
+        # tolist: the same Python floats as float(c) each, without a Python loop (a report of
+        # n = 10⁴ parameters holds thousands of these)
+        coef = tuple(np.asarray(self.coefficients, dtype=float).ravel().tolist())
         object.__setattr__(self, "coefficients", coef)
-        object.__setattr__(self, "names", tuple(str(nm) for nm in self.names))
+        names = self.names
+        if not (isinstance(names, tuple) and all(type(nm) is str for nm in names)):
+            names = tuple(str(nm) for nm in names)
+        object.__setattr__(self, "names", names)  # a tuple of str given is shared, not copied
         if len(coef) != len(self.names):
             raise ValueError(
                 f"Combination: {len(coef)} coefficients for {len(self.names)} names; give one "

@@ -318,6 +318,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
     tau, method, converged = found["tau"]
     Q = resolution_matrix(V, resolved)
     status, combos = [], []
+    names = tuple(str(nm) for nm in names)  # shared by every combination stated
     c_est = np.full(n, np.nan)
     c_ci = np.full((n, 2), np.nan)
     for j in range(n):

@@ -377,7 +377,8 @@ def analyse(
         )
     rank = int(resolved.sum())
     null = V[:, ~resolved]
-    null_space = [Combination(null[:, i], names) for i in range(null.shape[1])]
+    shared = tuple(str(nm) for nm in names)  # one names tuple for every combination
+    null_space = [Combination(null[:, i], shared) for i in range(null.shape[1])]
     free = [names[k] for k in range(n) if np.linalg.norm(null[k]) >= FREE_PROJECTION]
     # diag(H_λ⁻¹) from the same SVD: Σ_i V_ki² / (σ_i² + λ); infinite for an exactly
     # unconstrained parameter when λ = 0
