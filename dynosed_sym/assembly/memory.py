@@ -26,6 +26,9 @@ from ..errors import DataError
 
 __all__ = [
     "assembly_bytes",
+    "lazy_blocks",
+    "DENSE_BLOCKS_BYTES",
+    "CHUNK_BYTES",
     "available_memory",
     "check_assembly_memory",
     "ASSEMBLY_COPIES",
@@ -38,6 +41,18 @@ __all__ = [
 #: Copies of the per-block system (B × m × (n + 1) doubles) alive at the peak of a fit.
 ASSEMBLY_COPIES = 5
 
+#: Largest dense per-block means (B·m·n·8 bytes) an assembly returns; beyond it the assembly
+#: keeps the fill's sums (:class:`~dynosed_sym.assembly.contraction.BlockMeans`) and the solve
+#: regenerates the block deviations a chunk at a time (:mod:`dynosed_sym.solve.blockops`).
+DENSE_BLOCKS_BYTES = 1 << 30
+#: Bytes of one chunk of the solve's streamed block products.
+CHUNK_BYTES = 1 << 28
+#: Beyond DENSE_BLOCKS_BYTES: n × n arrays alive at the peak of a fit (V, the bread and its
+#: copies, the resolution matrix, the sandwich covariance, …, and the null space's named
+#: combinations, Python floats of four times the size), and m × n ones (A, A/a, AV, U, …).
+LAZY_SQUARE_COPIES = 14
+LAZY_ROW_COPIES = 8
+
 #: Copies of the simulator's output (n_keep × C × d doubles) alive at the peak of a simulation.
 SIMULATION_COPIES = 6
 
@@ -45,9 +60,25 @@ SIMULATION_COPIES = 6
 MEMORY_SHARE = 0.9
 
 
+def lazy_blocks(n, m, n_blocks):
+    """Whether the per-block means of this size are kept as the fill's sums (not dense)."""
+    return 8 * n_blocks * m * n > DENSE_BLOCKS_BYTES
+
+
 def assembly_bytes(d, n, m, n_blocks) -> int:
-    """Estimated peak bytes of a global fit with m features, B noise blocks, n parameters."""
-    return 8 * (ASSEMBLY_COPIES * n_blocks * m * (n + 1) + m * (2 * d + 4))
+    """Estimated peak bytes of a global fit with m features, B noise blocks, n parameters.
+
+    Dense block means: ``ASSEMBLY_COPIES`` copies of B·m·(n + 1) doubles.  Beyond
+    ``DENSE_BLOCKS_BYTES`` (:func:`lazy_blocks`): the fill's sums (at most the size of the block
+    means; a network's are d times smaller), the b column's copies, three chunks of the streamed
+    products, and the fit's n × n and m × n arrays (``LAZY_SQUARE_COPIES``, ``LAZY_ROW_COPIES``).
+    """
+    features = 8 * m * (2 * d + 4)
+    if not lazy_blocks(n, m, n_blocks):
+        return 8 * ASSEMBLY_COPIES * n_blocks * m * (n + 1) + features
+    per_block = n_blocks * m * (n + ASSEMBLY_COPIES)
+    arrays = LAZY_SQUARE_COPIES * n * n + LAZY_ROW_COPIES * m * n
+    return 8 * (per_block + arrays) + 3 * max(CHUNK_BYTES, 8 * m * n) + features
 
 
 def available_memory():
@@ -90,10 +121,15 @@ def check_assembly_memory(model, n_features, n_blocks, available=None):
     have = available_memory() if available is None else available
     if have is None or need <= MEMORY_SHARE * have:
         return
+    how = (
+        "kept as the fill's sums, with the fit's n × n arrays"
+        if lazy_blocks(model.n, n_features, B)
+        else f"{ASSEMBLY_COPIES} copies of 8 bytes"
+    )
     raise DataError(
         f"n_features={n_features:,} with n_blocks={B:,} would need about {_size(need)} of memory "
         f"for the global system ({B:,} noise blocks × {n_features:,} features × {model.n + 1} "
-        f"columns, {ASSEMBLY_COPIES} copies of 8 bytes), more than the {_size(have)} available; "
+        f"columns, {how}), more than the {_size(have)} available; "
         "lower n_features (a few thousand suffice for most models) or n_blocks"
     )
 

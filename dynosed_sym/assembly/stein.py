@@ -19,6 +19,7 @@ from ..data.blocks import NoiseBlocks, block_edges
 from ..errors import DataError
 from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
+from . import memory
 from .contraction import BlockMeans, contraction_of
 from .features import RandomFeatures, feature_arguments
 
@@ -113,7 +114,7 @@ def contract_blocks(cm, feats: RandomFeatures, sums):
 
 #: Largest dense per-block means (B·m·n·8 bytes) an assembly returns; beyond it ``A_blocks``
 #: is a :class:`~dynosed_sym.assembly.contraction.BlockMeans` (the sums, contracted on demand).
-DENSE_BLOCKS_BYTES = 1 << 30
+DENSE_BLOCKS_BYTES = memory.DENSE_BLOCKS_BYTES
 
 
 def _contract_blocks(cm, feats, sums):

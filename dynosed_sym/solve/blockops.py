@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..assembly.memory import CHUNK_BYTES, DENSE_BLOCKS_BYTES
+
 __all__ = [
     "STREAM_BYTES",
     "CHUNK_BYTES",
@@ -27,10 +29,8 @@ __all__ = [
 ]
 
 #: Above this many bytes the block deviations ``(A_b − A)V`` (B·m·n doubles) are not held but
-#: regenerated chunk by chunk (the assembly's threshold for dense block means is the same).
-STREAM_BYTES = 1 << 30
-#: Bytes of one chunk of block products in the streamed path.
-CHUNK_BYTES = 1 << 28
+#: regenerated chunk by chunk (the assembly's threshold for dense block means, the same number).
+STREAM_BYTES = DENSE_BLOCKS_BYTES
 
 
 def is_dense(A_blocks):

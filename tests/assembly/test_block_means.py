@@ -114,3 +114,31 @@ def test_lazy_assembly_memory_is_the_sums_not_the_blocks(network12, monkeypatch)
     dense_bytes = 32 * 512 * model.n * 8
     peak = traced_peak(lambda: stein.assemble_array(cm, X, edges, feats))
     assert peak < dense_bytes / 2, (peak, dense_bytes)
+
+
+def test_lazy_fit_memory_is_within_the_estimate(network12, monkeypatch):
+    """Beyond DENSE_BLOCKS_BYTES a whole fit (assembly, streamed solve, report) stays within
+    assembly_bytes' lazy estimate, which is well below the dense one (the allocator is the
+    oracle; chunks of two blocks here, the streamed products' own size in the estimate)."""
+    import os
+
+    from conftest import traced_peak
+
+    from dynosed_sym.assembly import memory
+    from dynosed_sym.solve import blockops
+
+    model, _, cm, X = network12
+    m, B = 512, 32
+    chunk = 2 * m * model.n * 8
+    monkeypatch.setattr(stein, "DENSE_BLOCKS_BYTES", 0)
+    monkeypatch.setattr(memory, "DENSE_BLOCKS_BYTES", 0)
+    monkeypatch.setattr(memory, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(blockops, "CHUNK_BYTES", chunk)
+    ex = ds.Execution(out_dir=os.path.dirname(cm.path), n_blocks=B)
+    feats = ds.Features(n_features=m)
+    fit = ds.fit_global(model, X, features=feats, execution=ex)  # warm
+    assert fit.info["timings"]
+    peak = traced_peak(lambda: ds.fit_global(model, X, features=feats, execution=ex))
+    estimate = memory.assembly_bytes(model.d, model.n, m, B)
+    assert peak <= estimate <= 2.5 * peak, (peak, estimate)
+    assert estimate < 8 * memory.ASSEMBLY_COPIES * B * m * (model.n + 1)
