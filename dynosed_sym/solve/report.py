@@ -137,7 +137,10 @@ class IdentifiabilityReport:
     statistic, estimator : str
         How θ̂ was computed (:mod:`.ustat`): ``"u"``/``"v"`` and ``"resolved"``/``"ridge"``.
     second_order : (n,) array or None
-        The second-order bias b̂₂ subtracted from θ̂ (U-statistic).
+        The bias beyond first order subtracted from θ̂ (U-statistic): the delete-one-block
+        jackknife's times its gain, b̂₂ for the rest (:mod:`.jackknife`).
+    jackknife : :class:`~dynosed_sym.solve.jackknife.Jackknife` or None
+        That jackknife (its bias, standard deviations, the expansion check ρ and the gain).
     loading : (n,) array or None
         Each parameter's loading ρ_j on the unresolved directions (:mod:`.intervals`).
     bias_sd : (n,) array or None
@@ -200,6 +203,7 @@ class IdentifiabilityReport:
     statistic: str = "v"
     estimator: str = "ridge"
     second_order: np.ndarray | None = None
+    jackknife: object = None
     loading: np.ndarray | None = None
     bias_sd: np.ndarray | None = None
     prior_scale: object = None
@@ -410,7 +414,7 @@ def analyse(
     )
     if estimate is not None:
         rep.statistic, rep.estimator = estimate.statistic, estimate.estimator
-        rep.second_order = estimate.second_order
+        rep.second_order, rep.jackknife = estimate.second_order, estimate.jackknife
         notes.extend(estimate.notes)
     rep.direction_t, rep.resolve_threshold = dirs.t, dirs.threshold
     if sing_noise is not None:

@@ -55,6 +55,7 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
+from .jackknife import Jackknife, jackknife_resolved, resolved_blocks
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
@@ -114,7 +115,8 @@ class Estimate:
     theta_tikhonov : (n,) the V-statistic Tikhonov solution, where the misspecification test is
         taken (whether b lies in the range of A does not depend on the estimator)
     statistic, estimator : str
-    second_order : (n,) the second-order bias b̂₂ subtracted from θ̂ (zeros when none)
+    second_order : (n,) the bias beyond first order subtracted from θ̂ (zeros when none): the
+        jackknife's times its gain, b̂₂ for the rest (:mod:`.jackknife`)
     alpha : float
         Scale of the correction on R (1: the full U-statistic; < 1: the positive-definiteness
         guard acted).
@@ -130,6 +132,8 @@ class Estimate:
     left_vectors : (m, n) or None
         The left singular vectors of A from the solve's SVD (m ≥ n; the misspecification test
         reads them instead of a second SVD).
+    jackknife : :class:`~dynosed_sym.solve.jackknife.Jackknife` or None
+        The delete-one-block jackknife behind ``second_order`` (U-statistic only).
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations` or None
         The block deviations ``(A_b − A)V`` of the resolved estimator, read by its intervals
         (:func:`~dynosed_sym.solve.report.analyse` releases them once read: B·m·n floats).
@@ -149,6 +153,7 @@ class Estimate:
     directions: Directions | None = None
     left_vectors: np.ndarray | None = None
     deviations: BlockDeviations | None = None
+    jackknife: Jackknife | None = None
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):
@@ -176,15 +181,7 @@ def _covariance_on(dAR, db, counts, columns=None):
     B = dAR.shape[0]
     r = dAR.shape[2] if columns is None else columns.size
     S_RR, s_R = np.zeros((r, r)), np.zeros(r)
-    if isinstance(dAR, DeviationStream):  # regenerated along R only, a chunk at a time
-        for lo, hi, D in dAR.chunks(columns):
-            for k in range(lo, hi):
-                X = D[k - lo]
-                S_RR += w[k] * (X.T @ X)
-                s_R += w[k] * (X.T @ db[k])
-        return S_RR / (B - 1), s_R / (B - 1)
-    for k in range(B):
-        X = dAR[k] if columns is None else np.take(dAR[k], columns, axis=1)
+    for k, X in resolved_blocks(dAR, columns):  # a stream: regenerated along R, chunk by chunk
         S_RR += w[k] * (X.T @ X)
         s_R += w[k] * (X.T @ db[k])
     return S_RR / (B - 1), s_R / (B - 1)
@@ -348,6 +345,11 @@ def solve_system(
         bread=bread,
         theta_tikhonov=scaled.theta_tikhonov * unit,
         second_order=scaled.second_order * unit,
+        jackknife=None
+        if scaled.jackknife is None
+        else replace(
+            scaled.jackknife, bias=scaled.jackknife.bias * unit, sd=scaled.jackknife.sd * unit
+        ),
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
         fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
         directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
@@ -461,12 +463,22 @@ def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
     return theta, VR @ inv_R @ VR.T + (VU * inv) @ VU.T
 
 
-def _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp):
-    """b̂₂ times its gain (:func:`second_order_gain`, against the sandwich se at θ)."""
-    b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+def _bias_beyond_first_order(system, theta, Hp, on_R, deviations):
+    """(the bias subtracted from θ̂, :class:`~.jackknife.Jackknife`): the jackknife's bias times
+    its gain, and b̂₂ times its own gain (:func:`second_order_gain`) for the rest
+    (:mod:`.jackknife`; both gains against the sandwich se at θ̂)."""
+    A, b, A_blocks, b_blocks, counts = system
+    VR, c, alpha = on_R
+    dAR, cols = deviations
     IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
     se = np.sqrt(influence_variance(IF, counts))
-    return second_order_gain(b2, se) * b2
+    w = block_weights(counts)
+    jk = jackknife_resolved(A @ VR, b, dAR, b_blocks - b[None], w, alpha, c, VR, se, cols)
+    bias = jk.gain * jk.bias
+    if jk.gain < 1.0:
+        b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+        bias = bias + (1.0 - jk.gain) * second_order_gain(b2, se) * b2
+    return bias, jk
 
 
 def _tikhonov_first(A, b, lam, wanted, directions):
@@ -528,9 +540,12 @@ def _solve_unit(
         bread = Hp
     else:
         theta, bread = _ridge_estimate(A, b, dirs, VR, c, G - alpha * K, rhs, lam)
-    b2 = np.zeros(n)
+    b2, jk = np.zeros(n), None
     if statistic == "u" and second_order and VR.shape[1]:
-        b2 = _second_order(A, b, theta, A_blocks, b_blocks, counts, Hp)
+        cols = None if dirs is None else np.flatnonzero(dirs.resolved)
+        b2, jk = _bias_beyond_first_order(
+            (A, b, A_blocks, b_blocks, counts), theta, Hp, (VR, c, alpha), (dAR, cols)
+        )
         theta = theta - b2
     theta_resolved = theta
     notes = []
@@ -563,6 +578,7 @@ def _solve_unit(
         statistic=statistic,
         estimator=estimator,
         second_order=b2,
+        jackknife=jk,
         alpha=float(alpha),
         subspace=VR,
         theta_resolved=theta_resolved,

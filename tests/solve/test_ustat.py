@@ -116,27 +116,34 @@ def test_v_statistic_is_the_tikhonov_fit_bit_for_bit(models):
 
 def test_default_is_the_resolved_u_statistic_formula(models):
     """The default estimate equals the formulas written out: V_R (σ_R² − V_RᵀSV_R)⁻¹ V_Rᵀ(Aᵀb − s)
-    minus the second-order term H⁺ Σ_b w_b (AᵀΔ_b + Δ_bᵀA) H⁺ Aᵀψ̄_b/(B − 1)."""
+    minus the delete-one-block jackknife's bias (B − 1)(Σ_k w_k θ̂_(−k) − θ̂), each θ̂_(−k) the same
+    formula on the other B − 1 blocks (their mean, S and s recomputed from scratch)."""
     m = models["lorenz"]
-    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 1000, seed=21), seed=0)
+    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 1000, seed=21), features=ds.Features(seed=0))
     A, b = fit.A, fit.b
     Ab, bb, counts = fit.report._blocks
     w = counts / counts.sum()
     B = w.size
-    dA, db = Ab - A, bb - b
-    S = sum(w[k] * dA[k].T @ dA[k] for k in range(B)) / (B - 1)
-    s = sum(w[k] * dA[k].T @ db[k] for k in range(B)) / (B - 1)
-    H = A.T @ A - S  # Lorenz: full rank, R is everything
-    th = np.linalg.solve(H, A.T @ b - s)
-    Hi = np.linalg.inv(H)
-    r = A @ th - b
-    b2 = np.zeros(3)
+
+    def u_solve(A, b, Ab, bb, w):  # Lorenz: full rank, R is everything
+        dA, db = Ab - A, bb - b
+        nb = w.size
+        S = sum(w[k] * dA[k].T @ dA[k] for k in range(nb)) / (nb - 1)
+        s = sum(w[k] * dA[k].T @ db[k] for k in range(nb)) / (nb - 1)
+        return np.linalg.solve(A.T @ A - S, A.T @ b - s), A.T @ A - S
+
+    th, H = u_solve(A, b, Ab, bb, w)
+    deleted = []
     for k in range(B):
-        psi = Ab[k] @ th - bb[k] - r
-        b2 += w[k] * (A.T @ dA[k] + dA[k].T @ A) @ Hi @ A.T @ psi
-    b2 = Hi @ b2 / (B - 1)
-    np.testing.assert_allclose(fit.theta, th - b2, rtol=1e-8)
-    np.testing.assert_allclose(fit.report.second_order, b2, rtol=1e-6)
+        keep = np.arange(B) != k
+        wk = w[keep] / w[keep].sum()
+        Ak, bk = np.tensordot(wk, Ab[keep], axes=1), wk @ bb[keep]
+        deleted.append(u_solve(Ak, bk, Ab[keep], bb[keep], wk)[0])
+    bias = (B - 1) * (w @ np.array(deleted) - th)
+    assert fit.report.jackknife.gain == 1.0
+    np.testing.assert_allclose(fit.theta, th - bias, rtol=1e-8)
+    np.testing.assert_allclose(fit.report.second_order, bias, rtol=1e-6)
+    Hi = np.linalg.inv(H)
     # and its sandwich uses the corrected Gram as bread
     np.testing.assert_allclose(
         fit.report.covariance,

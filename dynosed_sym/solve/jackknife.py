@@ -1,0 +1,157 @@
+"""The delete-one-block jackknife of the resolved U-estimate: its bias beyond first order and a
+check that the second-order expansion holds (docs/design-statistics.md, §5).
+
+The corrected normal equations on the resolved directions R,
+``(V_Rᵀ(AᵀA − αS)V_R) z = V_Rᵀ(Aᵀb − αs)``, have an unbiased matrix and right-hand side, but the
+estimate is their ratio: the noise of the matrix — of ``AᵀA`` and of S itself, which B blocks
+estimate with B − 1 degrees of freedom — biases ``z`` at second order.  With many resolved
+directions that are only moderately above their noise the terms add up over the directions (the
+interventional designs of docs/peers.md: 39 directions, B = 128 pseudo-blocks) and the bias
+reaches several standard errors, larger than the V-statistic's.  b̂₂
+(:func:`.ustat.second_order_bias`) holds only the design-noise × residual-noise term; the
+jackknife holds every second-order term:
+
+    θ̂_(−k) = the same solve without block k (the mean, S and s of the other B − 1 blocks),
+    bias = (B − 1)(Σ_k w_k θ̂_(−k) − θ̂),       Var_JK = (B − 1) Σ_k w_k (θ̂_(−k) − θ̄)².
+
+Every deleted system is an update of the full one along R (``A' = A − f_k ΔA_k``,
+``f_k = w_k/(1 − w_k)``; ``Σ_{b≠k} w'_b (A_b − A')ᵀ(A_b − A') = (Σ_b w_bQ_b − w_kQ_k)/(1 − w_k) −
+f_k² Q_k`` with ``Q_b = ΔA_bᵀΔA_b``), so the B solves cost ``2·B·m·r² + B·r³`` on the deviations
+along R the solve already holds, never a second pass over the block means.
+
+The expansion check.  Where the estimator is close to linear in the block means — the regime in
+which a second-order bias term means anything — the jackknife's variance equals the sandwich's
+to O(1/N).  A standard deviation off by more than 20 % (``ρ = max_j sd_JK,j / se_j``) says the
+higher-order terms are not small: the bias is then taken with the gain
+``clip((RHO_NONE − ρ)/(RHO_NONE − RHO_FULL), 0, 1)``, and b̂₂ (with its own gain) for the rest.
+With many more resolved directions than blocks (r > :data:`MAX_RANK_PER_BLOCK`·B) the check fails
+throughout (measured: a 20-gene network, r ≈ 290, B = 32, ρ = 1.4–1.9) and the B solves would be
+the costliest step of the fit: the jackknife is not computed there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .blockops import DeviationStream
+
+__all__ = [
+    "Jackknife",
+    "jackknife_resolved",
+    "jackknife_gain",
+    "resolved_blocks",
+    "RHO_FULL",
+    "RHO_NONE",
+    "MAX_RANK_PER_BLOCK",
+]
+
+#: ρ (jackknife sd / sandwich se, the largest over the parameters) up to which the jackknife bias
+#: is subtracted in full; measured 1.00–1.07 on the interventional designs, 1.09–1.18 on a
+#: 10-gene network (docs/design-statistics.md, §5).
+RHO_FULL = 1.2
+
+#: ρ from which the jackknife bias is not used (a 20-gene network: 1.44–1.91).
+RHO_NONE = 1.4
+
+#: The jackknife is computed while the resolved directions are at most this many per block.
+MAX_RANK_PER_BLOCK = 4
+
+
+@dataclass
+class Jackknife:
+    """The jackknife of one resolved solve (module docstring).
+
+    Attributes
+    ----------
+    bias : (n,) ``(B − 1)(Σ_k w_k θ̂_(−k) − θ̂)`` on R (zeros when not computed)
+    sd : (n,) the jackknife standard deviation of θ̂ (zeros when not computed)
+    rho : float, ``max_j sd_j / se_j`` over parameters with a positive sandwich se (NaN: not
+        computed)
+    gain : float, the share of ``bias`` subtracted (:func:`jackknife_gain`)
+    computed : bool
+    """
+
+    bias: np.ndarray
+    sd: np.ndarray
+    rho: float
+    gain: float
+    computed: bool
+
+
+def jackknife_gain(rho):
+    """``clip((RHO_NONE − ρ)/(RHO_NONE − RHO_FULL), 0, 1)``; 0 for a ρ that is not finite."""
+    if not np.isfinite(rho):
+        return 0.0
+    return float(np.clip((RHO_NONE - rho) / (RHO_NONE - RHO_FULL), 0.0, 1.0))
+
+
+def resolved_blocks(dAR, columns=None):
+    """``(k, (A_k − A)V_R)`` block by block from the solve's deviations: a (B, m, r) array, the
+    (B, m, n) array ``(A_b − A)V`` with R = ``columns``, or a :class:`DeviationStream`."""
+    if isinstance(dAR, DeviationStream):
+        for lo, hi, D in dAR.chunks(columns):
+            for k in range(lo, hi):
+                yield k, D[k - lo]
+        return
+    for k in range(dAR.shape[0]):
+        yield k, (dAR[k] if columns is None else np.take(dAR[k], columns, axis=1))
+
+
+def jackknife_resolved(AR, b, dAR, db, w, alpha, c, VR, se, columns=None) -> Jackknife:
+    """The jackknife of ``z = (V_Rᵀ(AᵀA − αS)V_R)⁻¹V_Rᵀ(Aᵀb − αs)`` (module docstring).
+
+    Parameters
+    ----------
+    AR : (m, r) ``A V_R``; b : (m,)
+    dAR : the block deviations along R (:func:`resolved_blocks`); db : (B, m) ``b_b − b``
+    w : (B,) block weights (sum 1); alpha : the correction's scale on R
+    c : (r,) column scales (the resolved singular values: the solves run on ``V_R diag(1/c)``)
+    VR : (n, r); se : (n,) the sandwich standard errors of θ̂ (for ρ)
+    """
+    B, r = w.size, AR.shape[1]
+    n = VR.shape[0]
+    if B < 3 or r == 0 or r > MAX_RANK_PER_BLOCK * B:
+        return Jackknife(np.zeros(n), np.zeros(n), float("nan"), 0.0, False)
+    cc = np.outer(c, c)
+    G, g = AR.T @ AR, AR.T @ b
+    Qt, qt = np.zeros((r, r)), np.zeros(r)
+    for k, X in resolved_blocks(dAR, columns):  # S and s along R times (B − 1)
+        Qt += w[k] * (X.T @ X)
+        qt += w[k] * (X.T @ db[k])
+    z0 = _solve(G - alpha * Qt / (B - 1), g - alpha * qt / (B - 1), c, cc)
+    Z = np.empty((B, r))
+    for k, X in resolved_blocks(dAR, columns):
+        f = w[k] / (1.0 - w[k])
+        Qk, qk, P = X.T @ X, X.T @ db[k], AR.T @ X
+        Gk = G - f * (P + P.T) + f * f * Qk
+        gk = g - f * (AR.T @ db[k]) - f * (X.T @ b) + f * f * qk
+        Sk = ((Qt - w[k] * Qk) / (1.0 - w[k]) - f * f * Qk) / (B - 2)
+        sk = ((qt - w[k] * qk) / (1.0 - w[k]) - f * f * qk) / (B - 2)
+        Z[k] = _solve(Gk - alpha * Sk, gk - alpha * sk, c, cc)
+    if not np.isfinite(Z).all() or not np.isfinite(z0).all():
+        return Jackknife(np.zeros(n), np.zeros(n), float("inf"), 0.0, True)
+    zbar = w @ Z
+    bias = VR @ ((B - 1) * (zbar - z0))
+    T = (Z - zbar) @ VR.T  # (B, n)
+    sd = np.sqrt((B - 1) * (w @ (T * T)))
+    rho = _rho(sd, se)
+    return Jackknife(bias, sd, rho, jackknife_gain(rho), True)
+
+
+def _solve(M, rhs, c, cc):
+    """``M⁻¹ rhs`` on the scaled columns (``diag(1/c) M diag(1/c)`` is O(1)); NaN if singular."""
+    try:
+        return np.linalg.solve(M / cc, rhs / c) / c
+    except np.linalg.LinAlgError:
+        return np.full(c.size, np.nan)
+
+
+def _rho(sd, se):
+    """``max_j sd_j/se_j`` over the parameters with se_j above the floating-point floor."""
+    se = np.asarray(se, dtype=float)
+    live = np.isfinite(se) & (se > 1e-12 * max(float(np.max(se, initial=0.0)), 1e-300))
+    if not live.any():
+        return float("nan")
+    return float(np.max(sd[live] / se[live]))

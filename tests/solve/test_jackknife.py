@@ -1,0 +1,150 @@
+"""The delete-one-block jackknife of the resolved U-estimate (dynosed_sym/solve/jackknife.py):
+its updates against solves on the remaining blocks recomputed from scratch, its bias removal on
+linear systems with known truth, and the expansion check's gain."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynosed_sym.solve.blockops import DeviationStream
+from dynosed_sym.solve.jackknife import (
+    MAX_RANK_PER_BLOCK,
+    RHO_FULL,
+    RHO_NONE,
+    jackknife_gain,
+    jackknife_resolved,
+)
+from dynosed_sym.solve.ustat import block_covariance, solve_system
+
+
+def _blocks(rng, B, m, n, noise):
+    A0 = rng.standard_normal((m, n)) / np.sqrt(m)
+    theta = rng.standard_normal(n)
+    Ab = A0[None] + noise * rng.standard_normal((B, m, n))
+    bb = (A0 @ theta)[None] + noise * rng.standard_normal((B, m))
+    counts = rng.integers(50, 150, size=B).astype(float)
+    w = counts / counts.sum()
+    return np.tensordot(w, Ab, axes=1), w @ bb, Ab, bb, counts
+
+
+def _resolved_solve(A, b, Ab, bb, counts, VR, alpha):
+    S, s = block_covariance(A, b, Ab, bb, counts)
+    AR = A @ VR
+    return np.linalg.solve(AR.T @ AR - alpha * VR.T @ S @ VR, AR.T @ b - alpha * VR.T @ s)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    B=st.integers(3, 9),
+    shape=st.sampled_from([(12, 4, 4), (15, 6, 3), (20, 5, 1)]),
+    alpha=st.sampled_from([1.0, 0.8, 0.0]),
+    form=st.sampled_from(["R", "columns", "stream"]),
+)
+def test_each_deleted_solve_is_the_solve_on_the_other_blocks(seed, B, shape, alpha, form):
+    """The jackknife's bias and sd from its rank updates equal those of the B solves on the other
+    blocks (their weighted mean, S and s recomputed by block_covariance), for the three forms the
+    solve hands over: deviations along R, along every direction with R's columns, a stream."""
+    m, n, r = shape
+    rng = np.random.default_rng(seed)
+    A, b, Ab, bb, counts = _blocks(rng, B, m, n, 0.3)
+    V = np.linalg.svd(A, full_matrices=False)[2].T
+    cols = np.sort(rng.choice(n, size=r, replace=False))
+    VR = V[:, cols]
+    w = counts / counts.sum()
+    z0 = _resolved_solve(A, b, Ab, bb, counts, VR, alpha)
+    Z = []
+    for k in range(B):
+        keep = np.arange(B) != k
+        wk = w[keep] / w[keep].sum()
+        Ak, bk = np.tensordot(wk, Ab[keep], axes=1), wk @ bb[keep]
+        Z.append(_resolved_solve(Ak, bk, Ab[keep], bb[keep], counts[keep], VR, alpha))
+    Z = np.array(Z)
+    want_bias = VR @ ((B - 1) * (w @ Z - z0))
+    T = (Z - w @ Z) @ VR.T
+    want_sd = np.sqrt((B - 1) * (w @ (T * T)))
+    if form == "R":
+        dev, columns = Ab @ VR - (A @ VR)[None], None
+    elif form == "columns":
+        dev, columns = Ab @ V - (A @ V)[None], cols
+    else:
+        dev, columns = DeviationStream(Ab, V, A @ V), cols
+    c = np.linalg.norm(A @ VR, axis=0)
+    jk = jackknife_resolved(A @ VR, b, dev, bb - b[None], w, alpha, c, VR, np.ones(n), columns)
+    assert jk.computed
+    np.testing.assert_allclose(jk.bias, want_bias, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
+    np.testing.assert_allclose(jk.sd, want_sd, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
+    assert jk.rho == pytest.approx(np.max(want_sd))
+
+
+def _weak_system(seed, m=80, n=12):
+    """A full-rank system whose directions are resolved only moderately (t ≈ 4–14 at the noise
+    below): the regime where the ratio of the corrected normal equations is biased."""
+    rng = np.random.default_rng(seed)
+    Q1 = np.linalg.qr(rng.standard_normal((m, n)))[0]
+    Q2 = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A0 = Q1 * np.linspace(1.0, 0.6, n) @ Q2.T
+    theta = rng.standard_normal(n)
+    return A0, theta
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_jackknife_removes_most_of_the_bias_of_the_corrected_ratio(seed):
+    """Over 300 independent data sets of a linear system with known truth and moderately resolved
+    directions, the U-estimate without the jackknife is biased (its mean error several standard
+    errors from 0); with it (the default) the mean error is at most 0.75 of that (measured
+    0.46–0.61: the jackknife removes the O(1/N) term, not the higher ones), far below the
+    V-statistic's attenuation, and its RMSE is not larger than the uncorrected one's."""
+    A0, theta = _weak_system(seed)
+    m, n = A0.shape
+    B, sd = 32, 0.35 * np.sqrt(32 / A0.shape[0])
+    err = {"plain": [], "default": [], "v": []}
+    full = 0  # data sets with every direction resolved
+    for rep in range(300):
+        rng = np.random.default_rng(10_000 * (seed + 1) + rep)
+        Ab = A0[None] + sd * rng.standard_normal((B, m, n))
+        bb = (A0 @ theta)[None] + sd * rng.standard_normal((B, m))
+        counts = np.full(B, 100.0)
+        A, b = Ab.mean(axis=0), bb.mean(axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fits = {
+                "plain": solve_system(A, b, Ab, bb, counts, second_order=False),
+                "default": solve_system(A, b, Ab, bb, counts),
+                "v": solve_system(A, b, Ab, bb, counts, statistic="v", estimator="resolved"),
+            }
+        full += fits["default"].subspace.shape[1] == n
+        for key, est in fits.items():
+            err[key].append(est.theta - theta)
+    assert full >= 270
+    mean = {k: np.linalg.norm(np.mean(v, axis=0)) for k, v in err.items()}
+    rmse = {k: np.sqrt(np.mean(np.square(v))) for k, v in err.items()}
+    e = np.array(err["plain"])
+    assert np.max(np.abs(e.mean(0)) / (e.std(0) / np.sqrt(len(e)))) > 4  # the bias is there
+    assert mean["default"] <= 0.75 * mean["plain"]
+    assert mean["default"] <= 0.25 * mean["v"]
+    assert rmse["default"] <= rmse["plain"]
+
+
+def test_the_gain_falls_from_full_to_none_between_the_two_thresholds():
+    assert jackknife_gain(1.0) == 1.0 and jackknife_gain(RHO_FULL) == 1.0
+    assert jackknife_gain(RHO_NONE) == 0.0 and jackknife_gain(5.0) == 0.0
+    assert jackknife_gain(0.5 * (RHO_FULL + RHO_NONE)) == pytest.approx(0.5)
+    assert jackknife_gain(float("nan")) == 0.0 and jackknife_gain(float("inf")) == 0.0
+
+
+def test_not_computed_with_more_resolved_directions_than_blocks_allow_or_under_three_blocks():
+    """r > MAX_RANK_PER_BLOCK·B or B < 3: no jackknife (gain 0; the solve falls back to b̂₂)."""
+    rng = np.random.default_rng(3)
+    B = 8
+    n = MAX_RANK_PER_BLOCK * B + 1
+    A, b, Ab, bb, counts = _blocks(rng, B, 3 * n, n, 0.001)
+    est = solve_system(A, b, Ab, bb, counts)
+    assert est.subspace.shape[1] > MAX_RANK_PER_BLOCK * B
+    assert not est.jackknife.computed and est.jackknife.gain == 0.0
+    assert np.all(est.jackknife.bias == 0)
+    A2, b2, Ab2, bb2, c2 = _blocks(rng, 2, 12, 3, 0.1)
+    assert solve_system(A2, b2, Ab2, bb2, c2).jackknife is None  # too few blocks: no U at all
