@@ -6,7 +6,7 @@ The corrected normal equations on the resolved directions R,
 estimate is their ratio: the noise of the matrix — of ``AᵀA`` and of S itself, which B blocks
 estimate with B − 1 degrees of freedom — biases ``z`` at second order.  With many resolved
 directions that are only moderately above their noise the terms add up over the directions (the
-interventional designs of docs/peers.md: 39 directions, B = 128 pseudo-blocks) and the bias
+interventional designs of docs/peers.md: about 40 directions, 128 pseudo-blocks) and the bias
 reaches several standard errors, larger than the V-statistic's.  b̂₂
 (:func:`.ustat.second_order_bias`) holds only the design-noise × residual-noise term; the
 jackknife holds every second-order term:
@@ -24,9 +24,9 @@ which a second-order bias term means anything — the jackknife's variance equal
 to O(1/N).  A standard deviation off by more than 20 % (``ρ = max_j sd_JK,j / se_j``) says the
 higher-order terms are not small: the bias is then taken with the gain
 ``clip((RHO_NONE − ρ)/(RHO_NONE − RHO_FULL), 0, 1)``, and b̂₂ (with its own gain) for the rest.
-With many more resolved directions than blocks (r > :data:`MAX_RANK_PER_BLOCK`·B) the check fails
-throughout (measured: a 20-gene network, r ≈ 290, B = 32, ρ = 1.4–1.9) and the B solves would be
-the costliest step of the fit: the jackknife is not computed there.
+With many more resolved directions than blocks (r > :data:`MAX_RANK_PER_BLOCK`·B: the 20-gene
+network, r ≈ 290 at B = 32) the check fails and the B solves would be the costliest step of the
+fit: the jackknife is not computed there.
 """
 
 from __future__ import annotations
@@ -48,11 +48,12 @@ __all__ = [
 ]
 
 #: ρ (jackknife sd / sandwich se, the largest over the parameters) up to which the jackknife bias
-#: is subtracted in full; measured 1.00–1.07 on the interventional designs, 1.09–1.18 on a
-#: 10-gene network (docs/design-statistics.md, §5).
+#: is subtracted in full (docs/design-statistics.md, §5: chosen between the interventional
+#: designs and the 10-gene network of the sweep, where the two agree closely, and the 20-gene
+#: network, where they do not).
 RHO_FULL = 1.2
 
-#: ρ from which the jackknife bias is not used (a 20-gene network: 1.44–1.91).
+#: ρ from which the jackknife bias is not used.
 RHO_NONE = 1.4
 
 #: The jackknife is computed while the resolved directions are at most this many per block.
