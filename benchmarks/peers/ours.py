@@ -97,11 +97,23 @@ def fit_linear(task, n, sets=tasks.N_SETS, warm_up=True):
     out = {}
     for key, kw in ESTIMATORS.items():
         if warm_up:  # load the cached kernels once; not timed
-            ds.fit_global(design.model, data[0], inputs=design.inputs, seed=0, **kw)
+            ds.fit_global(
+                design.model,
+                data[0],
+                inputs=design.inputs,
+                features=ds.Features(seed=0),
+                solver=ds.Solver(**kw),
+            )
         out[key] = []
         for k, X in enumerate(data):
             t0, c0 = time.perf_counter(), time.process_time()
-            fit = ds.fit_global(design.model, X, inputs=design.inputs, seed=k, **kw)
+            fit = ds.fit_global(
+                design.model,
+                X,
+                inputs=design.inputs,
+                features=ds.Features(seed=k),
+                solver=ds.Solver(**kw),
+            )
             t, c = time.perf_counter() - t0, time.process_time() - c0
             out[key].append(_record(fit, truth, t, c))
     return out
@@ -121,11 +133,13 @@ def fit_lorenz(N, sets=tasks.N_SETS):
     data = [tasks.load(tasks.write_lorenz(model, N, k))["X_data"] for k in range(sets)]
     out = {}
     for key, kw in ESTIMATORS.items():
-        ds.fit_global(model, data[0], seed=0, **kw)  # warm-up, not timed
+        ds.fit_global(
+            model, data[0], features=ds.Features(seed=0), solver=ds.Solver(**kw)
+        )  # warm-up, not timed
         out[key] = []
         for k, X in enumerate(data):
             t0, c0 = time.perf_counter(), time.process_time()
-            fit = ds.fit_global(model, X, seed=k, **kw)
+            fit = ds.fit_global(model, X, features=ds.Features(seed=k), solver=ds.Solver(**kw))
             t, c = time.perf_counter() - t0, time.process_time() - c0
             out[key].append(_record(fit, truth, t, c))
     return out
@@ -165,7 +179,7 @@ def _cold_main(kind, n):
     times = []
     for _ in range(2):
         t0 = time.perf_counter()
-        ds.fit_global(model, X, inputs=inputs, seed=0)
+        ds.fit_global(model, X, inputs=inputs, features=ds.Features(seed=0))
         times.append(time.perf_counter() - t0)
     res = {"first": times[0], "second": times[1], "compile": times[0] - times[1]}
     print("RESULT " + json.dumps(res))
