@@ -100,14 +100,16 @@ def resolved_blocks(dAR, columns=None):
         yield k, (dAR[k] if columns is None else np.take(dAR[k], columns, axis=1))
 
 
-def jackknife_resolved(AR, b, dAR, db, w, alpha, c, VR, se, columns=None) -> Jackknife:
+def jackknife_resolved(AR, b, dAR, db, w, correction, c, VR, se, columns=None) -> Jackknife:
     """The jackknife of ``z = (V_Rᵀ(AᵀA − αS)V_R)⁻¹V_Rᵀ(Aᵀb − αs)`` (module docstring).
 
     Parameters
     ----------
     AR : (m, r) ``A V_R``; b : (m,)
     dAR : the block deviations along R (:func:`resolved_blocks`); db : (B, m) ``b_b − b``
-    w : (B,) block weights (sum 1); alpha : the correction's scale on R
+    w : (B,) block weights (sum 1)
+    correction : (alpha, S_RR, s_R), the correction's scale on R and ``V_RᵀSV_R``, ``V_Rᵀs`` of
+        the full solve (the deleted ones are updates of them)
     c : (r,) column scales (the resolved singular values: the solves run on ``V_R diag(1/c)``)
     VR : (n, r); se : (n,) the sandwich standard errors of θ̂ (for ρ)
     """
@@ -115,13 +117,11 @@ def jackknife_resolved(AR, b, dAR, db, w, alpha, c, VR, se, columns=None) -> Jac
     n = VR.shape[0]
     if B < 3 or r == 0 or r > MAX_RANK_PER_BLOCK * B:
         return Jackknife(np.zeros(n), np.zeros(n), float("nan"), 0.0, False)
+    alpha, S_RR, s_R = correction
     cc = np.outer(c, c)
     G, g = AR.T @ AR, AR.T @ b
-    Qt, qt = np.zeros((r, r)), np.zeros(r)
-    for k, X in resolved_blocks(dAR, columns):  # S and s along R times (B − 1)
-        Qt += w[k] * (X.T @ X)
-        qt += w[k] * (X.T @ db[k])
-    z0 = _solve(G - alpha * Qt / (B - 1), g - alpha * qt / (B - 1), c, cc)
+    Qt, qt = (B - 1) * S_RR, (B - 1) * s_R  # Σ_b w_b ΔA_bᵀΔA_b and Σ_b w_b ΔA_bᵀΔb_b along R
+    z0 = _solve(G - alpha * S_RR, g - alpha * s_R, c, cc)
     Z = np.empty((B, r))
     for k, X in resolved_blocks(dAR, columns):
         f = w[k] / (1.0 - w[k])

@@ -468,12 +468,12 @@ def _bias_beyond_first_order(system, theta, Hp, on_R, deviations):
     its gain, and b̂₂ times its own gain (:func:`second_order_gain`) for the rest
     (:mod:`.jackknife`; both gains against the sandwich se at θ̂)."""
     A, b, A_blocks, b_blocks, counts = system
-    VR, c, alpha = on_R
+    VR, c, correction = on_R
     dAR, cols = deviations
     IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
     se = np.sqrt(influence_variance(IF, counts))
     w = block_weights(counts)
-    jk = jackknife_resolved(A @ VR, b, dAR, b_blocks - b[None], w, alpha, c, VR, se, cols)
+    jk = jackknife_resolved(A @ VR, b, dAR, b_blocks - b[None], w, correction, c, VR, se, cols)
     bias = jk.gain * jk.bias
     if jk.gain < 1.0:
         b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
@@ -542,9 +542,12 @@ def _solve_unit(
         theta, bread = _ridge_estimate(A, b, dirs, VR, c, G - alpha * K, rhs, lam)
     b2, jk = np.zeros(n), None
     if statistic == "u" and second_order and VR.shape[1]:
-        cols = None if dirs is None else np.flatnonzero(dirs.resolved)
         b2, jk = _bias_beyond_first_order(
-            (A, b, A_blocks, b_blocks, counts), theta, Hp, (VR, c, alpha), (dAR, cols)
+            (A, b, A_blocks, b_blocks, counts),
+            theta,
+            Hp,
+            (VR, c, (alpha, S_RR, s_R)),
+            (dAR, cols),
         )
         theta = theta - b2
     theta_resolved = theta

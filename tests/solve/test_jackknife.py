@@ -73,7 +73,9 @@ def test_each_deleted_solve_is_the_solve_on_the_other_blocks(seed, B, shape, alp
     else:
         dev, columns = DeviationStream(Ab, V, A @ V), cols
     c = np.linalg.norm(A @ VR, axis=0)
-    jk = jackknife_resolved(A @ VR, b, dev, bb - b[None], w, alpha, c, VR, np.ones(n), columns)
+    S, s_ = block_covariance(A, b, Ab, bb, counts)
+    correction = (alpha, VR.T @ S @ VR, VR.T @ s_)
+    jk = jackknife_resolved(A @ VR, b, dev, bb - b[None], w, correction, c, VR, np.ones(n), columns)
     assert jk.computed
     np.testing.assert_allclose(jk.bias, want_bias, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
     np.testing.assert_allclose(jk.sd, want_sd, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
