@@ -559,9 +559,7 @@ def _solve_unit(
         def S_times(v):  # the correction applied to a vector (the coupling of the fill)
             return scale * covariance_times(A, A_blocks, counts, v)
 
-        fill = fill_unresolved(
-            A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, S_times, dirs.threshold
-        )
+        fill = fill_unresolved(A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, S_times, lam)
         theta = theta + fill.shift + fill.VU @ fill.z
         if not np.isfinite(dirs.threshold):
             notes.append(

@@ -49,13 +49,6 @@ import numpy as np
 from .misspecification import block_weights
 from .uncertainty import block_influence, influence_variance
 
-#: |t| at and above which an unresolved least-squares component is kept whole (below 1 it is 0;
-#: in between the share grows like t² − 1).  1.5 was chosen on the calibration families against
-#: the Student-t quantile (≈ 2): it keeps more of a component b determines only loosely (the
-#: drift's scale of FitzHugh–Nagumo at N = 3000) at an RMSE cost on pure-noise directions that
-#: stays below the ridge fit's (docs/design-statistics.md, "Weak directions").
-FILL_FULL_T = 1.5
-
 __all__ = [
     "Fill",
     "fill_gain",
@@ -99,7 +92,7 @@ class Fill:
             self.attenuation = np.ones(self.VU.shape[1])
 
 
-def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
+def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, lam) -> Fill:
     """The fill of the unresolved components and the coupling shift (module docstring).
 
     Parameters
@@ -110,7 +103,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     dirs : :class:`~dynosed_sym.solve.directions.Directions`
     Hp : (n, n) H⁺ of the resolved estimate
     S : callable ``v -> S v``, the correction applied on R (zeros for the V-statistic)
-    q : float, the resolution quantile (inf: nothing could be resolved, the least squares kept)
+    lam : float, the ridge's λ (the kept component is ``v_iᵀAᵀb/(σ_i² + λ)``)
     """
     A_blocks, b_blocks, counts = system_blocks
     n = A.shape[1]
@@ -131,7 +124,7 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, q) -> Fill:
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
     contradicted = scale_contradicted(theta_R, z_ls, se2)
-    z = fill_gain(t, FILL_FULL_T if np.isfinite(q) else np.inf) * z_ls
+    z = fill_gain(s2, lam) * z_ls
     shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
     se = np.sqrt(np.where(np.isfinite(se2) & (se2 > 0), se2, 0.0))
     atten = np.where(live, attenuation(dirs, unres, s2), 1.0) if contradicted else None
@@ -170,18 +163,16 @@ def scale_contradicted(theta_R, z_ls, se2):
     return bool(float(excess.sum()) > float(theta_R @ theta_R))
 
 
-def fill_gain(t, q=None):
-    """The share ``clip((t² − 1)/(q² − 1), 0, 1)`` of a least-squares component kept at
-    ``t = ẑ/se`` (module docstring; q defaults to :data:`FILL_FULL_T`); 1 everywhere when q is
-    infinite (nothing could be resolved for want of noise degrees of freedom: the least-squares
-    solution is kept)."""
-    q = FILL_FULL_T if q is None else q
-    t = np.asarray(t, dtype=float)
-    if not np.isfinite(q):
-        return np.ones_like(t)
-    qq = max(float(q), 1.0 + 1e-9)
-    with np.errstate(invalid="ignore"):
-        return np.nan_to_num(np.clip((t * t - 1.0) / (qq * qq - 1.0), 0.0, 1.0), nan=1.0)
+def fill_gain(s2, lam):
+    """The share ``σ_i²/(σ_i² + λ)`` of a least-squares component kept (module docstring): the
+    ridge's own gain, 1 for λ = 0, continuous and monotone in the curvature σ_i²."""
+    s2 = np.asarray(s2, dtype=float)
+    lam = float(lam)
+    if lam <= 0.0:
+        return np.ones_like(s2)
+    if not np.isfinite(lam):
+        return np.zeros_like(s2)
+    return s2 / (s2 + lam)
 
 
 @dataclass
