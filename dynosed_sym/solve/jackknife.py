@@ -41,6 +41,7 @@ __all__ = [
     "Jackknife",
     "jackknife_resolved",
     "jackknife_gain",
+    "jackknife_feasible",
     "resolved_blocks",
     "RHO_FULL",
     "RHO_NONE",
@@ -81,6 +82,12 @@ class Jackknife:
     computed: bool
 
 
+def jackknife_feasible(r, B):
+    """Is the jackknife computed for r resolved directions and B blocks (B ≥ 3, 0 < r ≤
+    :data:`MAX_RANK_PER_BLOCK`·B)?"""
+    return B >= 3 and 0 < r <= MAX_RANK_PER_BLOCK * B
+
+
 def jackknife_gain(rho):
     """``clip((RHO_NONE − ρ)/(RHO_NONE − RHO_FULL), 0, 1)``; 0 for a ρ that is not finite."""
     if not np.isfinite(rho):
@@ -115,7 +122,7 @@ def jackknife_resolved(AR, b, dAR, db, w, correction, c, VR, se, columns=None) -
     """
     B, r = w.size, AR.shape[1]
     n = VR.shape[0]
-    if B < 3 or r == 0 or r > MAX_RANK_PER_BLOCK * B:
+    if not jackknife_feasible(r, B):
         return Jackknife(np.zeros(n), np.zeros(n), float("nan"), 0.0, False)
     alpha, S_RR, s_R = correction
     cc = np.outer(c, c)

@@ -55,12 +55,18 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
-from .jackknife import Jackknife, jackknife_resolved, resolved_blocks
+from .jackknife import (
+    MAX_RANK_PER_BLOCK,
+    Jackknife,
+    jackknife_feasible,
+    jackknife_resolved,
+    resolved_blocks,
+)
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
 from .uncertainty import block_influence, influence_variance
-from .weak import Fill, fill_unresolved
+from .weak import Fill, fill_unresolved, ridge_components
 
 __all__ = [
     "Estimate",
@@ -180,7 +186,7 @@ def _covariance_on(dAR, db, counts, columns=None):
     w = block_weights(counts)
     B = dAR.shape[0]
     r = dAR.shape[2] if columns is None else columns.size
-    S_RR, s_R = np.zeros((r, r)), np.zeros(r)
+    S_RR, s_R = np.zeros((r, r)), np.zeros((r,) + db.shape[2:])  # db (B, m, k): k right-hand sides
     for k, X in resolved_blocks(dAR, columns):  # a stream: regenerated along R, chunk by chunk
         S_RR += w[k] * (X.T @ X)
         s_R += w[k] * (X.T @ db[k])
@@ -463,17 +469,53 @@ def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
     return theta, VR @ inv_R @ VR.T + (VU * inv) @ VU.T
 
 
-def _bias_beyond_first_order(system, theta, Hp, on_R, deviations):
+def _jackknife_possible(r, A_blocks):
+    return A_blocks is not None and jackknife_feasible(r, len(A_blocks))
+
+
+def _kept_unresolved(A, b, dirs, lam):
+    """``V_U z`` (n,), the fill's components along the unresolved directions (None when there are
+    none, or no directions: a given subspace)."""
+    if dirs is None or dirs.resolved.all():
+        return None
+    return dirs.V[:, ~dirs.resolved] @ ridge_components(A, b, dirs, lam)[1]
+
+
+def _covariance_and_coupling(A, b, A_blocks, b_blocks, counts, dAR, cols, zU):
+    """(V_RᵀSV_R, V_Rᵀs, coupled): the correction on R, and for the jackknife the right-hand
+    sides with the fill ``V_U z`` moved over (``b − AV_Uz``, the block deviations
+    ``Δb_b − ΔA_bV_Uz`` and their ``V_Rᵀs``; None without a fill) — one pass over the deviations
+    for both."""
+    db = b_blocks - b[None]
+    if zU is None:
+        return (*_covariance_on(dAR, db, counts, cols), None)
+    Az = A @ zU
+    db_c = db - (A_blocks @ zU - Az[None])
+    S_RR, s_both = _covariance_on(dAR, np.stack([db, db_c], axis=-1), counts, cols)
+    return S_RR, s_both[:, 0], (b - Az, db_c, s_both[:, 1])
+
+
+def _bias_beyond_first_order(system, theta, Hp, on_R, deviations, coupled=None):
     """(the bias subtracted from θ̂, :class:`~.jackknife.Jackknife`): the jackknife's bias times
     its gain, and b̂₂ times its own gain (:func:`second_order_gain`) for the rest
-    (:mod:`.jackknife`; both gains against the sandwich se at θ̂)."""
+    (:mod:`.jackknife`; both gains against the sandwich se at θ̂).
+
+    ``coupled`` (b − AV_Uz, its block deviations, their V_Rᵀs): the jackknife's solves are those
+    of the resolved part with the fill held on the right-hand side, ``θ_R`` plus the coupling
+    shift ``H⁺SV_Uz`` (docs/design-statistics.md §5) — the same estimate as the fit's, whose
+    deleted solves see how the coupling moves with each block.  Without it, the resolved part
+    alone."""
     A, b, A_blocks, b_blocks, counts = system
     VR, c, correction = on_R
     dAR, cols = deviations
     IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
     se = np.sqrt(influence_variance(IF, counts))
     w = block_weights(counts)
-    jk = jackknife_resolved(A @ VR, b, dAR, b_blocks - b[None], w, correction, c, VR, se, cols)
+    jb, jdb = b, b_blocks - b[None]
+    if coupled is not None:
+        jb, jdb, s_c = coupled
+        correction = (correction[0], correction[1], s_c)
+    jk = jackknife_resolved(A @ VR, jb, dAR, jdb, w, correction, c, VR, se, cols)
     bias = jk.gain * jk.bias
     if jk.gain < 1.0:
         b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
@@ -524,7 +566,10 @@ def _solve_unit(
     # n × n from B·m·n² products, is never formed)
     if statistic == "u":
         cols = None if dirs is None else np.flatnonzero(dirs.resolved)
-        S_RR, s_R = _covariance_on(dAR, b_blocks - b[None], counts, cols)
+        zU = _kept_unresolved(A, b, dirs, lam) if estimator == "resolved" and second_order else None
+        S_RR, s_R, coupled = _covariance_and_coupling(
+            A, b, A_blocks, b_blocks, counts, dAR, cols, zU
+        )
     else:
         S_RR, s_R = np.zeros((c.size, c.size)), np.zeros(c.size)
     # everything on R is scaled by the resolved singular values
@@ -532,6 +577,11 @@ def _solve_unit(
         K = S_RR / np.outer(c, c)
     _require_finite("the noise of the assembled system on its resolved directions is", K, G)
     alpha = _guarded(G, K)
+    # too many resolved directions per block for the corrected ratio's second-order bias to be
+    # estimated (docs/design-statistics.md §5): the V-statistic on R
+    crowded = statistic == "u" and second_order and not _jackknife_possible(c.size, A_blocks)
+    if crowded:
+        alpha = 0.0
     rhs = (VR.T @ (A.T @ b) - alpha * s_R) / c
     z, Hp = _solve_scaled(G - alpha * K, rhs, c)
     Hp = VR @ Hp @ VR.T
@@ -541,13 +591,14 @@ def _solve_unit(
     else:
         theta, bread = _ridge_estimate(A, b, dirs, VR, c, G - alpha * K, rhs, lam)
     b2, jk = np.zeros(n), None
-    if statistic == "u" and second_order and VR.shape[1]:
+    if statistic == "u" and second_order and VR.shape[1] and not crowded:
         b2, jk = _bias_beyond_first_order(
             (A, b, A_blocks, b_blocks, counts),
             theta,
             Hp,
             (VR, c, (alpha, S_RR, s_R)),
             (dAR, cols),
+            coupled,
         )
         theta = theta - b2
     theta_resolved = theta
@@ -567,7 +618,15 @@ def _solve_unit(
                 f"{MIN_DOF}): no direction is called resolved; the estimate is the least-squares "
                 "solution and no interval is finite — more samples are needed"
             )
-    if alpha < 1.0:
+    if crowded:
+        notes.append(
+            f"note: {c.size} resolved directions for {len(A_blocks)} noise blocks (more than "
+            f"{MAX_RANK_PER_BLOCK} per block): the U-statistic's second-order bias cannot be "
+            "estimated there and outweighs the V-statistic's shrinkage, so the resolved "
+            "directions are fitted by the V-statistic (more samples per block, or fewer blocks "
+            "with more samples each, restore the U-statistic)"
+        )
+    elif alpha < 1.0:
         notes.append(
             f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
             "Gram matrix positive definite on the resolved directions"

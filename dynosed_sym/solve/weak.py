@@ -7,17 +7,20 @@ directions V_R (:mod:`.directions`): ``θ_R = H⁺(Aᵀb − s)`` with ``H⁺ = 
 b may still carry a clear signal (FitzHugh–Nagumo: the drift's overall scale).
 
 Fill.  The least-squares component ``ẑ_i = v_iᵀAᵀb / σ_i²`` has a sandwich standard error
-``se_i`` (bread ``v_i v_iᵀ/σ_i²`` at ``θ_R + V_U ẑ``) and ``t_i = ẑ_i/se_i``.  The estimate keeps
-the share ``g_i = clip((t_i² − 1)/(q² − 1), 0, 1)`` of it (q = :data:`FILL_FULL_T`): a component
-the data pin down (|t| ≥ q) is kept whole, a pure-noise one (|t| ≤ 1) is 0, and in between the
-estimate moves continuously — never a jump to zero along a direction b determines.  The gain
-shrinks towards 0, i.e. towards a prior that the unresolved components are no larger than the
-resolved estimate.  When the least-squares components carry more than the resolved estimate
-itself beyond their noise (``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²``: the truth lies mostly along
-directions the data do not resolve, as the drift's overall scale of FitzHugh–Nagumo at small N)
-the data contradict that prior (:func:`scale_contradicted`) and the intervals size the bias by
-the components' attenuation (below).  With the U-statistic the resolved part follows the filled
-one through the coupling of the corrected Gram, ``θ_R ← θ_R + H⁺ S V_U z_f``.
+``se_i`` (bread ``v_i v_iᵀ/σ_i²`` at ``θ_R + V_U ẑ``) and ``t_i = ẑ_i/se_i`` (reported: how
+strongly b determines the component).  The estimate keeps the ridge's component
+``z_i = σ_i²/(σ_i² + λ)·ẑ_i`` (λ the solver's Tikhonov λ; 1 − O(λ/σ_i²) of ẑ_i unless the direction
+is numerically null): no rule that the noise can flip moves it towards 0.  A shrinkage by t_i
+(kept whole above |t| = 1.5, dropped below 1) was used before; on the oscillators it shrank the
+drift's overall scale, in truth the largest component, whenever its t fell near 1, and the default
+was up to 30 % worse than the ridge (docs/design-statistics.md, §8).  The least-squares components
+are attenuated towards 0 (errors in variables: the curvature σ_i² includes the column noise); when
+even their noise-corrected energy outweighs the resolved estimate
+(``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²``: the truth lies mostly along directions the data do not
+resolve, as the drift's overall scale of FitzHugh–Nagumo at small N, :func:`scale_contradicted`)
+the intervals size the bias by the components' attenuation (below).  With the U-statistic the
+resolved part follows the filled one through the coupling of the corrected Gram,
+``θ_R ← θ_R + H⁺ S V_U z_f``.
 
 Intervals: profile-Fieller test inversion.  For parameter j, the estimating equation along its
 bread row is linear in the parameter's shift t; its block influence at ``θ_R`` is
@@ -33,8 +36,8 @@ interval with a Fieller correction), and the whole line otherwise (weak identifi
 interval is honest).  ``β_j²`` is the variance of what the unresolved components add: under
 ``z_i ~ (z_f,i, τ_i²)``, ``τ_i² = τ² + ẑ_i² + se_i²`` (τ: the maximum-likelihood scale of the
 filled estimate, :func:`~dynosed_sym.solve.intervals.prior_scale_ml`; ``ẑ_i² + se_i²``: the second
-moment of the component given its least-squares estimate, never the shrunk ``z_f,i``, so a
-component the gain sets to 0 still sizes the bias by what the data say it may be),
+moment of the component given its least-squares estimate, never the kept ``z_f,i``, so a
+component the ridge's λ damps still sizes the bias by what the data say it may be),
 ``β_j² = Σ_i V_U,ji² τ_i² + Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` with
 ``M_b = ΔA_bᵀAV_U + AᵀΔA_bV_U`` (the noise of the unresolved columns moves the resolved estimate
 in proportion to their size).  The interval is centred at the filled estimate.
@@ -53,6 +56,7 @@ __all__ = [
     "Fill",
     "fill_gain",
     "fill_unresolved",
+    "ridge_components",
     "scale_contradicted",
     "WeakIntervals",
     "weak_intervals",
@@ -69,7 +73,7 @@ class Fill:
     VU : (n, k) unresolved directions
     z_ls : (k,) least-squares components ẑ_i (0 on directions at the floating-point floor)
     t : (k,) ẑ_i / se_i
-    z : (k,) the kept components g_i ẑ_i
+    z : (k,) the kept components ``σ_i²/(σ_i² + λ)·ẑ_i`` (the ridge's)
     shift : (n,) the move of the resolved part through the coupling (zeros without it)
     se : (k,) the sandwich standard errors se_i of ẑ_i (0 where not finite)
     scale_contradicted : bool, the least-squares components carry more than the resolved
@@ -113,22 +117,31 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, lam) -> Fill:
     if k == 0:
         empty = np.zeros(0)
         return Fill(VU, empty, empty, empty, np.zeros(n), empty)
-    sU = dirs.singular_values[unres]
-    floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
-    live = sU > floor
-    s2 = np.where(live, sU * sU, 1.0)
-    z_ls = np.where(live, (VU.T @ (A.T @ b)) / s2, 0.0)
+    z_ls, z, live, s2 = ridge_components(A, b, dirs, lam)
     bread = (VU * np.where(live, 1.0 / s2, 0.0)) @ VU.T
     IF = block_influence(A, b, theta_R + VU @ z_ls, 0.0, A_blocks, b_blocks, bread) @ VU
     se2 = influence_variance(IF, counts)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se2 > 0, z_ls / np.sqrt(se2), np.where(z_ls != 0, np.inf, 0.0))
     contradicted = scale_contradicted(theta_R, z_ls, se2)
-    z = fill_gain(s2, lam) * z_ls
     shift = Hp @ S(VU @ z) if np.any(z) else np.zeros(n)
     se = np.sqrt(np.where(np.isfinite(se2) & (se2 > 0), se2, 0.0))
     atten = np.where(live, attenuation(dirs, unres, s2), 1.0) if contradicted else None
     return Fill(VU, z_ls, t, z, shift, se, contradicted, atten)
+
+
+def ridge_components(A, b, dirs, lam):
+    """Along the unresolved directions: (ẑ the least-squares components, z the kept ones
+    ``σ_i²/(σ_i² + λ)·ẑ_i``, live (directions above the floating-point floor; ẑ = 0 on the
+    others), σ_i² (1 where not live))."""
+    unres = ~dirs.resolved
+    VU = dirs.V[:, unres]
+    sU = dirs.singular_values[unres]
+    floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
+    live = sU > floor
+    s2 = np.where(live, sU * sU, 1.0)
+    z_ls = np.where(live, (VU.T @ (A.T @ b)) / s2, 0.0)
+    return z_ls, fill_gain(s2, lam) * z_ls, live, s2
 
 
 def attenuation(dirs, unres, s2):
@@ -148,15 +161,13 @@ def scale_contradicted(theta_R, z_ls, se2):
     resolved estimate, beyond their own noise: ``Σ_i max(ẑ_i² − se_i², 0) > ‖θ_R‖²`` (module
     docstring)?
 
-    The fill's gain shrinks a component towards 0 as if it were no larger than the parameters the
-    data resolve, and τ (the intervals' scale) is drawn from those parameters.  The least-squares
+    τ (the intervals' scale) is drawn from the parameters the data resolve.  The least-squares
     components are themselves attenuated towards 0 (errors in variables: their curvature includes
     the column noise), so when even their noise-corrected energy outweighs θ_R the truth lies
     mostly along directions the data cannot resolve (the drift's overall scale) and the bias is
     sized by the attenuation-corrected components (:func:`attenuation`).  A component at its noise
     level (a structurally null direction, where ẑ_i is large only because σ_i is small) adds
-    nothing.  The estimate itself keeps the gain: keeping such components whole would also keep
-    the wild ones of near-null directions (as on the B-cell network).
+    nothing.
     """
     se2 = np.where(np.isfinite(se2), se2, np.inf)
     excess = np.maximum(z_ls * z_ls - se2, 0.0)

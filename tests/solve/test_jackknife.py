@@ -139,14 +139,19 @@ def test_the_gain_falls_from_full_to_none_between_the_two_thresholds():
 
 
 def test_not_computed_with_more_resolved_directions_than_blocks_allow_or_under_three_blocks():
-    """r > MAX_RANK_PER_BLOCK·B or B < 3: no jackknife (gain 0; the solve falls back to b̂₂)."""
+    """r > MAX_RANK_PER_BLOCK·B: no jackknife, and the corrected ratio's second-order bias cannot
+    be estimated — the resolved directions are fitted by the V-statistic (α = 0, a note), the
+    same estimate as ``statistic="v", estimator="resolved"``; B < 3: no U-statistic at all."""
     rng = np.random.default_rng(3)
     B = 8
     n = MAX_RANK_PER_BLOCK * B + 1
     A, b, Ab, bb, counts = _blocks(rng, B, 3 * n, n, 0.001)
     est = solve_system(A, b, Ab, bb, counts)
     assert est.subspace.shape[1] > MAX_RANK_PER_BLOCK * B
-    assert not est.jackknife.computed and est.jackknife.gain == 0.0
-    assert np.all(est.jackknife.bias == 0)
+    assert est.jackknife is None and est.alpha == 0.0
+    assert np.all(est.second_order == 0)
+    assert any("fitted by the V-statistic" in note for note in est.notes)
+    v = solve_system(A, b, Ab, bb, counts, statistic="v", estimator="resolved")
+    np.testing.assert_allclose(est.theta, v.theta, rtol=1e-10, atol=1e-12)
     A2, b2, Ab2, bb2, c2 = _blocks(rng, 2, 12, 3, 0.1)
     assert solve_system(A2, b2, Ab2, bb2, c2).jackknife is None  # too few blocks: no U at all
