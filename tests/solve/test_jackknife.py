@@ -155,3 +155,40 @@ def test_not_computed_with_more_resolved_directions_than_blocks_allow_or_under_t
     np.testing.assert_allclose(est.theta, v.theta, rtol=1e-10, atol=1e-12)
     A2, b2, Ab2, bb2, c2 = _blocks(rng, 2, 12, 3, 0.1)
     assert solve_system(A2, b2, Ab2, bb2, c2).jackknife is None  # too few blocks: no U at all
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_the_jackknife_holds_the_fill_on_the_right_hand_side(seed):
+    """With unresolved directions the jackknife is that of the map ``data ↦ the U-solve on R of
+    (A, b − AV_Uz)`` with the fit's fill z held fixed (brute force: the solve on the other blocks
+    recomputed from scratch by block_covariance), and on the full data that map is the fit's
+    resolved part plus the coupling shift H⁺SV_Uz (docs/design-statistics.md §5)."""
+    rng = np.random.default_rng(seed)
+    B, m, n = 12, 40, 4
+    A0 = rng.standard_normal((m, n)) / np.sqrt(m)
+    A0[:, 3] *= 0.03  # a weak column: its direction stays unresolved
+    theta = rng.standard_normal(n)
+    Ab = A0[None] + 0.02 * rng.standard_normal((B, m, n))
+    bb = (A0 @ theta)[None] + 0.02 * rng.standard_normal((B, m))
+    counts = rng.integers(50, 150, size=B).astype(float)
+    w = counts / counts.sum()
+    A, b = np.tensordot(w, Ab, axes=1), w @ bb
+    est = solve_system(A, b, Ab, bb, counts)
+    assert est.fill.VU.shape[1] == 1 and est.jackknife.computed  # the weak column's direction
+    VR, zU = est.subspace, est.fill.VU @ est.fill.z
+    bc, bbc = b - A @ zU, bb - Ab @ zU
+    z0 = _resolved_solve(A, bc, Ab, bbc, counts, VR, est.alpha)
+    np.testing.assert_allclose(
+        VR @ z0, est.theta_resolved + est.second_order + est.fill.shift, rtol=1e-8, atol=1e-10
+    )
+    Z = []
+    for k in range(B):
+        keep = np.arange(B) != k
+        wk = w[keep] / w[keep].sum()
+        Ak = np.tensordot(wk, Ab[keep], axes=1)
+        Z.append(
+            _resolved_solve(Ak, wk @ bbc[keep], Ab[keep], bbc[keep], counts[keep], VR, est.alpha)
+        )
+    want = VR @ ((B - 1) * (w @ np.array(Z) - z0))
+    np.testing.assert_allclose(est.jackknife.bias, want, rtol=1e-7, atol=1e-10)
