@@ -158,7 +158,7 @@ def _lorenz_bias(families, out):
         print(
             f"    rank 2 in {len(weak)} of {R} data sets (weakest direction's t "
             + ", ".join(f"{r:.2f}" for r in weak)
-            + "): its component kept from b in proportion to how well b determines it"
+            + "): its component is the ridge's, as the plain ridge fit on the same data"
         )
 
 
