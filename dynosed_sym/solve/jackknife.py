@@ -36,12 +36,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blockops import DeviationStream
+from .misspecification import block_weights
+from .weak import ridge_components
 
 __all__ = [
     "Jackknife",
     "jackknife_resolved",
     "jackknife_gain",
     "jackknife_feasible",
+    "jackknife_possible",
+    "covariance_on",
+    "covariance_and_coupling",
+    "kept_unresolved",
     "resolved_blocks",
     "RHO_FULL",
     "RHO_NONE",
@@ -163,3 +169,44 @@ def _rho(sd, se):
     if not live.any():
         return float("nan")
     return float(np.max(sd[live] / se[live]))
+
+
+def covariance_on(dAR, db, counts, columns=None):
+    """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
+    ``db = b_b − b`` (B, m): ``Σ_b w_b dAR_bᵀdAR_b/(B − 1)`` block by block (a symmetric product
+    each, half the multiplications of one general product over the stacked rows).  ``columns``:
+    ``dAR`` holds ``(A_b − A)V`` (B, m, n) and R is these columns (gathered block by block)."""
+    w = block_weights(counts)
+    B = dAR.shape[0]
+    r = dAR.shape[2] if columns is None else columns.size
+    S_RR, s_R = np.zeros((r, r)), np.zeros((r,) + db.shape[2:])  # db (B, m, k): k right-hand sides
+    for k, X in resolved_blocks(dAR, columns):  # a stream: regenerated along R, chunk by chunk
+        S_RR += w[k] * (X.T @ X)
+        s_R += w[k] * (X.T @ db[k])
+    return S_RR / (B - 1), s_R / (B - 1)
+
+
+def covariance_and_coupling(A, b, A_blocks, b_blocks, counts, dAR, cols, zU):
+    """(V_RᵀSV_R, V_Rᵀs, coupled): the correction on R, and for the jackknife the right-hand
+    sides with the fill ``V_U z`` moved over (``b − AV_Uz``, the block deviations
+    ``Δb_b − ΔA_bV_Uz`` and their ``V_Rᵀs``; None without a fill) — one pass over the deviations
+    for both."""
+    db = b_blocks - b[None]
+    if zU is None:
+        return (*covariance_on(dAR, db, counts, cols), None)
+    Az = A @ zU
+    db_c = db - (A_blocks @ zU - Az[None])
+    S_RR, s_both = covariance_on(dAR, np.stack([db, db_c], axis=-1), counts, cols)
+    return S_RR, s_both[:, 0], (b - Az, db_c, s_both[:, 1])
+
+
+def jackknife_possible(r, A_blocks):
+    return A_blocks is not None and jackknife_feasible(r, len(A_blocks))
+
+
+def kept_unresolved(A, b, dirs, lam):
+    """``V_U z`` (n,), the fill's components along the unresolved directions (None when there are
+    none, or no directions: a given subspace)."""
+    if dirs is None or dirs.resolved.all():
+        return None
+    return dirs.V[:, ~dirs.resolved] @ ridge_components(A, b, dirs, lam)[1]

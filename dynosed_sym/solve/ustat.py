@@ -58,15 +58,16 @@ from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_devi
 from .jackknife import (
     MAX_RANK_PER_BLOCK,
     Jackknife,
-    jackknife_feasible,
+    covariance_and_coupling,
+    jackknife_possible,
     jackknife_resolved,
-    resolved_blocks,
+    kept_unresolved,
 )
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
 from .uncertainty import block_influence, influence_variance
-from .weak import Fill, fill_unresolved, ridge_components
+from .weak import Fill, fill_unresolved
 
 __all__ = [
     "Estimate",
@@ -176,21 +177,6 @@ def block_covariance(A, b, A_blocks, b_blocks, counts):
     S = wdA.T @ dA / (B - 1)
     s = wdA.T @ db / (B - 1)
     return 0.5 * (S + S.T), s
-
-
-def _covariance_on(dAR, db, counts, columns=None):
-    """(V_RᵀSV_R, V_Rᵀs) from the block deviations along R, ``dAR = (A_b − A)V_R`` (B, m, r), and
-    ``db = b_b − b`` (B, m): ``Σ_b w_b dAR_bᵀdAR_b/(B − 1)`` block by block (a symmetric product
-    each, half the multiplications of one general product over the stacked rows).  ``columns``:
-    ``dAR`` holds ``(A_b − A)V`` (B, m, n) and R is these columns (gathered block by block)."""
-    w = block_weights(counts)
-    B = dAR.shape[0]
-    r = dAR.shape[2] if columns is None else columns.size
-    S_RR, s_R = np.zeros((r, r)), np.zeros((r,) + db.shape[2:])  # db (B, m, k): k right-hand sides
-    for k, X in resolved_blocks(dAR, columns):  # a stream: regenerated along R, chunk by chunk
-        S_RR += w[k] * (X.T @ X)
-        s_R += w[k] * (X.T @ db[k])
-    return S_RR / (B - 1), s_R / (B - 1)
 
 
 def covariance_times(A, A_blocks, counts, v):
@@ -469,32 +455,6 @@ def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
     return theta, VR @ inv_R @ VR.T + (VU * inv) @ VU.T
 
 
-def _jackknife_possible(r, A_blocks):
-    return A_blocks is not None and jackknife_feasible(r, len(A_blocks))
-
-
-def _kept_unresolved(A, b, dirs, lam):
-    """``V_U z`` (n,), the fill's components along the unresolved directions (None when there are
-    none, or no directions: a given subspace)."""
-    if dirs is None or dirs.resolved.all():
-        return None
-    return dirs.V[:, ~dirs.resolved] @ ridge_components(A, b, dirs, lam)[1]
-
-
-def _covariance_and_coupling(A, b, A_blocks, b_blocks, counts, dAR, cols, zU):
-    """(V_RᵀSV_R, V_Rᵀs, coupled): the correction on R, and for the jackknife the right-hand
-    sides with the fill ``V_U z`` moved over (``b − AV_Uz``, the block deviations
-    ``Δb_b − ΔA_bV_Uz`` and their ``V_Rᵀs``; None without a fill) — one pass over the deviations
-    for both."""
-    db = b_blocks - b[None]
-    if zU is None:
-        return (*_covariance_on(dAR, db, counts, cols), None)
-    Az = A @ zU
-    db_c = db - (A_blocks @ zU - Az[None])
-    S_RR, s_both = _covariance_on(dAR, np.stack([db, db_c], axis=-1), counts, cols)
-    return S_RR, s_both[:, 0], (b - Az, db_c, s_both[:, 1])
-
-
 def _bias_beyond_first_order(system, theta, Hp, on_R, deviations, coupled=None):
     """(the bias subtracted from θ̂, :class:`~.jackknife.Jackknife`): the jackknife's bias times
     its gain, and b̂₂ times its own gain (:func:`second_order_gain`) for the rest
@@ -521,6 +481,32 @@ def _bias_beyond_first_order(system, theta, Hp, on_R, deviations, coupled=None):
         b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
         bias = bias + (1.0 - jk.gain) * second_order_gain(b2, se) * b2
     return bias, jk
+
+
+def _correction_notes(crowded, alpha, r, A_blocks, dirs=None):
+    """The summary's notes on a resolved solve: too few degrees of freedom to resolve anything
+    (``dirs``: the directions of a filled estimate), and the U-statistic correction."""
+    notes = []
+    if dirs is not None and not np.isfinite(dirs.threshold):
+        notes.append(
+            f"note: {dirs.dof:g} degrees of freedom of the noise estimate (fewer than "
+            f"{MIN_DOF}): no direction is called resolved; the estimate is the ridge solution "
+            "and no interval is finite — more samples are needed"
+        )
+    if crowded:
+        return notes + [
+            f"note: {r} resolved directions for {len(A_blocks)} noise blocks (more than "
+            f"{MAX_RANK_PER_BLOCK} per block): the U-statistic's second-order bias cannot be "
+            "estimated there and outweighs the V-statistic's shrinkage, so the resolved "
+            "directions are fitted by the V-statistic (more samples per block, or fewer blocks "
+            "with more samples each, restore the U-statistic)"
+        ]
+    if alpha < 1.0:
+        notes.append(
+            f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
+            "Gram matrix positive definite on the resolved directions"
+        )
+    return notes
 
 
 def _tikhonov_first(A, b, lam, wanted, directions):
@@ -566,8 +552,8 @@ def _solve_unit(
     # n × n from B·m·n² products, is never formed)
     if statistic == "u":
         cols = None if dirs is None else np.flatnonzero(dirs.resolved)
-        zU = _kept_unresolved(A, b, dirs, lam) if estimator == "resolved" and second_order else None
-        S_RR, s_R, coupled = _covariance_and_coupling(
+        zU = kept_unresolved(A, b, dirs, lam) if estimator == "resolved" and second_order else None
+        S_RR, s_R, coupled = covariance_and_coupling(
             A, b, A_blocks, b_blocks, counts, dAR, cols, zU
         )
     else:
@@ -579,7 +565,7 @@ def _solve_unit(
     alpha = _guarded(G, K)
     # too many resolved directions per block for the corrected ratio's second-order bias to be
     # estimated (docs/design-statistics.md §5): the V-statistic on R
-    crowded = statistic == "u" and second_order and not _jackknife_possible(c.size, A_blocks)
+    crowded = statistic == "u" and second_order and not jackknife_possible(c.size, A_blocks)
     if crowded:
         alpha = 0.0
     rhs = (VR.T @ (A.T @ b) - alpha * s_R) / c
@@ -612,25 +598,7 @@ def _solve_unit(
 
         fill = fill_unresolved(A, b, theta, (A_blocks, b_blocks, counts), dirs, Hp, S_times, lam)
         theta = theta + fill.shift + fill.VU @ fill.z
-        if not np.isfinite(dirs.threshold):
-            notes.append(
-                f"note: {dirs.dof:g} degrees of freedom of the noise estimate (fewer than "
-                f"{MIN_DOF}): no direction is called resolved; the estimate is the least-squares "
-                "solution and no interval is finite — more samples are needed"
-            )
-    if crowded:
-        notes.append(
-            f"note: {c.size} resolved directions for {len(A_blocks)} noise blocks (more than "
-            f"{MAX_RANK_PER_BLOCK} per block): the U-statistic's second-order bias cannot be "
-            "estimated there and outweighs the V-statistic's shrinkage, so the resolved "
-            "directions are fitted by the V-statistic (more samples per block, or fewer blocks "
-            "with more samples each, restore the U-statistic)"
-        )
-    elif alpha < 1.0:
-        notes.append(
-            f"note: the U-statistic correction was scaled by {alpha:.3g} to keep the corrected "
-            "Gram matrix positive definite on the resolved directions"
-        )
+    notes += _correction_notes(crowded, alpha, c.size, A_blocks, None if fill is None else dirs)
     return Estimate(
         theta=theta,
         bread=np.asarray(bread, dtype=float),

@@ -151,7 +151,8 @@ def test_local_fit_result(models, ou_samples):
 
 def test_local_defaults_resolved_estimator_and_the_earlier_fit(models, ou_samples):
     """fit_local defaults: V-statistic, resolved estimator (the unidentified pair M12, M21 of the
-    all-free OU at its minimum-norm value, infinite intervals, loadings reported);
+    all-free OU with the ridge's component along the unresolved direction — the same estimate as
+    the Tikhonov solve, docs/design-statistics.md §8 —, infinite intervals, loadings reported);
     statistic="v", estimator="ridge" is the Tikhonov solve of the same system, bit for bit."""
     from dynosed_sym.solve.linear import solve_tikhonov
 
@@ -164,11 +165,14 @@ def test_local_defaults_resolved_estimator_and_the_earlier_fit(models, ou_sample
     rep = fit.report
     assert rep.rank == 3 and rep.status[1] == rep.status[2] == "not identifiable"
     null = rep.null_vectors[:, 0]
-    assert abs(null @ fit.theta) < 1e-12  # nothing along the unresolved direction
     assert np.isinf(fit.conf_int()[1:3]).all() and rep.loading[1] > 0.5
     old = ds.fit_local(model, Xin, balls, score="score_matching", statistic="v", estimator="ridge")
     assert np.array_equal(old.A, fit.A)
     assert np.array_equal(old.theta, solve_tikhonov(old.A, old.b, 1e-6))
+    # along the unresolved direction the ridge's component (V-statistic on R: the whole estimate)
+    assert null @ fit.theta == pytest.approx(null @ old.theta, rel=1e-9)
+    # on R the resolved estimator has no λ: the two differ by O(λ/σ²) there only
+    np.testing.assert_allclose(fit.theta, old.theta, rtol=1e-5)
 
 
 def test_local_fit_dataframe_and_balls(models, ou_samples):
