@@ -87,7 +87,9 @@ class Solver:
         None (default): linear for a model affine in θ, gradient otherwise.  "gradient" also fits
         an affine model by trust-region least squares (the optimum is the linear solve's).
     lam : float
-        Tikhonov regularisation λ ≥ 0 (default 10⁻⁶).
+        Tikhonov regularisation λ ≥ 0 (default 10⁻⁶).  With the resolved estimator it acts only
+        on the directions the data do not resolve, whose components are the ridge's
+        ``σ²/(σ² + λ)`` share of the least-squares ones (docs/design-statistics.md §8).
     statistic : {None, "u", "v"}
         "u": the unbiased U-statistic of the kernel Stein discrepancy (global route default);
         "v": the V-statistic ‖Aθ − b‖² (local route default).  None: the route's default.
