@@ -50,14 +50,19 @@ def statediff(tmp_path_factory):
     return m, out
 
 
-def fits(model, X, **kw):
-    """Every entry point that reads samples, as (label, call)."""
+def fits(model, X, features=None, scores=None, execution=None):
+    """Every entry point that reads samples, as (label, call); ``features`` and ``scores`` default
+    to 64 random features and the kernel score at T = 1."""
     probes = (
         np.asarray(ds.simulate(model, model.nominal, 5, seed=9)) if model.name == "lorenz" else None
     )
     return {
-        "fit_global": lambda: ds.fit_global(model, X, n_features=64, **kw),
-        "fit_local": lambda: ds.fit_local(model, X, probes, temperature=1.0, **kw),
+        "fit_global": lambda: ds.fit_global(
+            model, X, features=features or ds.Features(n_features=64), execution=execution
+        ),
+        "fit_local": lambda: ds.fit_local(
+            model, X, probes, scores=scores or ds.Scores(temperature=1.0), execution=execution
+        ),
     }
 
 
@@ -80,7 +85,7 @@ def test_nan_in_a_stream_names_the_global_row(lorenz, entry, tmp_path):
     path = tmp_path / "X.npy"
     np.save(path, Xb)
     with pytest.raises(ds.DataError, match=r"rows 1500\b"):
-        fits(model, str(path), chunk_rows=256)[entry]()
+        fits(model, str(path), execution=ds.Execution(chunk_rows=256))[entry]()
     chunks = (Xb[i : i + 300] for i in range(0, len(Xb), 300))
     with pytest.raises(ds.DataError, match=r"chunk starting at row 1500\).*rows 1500\b"):
         fits(model, chunks)[entry]()
@@ -110,24 +115,27 @@ def test_dataframe_missing_a_state_column(lorenz, entry):
 def test_too_few_samples(lorenz):
     model, X = lorenz
     with pytest.raises(ds.DataError, match="1 sample.*at least 2"):
-        ds.fit_global(model, X[:1], n_features=64)
+        ds.fit_global(model, X[:1], features=ds.Features(n_features=64))
     with pytest.raises(ds.DataError, match="0 sample"):
-        ds.fit_global(model, X[:0], n_features=64)
+        ds.fit_global(model, X[:0], features=ds.Features(n_features=64))
     with pytest.raises(ds.DataError, match="effective data point"):  # kernel score at a probe
-        ds.fit_local(model, X[:1], X[:3], temperature=49.0)
+        ds.fit_local(model, X[:1], X[:3], scores=ds.Scores(temperature=49.0))
     with pytest.raises(ds.DataError, match="holds .* data point"):  # score matching in a ball
-        ds.fit_local(model, X[:30], ds.Balls(X[:2], 0.5), score="score_matching")
+        ds.fit_local(model, X[:30], ds.Balls(X[:2], 0.5), scores=ds.Scores(score="score_matching"))
     with pytest.raises(ds.DataError, match="n_samples"):
-        ds.check_identifiability(model, n_samples=3)
+        ds.check_identifiability(model, study=ds.Study(n_samples=3))
 
 
 @pytest.mark.parametrize(
     "entry, kw",
     [
         ("fit_global", {}),
-        ("fit_global", {"bandwidth": 1.0}),
+        ("fit_global", {"features": ds.Features(n_features=64, bandwidth=1.0)}),
         ("fit_local", {}),
-        ("fit_local", {"score": "score_matching", "radius": 2.0}),
+        (
+            "fit_local",
+            {"scores": ds.Scores(score="score_matching", radius=2.0, temperature=1.0)},
+        ),
     ],
 )
 def test_all_samples_identical(lorenz, entry, kw):
@@ -146,20 +154,34 @@ def test_identical_first_rows_of_a_stream(lorenz, monkeypatch):
     model, X = lorenz
     monkeypatch.setattr(global_route, "BANDWIDTH_ROWS", 50)
     same = np.tile(X[0], (100, 1))
-    fit = ds.fit_global(model, iter([same, X[:500]]), n_features=64, bandwidth=5.0, chunk_rows=64)
+    fit = ds.fit_global(
+        model,
+        iter([same, X[:500]]),
+        features=ds.Features(n_features=64, bandwidth=5.0),
+        execution=ds.Execution(chunk_rows=64),
+    )
     assert fit.n_samples == 600 and np.isfinite(fit.theta).all()
     with pytest.raises(ds.DataError, match="the first 50 samples are the same point .*bandwidth="):
-        ds.fit_global(model, iter([same, X[:500]]), n_features=64, chunk_rows=64)
+        ds.fit_global(
+            model,
+            iter([same, X[:500]]),
+            features=ds.Features(n_features=64),
+            execution=ds.Execution(chunk_rows=64),
+        )
     with pytest.raises(ds.DataError, match="all 200 samples are the same point"):
-        ds.fit_global(model, iter([same, same]), n_features=64, bandwidth=5.0, chunk_rows=64)
+        ds.fit_global(
+            model,
+            iter([same, same]),
+            features=ds.Features(n_features=64, bandwidth=5.0),
+            execution=ds.Execution(chunk_rows=64),
+        )
     dask_array = pytest.importorskip("dask.array")  # on workers: the rest is looked at here first
     with pytest.raises(ds.DataError, match="all 200 samples are the same point"):
         ds.fit_global(
             model,
             dask_array.from_array(np.vstack([same, same]), chunks=64),
-            n_features=64,
-            bandwidth=5.0,
-            backend="dask",
+            features=ds.Features(n_features=64, bandwidth=5.0),
+            execution=ds.Execution(backend="dask"),
         )
 
 
@@ -167,7 +189,9 @@ def test_identical_samples_are_fine_for_a_callable_score(models):
     """A callable score need not read X: identical rows are not an error there."""
     model = models["ou2d_m12"]
     exact = lambda X, P: (-P, np.broadcast_to(-np.eye(2), (P.shape[0], 2, 2)))  # noqa: E731
-    fit = ds.fit_local(model, np.zeros((64, 2)), np.array([[1.0, 2.0], [0.5, -1.0]]), score=exact)
+    fit = ds.fit_local(
+        model, np.zeros((64, 2)), np.array([[1.0, 2.0], [0.5, -1.0]]), scores=ds.Scores(score=exact)
+    )
     assert abs(fit.theta[0] - 0.5) < 1e-5
 
 
@@ -175,16 +199,16 @@ def test_drift_overflow_is_detected(lorenz):
     """x·z overflows at 1e200: a DataError naming the sample, not a NaN θ."""
     model, X = lorenz
     with pytest.raises(ds.DataError, match="overflow"):
-        ds.fit_global(model, X * 1e200, n_features=64, bandwidth=1e200)
+        ds.fit_global(model, X * 1e200, features=ds.Features(n_features=64, bandwidth=1e200))
     with pytest.raises(ds.DataError, match=r"spread over a scale of [\d.]+e\+20\d .* overflow"):
-        ds.fit_global(model, X * 1e200, n_features=64)
+        ds.fit_global(model, X * 1e200, features=ds.Features(n_features=64))
 
 
 def test_system_too_large_for_the_report(lorenz):
     """Finite but enormous entries (1e150): the solve and the noise analysis would overflow."""
     model, X = lorenz
     with pytest.raises(ds.DataError, match="entries of size .*e\\+1"):
-        ds.fit_global(model, X * 1e150, n_features=64)
+        ds.fit_global(model, X * 1e150, features=ds.Features(n_features=64))
 
 
 def test_sin_cos_precision_loss_is_detected(lorenz):
@@ -195,12 +219,12 @@ def test_sin_cos_precision_loss_is_detected(lorenz):
     model, X = lorenz
     far = X + 1e12
     with pytest.raises(ds.DataError, match=r"lose all precision \(row 0"):
-        ds.fit_global(model, far, n_features=64)
+        ds.fit_global(model, far, features=ds.Features(n_features=64))
     Xs = X.copy()
     Xs[1700:] += 1e12  # only late rows of a stream: named by their global index
     chunks = (Xs[i : i + 250] for i in range(0, len(Xs), 250))
     with pytest.raises(ds.DataError, match=r"row\(s\) lie so far.*\(row 1700,"):
-        ds.fit_global(model, chunks, n_features=64, bandwidth=10.0)
+        ds.fit_global(model, chunks, features=ds.Features(n_features=64, bandwidth=10.0))
 
 
 def test_feature_bound_accepts_ordinary_data(lorenz):
@@ -221,7 +245,7 @@ def test_feature_bound_accepts_ordinary_data(lorenz):
 def test_bad_temperature(lorenz, T):
     model, X = lorenz
     with pytest.raises(ds.DataError, match="temperature"):
-        ds.fit_local(model, X, X[:4], temperature=T)
+        ds.fit_local(model, X, X[:4], scores=ds.Scores(temperature=T))
 
 
 @pytest.mark.parametrize(
@@ -254,13 +278,18 @@ def _indefinite_model(name):
 def test_state_dependent_diffusion_checked_at_the_samples(tmp_path):
     m = _indefinite_model("rel_indef_global")
     X = np.random.default_rng(0).uniform(0.5, 2.0, (200, 2))
-    fit = ds.fit_global(m, X, n_features=32, out_dir=str(tmp_path))  # D ≥ 0 on these samples
+    # D ≥ 0 on these samples
+    fit = ds.fit_global(
+        m, X, features=ds.Features(n_features=32), execution=ds.Execution(out_dir=str(tmp_path))
+    )
     assert np.isfinite(fit.theta).all()
     X[37, 0] = -0.25
     with pytest.raises(
         ds.ModelError, match=r"not positive semi-definite at sample 37 of X .*-0\.25"
     ):
-        ds.fit_global(m, X, n_features=32, out_dir=str(tmp_path))
+        ds.fit_global(
+            m, X, features=ds.Features(n_features=32), execution=ds.Execution(out_dir=str(tmp_path))
+        )
 
 
 @pytest.fixture(scope="module")
@@ -279,13 +308,17 @@ def test_state_dependent_diffusion_checked_at_every_row(indefinite, tmp_path):
     X = np.random.default_rng(0).uniform(0.5, 2.0, (70000, 2))
     X[69000, 0] = -0.25
     with pytest.raises(ds.ModelError, match=r"not positive semi-definite at sample 69000 of X"):
-        ds.fit_global(m, X, n_features=8, out_dir=out)
+        ds.fit_global(m, X, features=ds.Features(n_features=8), execution=ds.Execution(out_dir=out))
     path = str(tmp_path / "X.npy")
     np.save(path, X)
     with pytest.raises(ds.ModelError, match=r"not positive semi-definite at sample 69000 of X"):
+        # (one chunk: no fill runs)
         ds.fit_global(
-            m, path, n_features=8, out_dir=out, chunk_rows=70000
-        )  # (one chunk: no fill runs)
+            m,
+            path,
+            features=ds.Features(n_features=8),
+            execution=ds.Execution(out_dir=out, chunk_rows=70000),
+        )
 
 
 def test_state_dependent_diffusion_checked_at_the_probes(tmp_path):
@@ -294,7 +327,13 @@ def test_state_dependent_diffusion_checked_at_the_probes(tmp_path):
     J = np.broadcast_to(-np.eye(2), (3, 2, 2)).copy()
     P = np.array([[1.0, 0.0], [0.5, 1.0], [-1.0, 0.0]])
     with pytest.raises(ds.ModelError, match="probe 2 of probes"):
-        ds.fit_local(m, None, P, score=(S, J), out_dir=str(tmp_path))
+        ds.fit_local(
+            m,
+            None,
+            P,
+            scores=ds.Scores(score=(S, J)),
+            execution=ds.Execution(out_dir=str(tmp_path)),
+        )
 
 
 def test_state_dependent_diffusion_checked_at_the_start_states(tmp_path):
@@ -321,7 +360,9 @@ def test_full_state_dependent_diffusion_indefinite(statediff):
 def test_psd_diffusion_passes(statediff):
     m, out = statediff
     X = np.random.default_rng(1).normal(size=(300, 2))
-    fit = ds.fit_global(m, X, n_features=32, out_dir=out)
+    fit = ds.fit_global(
+        m, X, features=ds.Features(n_features=32), execution=ds.Execution(out_dir=out)
+    )
     assert np.isfinite(fit.theta).all()
 
 
@@ -412,7 +453,9 @@ def test_non_affine_without_start_is_named(tmp_path):
     m = ds.SDEModel([x], [a], [-sp.exp(a) * x], diffusion=1, name="rel_nonaffine")
     X = np.random.default_rng(0).normal(size=(100, 1))
     with pytest.raises(ds.NotAffineError, match="theta0"):
-        ds.fit_global(m, X, n_features=32, out_dir=str(tmp_path))
+        ds.fit_global(
+            m, X, features=ds.Features(n_features=32), execution=ds.Execution(out_dir=str(tmp_path))
+        )
 
 
 # normal draws, not samples of this model: the fitted drift may be flagged (StationarityWarning)
@@ -420,7 +463,13 @@ def test_non_affine_without_start_is_named(tmp_path):
 def test_local_entry_checks_state_dependent_model(statediff):
     m, out = statediff
     X = np.random.default_rng(2).normal(size=(4000, 2)) * [1.0, 0.7]
-    fit = ds.fit_local(m, X, np.array([[0.0, 0.0], [0.5, 0.2]]), temperature=4.0, out_dir=out)
+    fit = ds.fit_local(
+        m,
+        X,
+        np.array([[0.0, 0.0], [0.5, 0.2]]),
+        scores=ds.Scores(temperature=4.0),
+        execution=ds.Execution(out_dir=out),
+    )
     assert np.isfinite(fit.theta).all()
 
 
@@ -444,9 +493,9 @@ def test_fits_identical_across_thread_counts(lorenz, restore_threads):
     runs = []
     for threads in (1, 2):
         numba.set_num_threads(threads)
-        g = ds.fit_global(model, X, n_features=256, seed=3)
-        loc = ds.fit_local(model, X, P, temperature=1.0)
-        sm = ds.fit_local(model, X, ds.Balls(P, 8.0), score="score_matching")
+        g = ds.fit_global(model, X, features=ds.Features(n_features=256, seed=3))
+        loc = ds.fit_local(model, X, P, scores=ds.Scores(temperature=1.0))
+        sm = ds.fit_local(model, X, ds.Balls(P, 8.0), scores=ds.Scores(score="score_matching"))
         sim = ds.simulate(model, model.nominal, 64, burn_in=2000, seed=4)  # (settled)
         runs.append([g.theta, g.A, g.b, g.report.std_errors, loc.theta, loc.A, sm.theta, sm.A, sim])
     for one, two in zip(*runs):
@@ -463,17 +512,23 @@ def test_fits_agree_across_chunkings(lorenz, chunk_rows):
     from them (tests/data/test_streaming.py bounds that difference by the standard error).
     """
     model, X = lorenz
-    v = {"statistic": "v"}
-    ref = ds.fit_global(model, X, n_features=256, seed=3, **v)
+    features, v = ds.Features(n_features=256, seed=3), ds.Solver(statistic="v")
+    ref = ds.fit_global(model, X, features=features, solver=v)
     path_chunks = [X[i : i + chunk_rows] for i in range(0, len(X), chunk_rows)]
     fit = ds.fit_global(
-        model, iter(path_chunks), n_features=256, seed=3, chunk_rows=max(chunk_rows, 64), **v
+        model,
+        iter(path_chunks),
+        features=features,
+        solver=v,
+        execution=ds.Execution(chunk_rows=max(chunk_rows, 64)),
     )
     for got, want in ((fit.A, ref.A), (fit.b, ref.b), (fit.theta, ref.theta)):
         assert np.abs(got - want).max() <= 1e-14 * np.abs(want).max()
     P = X[::400]
-    lref = ds.fit_local(model, X, P, temperature=1.0, **v)
-    loc = ds.fit_local(model, iter(path_chunks), P, temperature=1.0, chunk_rows=chunk_rows, **v)
+    scores = ds.Scores(temperature=1.0)
+    lref = ds.fit_local(model, X, P, scores=scores, solver=v)
+    execution = ds.Execution(chunk_rows=chunk_rows)
+    loc = ds.fit_local(model, iter(path_chunks), P, scores=scores, solver=v, execution=execution)
     for got, want in ((loc.A, lref.A), (loc.b, lref.b), (loc.theta, lref.theta)):
         assert np.abs(got - want).max() <= 1e-14 * np.abs(want).max()
 
@@ -482,7 +537,9 @@ def test_same_chunking_is_bitwise_reproducible(lorenz):
     model, X = lorenz
     runs = [
         ds.fit_global(
-            model, (X[i : i + 333] for i in range(0, len(X), 333)), n_features=128, seed=2
+            model,
+            (X[i : i + 333] for i in range(0, len(X), 333)),
+            features=ds.Features(n_features=128, seed=2),
         )
         for _ in range(2)
     ]
@@ -503,9 +560,11 @@ print(json.dumps({k: np.asarray(v, dtype=float).tobytes().hex() for k, v in
 
 def _run_here(model):
     X = ds.simulate(model, model.nominal, 1500, burn_in=2000, seed=11)
-    g = ds.fit_global(model, X, n_features=128, seed=7)
-    loc = ds.fit_local(model, X, X[::300], temperature="auto")
-    chk = ds.check_identifiability(model, n_samples=2000, seed=3, n_features=128)
+    g = ds.fit_global(model, X, features=ds.Features(n_features=128, seed=7))
+    loc = ds.fit_local(model, X, X[::300], scores=ds.Scores(temperature="auto"))
+    chk = ds.check_identifiability(
+        model, study=ds.Study(n_samples=2000, seed=3), features=ds.Features(n_features=128)
+    )
     return {
         k: np.asarray(v, dtype=float).tobytes().hex()
         for k, v in dict(X=X, g=g.theta, A=g.A, loc=loc.theta, chk=chk.freeness).items()
@@ -568,7 +627,7 @@ def test_non_numeric_arrays_are_refused_naming_column_and_row(ou, make, message)
         bad = X.astype(object)
         bad[3, 1] = "abc"
     for call in (
-        lambda: ds.fit_global(model, bad, n_features=32),
+        lambda: ds.fit_global(model, bad, features=ds.Features(n_features=32)),
         lambda: ds.fit_local(model, bad, X[:3]),
     ):
         with pytest.raises(ds.DataError, match=message):
@@ -594,7 +653,7 @@ def test_dataframe_columns_are_never_cast(ou, column, message):
     df = pd.DataFrame({"label": "a", "y": X[:, 1], "x": X[:, 0]})
     df["y"] = column(df["y"])
     with pytest.raises(ds.DataError, match=message):
-        ds.fit_global(model, df, n_features=32)
+        ds.fit_global(model, df, features=ds.Features(n_features=32))
 
 
 def test_header_with_spaces_shows_the_columns_as_read(ou):
@@ -606,7 +665,7 @@ def test_header_with_spaces_shows_the_columns_as_read(ou):
         r"column ' y' differs from 'y' only by spaces: strip them \(df.columns = "
         r"df.columns.str.strip\(\)\)",
     ):
-        ds.fit_global(model, df, n_features=32)
+        ds.fit_global(model, df, features=ds.Features(n_features=32))
 
 
 @pytest.mark.parametrize("k", [40, 60, 80])
@@ -615,11 +674,13 @@ def test_data_scaled_by_huge_factors(ou, k):
     rounding.  (× 1e40 … 1e80 was a ZeroDivisionError in solve/misspecification.py.)"""
     model, X = ou
     c = 10.0**k
-    ref = ds.fit_global(model, X, n_features=64, lam=0.0)
+    ref = ds.fit_global(model, X, features=ds.Features(n_features=64), solver=ds.Solver(lam=0.0))
     # the same D with data × c: the drift M/c² relaxes over ~c² time units, which the fit's
     # stationarity check reads, rightly, as the picture of a diverging process
     with pytest.warns(ds.StationarityWarning, match="confines the samples only over"):
-        got = ds.fit_global(model, X * c, n_features=64, lam=0.0)
+        got = ds.fit_global(
+            model, X * c, features=ds.Features(n_features=64), solver=ds.Solver(lam=0.0)
+        )
     assert got.report.rank == ref.report.rank
     np.testing.assert_allclose(got.theta * c**2, ref.theta, rtol=0, atol=1e-9)
     np.testing.assert_allclose(got.report.p_value, ref.report.p_value, rtol=1e-6)
@@ -631,8 +692,10 @@ def test_data_scaled_by_1e90_to_1e150(ou, k):
     before scaling them to unit size: infinite search bounds)."""
     model, X = ou
     c = 10.0**k
-    ref = ds.fit_global(model, X, n_features=64, lam=0.0)
-    got = ds.fit_global(model, X * c, n_features=64, lam=0.0)
+    ref = ds.fit_global(model, X, features=ds.Features(n_features=64), solver=ds.Solver(lam=0.0))
+    got = ds.fit_global(
+        model, X * c, features=ds.Features(n_features=64), solver=ds.Solver(lam=0.0)
+    )
     np.testing.assert_allclose(got.theta * c**2, ref.theta, rtol=0, atol=1e-9)
 
 
@@ -649,7 +712,7 @@ def test_fit_local_on_data_times_1e300(ou):
         match=r"^kernel score: probe 0 \(x = .*e\+29\d.*\) is inf kernel widths .* lower "
         r"temperature= if the kernel width 1/√T = 0.143 is small for the data's scale",
     ):
-        ds.fit_local(model, X * 1e300, 10, temperature=49.0)
+        ds.fit_local(model, X * 1e300, 10, scores=ds.Scores(temperature=49.0))
     # the default temperature follows the data's scale, which double precision cannot here
     with pytest.raises(ds.DataError, match=r"^temperature='auto': the data's scale .*rescale"):
         ds.fit_local(model, X * 1e300, 10)
@@ -668,12 +731,18 @@ def test_probe_at_a_singularity_of_the_drift_is_named(ou, tmp_path):
             r"be evaluated there .* singular or beyond double precision at that point; move or "
             r"drop the probe",
         ):
-            ds.fit_local(m, X, P, temperature=2.0, out_dir=str(tmp_path))
+            ds.fit_local(
+                m,
+                X,
+                P,
+                scores=ds.Scores(temperature=2.0),
+                execution=ds.Execution(out_dir=str(tmp_path)),
+            )
 
 
 def test_seeds_are_checked_everywhere(ou):
     model, X = ou
-    fit = ds.fit_global(model, X, n_features=32)
+    fit = ds.fit_global(model, X, features=ds.Features(n_features=32))
     for call in (
         lambda: ds.check_identifiability(model, study=ds.Study(seed=-1)),
         lambda: ds.structural_check(model, seed=-1),
@@ -714,7 +783,7 @@ def test_constants_beyond_double_precision_are_refused(constant, shown):
 @pytest.mark.parametrize("level", [1.5, 0, 1, -0.1, np.nan, 95])
 def test_levels_outside_zero_one(ou, level):
     model, X = ou
-    fit = ds.fit_global(model, X, n_features=32)
+    fit = ds.fit_global(model, X, features=ds.Features(n_features=32))
     pattern = r"^(Study\.)?level must be (between 0 and 1 \(exclusive\), e.g. 0.95|finite)"
     for call in (
         lambda: fit.conf_int(level),
@@ -731,7 +800,7 @@ def test_levels_outside_zero_one(ou, level):
 def test_fit_local_radius(ou, radius, score):
     model, X = ou
     with pytest.raises(ds.DataError, match=r"radius must be a positive number or one per probe"):
-        ds.fit_local(model, X, X[:3], radius=radius, score=score)
+        ds.fit_local(model, X, X[:3], scores=ds.Scores(radius=radius, score=score))
 
 
 def test_n_features_beyond_memory_is_refused_before_allocating(ou):
@@ -744,7 +813,7 @@ def test_n_features_beyond_memory_is_refused_before_allocating(ou):
         r"the global system \(32 noise blocks × 1,000,000,000 features × 5 columns, kept as the "
         r"fill's sums, with the fit's n × n arrays\), more than the .* available; lower n_features",
     ):
-        ds.fit_global(model, X, n_features=10**9)
+        ds.fit_global(model, X, features=ds.Features(n_features=10**9))
 
 
 def test_assembly_memory_estimate_covers_the_measured_peak(ou):
@@ -755,9 +824,13 @@ def test_assembly_memory_estimate_covers_the_measured_peak(ou):
     from dynosed_sym.assembly.memory import assembly_bytes
 
     model, X = ou
-    ds.fit_global(model, X, n_features=64)  # (compiled)
+    ds.fit_global(model, X, features=ds.Features(n_features=64))  # (compiled)
     for m, B in [(8192, 8), (8192, 32), (32768, 16)]:
-        peak = traced_peak(lambda m=m, B=B: ds.fit_global(model, X, n_features=m, n_blocks=B))
+        peak = traced_peak(
+            lambda m=m, B=B: ds.fit_global(
+                model, X, features=ds.Features(n_features=m), execution=ds.Execution(n_blocks=B)
+            )
+        )
         estimate = assembly_bytes(model.d, model.n, m, B)
         assert peak <= estimate <= 2.5 * peak, (m, B, peak, estimate)
 
@@ -794,15 +867,17 @@ def test_other_numeric_inputs_are_never_cast(ou):
     df["t"] = pd.to_datetime(np.repeat([0, 1, 2], 1000), unit="s")
     cases = [
         (
-            lambda: ds.fit_global(model, X, n_features=16, dlogp_dt=np.zeros(len(X)) + 0j),
+            lambda: ds.fit_global(
+                model, X, features=ds.Features(n_features=16), dlogp_dt=np.zeros(len(X)) + 0j
+            ),
             r"^dlogp_dt: holds complex numbers at row 0",
         ),
         (
-            lambda: ds.fit_local(model, None, P, score=(S > 0, J)),
+            lambda: ds.fit_local(model, None, P, scores=ds.Scores(score=(S > 0, J))),
             r"^score: scores: holds boolean values in column 0, row 0",
         ),
         (
-            lambda: ds.fit_global(model, df, time_column="t", n_features=16),
+            lambda: ds.fit_global(model, df, time_column="t", features=ds.Features(n_features=16)),
             r"^X: holds dates/times in column 't', row 0: datetime64\('1970-01-01T00:00:00",
         ),
         (

@@ -51,13 +51,12 @@ def test_check_identifiability_checks_level_before_any_work(models, level):
     with pytest.raises(ds.DataError, match=LEVEL_MESSAGE):
         ds.Study(level=level)
     with pytest.raises(ds.DataError, match=LEVEL_MESSAGE):
-        ds.check_identifiability(models["ou2d"], level=level, simulate=False)
+        ds.check_identifiability(models["ou2d"], study=ds.Study(level=level), simulate=False)
     with pytest.raises(ds.DataError, match=LEVEL_MESSAGE):
         ds.check_identifiability(
             _forced_ou(),
-            inputs={"A": {"u": 0.0}, "B": {"u": 1.0}},
-            sampler=_refuse_to_sample,
-            level=level,
+            experiment=ds.Experiment(inputs={"A": {"u": 0.0}, "B": {"u": 1.0}}),
+            study=ds.Study(sampler=_refuse_to_sample, level=level),
         )
 
 

@@ -40,7 +40,7 @@ def X(lorenz):
 
 @pytest.fixture(scope="module")
 def fit_mem(lorenz, X):
-    return ds.fit_global(lorenz, X, n_features=M, seed=2)
+    return ds.fit_global(lorenz, X, features=ds.Features(n_features=M, seed=2))
 
 
 def assert_same_fit(fit, ref, rtol=1e-12):
@@ -53,12 +53,22 @@ def test_local_scheduler_without_client(lorenz, X, fit_mem):
     """No distributed client: the tasks run on Dask's local threaded scheduler."""
     if dd.get_client() is not None:  # pragma: no cover - only when run after the cluster tests
         pytest.skip("a distributed client is already the default")
-    fit = ds.fit_global(lorenz, da.from_array(X, chunks=(900, 3)), n_features=M, seed=2)
+    fit = ds.fit_global(
+        lorenz, da.from_array(X, chunks=(900, 3)), features=ds.Features(n_features=M, seed=2)
+    )
     assert fit.info["input"] == "dask"
     assert_same_fit(fit, fit_mem)
     Xd = da.from_array(X, chunks=(700, 2))  # split columns are joined; unknown chunk sizes computed
-    assert_same_fit(ds.fit_global(lorenz, Xd[Xd[:, 0] > -1e300], n_features=M, seed=2), fit_mem)
-    local = ds.fit_global(lorenz, Xd, n_features=M, seed=2, backend="local", chunk_rows=1000)
+    assert_same_fit(
+        ds.fit_global(lorenz, Xd[Xd[:, 0] > -1e300], features=ds.Features(n_features=M, seed=2)),
+        fit_mem,
+    )
+    local = ds.fit_global(
+        lorenz,
+        Xd,
+        features=ds.Features(n_features=M, seed=2),
+        execution=ds.Execution(backend="local", chunk_rows=1000),
+    )
     assert local.info["input"] == "dask"
     assert_same_fit(local, fit_mem)
 
@@ -78,12 +88,19 @@ def client():
 
 def test_dask_array_on_cluster(lorenz, X, fit_mem, client):
     Xd = da.from_array(X, chunks=(500, 3))
-    fit = ds.fit_global(lorenz, Xd, n_features=M, seed=2)
+    fit = ds.fit_global(lorenz, Xd, features=ds.Features(n_features=M, seed=2))
     assert_same_fit(fit, fit_mem)
-    again = ds.fit_global(lorenz, Xd.rechunk((1700, 3)), n_features=M, seed=2, client=client)
+    again = ds.fit_global(
+        lorenz,
+        Xd.rechunk((1700, 3)),
+        features=ds.Features(n_features=M, seed=2),
+        execution=ds.Execution(client=client),
+    )
     assert_same_fit(again, fit_mem)
     # deterministic: same chunks ⇒ same bits, whichever worker finishes first
-    np.testing.assert_array_equal(ds.fit_global(lorenz, Xd, n_features=M, seed=2).A, fit.A)
+    np.testing.assert_array_equal(
+        ds.fit_global(lorenz, Xd, features=ds.Features(n_features=M, seed=2)).A, fit.A
+    )
     # the kernels were loaded in the worker processes, from the client's generated file
     loaded = client.run(lambda: [cm.path for cm in dd._WORKER_MODELS.values()])
     paths = [p for ps in loaded.values() for p in ps]
@@ -94,12 +111,28 @@ def test_files_and_arrays_on_cluster(lorenz, X, fit_mem, client, tmp_path, capsy
     path = tmp_path / "x.npy"
     np.save(path, X)
     assert_same_fit(
-        ds.fit_global(lorenz, path, n_features=M, seed=2, backend="dask", chunk_rows=800), fit_mem
+        ds.fit_global(
+            lorenz,
+            path,
+            features=ds.Features(n_features=M, seed=2),
+            execution=ds.Execution(backend="dask", chunk_rows=800),
+        ),
+        fit_mem,
     )
     pytest.importorskip("tqdm")
-    ds.fit_global(lorenz, path, n_features=M, seed=2, backend="dask", progress=True)
+    ds.fit_global(
+        lorenz,
+        path,
+        features=ds.Features(n_features=M, seed=2),
+        execution=ds.Execution(backend="dask", progress=True),
+    )
     assert "fit_global lorenz" in capsys.readouterr().err
-    fit = ds.fit_global(lorenz, X, n_features=M, seed=2, backend="dask", chunk_rows=1000)
+    fit = ds.fit_global(
+        lorenz,
+        X,
+        features=ds.Features(n_features=M, seed=2),
+        execution=ds.Execution(backend="dask", chunk_rows=1000),
+    )
     assert fit.info["input"] == "array on dask"
     assert_same_fit(fit, fit_mem)
     zarr = pytest.importorskip("zarr")
@@ -107,7 +140,10 @@ def test_files_and_arrays_on_cluster(lorenz, X, fit_mem, client, tmp_path, capsy
     z[:] = X
     assert_same_fit(
         ds.fit_global(
-            lorenz, str(tmp_path / "x.zarr"), n_features=M, seed=2, backend="dask", chunk_rows=1400
+            lorenz,
+            str(tmp_path / "x.zarr"),
+            features=ds.Features(n_features=M, seed=2),
+            execution=ds.Execution(backend="dask", chunk_rows=1400),
         ),
         fit_mem,
     )
@@ -116,7 +152,12 @@ def test_files_and_arrays_on_cluster(lorenz, X, fit_mem, client, tmp_path, capsy
         fh["X"] = X
     with h5py.File(tmp_path / "x.h5", "r") as fh:
         assert_same_fit(
-            ds.fit_global(lorenz, fh["X"], n_features=M, seed=2, backend="dask", chunk_rows=1000),
+            ds.fit_global(
+                lorenz,
+                fh["X"],
+                features=ds.Features(n_features=M, seed=2),
+                execution=ds.Execution(backend="dask", chunk_rows=1000),
+            ),
             fit_mem,
         )
 
@@ -125,16 +166,25 @@ def test_dask_dataframe(lorenz, X, fit_mem, client):
     pd = pytest.importorskip("pandas")
     ddf = pytest.importorskip("dask.dataframe")
     frame = ddf.from_pandas(pd.DataFrame(X[:, ::-1], columns=["z", "y", "x"]), npartitions=4)
-    assert_same_fit(ds.fit_global(lorenz, frame, n_features=M, seed=2), fit_mem)
+    assert_same_fit(
+        ds.fit_global(lorenz, frame, features=ds.Features(n_features=M, seed=2)), fit_mem
+    )
 
 
 def test_worker_errors_reach_the_caller(lorenz, X, client):
     bad = X.copy()
     bad[4321, 0] = np.inf
     with pytest.raises(ds.DataError, match="4321"):
-        ds.fit_global(lorenz, da.from_array(bad, chunks=(1000, 3)), n_features=M)
+        ds.fit_global(
+            lorenz, da.from_array(bad, chunks=(1000, 3)), features=ds.Features(n_features=M)
+        )
     with pytest.raises(ds.DataError, match="iterator"):
-        ds.fit_global(lorenz, iter([X]), n_features=M, backend="dask")
+        ds.fit_global(
+            lorenz,
+            iter([X]),
+            features=ds.Features(n_features=M),
+            execution=ds.Execution(backend="dask"),
+        )
 
 
 # bitwise identity across backends, not stationarity: the short burn-in (2 time units from the

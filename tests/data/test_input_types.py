@@ -35,7 +35,7 @@ def test_zarr_store_of_the_wrong_type_is_refused_before_reading(ou, tmp_path, dt
     z[:] = X > 0 if dtype == "bool" else (X.astype(str) if dtype is str else X + 0j)
     for source in (path, zarr.open(path, mode="r")):
         with pytest.raises(ds.DataError, match=r"^X: .*: " + what + ", not real numbers"):
-            ds.fit_global(model, source, n_features=16)
+            ds.fit_global(model, source, features=ds.Features(n_features=16))
 
 
 def test_integer_file_is_read_as_its_numbers(ou, tmp_path):
@@ -46,14 +46,15 @@ def test_integer_file_is_read_as_its_numbers(ou, tmp_path):
     Xi = np.round(X * 100).astype(np.int16)
     with h5py.File(tmp_path / "x.h5", "w") as fh:
         fh["x"] = Xi
-    ref = ds.fit_global(model, Xi.astype(float), n_features=32)
+    ref = ds.fit_global(model, Xi.astype(float), features=ds.Features(n_features=32))
     np.testing.assert_array_equal(
-        ds.fit_global(model, str(tmp_path / "x.h5"), n_features=32).theta, ref.theta
+        ds.fit_global(model, str(tmp_path / "x.h5"), features=ds.Features(n_features=32)).theta,
+        ref.theta,
     )
     X32 = X.astype(np.float32)
     np.save(tmp_path / "x.npy", X32)
-    ref = ds.fit_global(model, X32.astype(float), n_features=32)
-    got = ds.fit_global(model, str(tmp_path / "x.npy"), n_features=32)
+    ref = ds.fit_global(model, X32.astype(float), features=ds.Features(n_features=32))
+    got = ds.fit_global(model, str(tmp_path / "x.npy"), features=ds.Features(n_features=32))
     np.testing.assert_array_equal(got.theta, ref.theta)
 
 
@@ -90,7 +91,7 @@ def test_planted_object_zarr_store_is_never_unpickled(ou, tmp_path):
     cells[0, 0] = _Planted(str(marker))
     (store / "0.0").write_bytes(pickle.dumps(cells, protocol=4))
     with pytest.raises(ds.DataError, match=r"^X: (cannot open Zarr store|.* holds Python objects)"):
-        ds.fit_global(model, str(store), n_features=16)
+        ds.fit_global(model, str(store), features=ds.Features(n_features=16))
     assert not marker.exists()
 
 

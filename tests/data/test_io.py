@@ -50,20 +50,29 @@ def _shuffled_frame(X, rng):
 
 def test_dataframe_with_shuffled_and_extra_columns_gives_the_array_fit(ou, X_ou, rng):
     df = _shuffled_frame(X_ou, rng)
-    ref = ds.fit_global(ou, X_ou, n_features=256, seed=0)
-    assert_same_system(ds.fit_global(ou, df, n_features=256, seed=0), ref)
-    np.testing.assert_array_equal(ds.fit_global(ou, df, n_features=256, seed=0).theta, ref.theta)
+    ref = ds.fit_global(ou, X_ou, features=ds.Features(n_features=256, seed=0))
+    assert_same_system(ds.fit_global(ou, df, features=ds.Features(n_features=256, seed=0)), ref)
+    np.testing.assert_array_equal(
+        ds.fit_global(ou, df, features=ds.Features(n_features=256, seed=0)).theta, ref.theta
+    )
     # the same frame streamed in chunks of rows (column selection per chunk); an iterator of
     # unknown length gets other noise blocks, which the U-statistic's correction depends on: the
     # block-free V-statistic fit is the one to compare
     chunks = [df.iloc[i : i + 700] for i in range(0, len(df), 700)]
-    streamed = ds.fit_global(ou, iter(chunks), n_features=256, seed=0, statistic="v")
-    ref_v = ds.fit_global(ou, X_ou, n_features=256, seed=0, statistic="v")
+    streamed = ds.fit_global(
+        ou,
+        iter(chunks),
+        features=ds.Features(n_features=256, seed=0),
+        solver=ds.Solver(statistic="v"),
+    )
+    ref_v = ds.fit_global(
+        ou, X_ou, features=ds.Features(n_features=256, seed=0), solver=ds.Solver(statistic="v")
+    )
     np.testing.assert_allclose(streamed.theta, ref_v.theta, rtol=1e-10)
     # local route, probes given as points
     probes = X_ou[:5]
-    loc_ref = ds.fit_local(ou, X_ou, probes, temperature=4.0)
-    loc = ds.fit_local(ou, df, probes, temperature=4.0)
+    loc_ref = ds.fit_local(ou, X_ou, probes, scores=ds.Scores(temperature=4.0))
+    loc = ds.fit_local(ou, df, probes, scores=ds.Scores(temperature=4.0))
     np.testing.assert_array_equal(loc.theta, loc_ref.theta)
 
 
@@ -73,7 +82,7 @@ def test_dataframe_missing_state_column_is_named(ou, X_ou):
         ds.DataError,
         match=r"no column 'y'.*columns: 'x', 'Y'\); column 'Y' differs from 'y' in case",
     ):
-        ds.fit_global(ou, df, n_features=16)
+        ds.fit_global(ou, df, features=ds.Features(n_features=16))
 
 
 # --------------------------------------------------------------------------- AnnData
@@ -92,8 +101,9 @@ def test_anndata_state_columns_by_name_layer_and_mapping(ou, X_ou, rng):
         np.column_stack([X_ou[:, 0], genes[:, 0]]),
     )
     np.testing.assert_array_equal(from_anndata(adata, ou, var_names=["y", "x"]), X_ou[:, ::-1])
-    ref = ds.fit_global(ou, X_ou, n_features=256, seed=0)
-    assert_same_system(ds.fit_global(ou, adata, n_features=256, seed=0), ref)  # AnnData as X
+    ref = ds.fit_global(ou, X_ou, features=ds.Features(n_features=256, seed=0))
+    # AnnData as X
+    assert_same_system(ds.fit_global(ou, adata, features=ds.Features(n_features=256, seed=0)), ref)
     with pytest.raises(ds.DataError, match="no layer 'spliced'.*counts"):
         from_anndata(adata, ou, layer="spliced")
     with pytest.raises(ds.DataError, match="no variable 'Pax5' for state variable 'x'"):
@@ -105,7 +115,7 @@ def test_anndata_state_columns_by_name_layer_and_mapping(ou, X_ou, rng):
 # --------------------------------------------------------------------------- results out
 @pytest.fixture(scope="module")
 def ou_fit(ou, X_ou):
-    return ds.fit_global(ou, X_ou, n_features=256, seed=0)
+    return ds.fit_global(ou, X_ou, features=ds.Features(n_features=256, seed=0))
 
 
 def test_to_dataframe_matches_report(ou, ou_fit):

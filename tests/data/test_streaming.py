@@ -41,13 +41,15 @@ def X(lorenz):
 
 @pytest.fixture(scope="module")
 def fit_mem(lorenz, X):
-    return ds.fit_global(lorenz, X, n_features=M, seed=1)
+    return ds.fit_global(lorenz, X, features=ds.Features(n_features=M, seed=1))
 
 
 @pytest.fixture(scope="module")
 def fit_mem_v(lorenz, X):
     """The V-statistic fit: θ̂ does not depend on the noise blocks."""
-    return ds.fit_global(lorenz, X, n_features=M, seed=1, statistic="v")
+    return ds.fit_global(
+        lorenz, X, features=ds.Features(n_features=M, seed=1), solver=ds.Solver(statistic="v")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def assert_same_fit(fit, ref, rtol=1e-12):
 
 # --------------------------------------------------------------------------- agreement
 def test_npy_path_is_bitwise_the_in_memory_fit(lorenz, npy_path, fit_mem):
-    fit = ds.fit_global(lorenz, npy_path, n_features=M, seed=1)
+    fit = ds.fit_global(lorenz, npy_path, features=ds.Features(n_features=M, seed=1))
     assert fit.info["input"] == "npy"
     np.testing.assert_array_equal(fit.theta, fit_mem.theta)
     np.testing.assert_array_equal(fit.A, fit_mem.A)
@@ -79,7 +81,12 @@ def test_npy_path_is_bitwise_the_in_memory_fit(lorenz, npy_path, fit_mem):
 
 def test_npy_small_reads_agree(lorenz, npy_path, fit_mem):
     """Reads smaller than a noise block (partial sums added within blocks) agree to rounding."""
-    fit = ds.fit_global(lorenz, str(npy_path), n_features=M, seed=1, chunk_rows=37)
+    fit = ds.fit_global(
+        lorenz,
+        str(npy_path),
+        features=ds.Features(n_features=M, seed=1),
+        execution=ds.Execution(chunk_rows=37),
+    )
     assert_same_fit(fit, fit_mem)
     np.testing.assert_allclose(fit.report.singular_noise, fit_mem.report.singular_noise, rtol=1e-10)
     np.testing.assert_allclose(fit.report.residual_ratio, fit_mem.report.residual_ratio, rtol=1e-10)
@@ -87,7 +94,12 @@ def test_npy_small_reads_agree(lorenz, npy_path, fit_mem):
 
 @pytest.mark.parametrize("rows", [1, 37, 700, 10**6])
 def test_iterator_agrees_with_memory(lorenz, X, fit_mem, fit_mem_v, rows):
-    fit = ds.fit_global(lorenz, chunked(X, rows), n_features=M, seed=1, statistic="v")
+    fit = ds.fit_global(
+        lorenz,
+        chunked(X, rows),
+        features=ds.Features(n_features=M, seed=1),
+        solver=ds.Solver(statistic="v"),
+    )
     assert fit.info["input"] == "iterator"
     assert_same_fit(fit, fit_mem_v)
     assert fit.report.singular_noise is not None
@@ -96,14 +108,19 @@ def test_iterator_agrees_with_memory(lorenz, X, fit_mem, fit_mem_v, rows):
         return
     # the default fit: the U-statistic correction comes from other blocks (equal blocks of the
     # stream against block_edges of N), so θ̂ differs, but by far less than its standard error
-    fit_u = ds.fit_global(lorenz, chunked(X, rows), n_features=M, seed=1)
+    fit_u = ds.fit_global(lorenz, chunked(X, rows), features=ds.Features(n_features=M, seed=1))
     assert np.array_equal(fit_u.A, fit.A)
     assert np.all(np.abs(fit_u.theta - fit_mem.theta) < 0.25 * fit_mem.std_errors)
 
 
 def test_stream_blocks_do_not_depend_on_chunking(lorenz, X):
     fits = [
-        ds.fit_global(lorenz, chunked(X, rows), n_features=M, seed=1, chunk_rows=512)
+        ds.fit_global(
+            lorenz,
+            chunked(X, rows),
+            features=ds.Features(n_features=M, seed=1),
+            execution=ds.Execution(chunk_rows=512),
+        )
         for rows in (7, 1000, X.shape[0])
     ]
     for fit in fits[1:]:
@@ -118,10 +135,11 @@ def test_stream_blocks_do_not_depend_on_chunking(lorenz, X):
 def test_list_of_chunks_and_dataframes(lorenz, X, fit_mem_v):
     pd = pytest.importorskip("pandas")
     frames = [pd.DataFrame(c[:, ::-1], columns=["z", "y", "x"]) for c in chunked(X, 1500)]
-    v = {"statistic": "v"}  # other noise blocks than the array's (see the module docstring)
-    assert_same_fit(ds.fit_global(lorenz, frames, n_features=M, seed=1, **v), fit_mem_v)
+    features = ds.Features(n_features=M, seed=1)
+    v = ds.Solver(statistic="v")  # other noise blocks than the array's (see the module docstring)
+    assert_same_fit(ds.fit_global(lorenz, frames, features=features, solver=v), fit_mem_v)
     chunks = list(chunked(X, 999))
-    assert_same_fit(ds.fit_global(lorenz, chunks, n_features=M, seed=1, **v), fit_mem_v)
+    assert_same_fit(ds.fit_global(lorenz, chunks, features=features, solver=v), fit_mem_v)
 
 
 def test_csv_reader_chunks(lorenz, X, fit_mem_v, tmp_path):
@@ -129,7 +147,12 @@ def test_csv_reader_chunks(lorenz, X, fit_mem_v, tmp_path):
     path = tmp_path / "x.csv"
     pd.DataFrame(X, columns=["x", "y", "z"]).to_csv(path, index=False, float_format="%.17g")
     with pd.read_csv(path, chunksize=1234) as reader:
-        fit = ds.fit_global(lorenz, reader, n_features=M, seed=1, statistic="v")
+        fit = ds.fit_global(
+            lorenz,
+            reader,
+            features=ds.Features(n_features=M, seed=1),
+            solver=ds.Solver(statistic="v"),
+        )
     assert_same_fit(fit, fit_mem_v)
 
 
@@ -139,7 +162,12 @@ def test_memmap(lorenz, X, fit_mem, tmp_path):
     mm[:] = X
     mm.flush()
     ro = np.memmap(path, dtype=float, mode="r", shape=X.shape)
-    fit = ds.fit_global(lorenz, ro, n_features=M, seed=1, chunk_rows=1000)
+    fit = ds.fit_global(
+        lorenz,
+        ro,
+        features=ds.Features(n_features=M, seed=1),
+        execution=ds.Execution(chunk_rows=1000),
+    )
     assert fit.info["input"] == "memmap"
     assert_same_fit(fit, fit_mem)
 
@@ -149,7 +177,12 @@ def test_zarr(lorenz, X, fit_mem, tmp_path):
     z = zarr.open(str(tmp_path / "x.zarr"), mode="w", shape=X.shape, chunks=(300, 3), dtype="f8")
     z[:] = X
     for src in (z, str(tmp_path / "x.zarr")):
-        fit = ds.fit_global(lorenz, src, n_features=M, seed=1, chunk_rows=1000)
+        fit = ds.fit_global(
+            lorenz,
+            src,
+            features=ds.Features(n_features=M, seed=1),
+            execution=ds.Execution(chunk_rows=1000),
+        )
         assert fit.info["input"] == "zarr"
         assert_same_fit(fit, fit_mem)
 
@@ -160,14 +193,21 @@ def test_hdf5(lorenz, X, fit_mem, tmp_path):
     with h5py.File(path, "w") as fh:
         fh.create_dataset("cells/X", data=X, chunks=(256, 3))
     with h5py.File(path, "r") as fh:
-        fit = ds.fit_global(lorenz, fh["cells/X"], n_features=M, seed=1, chunk_rows=1000)
+        fit = ds.fit_global(
+            lorenz,
+            fh["cells/X"],
+            features=ds.Features(n_features=M, seed=1),
+            execution=ds.Execution(chunk_rows=1000),
+        )
     assert fit.info["input"] == "hdf5"
     assert_same_fit(fit, fit_mem)
-    assert_same_fit(ds.fit_global(lorenz, str(path), n_features=M, seed=1), fit_mem)
+    assert_same_fit(
+        ds.fit_global(lorenz, str(path), features=ds.Features(n_features=M, seed=1)), fit_mem
+    )
     with h5py.File(path, "a") as fh:
         fh["other"] = X[:10]
     with pytest.raises(ds.DataError, match="cells/X"):
-        ds.fit_global(lorenz, str(path), n_features=M)
+        ds.fit_global(lorenz, str(path), features=ds.Features(n_features=M))
 
 
 # --------------------------------------------------------------------------- noise blocks
@@ -203,21 +243,27 @@ def test_stream_partition(n):
 
 
 def test_huge_chunk_is_split_into_blocks(lorenz, X, fit_mem_v):
-    fit = ds.fit_global(lorenz, iter([X]), n_features=M, seed=1, chunk_rows=500, statistic="v")
+    fit = ds.fit_global(
+        lorenz,
+        iter([X]),
+        features=ds.Features(n_features=M, seed=1),
+        execution=ds.Execution(chunk_rows=500),
+        solver=ds.Solver(statistic="v"),
+    )
     assert_same_fit(fit, fit_mem_v)
     assert fit.report.singular_noise is not None and not fit.report.notes
 
 
 def test_single_small_chunk_still_reports(lorenz, X):
-    fit = ds.fit_global(lorenz, iter([X[:40]]), n_features=64, seed=1)
+    fit = ds.fit_global(lorenz, iter([X[:40]]), features=ds.Features(n_features=64, seed=1))
     assert fit.n_samples == 40
     assert fit.report.singular_noise is not None  # 40 rows → 10 blocks of 4
-    tiny = ds.fit_global(lorenz, iter([X[:3]]), n_features=64, seed=1)
+    tiny = ds.fit_global(lorenz, iter([X[:3]]), features=ds.Features(n_features=64, seed=1))
     assert tiny.n_samples == 3
     assert any("too few data blocks" in note for note in tiny.report.notes)
     assert "too few data blocks" in tiny.summary()
     with pytest.raises(ds.DataError, match="at least 2"):
-        ds.fit_global(lorenz, iter([X[:1]]), n_features=64)
+        ds.fit_global(lorenz, iter([X[:1]]), features=ds.Features(n_features=64))
 
 
 # --------------------------------------------------------------------------- memory
@@ -228,11 +274,18 @@ def generated_rows(n, rows=100_000, seed=0):
 
 
 def test_memory_flat_in_n(lorenz):
-    ds.fit_global(lorenz, generated_rows(150_000), n_features=M)  # warm caches outside the trace
-    small = traced_peak(lambda: ds.fit_global(lorenz, generated_rows(250_000), n_features=M))
+    # warm caches outside the trace
+    ds.fit_global(lorenz, generated_rows(150_000), features=ds.Features(n_features=M))
+    small = traced_peak(
+        lambda: ds.fit_global(lorenz, generated_rows(250_000), features=ds.Features(n_features=M))
+    )
     n = 2_000_000
     fits = []
-    large = traced_peak(lambda: fits.append(ds.fit_global(lorenz, generated_rows(n), n_features=M)))
+    large = traced_peak(
+        lambda: fits.append(
+            ds.fit_global(lorenz, generated_rows(n), features=ds.Features(n_features=M))
+        )
+    )
     data_bytes = n * 3 * 8
     print(
         f"\npeak traced memory: {small / 1e6:.1f} MB at N = 2.5e5, {large / 1e6:.1f} MB at N = 2e6 "
@@ -245,11 +298,22 @@ def test_memory_flat_in_n(lorenz):
 # --------------------------------------------------------------------------- progress
 def test_progress_bar_only_when_asked(lorenz, X, capsys):
     pytest.importorskip("tqdm")
-    ds.fit_global(lorenz, chunked(X, 1000), n_features=64, progress=False)
+    ds.fit_global(
+        lorenz,
+        chunked(X, 1000),
+        features=ds.Features(n_features=64),
+        execution=ds.Execution(progress=False),
+    )
     assert "fit_global" not in capsys.readouterr().err
-    ds.fit_global(lorenz, chunked(X, 1000), n_features=64)  # stderr is not a terminal here
+    # stderr is not a terminal here
+    ds.fit_global(lorenz, chunked(X, 1000), features=ds.Features(n_features=64))
     assert "fit_global" not in capsys.readouterr().err
-    ds.fit_global(lorenz, chunked(X, 1000), n_features=64, progress=True)
+    ds.fit_global(
+        lorenz,
+        chunked(X, 1000),
+        features=ds.Features(n_features=64),
+        execution=ds.Execution(progress=True),
+    )
     assert "fit_global lorenz" in capsys.readouterr().err
 
 
@@ -261,7 +325,12 @@ def test_progress_default():
 
 def test_no_tqdm_no_bar(lorenz, X, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "tqdm", None)
-    fit = ds.fit_global(lorenz, chunked(X, 1000), n_features=64, progress=True)
+    fit = ds.fit_global(
+        lorenz,
+        chunked(X, 1000),
+        features=ds.Features(n_features=64),
+        execution=ds.Execution(progress=True),
+    )
     assert fit.n_samples == X.shape[0]
     assert "fit_global" not in capsys.readouterr().err
 
@@ -271,23 +340,32 @@ def test_bad_chunks_are_named(lorenz, X, tmp_path):
     bad = X.copy()
     bad[2345, 1] = np.nan
     with pytest.raises(ds.DataError, match="2345"):
-        ds.fit_global(lorenz, chunked(bad, 1000), n_features=64)
+        ds.fit_global(lorenz, chunked(bad, 1000), features=ds.Features(n_features=64))
     np.save(tmp_path / "bad.npy", bad)
     with pytest.raises(ds.DataError, match="2345"):
-        ds.fit_global(lorenz, tmp_path / "bad.npy", n_features=64, chunk_rows=500)
+        ds.fit_global(
+            lorenz,
+            tmp_path / "bad.npy",
+            features=ds.Features(n_features=64),
+            execution=ds.Execution(chunk_rows=500),
+        )
     with pytest.raises(ds.DataError, match="expected \\(n, 3\\)"):
-        ds.fit_global(lorenz, iter([X[:100], X[:100, :2]]), n_features=64)
+        ds.fit_global(lorenz, iter([X[:100], X[:100, :2]]), features=ds.Features(n_features=64))
     with pytest.raises(ds.DataError, match="no samples|0 sample"):
-        ds.fit_global(lorenz, iter([]), n_features=64)
+        ds.fit_global(lorenz, iter([]), features=ds.Features(n_features=64))
     np.save(tmp_path / "wide.npy", np.zeros((10, 4)))
     with pytest.raises(ds.DataError, match="expected \\(N, 3\\)"):
-        ds.fit_global(lorenz, tmp_path / "wide.npy", n_features=64)
+        ds.fit_global(lorenz, tmp_path / "wide.npy", features=ds.Features(n_features=64))
     with pytest.raises(ds.DataError, match=".csv"):
-        ds.fit_global(lorenz, str(tmp_path / "x.csv"), n_features=64)
+        ds.fit_global(lorenz, str(tmp_path / "x.csv"), features=ds.Features(n_features=64))
     with pytest.raises(ds.DataError, match="backend"):
-        ds.fit_global(lorenz, X, n_features=64, backend="spark")
+        ds.fit_global(
+            lorenz, X, features=ds.Features(n_features=64), execution=ds.Execution(backend="spark")
+        )
     with pytest.raises(ds.DataError, match="chunk_rows"):
-        ds.fit_global(lorenz, X, n_features=64, chunk_rows=0)
+        ds.fit_global(
+            lorenz, X, features=ds.Features(n_features=64), execution=ds.Execution(chunk_rows=0)
+        )
 
 
 def test_iterator_consumed_once(lorenz, X):
@@ -301,5 +379,7 @@ def test_iterator_consumed_once(lorenz, X):
 def test_dask_backend_without_dask(lorenz, X, monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
     with pytest.raises(ds.DynosedError, match="dynosed_sym\\[dask\\]") as info:
-        ds.fit_global(lorenz, X, n_features=64, backend="dask")
+        ds.fit_global(
+            lorenz, X, features=ds.Features(n_features=64), execution=ds.Execution(backend="dask")
+        )
     assert isinstance(info.value, ImportError)

@@ -47,7 +47,7 @@ def test_lambda_zero_with_an_unconstrained_parameter():
     """A parameter absent from the drift: λ = 0 gives a finite θ̂ and infinite freeness."""
     model = ds.SDEModel([x], [a, b], [-a * x], diffusion=1, name="absent_param")
     X = np.random.default_rng(0).normal(0.0, np.sqrt(0.5), (4000, 1))  # exact law for a = 2
-    fit = ds.fit_global(model, X, n_features=256, lam=0.0)
+    fit = ds.fit_global(model, X, features=ds.Features(n_features=256), solver=ds.Solver(lam=0.0))
     assert np.isfinite(fit.theta).all()
     assert fit.theta[1] == 0.0  # minimum-norm component along the dead direction
     assert abs(fit.theta[0] - 2.0) < 0.2
@@ -75,7 +75,7 @@ def test_zero_diffusion_is_refused_at_declaration():
 def test_tiny_bandwidth_is_a_data_error(lorenz_data):
     model, X = lorenz_data
     with pytest.raises(ds.DataError, match="bandwidth"):
-        ds.fit_global(model, X, bandwidth=1e-300)
+        ds.fit_global(model, X, features=ds.Features(bandwidth=1e-300))
 
 
 def test_compiled_model_checks_shapes(compiled, models):
@@ -104,6 +104,6 @@ def test_model_is_immutable_and_pickles_without_caches(models):
 def test_report_without_noise_blocks_leaves_consistency_unknown(models):
     model = models["ou2d_m12"]
     X = np.random.default_rng(3).normal(size=(6, 2))
-    fit = ds.fit_global(model, X, n_features=64)
+    fit = ds.fit_global(model, X, features=ds.Features(n_features=64))
     assert fit.report.consistent is None
     assert any("too few data blocks" in note for note in fit.report.notes)

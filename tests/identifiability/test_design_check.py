@@ -84,10 +84,9 @@ def test_pre_data_check_of_two_noise_environments(aniso):
     """The issue's design: structural rank 4 (exact) and rank 4 simulated at 2 × 100,000."""
     check = ds.check_identifiability(
         aniso,
-        inputs={"A": {"s": 1.0}, "B": {"s": 3.0}},
-        sampler=ou_noise_sampler("aniso"),
-        n_samples=100_000,
-        n_features=1024,
+        experiment=ds.Experiment(inputs={"A": {"s": 1.0}, "B": {"s": 3.0}}),
+        study=ds.Study(sampler=ou_noise_sampler("aniso"), n_samples=100_000),
+        features=ds.Features(n_features=1024),
     )
     assert check.structural.rank == 4 and check.structural.certificate == "exact"
     assert check.rank == 4 and check.unique and check.advice == []
@@ -120,7 +119,10 @@ def test_short_count(N, text):
 def test_advice_names_a_resolving_environment(aniso):
     sampler = ou_noise_sampler("aniso")
     check = ds.check_identifiability(
-        aniso, inputs={"s": 1.0}, sampler=sampler, n_samples=50_000, n_features=1024
+        aniso,
+        experiment=ds.Experiment(inputs={"s": 1.0}),
+        study=ds.Study(sampler=sampler, n_samples=50_000),
+        features=ds.Features(n_features=1024),
     )
     assert check.rank == 3 and check.direction_verdict[-1] == "unconstrained"
     env = [a for a in check.advice if a.kind == "environment"]
@@ -141,7 +143,10 @@ def test_advice_names_a_resolving_environment(aniso):
         ),
     }
     fit = ds.fit_global(
-        aniso, X, inputs={"now": {"s": 1.0}, "new": best.inputs}, n_features=1024, seed=0
+        aniso,
+        X,
+        inputs={"now": {"s": 1.0}, "new": best.inputs},
+        features=ds.Features(n_features=1024, seed=0),
     )
     assert fit.report.rank == 4
 
@@ -149,10 +154,9 @@ def test_advice_names_a_resolving_environment(aniso):
 def test_advice_says_no_scalar_noise_scale_resolves_the_rotation(iso):
     check = ds.check_identifiability(
         iso,
-        inputs={"s": 1.0},
-        sampler=ou_noise_sampler("iso"),
-        n_samples=50_000,
-        n_features=1024,
+        experiment=ds.Experiment(inputs={"s": 1.0}),
+        study=ds.Study(sampler=ou_noise_sampler("iso"), n_samples=50_000),
+        features=ds.Features(n_features=1024),
     )
     env = [a for a in check.advice if a.kind == "environment"]
     assert env and all(a.resolves == 0 for a in env)
@@ -164,12 +168,11 @@ def test_time_course_design_check_and_time_advice(models):
     model = models["ou2d"]
     check = ds.check_identifiability(
         model,
-        times=[0.0, 0.8, 1.6],
-        initial=OU_START,
-        sampler=ou_noise_sampler_fixed_noise(),
-        n_samples=20_000,
-        n_features=256,
-        candidate_times=[0.2, 0.4],
+        experiment=ds.Experiment(
+            times=[0.0, 0.8, 1.6], initial=OU_START, candidate_times=[0.2, 0.4]
+        ),
+        study=ds.Study(sampler=ou_noise_sampler_fixed_noise(), n_samples=20_000),
+        features=ds.Features(n_features=256),
     )
     assert check.structural.rank == 4 and check.rank == 4
     times = [a for a in check.advice if a.kind == "time"]
@@ -193,11 +196,13 @@ def test_design_check_errors(aniso, models):
     with pytest.raises(ModelError, match="has inputs"):
         ds.check_identifiability(aniso, simulate=False)
     with pytest.raises(DataError, match="needs initial="):
-        ds.check_identifiability(models["ou2d"], times=[0, 1])
+        ds.check_identifiability(models["ou2d"], experiment=ds.Experiment(times=[0, 1]))
     with pytest.raises(DataError, match="at least 2"):
-        ds.check_identifiability(models["ou2d"], times=[0.5], initial=OU_START)
+        ds.check_identifiability(
+            models["ou2d"], experiment=ds.Experiment(times=[0.5], initial=OU_START)
+        )
     with pytest.raises(ds.DynosedError, match="initial= is the law at t = 0"):
-        ds.check_identifiability(models["ou2d"], initial=OU_START)
+        ds.check_identifiability(models["ou2d"], experiment=ds.Experiment(initial=OU_START))
 
 
 def test_env_thetas_per_environment_values():

@@ -334,7 +334,7 @@ def test_anisotropic_noise_breaks_the_rotation_symmetry():
 
 # ================================================================================ simulation check
 def test_design_ou_all_free(models):
-    chk = check_identifiability(models["ou2d"], n_samples=20_000, seed=3)
+    chk = check_identifiability(models["ou2d"], study=ds.Study(n_samples=20_000, seed=3))
     assert chk.structural.rank == 3 and chk.rank == 3 and not chk.unique
     assert sorted(chk.free_params) == ["M12", "M21"]
     v = chk.report.null_vectors[:, 0] * np.sign(chk.report.null_vectors[1, 0])
@@ -352,7 +352,7 @@ def test_design_ou_all_free(models):
 
 
 def test_design_ou_m12_identifiable_and_planning(models):
-    chk = check_identifiability(models["ou2d_m12"], n_samples=20_000, seed=4)
+    chk = check_identifiability(models["ou2d_m12"], study=ds.Study(n_samples=20_000, seed=4))
     assert chk.unique and chk.free_params == [] and chk.direction_verdict == ["resolved"]
     se = chk.std_errors[0]
     np.testing.assert_allclose(chk.se_at(4 * chk.n_samples), se / 2)
@@ -367,7 +367,8 @@ def test_design_ou_m12_identifiable_and_planning(models):
 
 def test_design_limit_cycle_omega_not_identifiable(models):
     chk = check_identifiability(
-        models["limit_cycle"], n_samples=20_000, simulation=Simulation(burn_in=2000), seed=1
+        models["limit_cycle"],
+        study=ds.Study(n_samples=20_000, simulation=Simulation(burn_in=2000), seed=1),
     )
     assert chk.structural.free_params == ["omega"]
     assert chk.report.free_params == ["omega"] and chk.rank == 2
@@ -390,7 +391,7 @@ def test_design_with_given_samples_matches_structural_null_space():
     )
     S = scipy.linalg.solve_continuous_lyapunov(M, -2.0 * np.eye(2))
     X = np.random.default_rng(0).multivariate_normal(np.zeros(2), S, 40_000)
-    chk = check_identifiability(model, samples=X, seed=0)
+    chk = check_identifiability(model, study=ds.Study(samples=X, seed=0))
     assert chk.rank == 3
     cos = abs(chk.report.null_vectors[:, 0] @ chk.structural.null_vectors[:, 0])
     assert cos > 0.99
@@ -410,7 +411,11 @@ def test_local_route_design(models):
     model = models["ou2d_m12"]
     P = np.array([[0.0, 0.0], [1.5, 0.0], [0.0, 1.5], [-1.5, 0.0], [0.0, -1.5]])
     chk = check_identifiability(
-        model, route="local", probes=Balls(P, 0.75), n_samples=40_000, temperature=16.0, seed=0
+        model,
+        route="local",
+        probes=Balls(P, 0.75),
+        study=ds.Study(n_samples=40_000, seed=0),
+        scores=ds.Scores(temperature=16.0),
     )
     assert chk.route == "local" and chk.report is not None
     assert chk.n_samples < 40_000 and "probe regions" in " ".join(chk.notes)
@@ -424,10 +429,15 @@ def test_grn_pre_data_freeness_ordering_agrees_with_post_data(models):
     model = models["grn_bcell"]
     protocol = dict(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)
     chk = check_identifiability(
-        model, n_samples=50_000, seed=123, simulation=Simulation(**protocol)
+        model, study=ds.Study(n_samples=50_000, seed=123, simulation=Simulation(**protocol))
     )
     X = ds.simulate(model, model.nominal, 50_000, seed=0, **protocol)
-    fit = ds.fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0)
+    fit = ds.fit_global(
+        model,
+        X,
+        features=ds.Features(n_features=2048, bandwidth="median", seed=0),
+        solver=ds.Solver(lam=1e-6),
+    )
     pre, post = chk.freeness_normalised, fit.report.freeness_normalised
     rho = stats.spearmanr(pre, post).statistic
     print(

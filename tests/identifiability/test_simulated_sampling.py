@@ -28,10 +28,12 @@ def _ou_sampler(M):
 
 def test_default_is_independent_snapshots_and_says_so(models):
     m = models["ou2d_m12"]
-    chk = ds.check_identifiability(m, n_samples=2000, seed=1)
+    chk = ds.check_identifiability(m, study=ds.Study(n_samples=2000, seed=1))
     assert chk.sampling.startswith("2,000 independent simulated snapshots")
     assert "2,000 independent simulated snapshots" in str(chk)
-    old = ds.check_identifiability(m, n_samples=2000, seed=1, simulation=Simulation(n_chains=200))
+    old = ds.check_identifiability(
+        m, study=ds.Study(n_samples=2000, seed=1, simulation=Simulation(n_chains=200))
+    )
     assert "from 200 chains" in old.sampling and "correlated" in str(old)
 
 
@@ -40,10 +42,14 @@ def test_sampler_without_a_design(models):
     inputs= or times="; it now draws the samples, and the report says where they came from."""
     m = models["ou2d"]
     M = m.nominal.reshape(2, 2)
-    chk = ds.check_identifiability(m, sampler=_ou_sampler(M), n_samples=4000, seed=7)
+    chk = ds.check_identifiability(
+        m, study=ds.Study(sampler=_ou_sampler(M), n_samples=4000, seed=7)
+    )
     assert chk.sampling == "4,000 samples from sampler=" and "simulated" not in chk.sampling
     assert "4,000 samples from sampler=" in str(chk)
-    same = ds.check_identifiability(m, samples=ou_stationary_samples(M, 1.0, 4000, 7), seed=7)
+    same = ds.check_identifiability(
+        m, study=ds.Study(samples=ou_stationary_samples(M, 1.0, 4000, 7), seed=7)
+    )
     assert same.sampling == "4,000 given samples (samples=)"
     np.testing.assert_array_equal(chk.std_errors, same.std_errors)
     assert chk.rank == same.rank == 3
@@ -52,7 +58,7 @@ def test_sampler_without_a_design(models):
 def test_given_samples_are_not_called_simulated(models):
     m = models["ou2d"]
     X = ou_stationary_samples(m.nominal.reshape(2, 2), 1.0, 3000, 2)
-    text = str(ds.check_identifiability(m, samples=X, seed=0))
+    text = str(ds.check_identifiability(m, study=ds.Study(samples=X, seed=0)))
     assert "3,000 given samples" in text and "simulated samples" not in text
 
 
@@ -61,13 +67,13 @@ def test_nominal_without_stationary_law_is_refused(models):
     m = models["ou2d"]
     bad = {"M11": 5.0, "M12": 0.5, "M21": -0.5, "M22": 5.0}
     with pytest.raises(ds.StationarityError, match="diverging"):
-        ds.check_identifiability(m, nominal=bad, n_samples=2000)
+        ds.check_identifiability(m, nominal=bad, study=ds.Study(n_samples=2000))
     # given samples that cannot be a stationary law of the nominal θ are refused too
     X = ou_stationary_samples(m.nominal.reshape(2, 2), 1.0, 4000, 3) * 0.3  # far too narrow
     with pytest.raises(ds.StationarityError, match="samples= at the nominal.*not stationary"):
-        ds.check_identifiability(m, samples=X)
+        ds.check_identifiability(m, study=ds.Study(samples=X))
     with pytest.raises(ds.DataError, match="Simulation"):
-        ds.check_identifiability(m, simulation={"dt": 0.01})
+        ds.check_identifiability(m, study=ds.Study(simulation={"dt": 0.01}))
 
 
 def test_x0_reaches_the_simulator():
@@ -77,7 +83,9 @@ def test_x0_reaches_the_simulator():
     m = ds.SDEModel(
         [x], [a, b], [a - b * x], diffusion=(x - 10) / 2, name="shifted_cir", nominal=[20.0, 1.0]
     )
-    chk = ds.check_identifiability(m, n_samples=2000, simulation=Simulation(x0=[20.0]))
+    chk = ds.check_identifiability(
+        m, study=ds.Study(n_samples=2000, simulation=Simulation(x0=[20.0]))
+    )
     assert chk.report is not None and chk.rank == 2
 
 
@@ -89,9 +97,11 @@ def test_predicted_se_matches_fits_on_independent_data(models):
     ou = models["ou2d_m12"]
     M = models["ou2d"].nominal.reshape(2, 2)  # ou2d_m12 is this OU with only M12 free
     N, R = 5000, 30
-    chk = ds.check_identifiability(ou, n_samples=N, seed=0)
+    chk = ds.check_identifiability(ou, study=ds.Study(n_samples=N, seed=0))
     est = [
-        ds.fit_global(ou, ou_stationary_samples(M, 1.0, N, 100 + r), seed=r).theta[0]
+        ds.fit_global(
+            ou, ou_stationary_samples(M, 1.0, N, 100 + r), features=ds.Features(seed=r)
+        ).theta[0]
         for r in range(R)
     ]
     emp = np.std(est, ddof=1)
@@ -117,7 +127,9 @@ def test_predicted_se_matches_fits_on_independent_data(models):
     out = {}
     for label, sim in (("chains", Simulation(n_chains=2048)), ("independent", None)):
         t0 = time.perf_counter()
-        chk = ds.check_identifiability(rep, n_samples=20_000, seed=0, simulation=sim)
+        chk = ds.check_identifiability(
+            rep, study=ds.Study(n_samples=20_000, seed=0, simulation=sim)
+        )
         out[label] = chk.se_at(1e4)
         print(
             f"repressilator se@10k from {label}: {np.round(out[label], 4)} "
@@ -126,7 +138,9 @@ def test_predicted_se_matches_fits_on_independent_data(models):
     ths = np.array(
         [
             ds.fit_global(
-                rep, ds.simulate(rep, rep.nominal, 10_000, n_chains=10_000, seed=100 + s), seed=s
+                rep,
+                ds.simulate(rep, rep.nominal, 10_000, n_chains=10_000, seed=100 + s),
+                features=ds.Features(seed=s),
             ).theta
             for s in range(12)
         ]

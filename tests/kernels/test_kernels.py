@@ -96,7 +96,7 @@ def test_fit_uses_the_same_system(models):
     """fit_global's A, b are the assembled system for its bandwidth and seed."""
     m = models["limit_cycle"]
     X = 1.2 * np.random.default_rng(4).standard_normal((400, 2))
-    fit = ds.fit_global(m, X, n_features=256, bandwidth=0.7, seed=5)
+    fit = ds.fit_global(m, X, features=ds.Features(n_features=256, bandwidth=0.7, seed=5))
     feats = draw_features(2, 256, 0.7, seed=5)
     A_ref, b_ref = stein_system_reference(m, X, feats.omega, feats.phase)
     assert_rel_close(fit.A, A_ref, what="fit.A")
@@ -232,7 +232,7 @@ def test_bitwise_identical_across_thread_counts(
     for threads in (1, 2):
         numba.set_num_threads(threads)
         feats, A, b, A_blocks, b_blocks, _ = global_system(cm, X, 700, 3.0, seed=1)
-        fit = ds.fit_global(m, X, n_features=700, seed=1)
+        fit = ds.fit_global(m, X, features=ds.Features(n_features=700, seed=1))
         s, c = cm.stein_features(X)
         results.append(
             (A, b, A_blocks, b_blocks, fit.theta, fit.A, fit.b, cm.drift(X, m.nominal), s, c)

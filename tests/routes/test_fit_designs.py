@@ -38,10 +38,12 @@ def test_two_noise_environments_identify_the_rotation(aniso):
     """D = diag(s, 1): each environment alone rank 3 (M12 − M21 free), stacked rank 4."""
     data, inputs = _envs("aniso", (50_000, 50_000))
     for env in data:
-        one = ds.fit_global(aniso, data[env], inputs=inputs[env], n_features=512, seed=0)
+        one = ds.fit_global(
+            aniso, data[env], inputs=inputs[env], features=ds.Features(n_features=512, seed=0)
+        )
         assert one.report.rank == 3
         assert any("M12" in str(c) and "M21" in str(c) for c in one.report.null_space)
-    fit = ds.fit_global(aniso, data, inputs=inputs, n_features=512, seed=0)
+    fit = ds.fit_global(aniso, data, inputs=inputs, features=ds.Features(n_features=512, seed=0))
     rep = fit.report
     assert rep.rank == 4 and rep.n_groups == 2 and rep.dof == 62
     assert np.abs(fit.theta - NOMINAL).max() < 0.08
@@ -63,7 +65,7 @@ def test_two_noise_environments_identify_the_rotation(aniso):
 def test_isotropic_noise_scale_cannot_resolve_the_rotation(iso):
     """D = s·I: Σ_e ∝ Σ_0, the invisible direction is the same in every environment."""
     data, inputs = _envs("iso", (50_000, 50_000))
-    fit = ds.fit_global(iso, data, inputs=inputs, n_features=512, seed=0)
+    fit = ds.fit_global(iso, data, inputs=inputs, features=ds.Features(n_features=512, seed=0))
     assert fit.report.rank == 3
     assert set(fit.report.free_params) == {"M12", "M21"}
 
@@ -72,7 +74,7 @@ def test_isotropic_noise_scale_cannot_resolve_the_rotation(iso):
 def test_acceptance_two_environments_100k(aniso):
     """The issue's acceptance case: 2 × 100,000 exact samples, rank 4, max |error| < 0.06."""
     data, inputs = _envs("aniso", (100_000, 100_000), seed=1)
-    fit = ds.fit_global(aniso, data, inputs=inputs, seed=0)
+    fit = ds.fit_global(aniso, data, inputs=inputs, features=ds.Features(seed=0))
     assert fit.report.rank == 4
     assert np.abs(fit.theta - NOMINAL).max() < 0.06
 
@@ -81,8 +83,12 @@ def test_acceptance_two_environments_100k(aniso):
 @given(n=st.integers(200, 3000), seed=st.integers(0, 2**16), m=st.sampled_from([64, 128]))
 def test_one_environment_is_the_plain_fit_bit_for_bit(aniso, n, seed, m):
     X = ou_stationary_samples(OU_M, np.diag([2.0, 1.0]), n, seed)
-    plain = ds.fit_global(aniso.with_inputs({"s": 2.0}), X, n_features=m, seed=seed % 7)
-    design = ds.fit_global(aniso, {"A": X}, inputs={"A": {"s": 2.0}}, n_features=m, seed=seed % 7)
+    plain = ds.fit_global(
+        aniso.with_inputs({"s": 2.0}), X, features=ds.Features(n_features=m, seed=seed % 7)
+    )
+    design = ds.fit_global(
+        aniso, {"A": X}, inputs={"A": {"s": 2.0}}, features=ds.Features(n_features=m, seed=seed % 7)
+    )
     assert np.array_equal(plain.theta, design.theta)
     assert np.array_equal(plain.A, design.A) and np.array_equal(plain.b, design.b)
     assert np.array_equal(plain.report.std_errors, design.report.std_errors)
@@ -99,15 +105,15 @@ def test_permuting_environments_does_not_change_the_estimate(aniso, perm, seed):
         for k, v in enumerate(values)
     }
     inputs = {f"e{k}": {"s": v} for k, v in enumerate(values)}
-    ref = ds.fit_global(aniso, data, inputs=inputs, n_features=128, bandwidth=1.5, seed=1)
+    ref = ds.fit_global(
+        aniso, data, inputs=inputs, features=ds.Features(n_features=128, bandwidth=1.5, seed=1)
+    )
     keys = [f"e{k}" for k in perm]
     fit = ds.fit_global(
         aniso,
         {k: data[k] for k in keys},
         inputs={k: inputs[k] for k in keys},
-        n_features=128,
-        bandwidth=1.5,
-        seed=1,
+        features=ds.Features(n_features=128, bandwidth=1.5, seed=1),
     )
     np.testing.assert_allclose(fit.theta, ref.theta, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(fit.report.std_errors, ref.report.std_errors, rtol=1e-8)
@@ -131,7 +137,9 @@ def test_env_params_one_value_per_environment():
     for j, (e, (s, k)) in enumerate(ks.items()):
         mu = -np.linalg.solve(OU_M, [k, 0.0])
         data[e] = ou_stationary_samples(OU_M, np.diag([s, 1.0]), 60_000, 40 + j) + mu
-    fit = ds.fit_global(model, data, inputs={e: {"s": v[0]} for e, v in ks.items()}, seed=0)
+    fit = ds.fit_global(
+        model, data, inputs={e: {"s": v[0]} for e, v in ks.items()}, features=ds.Features(seed=0)
+    )
     assert fit.param_names == ["M11", "M12", "M21", "M22", "k[A]", "k[B]"]
     assert fit.report.rank == 6
     truth = {"M11": -1, "M12": 0.5, "M21": -0.5, "M22": -1, "k": {"A": 0.7, "B": -0.4}}
@@ -150,13 +158,15 @@ def test_env_params_one_value_per_environment():
 def test_environment_column_dataframe_and_anndata(aniso):
     pd = pytest.importorskip("pandas")
     data, inputs = _envs("aniso", (3000, 2500))
-    ref = ds.fit_global(aniso, data, inputs=inputs, n_features=128, seed=0)
+    ref = ds.fit_global(aniso, data, inputs=inputs, features=ds.Features(n_features=128, seed=0))
     frame = pd.concat(
         [pd.DataFrame(X, columns=["x", "y"]).assign(cond=e) for e, X in data.items()],
         ignore_index=True,
     )
     frame["other"] = 1.0
-    fit = ds.fit_global(aniso, frame, env_column="cond", inputs=inputs, n_features=128, seed=0)
+    fit = ds.fit_global(
+        aniso, frame, env_column="cond", inputs=inputs, features=ds.Features(n_features=128, seed=0)
+    )
     np.testing.assert_array_equal(fit.theta, ref.theta)
     anndata = pytest.importorskip("anndata")
     adata = anndata.AnnData(
@@ -164,7 +174,9 @@ def test_environment_column_dataframe_and_anndata(aniso):
         obs=pd.DataFrame({"cond": frame["cond"].to_numpy()}, index=[str(i) for i in frame.index]),
         var=pd.DataFrame(index=["y", "x"]),
     )
-    fit2 = ds.fit_global(aniso, adata, env_column="cond", inputs=inputs, n_features=128, seed=0)
+    fit2 = ds.fit_global(
+        aniso, adata, env_column="cond", inputs=inputs, features=ds.Features(n_features=128, seed=0)
+    )
     np.testing.assert_array_equal(fit2.theta, ref.theta)
     with pytest.raises(DataError, match="no column 'condition'"):
         ds.fit_global(aniso, frame, env_column="condition", inputs=inputs)
@@ -194,7 +206,10 @@ def test_time_course_recovers_all_of_M():
     quadrature orders; order 4 is calibrated and the trapezoid's bias shows in the check."""
     model = ds.load_model("models/ou2d.py")
     tc = ds.TimeCourse(ou_time_course(np.arange(9) * 0.2, 20_000, seed=5))
-    fits = {p: ds.fit_global(model, tc, order=p, n_features=512, seed=0) for p in (2, 4)}
+    fits = {
+        p: ds.fit_global(model, tc, order=p, features=ds.Features(n_features=512, seed=0))
+        for p in (2, 4)
+    }
     for p, fit in fits.items():
         assert fit.report.rank == 4
         assert np.abs(fit.theta - NOMINAL).max() < 0.06, p
@@ -214,15 +229,14 @@ def test_time_course_uneven_spacing_and_mixed_design():
     model = ds.SDEModel([x, y], M, list(M * sp.Matrix([x, y])), [s, 1], inputs=[s], name="ou2s")
     times = [0.0, 0.05, 0.12, 0.22, 0.36, 0.56, 0.84, 1.2, 1.6]
     tc = ds.TimeCourse(ou_time_course(times, 15_000, seed=9))
-    fit = ds.fit_global(model, tc, inputs={"s": 1.0}, n_features=512, seed=1)
+    fit = ds.fit_global(model, tc, inputs={"s": 1.0}, features=ds.Features(n_features=512, seed=1))
     assert fit.report.rank == 4 and np.abs(fit.theta - NOMINAL).max() < 0.06
     stat = ou_stationary_samples(OU_M, np.diag([3.0, 1.0]), 50_000, 10)
     mixed = ds.fit_global(
         model,
         {"course": tc, "steady": stat},
         inputs={"course": {"s": 1.0}, "steady": {"s": 3.0}},
-        n_features=512,
-        seed=1,
+        features=ds.Features(n_features=512, seed=1),
     )
     assert mixed.report.rank == 4 and np.abs(mixed.theta - NOMINAL).max() < 0.06
     assert mixed.report.n_groups == len(times) + 1
@@ -234,7 +248,7 @@ def test_acceptance_time_course_full_features():
     """Nine snapshots × 20,000 at Δt = 0.2 with the default m = 2048: max |error| < 0.06."""
     model = ds.load_model("models/ou2d.py")
     tc = ds.TimeCourse(ou_time_course(np.arange(9) * 0.2, 20_000, seed=21))
-    fit = ds.fit_global(model, tc, seed=0)
+    fit = ds.fit_global(model, tc, features=ds.Features(seed=0))
     assert fit.report.rank == 4 and np.abs(fit.theta - NOMINAL).max() < 0.06
 
 
@@ -242,7 +256,7 @@ def test_time_course_from_a_time_column():
     pd = pytest.importorskip("pandas")
     model = ds.load_model("models/ou2d.py")
     snaps = ou_time_course([0.0, 0.3, 0.6, 0.9], 2000, seed=2)
-    ref = ds.fit_global(model, ds.TimeCourse(snaps), n_features=128, seed=0)
+    ref = ds.fit_global(model, ds.TimeCourse(snaps), features=ds.Features(n_features=128, seed=0))
     frame = pd.concat(
         [
             pd.DataFrame(X, columns=["x", "y"]).assign(hours=t, order=np.arange(len(X)))
@@ -251,7 +265,9 @@ def test_time_course_from_a_time_column():
     )
     # times interleaved row by row (each time keeps its own row order)
     frame = frame.sort_values(["order", "hours"], kind="stable")
-    fit = ds.fit_global(model, frame, time_column="hours", n_features=128, seed=0)
+    fit = ds.fit_global(
+        model, frame, time_column="hours", features=ds.Features(n_features=128, seed=0)
+    )
     np.testing.assert_array_equal(fit.theta, ref.theta)
 
 
@@ -287,7 +303,9 @@ def test_state_dependent_diffusion_environments():
             return (-1 - a0 / (2 * sv)) * np.log1p(xx * xx) + (kv / sv) * np.arctan(xx)
 
         data[e] = density_samples_1d(logp, 80_000, 50 + j, lo=-30, hi=30)
-    fit = ds.fit_global(model, data, inputs={e: {"s": v[0]} for e, v in truth.items()}, seed=0)
+    fit = ds.fit_global(
+        model, data, inputs={e: {"s": v[0]} for e, v in truth.items()}, features=ds.Features(seed=0)
+    )
     assert fit.param_names == ["a", "k[A]", "k[B]"] and fit.report.rank == 3
     tv = np.array([a0, 1.0, -0.5])
     assert np.all(np.abs(fit.theta - tv) < 4 * fit.report.std_errors + 0.02)

@@ -16,7 +16,9 @@ OU_M = np.array([[-1.0, 0.5], [-0.5, -1.0]])  # models/ou2d.py nominal, D = I
 def _lorenz_estimates(model, N, seeds):
     return np.array(
         [
-            ds.fit_global(model, ds.simulate(model, model.nominal, N, seed=s), seed=s).theta
+            ds.fit_global(
+                model, ds.simulate(model, model.nominal, N, seed=s), features=ds.Features(seed=s)
+            ).theta
             for s in seeds
         ]
     )
@@ -39,7 +41,7 @@ def test_lorenz_n5000_mean_of_20_draws_within_3_percent(models):
 
 def test_lorenz_fit_report(models):
     m = models["lorenz"]
-    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 2000, seed=7), seed=7)
+    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 2000, seed=7), features=ds.Features(seed=7))
     rep = fit.report
     assert rep.rank == 3 and rep.unique and rep.n_params == 3
     assert rep.free_params == [] and rep.null_space == []
@@ -51,7 +53,7 @@ def test_lorenz_fit_report(models):
 def test_ou_all_free_rank_3_null_space_m12_m21(models, ou_samples, seed):
     m = models["ou2d"]
     X = ou_samples(OU_M, 1.0, 30_000, seed)
-    fit = ds.fit_global(m, X, seed=seed)
+    fit = ds.fit_global(m, X, features=ds.Features(seed=seed))
     rep = fit.report
     assert rep.n_params == 4
     assert rep.rank == 3 and not rep.unique
@@ -84,7 +86,9 @@ def test_ou_m12_only_recovered_within_2_percent(models, ou_samples):
     m = models["ou2d_m12"]
     est = []
     for seed in range(10):
-        fit = ds.fit_global(m, ou_samples(OU_M, 1.0, 100_000, seed), seed=seed)
+        fit = ds.fit_global(
+            m, ou_samples(OU_M, 1.0, 100_000, seed), features=ds.Features(seed=seed)
+        )
         assert fit.report.rank == 1 and fit.report.unique and fit.report.free_params == []
         est.append(fit.theta[0])
     rel = np.array(est) / 0.5 - 1.0
@@ -98,15 +102,16 @@ def test_ou_m12_error_shrinks_with_n(models, ou_samples):
     m = models["ou2d_m12"]
 
     def rms(N):
-        err = [
-            ds.fit_global(m, ou_samples(OU_M, 1.0, N, 50 + s), seed=s).theta[0] / 0.5 - 1
+        fits = [
+            ds.fit_global(m, ou_samples(OU_M, 1.0, N, 50 + s), features=ds.Features(seed=s))
             for s in range(8)
         ]
+        err = [fit.theta[0] / 0.5 - 1 for fit in fits]
         return float(np.sqrt(np.mean(np.square(err))))
 
     small, large = rms(10_000), rms(100_000)
     assert large < 0.6 * small, f"RMS error {small:.4f} at N = 1e4 vs {large:.4f} at N = 1e5"
-    fit = ds.fit_global(m, ou_samples(OU_M, 1.0, 1_000_000, 99), seed=0)
+    fit = ds.fit_global(m, ou_samples(OU_M, 1.0, 1_000_000, 99), features=ds.Features(seed=0))
     assert abs(fit.theta[0] / 0.5 - 1) < 0.01
 
 
@@ -117,7 +122,7 @@ def test_limit_cycle_omega_free_a_c_identifiable(models, seed):
     # one sample per chain: independent samples (chains started at N(0, I), 10 time units of
     # burn-in)
     X = ds.simulate(m, m.nominal, 20_000, n_chains=20_000, burn_in=1000, thin=1, seed=seed)
-    fit = ds.fit_global(m, X, seed=seed)
+    fit = ds.fit_global(m, X, features=ds.Features(seed=seed))
     rep = fit.report
     assert rep.rank == 2 and not rep.unique
     assert rep.free_params == ["omega"]
@@ -134,7 +139,7 @@ def test_limit_cycle_exact_samples(models, radial_sampler):
     """Same verdict from exact samples of p ∝ exp((a r²/2 − c r⁴/4)/D), a = c = 1, D = 0.1."""
     m = models["limit_cycle"]
     X = radial_sampler(lambda r2: (r2 / 2 - r2**2 / 4) / 0.1, 40_000, seed=3)
-    fit = ds.fit_global(m, X, seed=3)
+    fit = ds.fit_global(m, X, features=ds.Features(seed=3))
     assert fit.report.rank == 2 and fit.report.free_params == ["omega"]
     a, c, _ = fit.theta
     assert abs(a - 1.0) < 0.05 and abs(c - 1.0) < 0.05
@@ -149,7 +154,7 @@ def test_two_parameters_same_basis_function(sampler_1d):
     )
     # a + b = −1, c = −1: p ∝ exp((−x²/2 − x⁴/4)/D)
     X = sampler_1d(lambda s: (-(s**2) / 2 - s**4 / 4) / 0.5, 20_000, seed=0)
-    fit = ds.fit_global(model, X, seed=0)
+    fit = ds.fit_global(model, X, features=ds.Features(seed=0))
     rep = fit.report
     assert rep.rank == 2 and not rep.unique
     v = rep.null_vectors[:, 0]
@@ -165,7 +170,7 @@ def test_two_parameters_same_basis_function(sampler_1d):
     reduced = ds.SDEModel(
         [x], [a, c], [a * x + c * x**3], diffusion=sp.Rational(1, 2), name="reduced"
     )
-    red = ds.fit_global(reduced, X, seed=0)
+    red = ds.fit_global(reduced, X, features=ds.Features(seed=0))
     assert red.report.unique
     np.testing.assert_allclose([ta + tb, tc], red.theta, rtol=1e-3)
     # s = a + b and c are strongly anti-correlated in this model (σ₂/σ₁ ≈ 0.16): their sampling
@@ -191,8 +196,9 @@ def test_misspecified_model_is_inconsistent(models, seed):
     )
     X = ds.simulate(true, true.nominal, 5000, seed=seed)
     with pytest.warns(ds.StationarityWarning, match="variance along z"):
-        bad = ds.fit_global(lacking, X, seed=seed)  # its drift cannot balance Var(z) either
-    good = ds.fit_global(true, X, seed=seed)
+        # its drift cannot balance Var(z) either
+        bad = ds.fit_global(lacking, X, features=ds.Features(seed=seed))
+    good = ds.fit_global(true, X, features=ds.Features(seed=seed))
     assert bad.info["stationarity"] != "stationary" and good.stationarity.verdict == "stationary"
     assert bad.report.consistent is False
     assert good.report.consistent is True
@@ -205,7 +211,7 @@ def test_misspecified_model_is_inconsistent(models, seed):
 def lorenz_fit(models):
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 1000, seed=21)
-    return m, X, ds.fit_global(m, X, seed=0)
+    return m, X, ds.fit_global(m, X, features=ds.Features(seed=0))
 
 
 def test_fit_result_fields(lorenz_fit):
@@ -228,7 +234,7 @@ def test_fit_report_quantities(lorenz_fit):
     np.testing.assert_allclose(rep.freeness_normalised, lam * rep.freeness, rtol=1e-12)
     assert np.all((rep.freeness_normalised > 0) & (rep.freeness_normalised <= 1))
     # statistic="v" is the Tikhonov solve (the default: tests/solve/test_ustat.py)
-    v = ds.fit_global(m, X, seed=0, statistic="v")
+    v = ds.fit_global(m, X, features=ds.Features(seed=0), solver=ds.Solver(statistic="v"))
     np.testing.assert_allclose(v.theta, np.linalg.solve(H, A.T @ b), rtol=1e-9)
     # one misspecification verdict: the residual is taken where the test is (the Tikhonov
     # solution), its ratio is the test's √T, and "consistent" is the test's p ≥ 0.01
@@ -241,7 +247,9 @@ def test_fit_report_quantities(lorenz_fit):
 def test_summary_names_every_parameter(models, model_points):
     for name in ("lorenz", "grn_bcell"):
         m = models[name]
-        fit = ds.fit_global(m, model_points(m, 400, seed=1), n_features=256, seed=0)
+        fit = ds.fit_global(
+            m, model_points(m, 400, seed=1), features=ds.Features(n_features=256, seed=0)
+        )
         for text in (
             fit.summary(),
             fit.summary(truth=m.nominal),
@@ -256,7 +264,7 @@ def test_summary_names_every_parameter(models, model_points):
 @pytest.mark.parametrize("n_features", [1, 2])
 def test_fewer_features_than_parameters(lorenz_fit, n_features):
     m, X, _ = lorenz_fit
-    fit = ds.fit_global(m, X, n_features=n_features, seed=0)
+    fit = ds.fit_global(m, X, features=ds.Features(n_features=n_features, seed=0))
     rep = fit.report
     assert fit.A.shape == (n_features, 3)
     assert rep.rank <= n_features and not rep.unique
@@ -266,23 +274,28 @@ def test_fewer_features_than_parameters(lorenz_fit, n_features):
 
 def test_same_seed_same_result(lorenz_fit):
     m, X, fit = lorenz_fit
-    again = ds.fit_global(m, X, seed=0)
+    again = ds.fit_global(m, X, features=ds.Features(seed=0))
     assert np.array_equal(again.theta, fit.theta) and np.array_equal(again.A, fit.A)
-    other = ds.fit_global(m, X, seed=1)
+    other = ds.fit_global(m, X, features=ds.Features(seed=1))
     assert not np.array_equal(other.A, fit.A)
     np.testing.assert_allclose(other.theta, fit.theta, rtol=0.15)
 
 
 def test_explicit_bandwidth_and_lambda(lorenz_fit):
     m, X, fit = lorenz_fit
-    f2 = ds.fit_global(m, X, bandwidth=fit.info["bandwidth"], seed=0)
+    f2 = ds.fit_global(m, X, features=ds.Features(bandwidth=fit.info["bandwidth"], seed=0))
     np.testing.assert_allclose(f2.theta, fit.theta, rtol=1e-4)
     with pytest.warns(ds.StationarityWarning):  # a drift shrunk to ≈ 0 confines nothing
-        heavy = ds.fit_global(m, X, lam=1e6, seed=0, estimator="ridge")
+        heavy = ds.fit_global(
+            m, X, solver=ds.Solver(lam=1e6, estimator="ridge"), features=ds.Features(seed=0)
+        )
     assert np.linalg.norm(heavy.theta) < 0.1 * np.linalg.norm(fit.theta)  # shrunk towards 0
     # the resolved estimator (default) does not regularise the directions the data resolve
-    assert np.array_equal(ds.fit_global(m, X, lam=1e6, seed=0).theta, fit.theta)
-    unreg = ds.fit_global(m, X, lam=0, seed=0)
+    assert np.array_equal(
+        ds.fit_global(m, X, solver=ds.Solver(lam=1e6), features=ds.Features(seed=0)).theta,
+        fit.theta,
+    )
+    unreg = ds.fit_global(m, X, solver=ds.Solver(lam=0), features=ds.Features(seed=0))
     np.testing.assert_allclose(unreg.theta, fit.theta, rtol=1e-3)
 
 
@@ -291,7 +304,7 @@ def test_dataframe_input_shuffled_and_extra_columns(lorenz_fit):
     df = pd.DataFrame(
         {"z": X[:, 2], "cell_id": np.arange(len(X)), "x": X[:, 0], "batch": "a", "y": X[:, 1]}
     )
-    f2 = ds.fit_global(m, df, seed=0)
+    f2 = ds.fit_global(m, df, features=ds.Features(seed=0))
     assert np.array_equal(f2.theta, fit.theta)
     assert np.array_equal(f2.A, fit.A) and np.array_equal(f2.b, fit.b)
 
@@ -307,32 +320,33 @@ def test_dataframe_missing_column(lorenz_fit):
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        ({"n_features": 0}, "n_features"),
-        ({"n_features": -3}, "n_features"),
-        ({"n_features": 2.5}, "n_features"),
-        ({"n_features": True}, "n_features"),
-        ({"bandwidth": 0.0}, "bandwidth"),
-        ({"bandwidth": -1.0}, "bandwidth"),
-        ({"bandwidth": float("nan")}, "bandwidth"),
-        ({"bandwidth": float("inf")}, "bandwidth"),
-        ({"bandwidth": "silverman"}, "bandwidth"),
-        ({"lam": -1e-6}, "lam"),
-        ({"lam": float("nan")}, "lam"),
-        ({"lam": float("inf")}, "lam"),
-        ({"n_blocks": 0}, "n_blocks"),
+        (lambda: {"features": ds.Features(n_features=0)}, "n_features"),
+        (lambda: {"features": ds.Features(n_features=-3)}, "n_features"),
+        (lambda: {"features": ds.Features(n_features=2.5)}, "n_features"),
+        (lambda: {"features": ds.Features(n_features=True)}, "n_features"),
+        (lambda: {"features": ds.Features(bandwidth=0.0)}, "bandwidth"),
+        (lambda: {"features": ds.Features(bandwidth=-1.0)}, "bandwidth"),
+        (lambda: {"features": ds.Features(bandwidth=float("nan"))}, "bandwidth"),
+        (lambda: {"features": ds.Features(bandwidth=float("inf"))}, "bandwidth"),
+        (lambda: {"features": ds.Features(bandwidth="silverman")}, "bandwidth"),
+        (lambda: {"solver": ds.Solver(lam=-1e-6)}, "lam"),
+        (lambda: {"solver": ds.Solver(lam=float("nan"))}, "lam"),
+        (lambda: {"solver": ds.Solver(lam=float("inf"))}, "lam"),
+        (lambda: {"execution": ds.Execution(n_blocks=0)}, "n_blocks"),
     ],
 )
 def test_bad_arguments_raise_data_error(lorenz_fit, kwargs, name):
+    """Each bad setting, built inside the call, is refused with a DataError naming it."""
     m, X, _ = lorenz_fit
     with pytest.raises(ds.DataError, match=name):
-        ds.fit_global(m, X, **kwargs)
+        ds.fit_global(m, X, **kwargs())
 
 
 @pytest.mark.parametrize("lam", [None, "small"])
 def test_non_numeric_lambda_raises_data_error(lorenz_fit, lam):
     m, X, _ = lorenz_fit
     with pytest.raises(ds.DataError, match="lam"):
-        ds.fit_global(m, X, lam=lam)
+        ds.fit_global(m, X, solver=ds.Solver(lam=lam))
 
 
 def test_nan_in_x(lorenz_fit):

@@ -50,7 +50,9 @@ TRUTH = {
 
 def test_the_design_is_identifiable_before_data(design):
     """One snapshot leaves the OU rotation free; the shifted means resolve it (exact check)."""
-    check = ds.check_identifiability(design.model, TRUTH, inputs=design.inputs, simulate=False)
+    check = ds.check_identifiability(
+        design.model, TRUTH, experiment=ds.Experiment(inputs=design.inputs), simulate=False
+    )
     assert check.structural.rank == design.model.n == 8
 
 
@@ -59,7 +61,12 @@ def test_fitted_shifts_cover_the_exact_ones_over_seeds(design):
     seeds = range(700, 710)
     for seed in seeds:
         data = {e: _samples(s, 20_000, seed * 10 + k) for k, (e, s) in enumerate(SHIFTS.items())}
-        fit = ds.fit_global(design.model, data, inputs=design.inputs, n_features=512, seed=seed)
+        fit = ds.fit_global(
+            design.model,
+            data,
+            inputs=design.inputs,
+            features=ds.Features(n_features=512, seed=seed),
+        )
         assert fit.param_names == [*TRUTH]
         assert fit.report.rank == 8
         ci = fit.conf_int()
@@ -85,7 +92,10 @@ def test_the_reference_environment_alone_leaves_the_shifts_unfitted(design):
     data alone, every shift is reported as not identifiable (it does not move from its prior)."""
     obs = {"obs": _samples(SHIFTS["obs"], 20_000, 1)}
     fit = ds.fit_global(
-        design.model, obs, inputs={"obs": design.inputs["obs"]}, n_features=512, seed=0
+        design.model,
+        obs,
+        inputs={"obs": design.inputs["obs"]},
+        features=ds.Features(n_features=512, seed=0),
     )
     A = np.asarray(fit.A)
     for name in design.shift_params:

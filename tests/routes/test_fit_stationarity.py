@@ -32,7 +32,7 @@ def test_cloud_of_a_diverging_process_is_flagged(models):
     ou = models["ou2d"]
     X = np.random.default_rng(0).normal(size=(2000, 2)) * 1.2e11
     with pytest.warns(ds.StationarityWarning, match="confines the samples only over"):
-        fit = ds.fit_global(ou, X, seed=0)
+        fit = ds.fit_global(ou, X, features=ds.Features(seed=0))
     assert fit.info["stationarity"] == "borderline"
     assert fit.stationarity.relaxation_time > 1e20
     assert any(n.startswith("stationarity:") for n in fit.report.notes)
@@ -63,8 +63,8 @@ def test_local_route_checks_the_moments_only_for_whole_data(models):
     ou = models["ou2d"]
     X = np.random.default_rng(0).normal(size=(3000, 2)) * 1.2e11
     P = X[:6]
-    fit = ds.fit_local(ou, X, P, score="local_gaussian")
+    fit = ds.fit_local(ou, X, P, scores=ds.Scores(score="local_gaussian"))
     assert fit.stationarity.verdict in ("not checked", "diverging")
     with pytest.warns(ds.StationarityWarning):
-        whole = ds.fit_local(ou, X, 6, score="local_gaussian")
+        whole = ds.fit_local(ou, X, 6, scores=ds.Scores(score="local_gaussian"))
     assert whole.stationarity.verdict != "stationary"

@@ -19,8 +19,13 @@ def _protocol_data(model, seed):
     )
 
 
-def _protocol_fit(model, X, **kwargs):
-    return ds.fit_global(model, X, n_features=2048, bandwidth="median", lam=1e-6, seed=0, **kwargs)
+def _protocol_fit(model, X, statistic=None):
+    return ds.fit_global(
+        model,
+        X,
+        features=ds.Features(n_features=2048, bandwidth="median", seed=0),
+        solver=ds.Solver(lam=1e-6, statistic=statistic),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -114,23 +114,37 @@ def test_ou_exact_scores_recover_identifiable_entries(models, ou_cov):
     """Exact scores and Jacobians at probes: the assembly alone, identifiable entries to 1e-6."""
     P = np.random.default_rng(0).normal(size=(12, 2))
     full = models["ou2d"]
-    fit = ds.fit_local(full, None, P, score=_ou_exact(full, P, ou_cov), lam=1e-12)
+    fit = ds.fit_local(
+        full,
+        None,
+        P,
+        scores=ds.Scores(score=_ou_exact(full, P, ou_cov)),
+        solver=ds.Solver(lam=1e-12),
+    )
     M11, M12, M21, M22 = fit.theta
     assert fit.report.rank == 3 and not fit.report.unique
     assert str(fit.report.null_space[0]) in ("0.707·M12 − 0.707·M21", "0.707·M21 − 0.707·M12")
     assert abs(M11 + 1.0) < 1e-6 and abs(M22 + 1.0) < 1e-6 and abs(M12 + M21) < 1e-6
-    fit = ds.fit_local(models["ou2d_m12"], None, P, score=_ou_exact(full, P, ou_cov), lam=1e-12)
+    fit = ds.fit_local(
+        models["ou2d_m12"],
+        None,
+        P,
+        scores=ds.Scores(score=_ou_exact(full, P, ou_cov)),
+        solver=ds.Solver(lam=1e-12),
+    )
     assert fit.report.unique and abs(fit.theta[0] - 0.5) < 1e-6
     assert fit.report.residual_norm < 1e-10
     # the default λ = 1e-6 costs about λ/σ_min² (here ≈ 2e-6)
-    fit = ds.fit_local(full, None, P, score=_ou_exact(full, P, ou_cov))
+    fit = ds.fit_local(full, None, P, scores=ds.Scores(score=_ou_exact(full, P, ou_cov)))
     assert np.abs(fit.theta[[0, 3]] + 1.0).max() < 1e-5
 
 
 def test_local_fit_result(models, ou_samples):
     model = models["ou2d_m12"]
     X = ou_samples(np.array([[-1.0, 0.5], [-0.5, -1.0]]), 1.0, 50_000, seed=0)
-    fit = ds.fit_local(model, X, np.array([[0.0, 0.0], [1.0, 0.5], [-0.5, 1.0]]), temperature=9.0)
+    fit = ds.fit_local(
+        model, X, np.array([[0.0, 0.0], [1.0, 0.5], [-0.5, 1.0]]), scores=ds.Scores(temperature=9.0)
+    )
     assert fit.route == "local" and fit.n_samples == 50_000
     assert fit.A.shape == (3, 1) and fit.b.shape == (3,)
     assert (
@@ -160,13 +174,19 @@ def test_local_defaults_resolved_estimator_and_the_earlier_fit(models, ou_sample
     X = ou_samples(np.array([[-1.0, 0.5], [-0.5, -1.0]]), 1.0, 200_000, seed=2)
     balls = ds.Balls(np.array([[0.0, 0.0], [1.0, 0.3], [-0.4, 1.0], [0.6, -1.0]]), 1.0)
     Xin = balls.restrict(X)
-    fit = ds.fit_local(model, Xin, balls, score="score_matching")
+    fit = ds.fit_local(model, Xin, balls, scores=ds.Scores(score="score_matching"))
     assert fit.info["statistic"] == "v" and fit.info["estimator"] == "resolved"
     rep = fit.report
     assert rep.rank == 3 and rep.status[1] == rep.status[2] == "not identifiable"
     null = rep.null_vectors[:, 0]
     assert np.isinf(fit.conf_int()[1:3]).all() and rep.loading[1] > 0.5
-    old = ds.fit_local(model, Xin, balls, score="score_matching", statistic="v", estimator="ridge")
+    old = ds.fit_local(
+        model,
+        Xin,
+        balls,
+        scores=ds.Scores(score="score_matching"),
+        solver=ds.Solver(statistic="v", estimator="ridge"),
+    )
     assert np.array_equal(old.A, fit.A)
     assert np.array_equal(old.theta, solve_tikhonov(old.A, old.b, 1e-6))
     # along the unresolved direction the ridge's component (V-statistic on R: the whole estimate)
@@ -183,10 +203,15 @@ def test_local_fit_dataframe_and_balls(models, ou_samples):
     balls = ds.Balls(np.array([[0.0, 0.0], [1.0, 0.0]]), 1.0)
     Xin = balls.restrict(X)
     fit = ds.fit_local(
-        model, pd.DataFrame(Xin[:, ::-1], columns=["y", "x"]), balls, score="score_matching"
+        model,
+        pd.DataFrame(Xin[:, ::-1], columns=["y", "x"]),
+        balls,
+        scores=ds.Scores(score="score_matching"),
     )
     assert fit.info["radius"] == 1.0 and fit.info["degree"] == 2
-    fit2 = ds.fit_local(model, Xin, balls.centres, score="score_matching", radius=1.0)
+    fit2 = ds.fit_local(
+        model, Xin, balls.centres, scores=ds.Scores(score="score_matching", radius=1.0)
+    )
     np.testing.assert_array_equal(fit.theta, fit2.theta)
 
 
@@ -197,7 +222,13 @@ def test_callable_score_and_jackknife(models):
     def exact(X, P):
         return -P, np.broadcast_to(-np.eye(2), (P.shape[0], 2, 2))
 
-    fit = ds.fit_local(model, X, np.array([[1.0, 2.0], [0.5, -1.0]]), score=exact, n_blocks=4)
+    fit = ds.fit_local(
+        model,
+        X,
+        np.array([[1.0, 2.0], [0.5, -1.0]]),
+        scores=ds.Scores(score=exact),
+        execution=ds.Execution(n_blocks=4),
+    )
     assert abs(fit.theta[0] - 0.5) < 1e-5
     assert fit.info["score"] == "callable"
 
@@ -212,22 +243,23 @@ def small(models):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"temperature": 0.0}, "temperature"),
-        ({"temperature": -3}, "temperature"),
-        ({"temperature": "warm"}, "temperature"),
-        ({"lam": -1.0}, "lam"),
-        ({"score": "magic"}, "score must be"),
-        ({"score": "score_matching"}, "radius"),
-        ({"score": "score_matching", "radius": 0.0}, "radius"),
-        ({"n_blocks": -1}, "n_blocks"),
-        ({"dlogp_dt": np.zeros(3)}, "dlogp_dt"),
-        ({"dlogp_dt": np.array([np.nan, 0.0])}, "dlogp_dt"),
+        (lambda: {"scores": ds.Scores(temperature=0.0)}, "temperature"),
+        (lambda: {"scores": ds.Scores(temperature=-3)}, "temperature"),
+        (lambda: {"scores": ds.Scores(temperature="warm")}, "temperature"),
+        (lambda: {"solver": ds.Solver(lam=-1.0)}, "lam"),
+        (lambda: {"scores": ds.Scores(score="magic")}, "score must be"),
+        (lambda: {"scores": ds.Scores(score="score_matching")}, "radius"),
+        (lambda: {"scores": ds.Scores(score="score_matching", radius=0.0)}, "radius"),
+        (lambda: {"execution": ds.Execution(n_blocks=-1)}, "n_blocks"),
+        (lambda: {"dlogp_dt": np.zeros(3)}, "dlogp_dt"),
+        (lambda: {"dlogp_dt": np.array([np.nan, 0.0])}, "dlogp_dt"),
     ],
 )
 def test_bad_arguments(small, kwargs, match):
+    """Each bad setting, built inside the call, is refused with a DataError naming it."""
     model, X = small
     with pytest.raises(ds.DataError, match=match):
-        ds.fit_local(model, X, np.array([[0.0, 0.0], [0.5, 0.5]]), **kwargs)
+        ds.fit_local(model, X, np.array([[0.0, 0.0], [0.5, 0.5]]), **kwargs())
 
 
 @pytest.mark.parametrize(
@@ -248,11 +280,15 @@ def test_bad_score_arrays(small):
     model, X = small
     P = np.zeros((2, 2))
     with pytest.raises(ds.DataError, match="scores have shape"):
-        ds.fit_local(model, None, P, score=(np.zeros((3, 2)), np.zeros((2, 2, 2))))
+        ds.fit_local(
+            model, None, P, scores=ds.Scores(score=(np.zeros((3, 2)), np.zeros((2, 2, 2))))
+        )
     with pytest.raises(ds.DataError, match="Jacobians have shape"):
-        ds.fit_local(model, None, P, score=(np.zeros((2, 2)), np.zeros((2, 2))))
+        ds.fit_local(model, None, P, scores=ds.Scores(score=(np.zeros((2, 2)), np.zeros((2, 2)))))
     with pytest.raises(ds.DataError, match="not finite"):
-        ds.fit_local(model, None, P, score=(np.full((2, 2), np.nan), np.zeros((2, 2, 2))))
+        ds.fit_local(
+            model, None, P, scores=ds.Scores(score=(np.full((2, 2), np.nan), np.zeros((2, 2, 2))))
+        )
     with pytest.raises(ds.DataError, match="X is required"):
         ds.fit_local(model, None, P)
 
@@ -260,16 +296,21 @@ def test_bad_score_arrays(small):
 def test_empty_ball_and_far_probe(small):
     model, X = small
     with pytest.raises(ds.DataError, match="holds 0 data point"):
-        ds.fit_local(model, X, ds.Balls(np.array([[9.0, 9.0]]), 1.0), score="score_matching")
+        ds.fit_local(
+            model,
+            X,
+            ds.Balls(np.array([[9.0, 9.0]]), 1.0),
+            scores=ds.Scores(score="score_matching"),
+        )
     with pytest.raises(ds.DataError, match="kernel widths .* from the nearest data point"):
-        ds.fit_local(model, X, np.array([[40.0, 0.0]]), temperature=49.0)
+        ds.fit_local(model, X, np.array([[40.0, 0.0]]), scores=ds.Scores(temperature=49.0))
 
 
 def test_kernel_wider_than_ball_warns(small):
     model, X = small
     balls = ds.Balls(np.array([[0.0, 0.0]]), 0.5)
     with pytest.warns(UserWarning, match="ball radius"):
-        ds.fit_local(model, balls.restrict(X), balls, temperature=4.0)
+        ds.fit_local(model, balls.restrict(X), balls, scores=ds.Scores(temperature=4.0))
 
 
 def test_not_affine_raises(tmp_path):
@@ -281,6 +322,6 @@ def test_not_affine_raises(tmp_path):
             m,
             None,
             np.zeros((2, 1)),
-            score=(np.zeros((2, 1)), np.zeros((2, 1, 1))),
-            out_dir=str(tmp_path),
+            scores=ds.Scores(score=(np.zeros((2, 1)), np.zeros((2, 1, 1)))),
+            execution=ds.Execution(out_dir=str(tmp_path)),
         )

@@ -79,7 +79,7 @@ def test_wide_kernel_is_refused_and_auto_covers(narrow):
     default temperature adapts and the intervals cover the truth."""
     m, X, _ = narrow
     with pytest.raises(ds.DataError, match=r"times wider.*temperature='auto' \(T ≈"):
-        ds.fit_local(m, X, 10, temperature=49.0)
+        ds.fit_local(m, X, 10, scores=ds.Scores(temperature=49.0))
     fit = ds.fit_local(m, X, 10)
     T = fit.info["temperature"]
     assert fit.info["temperature_rule"] == "auto" and 1e4 < T < 2e5
@@ -88,7 +88,7 @@ def test_wide_kernel_is_refused_and_auto_covers(narrow):
     assert finite[[0, 3]].all() and covered[finite].all(), fit.summary(truth=m.nominal)
     assert any("kernel smoothing" in n for n in fit.report.notes)
     # local Gaussian at the old temperature: exact for a Gaussian law, not refused
-    lg = ds.fit_local(m, X, 10, temperature=49.0, score="local_gaussian")
+    lg = ds.fit_local(m, X, 10, scores=ds.Scores(temperature=49.0, score="local_gaussian"))
     np.testing.assert_allclose(lg.theta[[0, 3]], -1.0, atol=0.1)
 
 
@@ -98,7 +98,7 @@ def test_repressilator_is_not_confidently_wrong(repressilator):
     default temperature adapts; every finite interval covers the truth either way."""
     m, X = repressilator
     for T in (49.0, "auto"):
-        fit = ds.fit_local(m, X, 10, temperature=T)
+        fit = ds.fit_local(m, X, 10, scores=ds.Scores(temperature=T))
         finite, covered = _covered(fit, m.nominal)
         assert finite.sum() >= 3, fit.summary(truth=m.nominal)
         assert covered[finite].all(), fit.summary(truth=m.nominal)
@@ -125,10 +125,10 @@ def test_refusal_threshold(narrow):
     """Just inside U_REFUSE the fit runs (with the bias in the intervals); beyond it, refused."""
     m, X, S = narrow
     lam = np.linalg.eigvalsh(np.linalg.inv(S)).max()
-    fit = ds.fit_local(m, X, 10, temperature=lam / (0.5 * U_REFUSE))
+    fit = ds.fit_local(m, X, 10, scores=ds.Scores(temperature=lam / (0.5 * U_REFUSE)))
     assert fit.info["smoothing"] < U_REFUSE
     with pytest.raises(ds.DataError, match="wider"):
-        ds.fit_local(m, X, 10, temperature=lam / (2 * U_REFUSE))
+        ds.fit_local(m, X, 10, scores=ds.Scores(temperature=lam / (2 * U_REFUSE)))
 
 
 @pytest.mark.slow
@@ -181,7 +181,7 @@ def test_kernel_interval_calibration_on_other_models(gen_dir):
                 seed=1000 + s,
                 execution=ds.Execution(out_dir=gen_dir),
             )
-            fit = ds.fit_local(m, X, 10, out_dir=gen_dir)
+            fit = ds.fit_local(m, X, 10, execution=ds.Execution(out_dir=gen_dir))
             sd = np.sqrt(fit.report.std_errors**2 + fit.report.bias_sd**2)
             finite = np.isfinite(sd)
             q = (fit.report.ci[finite, 1] - fit.theta[finite]) / sd[finite]

@@ -70,8 +70,12 @@ def test_one_environment_is_the_plain_local_fit():
     model = ou_noise_model("aniso")
     X = ou_stationary_samples(OU_M, np.diag([2.0, 1.0]), 4000, 1)
     P = X[:12]
-    plain = ds.fit_local(model.with_inputs({"s": 2.0}), X, P, score="local_gaussian")
-    design = ds.fit_local(model, {"A": X}, P, inputs={"A": {"s": 2.0}}, score="local_gaussian")
+    plain = ds.fit_local(
+        model.with_inputs({"s": 2.0}), X, P, scores=ds.Scores(score="local_gaussian")
+    )
+    design = ds.fit_local(
+        model, {"A": X}, P, inputs={"A": {"s": 2.0}}, scores=ds.Scores(score="local_gaussian")
+    )
     assert np.array_equal(plain.theta, design.theta)
     assert np.array_equal(plain.report.std_errors, design.report.std_errors)
 
@@ -86,10 +90,16 @@ def test_two_environments_by_the_local_route():
         data[f"s{s:g}"], probes[f"s{s:g}"] = X, RING @ L.T
     inputs = {"s1": {"s": 1.0}, "s3": {"s": 3.0}}
     one = ds.fit_local(
-        model, data["s1"], probes["s1"], inputs=inputs["s1"], score=gaussian_fit_score
+        model,
+        data["s1"],
+        probes["s1"],
+        inputs=inputs["s1"],
+        scores=ds.Scores(score=gaussian_fit_score),
     )
     assert one.report.rank == 3
-    fit = ds.fit_local(model, data, probes, inputs=inputs, score=gaussian_fit_score)
+    fit = ds.fit_local(
+        model, data, probes, inputs=inputs, scores=ds.Scores(score=gaussian_fit_score)
+    )
     assert fit.route == "local" and fit.report.rank == 4 and fit.report.n_groups == 2
     assert np.abs(fit.theta - NOMINAL).max() < 0.06
     assert set(fit.design.residuals) == {"s1", "s3"}
@@ -112,17 +122,21 @@ def test_time_course_by_the_local_route():
         model,
         tc,
         probes,
-        score=gaussian_fit_score,
-        dlogp_bandwidth=0.25,
-        use_times=[0.6, 0.8, 1.0, 1.2, 1.4],
-        n_blocks=16,
+        scores=ds.Scores(
+            score=gaussian_fit_score, dlogp_bandwidth=0.25, use_times=[0.6, 0.8, 1.0, 1.2, 1.4]
+        ),
+        execution=ds.Execution(n_blocks=16),
     )
     assert late.report.rank == 4 and np.abs(late.theta - NOMINAL).max() < 0.08
     assert late.report.n_groups == 7  # snapshots 0.4 … 1.6 enter through ∂ₜlog p
     every = ds.fit_local(
-        model, tc, probes, score=gaussian_fit_score, dlogp_bandwidth=0.25, n_blocks=16
+        model,
+        tc,
+        probes,
+        scores=ds.Scores(score=gaussian_fit_score, dlogp_bandwidth=0.25),
+        execution=ds.Execution(n_blocks=16),
     )
     assert any("t = 0.2" in n and "fast transient" in n for n in every.design.notes)
     assert every.report.p_value < 0.01
     with pytest.raises(ds.DataError, match="not an interior snapshot time"):
-        ds.fit_local(model, tc, probes, use_times=[0.0])
+        ds.fit_local(model, tc, probes, scores=ds.Scores(use_times=[0.0]))

@@ -73,15 +73,31 @@ def test_local_exact_with_and_without_dlogp(models, law):
     model = models["ou2d"]
     P = law.sample(12, 1)
     score = (law.score(P), law.jacobian(12))
-    fit = ds.fit_local(model, None, P, score=score, dlogp_dt=law.dlogp_dt(P), lam=1e-12)
+    fit = ds.fit_local(
+        model,
+        None,
+        P,
+        scores=ds.Scores(score=score),
+        dlogp_dt=law.dlogp_dt(P),
+        solver=ds.Solver(lam=1e-12),
+    )
     # the transient law pins down all four entries (rank 4), exactly
     assert fit.report.rank == 4
     np.testing.assert_allclose(fit.theta, THETA, atol=1e-8)
     assert fit.report.residual_norm < 1e-9
     # a callable gives the same rows
-    fit_c = ds.fit_local(model, None, P, score=score, dlogp_dt=law.dlogp_dt, lam=1e-12)
+    fit_c = ds.fit_local(
+        model,
+        None,
+        P,
+        scores=ds.Scores(score=score),
+        dlogp_dt=law.dlogp_dt,
+        solver=ds.Solver(lam=1e-12),
+    )
     np.testing.assert_array_equal(fit_c.theta, fit.theta)
-    omitted = ds.fit_local(model, None, P, score=score, lam=1e-12)
+    omitted = ds.fit_local(
+        model, None, P, scores=ds.Scores(score=score), solver=ds.Solver(lam=1e-12)
+    )
     assert np.abs(omitted.theta - THETA).max() > 1.0
     assert omitted.report.residual_norm > 0.1
 
@@ -104,22 +120,28 @@ def test_global_dlogp_rows_match_reference(models, law):
 def test_global_recovers_with_dlogp_and_is_biased_without(models, law):
     model = models["ou2d"]
     X = law.sample(100_000, 3)
-    fit = ds.fit_global(model, X, dlogp_dt=law.dlogp_dt, seed=0)
+    fit = ds.fit_global(model, X, dlogp_dt=law.dlogp_dt, features=ds.Features(seed=0))
     assert fit.info["dlogp_dt"] == "given"
     assert fit.report.rank == 4 and fit.report.consistent
     np.testing.assert_allclose(fit.theta, THETA, atol=0.05)
-    fit_a = ds.fit_global(model, X, dlogp_dt=law.dlogp_dt(X), seed=0)
+    fit_a = ds.fit_global(model, X, dlogp_dt=law.dlogp_dt(X), features=ds.Features(seed=0))
     np.testing.assert_array_equal(fit_a.theta, fit.theta)
     assert fit.stationarity.verdict == "not checked"  # a transient snapshot: θ̂ itself only
     with pytest.warns(ds.StationarityWarning):  # read as stationary, the snapshot has no law
-        omitted = ds.fit_global(model, X, seed=0)
+        omitted = ds.fit_global(model, X, features=ds.Features(seed=0))
     assert np.abs(omitted.theta - THETA).max() > 0.5
     assert not omitted.report.consistent
     # with only M12 free the bias is as plain
     m12 = models["ou2d_m12"]
-    assert abs(ds.fit_global(m12, X, dlogp_dt=law.dlogp_dt, seed=0).theta[0] - 0.5) < 0.03
+    assert (
+        abs(
+            ds.fit_global(m12, X, dlogp_dt=law.dlogp_dt, features=ds.Features(seed=0)).theta[0]
+            - 0.5
+        )
+        < 0.03
+    )
     with pytest.warns(ds.StationarityWarning):  # read as stationary, no M12 balances it
-        assert abs(ds.fit_global(m12, X, seed=0).theta[0] - 0.5) > 0.5
+        assert abs(ds.fit_global(m12, X, features=ds.Features(seed=0)).theta[0] - 0.5) > 0.5
 
 
 def test_global_dlogp_bad_input(models, law, tmp_path):

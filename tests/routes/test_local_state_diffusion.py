@@ -85,7 +85,14 @@ def test_local_exact_scores(sd_model):
     model, out = sd_model
     P = np.random.default_rng(1).standard_normal((8, 2))
     J = np.broadcast_to(-np.eye(2), (8, 2, 2))
-    fit = ds.fit_local(model, None, P, score=(-P, J), lam=1e-12, out_dir=out)
+    fit = ds.fit_local(
+        model,
+        None,
+        P,
+        scores=ds.Scores(score=(-P, J)),
+        solver=ds.Solver(lam=1e-12),
+        execution=ds.Execution(out_dir=out),
+    )
     np.testing.assert_allclose(fit.theta, TRUTH, atol=1e-9)
     assert np.linalg.norm(fit.A @ TRUTH - fit.b) < 1e-10
     # the ∇·D terms matter: without 2sᵀ(∇·D) + ∇·∇·D = −3‖x‖² + 3 in β the fit is far off
@@ -100,7 +107,13 @@ BALLS = ds.Balls(np.array([[0.0, 0.0], [1.2, 0.0], [-0.6, 1.0], [-0.6, -1.0], [0
 def test_local_score_matching_on_exact_samples(sd_model):
     model, out = sd_model
     X = np.random.default_rng(2).standard_normal((200_000, 2))
-    fit = ds.fit_local(model, BALLS.restrict(X), BALLS, score="score_matching", out_dir=out)
+    fit = ds.fit_local(
+        model,
+        BALLS.restrict(X),
+        BALLS,
+        scores=ds.Scores(score="score_matching"),
+        execution=ds.Execution(out_dir=out),
+    )
     assert fit.report.unique
     np.testing.assert_allclose(fit.theta, TRUTH, rtol=0.1)
 
@@ -108,7 +121,7 @@ def test_local_score_matching_on_exact_samples(sd_model):
 def test_global_on_exact_samples(sd_model):
     model, out = sd_model
     X = np.random.default_rng(3).standard_normal((100_000, 2))
-    fit = ds.fit_global(model, X, seed=0, out_dir=out)
+    fit = ds.fit_global(model, X, features=ds.Features(seed=0), execution=ds.Execution(out_dir=out))
     assert fit.report.unique and fit.report.consistent
     np.testing.assert_allclose(fit.theta, TRUTH, rtol=0.05)
 
@@ -128,7 +141,13 @@ def test_both_routes_on_simulated_samples(sd_model):
         execution=ds.Execution(out_dir=out),
     )
     np.testing.assert_allclose(np.cov(X.T), np.eye(2), atol=0.05)
-    fit = ds.fit_global(model, X, seed=0, out_dir=out)
+    fit = ds.fit_global(model, X, features=ds.Features(seed=0), execution=ds.Execution(out_dir=out))
     np.testing.assert_allclose(fit.theta, TRUTH, rtol=0.05)
-    fit = ds.fit_local(model, BALLS.restrict(X), BALLS, score="score_matching", out_dir=out)
+    fit = ds.fit_local(
+        model,
+        BALLS.restrict(X),
+        BALLS,
+        scores=ds.Scores(score="score_matching"),
+        execution=ds.Execution(out_dir=out),
+    )
     np.testing.assert_allclose(fit.theta, TRUTH, rtol=0.15)

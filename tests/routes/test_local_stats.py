@@ -31,12 +31,12 @@ def test_ou_zoo_models_score_matching_in_balls(models):
     """Stationary law N(0, I) of the zoo OU, 2·10⁶ exact samples, seven balls of radius 1."""
     balls = ds.Balls(RING, 1.0)
     X = balls.restrict(np.random.default_rng(0).standard_normal((2_000_000, 2)))
-    fit = ds.fit_local(models["ou2d"], X, balls, score="score_matching")
+    fit = ds.fit_local(models["ou2d"], X, balls, scores=ds.Scores(score="score_matching"))
     M11, M12, M21, M22 = fit.theta
     assert fit.report.rank == 3
     assert "M12" in str(fit.report.null_space[0]) and "M21" in str(fit.report.null_space[0])
     assert abs(M11 + 1) < 0.1 and abs(M22 + 1) < 0.1 and abs(M12 + M21) < 0.1
-    fit = ds.fit_local(models["ou2d_m12"], X, balls, score="score_matching")
+    fit = ds.fit_local(models["ou2d_m12"], X, balls, scores=ds.Scores(score="score_matching"))
     assert fit.report.unique and abs(fit.theta[0] - 0.5) < 0.05
 
 
@@ -45,7 +45,7 @@ def test_ou_triangular_score_matching_in_balls():
     model, L = demo._ou_triangular()
     balls = ds.Balls(demo.OU_BALL_CENTRES, 1.0)
     X = balls.restrict(np.random.default_rng(1).standard_normal((1_000_000, 2)) @ L.T)
-    fit = ds.fit_local(model, X, balls, score="score_matching")
+    fit = ds.fit_local(model, X, balls, scores=ds.Scores(score="score_matching"))
     assert fit.report.unique
     np.testing.assert_allclose(fit.theta, model.nominal, rtol=0.1)
     # the estimated Jacobian is close to the exact precision matrix
@@ -93,17 +93,20 @@ def test_lorenz_ten_balls_dense_and_sparse(models):
     balls = ds.Balls(centres, 2.0)
     X = demo._lorenz_in_balls(model, balls, 100_000_000, seed=7)
     assert balls.counts(X).min() > 50_000
-    sm = ds.fit_local(model, X, balls, score="score_matching")
+    sm = ds.fit_local(model, X, balls, scores=ds.Scores(score="score_matching"))
     np.testing.assert_allclose(sm.theta, truth, rtol=0.03)
     for est in ("kernel", "local_gaussian"):
-        fit = ds.fit_local(model, X, balls, temperature=49.0, score=est)
+        fit = ds.fit_local(model, X, balls, scores=ds.Scores(temperature=49.0, score=est))
         z = (fit.theta - truth) / fit.report.std_errors
         assert np.all(np.abs(z) < 3), (est, fit.theta, fit.report.std_errors)
         assert np.all(fit.report.std_errors < 0.2 * truth)
     errors, resolved = [], []
     for s in range(5):
         fit = ds.fit_local(
-            model, balls.restrict(X, max_per_ball=1000, seed=s), balls, temperature=49.0
+            model,
+            balls.restrict(X, max_per_ball=1000, seed=s),
+            balls,
+            scores=ds.Scores(temperature=49.0),
         )
         errors.append(fit.theta / truth - 1)
         resolved.append(fit.report.rank)

@@ -206,12 +206,13 @@ def test_kernel_shift_when_nearest_points_come_last(X, deconvolve):
 @pytest.mark.parametrize("score", ["kernel", "score_matching"])
 def test_fit_local_streams_like_memory(model, X, files, kind, score):
     balls = ds.Balls(PROBES, RADIUS)
-    kw = {"temperature": 16.0} if score == "kernel" else {"score": "score_matching"}
+    scores = ds.Scores(temperature=16.0) if score == "kernel" else ds.Scores(score="score_matching")
     data, rows, known = source(kind, X, files)
-    if not known:  # other jackknife blocks: compare the V-statistic fit, which does not use them
-        kw["statistic"] = "v"
+    # other jackknife blocks: compare the V-statistic fit, which does not use them
+    kw = {"scores": scores, "solver": ds.Solver(statistic=None if known else "v")}
     ref = ds.fit_local(model, X, balls, **kw)
-    fit = ds.fit_local(model, data, balls, chunk_rows=rows or 65536, progress=False, **kw)
+    execution = ds.Execution(chunk_rows=rows or 65536, progress=False)
+    fit = ds.fit_local(model, data, balls, execution=execution, **kw)
     assert fit.n_samples == ref.n_samples == X.shape[0]
     expected = {"npy_small_reads": "npy", "dask": "dask"}.get(kind, kind)
     assert fit.info["input"] == ("iterator" if kind.startswith(("iter", "list")) else expected)
@@ -229,18 +230,34 @@ def test_fit_local_given_scores_leave_the_stream_unread(model, X, files):
     S = np.zeros((len(PROBES), 2))
     J = np.broadcast_to(-np.eye(2), (len(PROBES), 2, 2))
     gen = chunked(X, 1000)
-    fit = ds.fit_local(model, gen, PROBES, score=(S, J))
+    fit = ds.fit_local(model, gen, PROBES, scores=ds.Scores(score=(S, J)))
     assert fit.info["input"] == "iterator" and next(gen).shape == (1000, 2)
-    assert ds.fit_local(model, files["npy"], PROBES, score=(S, J)).n_samples == X.shape[0]
+    assert (
+        ds.fit_local(model, files["npy"], PROBES, scores=ds.Scores(score=(S, J))).n_samples
+        == X.shape[0]
+    )
 
 
 def test_progress_bar(model, X, files, capsys):
     pytest.importorskip("tqdm")
-    ds.fit_local(model, chunked(X, 4000), PROBES, temperature=16.0, progress=False)
+    ds.fit_local(
+        model,
+        chunked(X, 4000),
+        PROBES,
+        scores=ds.Scores(temperature=16.0),
+        execution=ds.Execution(progress=False),
+    )
     assert "fit_local" not in capsys.readouterr().err
-    ds.fit_local(model, files["npy"], PROBES, temperature=16.0)  # stderr is not a terminal here
+    # stderr is not a terminal here
+    ds.fit_local(model, files["npy"], PROBES, scores=ds.Scores(temperature=16.0))
     assert "fit_local" not in capsys.readouterr().err
-    ds.fit_local(model, chunked(X, 4000), PROBES, temperature=16.0, progress=True)
+    ds.fit_local(
+        model,
+        chunked(X, 4000),
+        PROBES,
+        scores=ds.Scores(temperature=16.0),
+        execution=ds.Execution(progress=True),
+    )
     assert "fit_local ou2d_m12" in capsys.readouterr().err
 
 
@@ -253,11 +270,11 @@ def generated_rows(n, rows=100_000, seed=0):
 
 @pytest.mark.parametrize("score", ["kernel", "score_matching"])
 def test_memory_flat_in_n(model, score):
-    kw = (
-        {"temperature": 16.0}
+    kw = {
+        "scores": ds.Scores(temperature=16.0)
         if score == "kernel"
-        else {"score": "score_matching", "radius": RADIUS}
-    )
+        else ds.Scores(score="score_matching", radius=RADIUS)
+    }
     ds.fit_local(model, generated_rows(150_000), PROBES, **kw)  # warm caches outside the trace
     small = traced_peak(lambda: ds.fit_local(model, generated_rows(250_000), PROBES, **kw))
     n = 2_000_000
@@ -278,7 +295,8 @@ def test_kmeans_probes_need_memory(model, X, files):
         ds.fit_local(model, chunked(X, 1000), 5)
     with pytest.raises(ds.DataError, match="explicit probes"):
         ds.fit_local(model, files["npy"], 5)
-    assert ds.fit_local(model, X, 3, temperature=16.0).probes.shape == (3, 2)  # in memory: fine
+    fit = ds.fit_local(model, X, 3, scores=ds.Scores(temperature=16.0))
+    assert fit.probes.shape == (3, 2)  # in memory: fine
 
 
 def test_callable_score_needs_memory(model, X, files):
@@ -286,7 +304,7 @@ def test_callable_score_needs_memory(model, X, files):
         return -P, np.broadcast_to(-np.eye(2), (P.shape[0], 2, 2))
 
     with pytest.raises(ds.DataError, match="needs X in memory"):
-        ds.fit_local(model, files["npy"], PROBES, score=exact)
+        ds.fit_local(model, files["npy"], PROBES, scores=ds.Scores(score=exact))
     with pytest.raises(ds.DataError, match="needs X in memory"):
         ds.routes.scores.CallableScore(exact).estimate(chunked(X, 100), PROBES)
 
@@ -295,9 +313,11 @@ def test_bad_streams(model, X, tmp_path):
     bad = X.copy()
     bad[1234, 1] = np.nan
     with pytest.raises(ds.DataError, match="rows 1234"):
-        ds.fit_local(model, chunked(bad, 1000), PROBES, temperature=16.0)
+        ds.fit_local(model, chunked(bad, 1000), PROBES, scores=ds.Scores(temperature=16.0))
     with pytest.raises(ds.DataError, match="expected"):
-        ds.fit_local(model, iter([X[:100], X[:100, :1]]), PROBES, temperature=16.0)
+        ds.fit_local(
+            model, iter([X[:100], X[:100, :1]]), PROBES, scores=ds.Scores(temperature=16.0)
+        )
     wrong = tmp_path / "three.npy"
     np.save(wrong, np.zeros((10, 3)))
     with pytest.raises(ds.DataError, match="shape"):
@@ -307,11 +327,11 @@ def test_bad_streams(model, X, tmp_path):
     with pytest.raises(ds.DataError, match="no data"):
         ds.fit_local(model, iter([]), PROBES)
     gen = chunked(X, 1000)
-    ds.fit_local(model, gen, PROBES, temperature=16.0)
+    ds.fit_local(model, gen, PROBES, scores=ds.Scores(temperature=16.0))
     with pytest.raises(ds.DataError, match="no data"):  # a generator is read once
-        ds.fit_local(model, gen, PROBES, temperature=16.0)
+        ds.fit_local(model, gen, PROBES, scores=ds.Scores(temperature=16.0))
     for rows in (0, -5, 2.5, True):
         with pytest.raises(ds.DataError, match="chunk_rows"):
-            ds.fit_local(model, chunked(X, 1000), PROBES, chunk_rows=rows)
+            ds.fit_local(model, chunked(X, 1000), PROBES, execution=ds.Execution(chunk_rows=rows))
     with pytest.raises(ds.DataError, match="same number of columns"):
         KernelScore(4.0).estimate(ds.data.open_source(X, model), np.zeros((2, 3)))

@@ -6,6 +6,7 @@ affine rows (local_rows) and linear solve for affine models, and exact stationar
 """
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -43,9 +44,8 @@ def test_local_residual_kernel_matches_reference_and_finite_differences(gen_dir)
     rng = np.random.default_rng(4)
     M = 40
     P, S = rng.standard_normal((M, 2)), rng.standard_normal((M, 2))
-    J = rng.standard_normal(
-        (M, 2, 2)
-    )  # random J: D is symmetric, so only J's symmetric part enters Tr(D ∇s)
+    # random J: D is symmetric, so only J's symmetric part enters Tr(D ∇s)
+    J = rng.standard_normal((M, 2, 2))
     g = rng.standard_normal(M)
     th = np.array([1.3, 0.8, -0.4])
     prob = LocalProblem(cm, P, S[None], J[None], g)
@@ -165,7 +165,14 @@ def test_tanh_1d_exact_scores_from_poor_start(gen_dir):
     tru = np.array([3.0, 0.7])
     P = np.linspace(-4, 4, 17)[:, None]
     S, J = _tanh_scores(P, tru)
-    fit = ds.fit_local(m, None, P, score=(S, J), lam=0.0, theta0=[1.0, 0.1], out_dir=gen_dir)
+    fit = ds.fit_local(
+        m,
+        None,
+        P,
+        scores=ds.Scores(score=(S, J)),
+        solver=ds.Solver(lam=0.0, theta0=[1.0, 0.1]),
+        execution=ds.Execution(out_dir=gen_dir),
+    )
     assert fit.info["solver"] == "gradient" and fit.route == "local"
     np.testing.assert_allclose(fit.theta, tru, rtol=1e-9)
     assert fit.report.rank == 2
@@ -173,7 +180,12 @@ def test_tanh_1d_exact_scores_from_poor_start(gen_dir):
     np.testing.assert_allclose(fit.A @ fit.theta, fit.b, atol=1e-10)
     # multi-start from a start on the wrong side (k < 0 mirrors tanh) still finds the truth
     fit3 = ds.fit_local(
-        m, None, P, score=(S, J), lam=0.0, theta0=[-1.0, -0.3], n_starts=4, seed=1, out_dir=gen_dir
+        m,
+        None,
+        P,
+        scores=ds.Scores(score=(S, J)),
+        solver=ds.Solver(lam=0.0, theta0=[-1.0, -0.3], n_starts=4, seed=1),
+        execution=ds.Execution(out_dir=gen_dir),
     )
     assert np.abs(fit3.theta - tru).max() < 1e-8 or np.abs(fit3.theta - tru * [-1, -1]).max() < 1e-8
     # nominal values are a starting point; neither theta0 nor nominal: NotAffineError naming theta0
@@ -181,16 +193,48 @@ def test_tanh_1d_exact_scores_from_poor_start(gen_dir):
         [x], [a, k], [a * sp.tanh(k * x) - x], diffusion=1, name="tanh_bi_local", nominal=[1.0, 0.1]
     )
     np.testing.assert_allclose(
-        ds.fit_local(mn, None, P, score=(S, J), lam=0.0, out_dir=gen_dir).theta, tru, rtol=1e-9
+        ds.fit_local(
+            mn,
+            None,
+            P,
+            scores=ds.Scores(score=(S, J)),
+            solver=ds.Solver(lam=0.0),
+            execution=ds.Execution(out_dir=gen_dir),
+        ).theta,
+        tru,
+        rtol=1e-9,
     )
     with pytest.raises(ds.NotAffineError, match="theta0"):
-        ds.fit_local(m, None, P, score=(S, J), out_dir=gen_dir)
+        ds.fit_local(
+            m, None, P, scores=ds.Scores(score=(S, J)), execution=ds.Execution(out_dir=gen_dir)
+        )
     with pytest.raises(ds.NotAffineError):
-        ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], solver="linear", out_dir=gen_dir)
+        ds.fit_local(
+            m,
+            None,
+            P,
+            scores=ds.Scores(score=(S, J)),
+            solver=ds.Solver(method="linear", theta0=[1.0, 0.1]),
+            execution=ds.Execution(out_dir=gen_dir),
+        )
     with pytest.raises(DataError, match=r"Solver\.method"):
-        ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], solver="newton", out_dir=gen_dir)
+        ds.fit_local(
+            m,
+            None,
+            P,
+            scores=ds.Scores(score=(S, J)),
+            solver=ds.Solver(method="newton", theta0=[1.0, 0.1]),
+            execution=ds.Execution(out_dir=gen_dir),
+        )
     with pytest.raises(DataError, match="n_starts"):
-        ds.fit_local(m, None, P, score=(S, J), theta0=[1.0, 0.1], n_starts=0, out_dir=gen_dir)
+        ds.fit_local(
+            m,
+            None,
+            P,
+            scores=ds.Scores(score=(S, J)),
+            solver=ds.Solver(theta0=[1.0, 0.1], n_starts=0),
+            execution=ds.Execution(out_dir=gen_dir),
+        )
 
 
 def test_local_variable_projection_same_optimum(gen_dir, tmp_path):
@@ -199,20 +243,28 @@ def test_local_variable_projection_same_optimum(gen_dir, tmp_path):
     tru = np.array([3.0, 0.7, 1.0])
     X = sample_1d(lambda g: tru[0] / tru[1] * np.log(np.cosh(tru[1] * g)) - g**2 / 2, 20_000, 0)
     P = ds.choose_probes(X, 20, seed=0)
-    kw = dict(score="score_matching", radius=1.5, degree=4, theta0=[1.0, 0.1, 2.0], out_dir=gen_dir)
-    vp = ds.fit_local(m, X, P, projection=True, **kw)
-    full = ds.fit_local(m, X, P, projection=False, **kw)
+    scores = ds.Scores(score="score_matching", radius=1.5, degree=4)
+    kw = dict(scores=scores, execution=ds.Execution(out_dir=gen_dir))
+    theta0 = [1.0, 0.1, 2.0]
+    vp = ds.fit_local(m, X, P, solver=ds.Solver(theta0=theta0, projection=True), **kw)
+    full = ds.fit_local(m, X, P, solver=ds.Solver(theta0=theta0, projection=False), **kw)
     assert vp.info["projected"] == "b" and "projected" not in full.info
-    assert ds.compile_model(m, gen_dir).module.SEPARABLE == (
-        2,
-    )  # printed at generation, read when fitting
+    # printed at generation, read when fitting
+    assert ds.compile_model(m, gen_dir).module.SEPARABLE == (2,)
     np.testing.assert_allclose(vp.theta, full.theta, rtol=1e-6)
     np.testing.assert_allclose(vp.std_errors, full.std_errors, rtol=1e-4)
     # a streamed X (memory-mapped .npy, read in chunks) gives the same scores and noise blocks,
     # hence the same fit and jackknife
     path = tmp_path / "X.npy"
     np.save(path, X)
-    st = ds.fit_local(m, str(path), P, projection=True, chunk_rows=3000, **kw)
+    st = ds.fit_local(
+        m,
+        str(path),
+        P,
+        scores=scores,
+        solver=ds.Solver(theta0=theta0, projection=True),
+        execution=ds.Execution(out_dir=gen_dir, chunk_rows=3000),
+    )
     np.testing.assert_allclose(st.theta, vp.theta, rtol=1e-9)
     np.testing.assert_allclose(st.std_errors, vp.std_errors, rtol=1e-6)
 
@@ -227,10 +279,10 @@ def test_affine_model_through_local_gradient_route_matches_linear_solve(gen_dir)
     )
     X = np.random.default_rng(2).standard_normal((20_000, 2))
     P = ds.choose_probes(X, 15, seed=0)
-    kw = dict(temperature=4.0, out_dir=gen_dir)
+    kw = dict(scores=ds.Scores(temperature=4.0), execution=ds.Execution(out_dir=gen_dir))
     lin = ds.fit_local(m, X, P, **kw)
-    grad = ds.fit_local(m, X, P, solver="gradient", projection=False, **kw)
-    proj = ds.fit_local(m, X, P, solver="gradient", **kw)
+    grad = ds.fit_local(m, X, P, solver=ds.Solver(method="gradient", projection=False), **kw)
+    proj = ds.fit_local(m, X, P, solver=ds.Solver(method="gradient"), **kw)
     assert (
         grad.info["solver"] == "gradient"
         and "solver" not in lin.info
@@ -289,13 +341,27 @@ def test_gradient_drift_2d_both_routes(gen_dir):
     Jx[:, 0, 0] = -1 + TRUTH_2D[0] * TRUTH_2D[1] * (1 - t**2)
     Jx[:, 0, 1] = Jx[:, 1, 0] = TRUTH_2D[2]
     Jx[:, 1, 1] = -1
-    exact = ds.fit_local(m, None, P, score=(S, Jx), lam=0.0, theta0=start, out_dir=gen_dir)
+    exact = ds.fit_local(
+        m,
+        None,
+        P,
+        scores=ds.Scores(score=(S, Jx)),
+        solver=ds.Solver(lam=0.0, theta0=start),
+        execution=ds.Execution(out_dir=gen_dir),
+    )
     np.testing.assert_allclose(exact.theta, TRUTH_2D, rtol=1e-9)
 
     local = ds.fit_local(
-        m, X, P, score="score_matching", radius=1.8, degree=4, theta0=start, out_dir=gen_dir
+        m,
+        X,
+        P,
+        scores=ds.Scores(score="score_matching", radius=1.8, degree=4),
+        solver=ds.Solver(theta0=start),
+        execution=ds.Execution(out_dir=gen_dir),
     )
-    glob = ds.fit_global(m, X[:100_000], theta0=start, out_dir=gen_dir)
+    glob = ds.fit_global(
+        m, X[:100_000], solver=ds.Solver(theta0=start), execution=ds.Execution(out_dir=gen_dir)
+    )
     for fit, tol in ((local, 0.10), (glob, 0.04)):
         err = np.abs(fit.theta / TRUTH_2D - 1)
         print(
@@ -315,16 +381,17 @@ def test_local_search_stopped_by_max_nfev_is_flagged(gen_dir):
     tru = np.array([3.0, 0.7])
     P = np.linspace(-4, 4, 17)[:, None]
     S, J = _tanh_scores(P, tru)
-    kw = dict(score=(S, J), lam=0.0, theta0=[1.0, 0.1], out_dir=gen_dir)
+    kw = dict(scores=ds.Scores(score=(S, J)), execution=ds.Execution(out_dir=gen_dir))
+    solver = ds.Solver(lam=0.0, theta0=[1.0, 0.1])
     with pytest.warns(ds.ConvergenceWarning, match="gradient search did not converge"):
-        fit = ds.fit_local(m, None, P, max_nfev=2, n_starts=2, **kw)
+        fit = ds.fit_local(m, None, P, solver=replace(solver, max_nfev=2, n_starts=2), **kw)
     assert fit.converged is False and fit.info["converged"] is False
     assert "start 0: The maximum number of function evaluations" in fit.info["message"]
     assert "NOT CONVERGED: start 0:" in fit.summary().splitlines()[1]
     assert fit.to_dict()["converged"] is False
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.ConvergenceWarning)
-        ok = ds.fit_local(m, None, P, **kw)
+        ok = ds.fit_local(m, None, P, solver=solver, **kw)
     assert ok.converged and ok.info["status"] in (1, 2, 3, 4)
     np.testing.assert_allclose(ok.theta, tru, rtol=1e-9)
     assert "NOT CONVERGED" not in ok.summary()

@@ -152,7 +152,7 @@ def test_fit_local_notes_unconverged_kmeans_probes(compiled, models, ou_samples,
     monkeypatch.setattr(probes_module, "KMEANS_ITERATIONS", 1)
     X = ou_samples(np.array([[-1.0, 0.5], [-0.5, -1.0]]), 1.0, 3000, 0)
     with pytest.warns(ds.ConvergenceWarning, match="k-means"):
-        fit = ds.fit_local(models["ou2d_m12"], X, 6, temperature=4.0)
+        fit = ds.fit_local(models["ou2d_m12"], X, 6, scores=ds.Scores(temperature=4.0))
     assert fit.converged  # θ̂ comes from a linear solve; the probes are valid, only not k-means
     assert any("k-means placement of the probes stopped after 1" in n for n in fit.report.notes)
     assert "k-means placement" in fit.summary()

@@ -143,7 +143,9 @@ def test_lorenz_small_n_is_not_zeroed(models):
     """Lorenz at N = 300, where σ's direction is the weakest: σ̂ keeps a value near the truth (a
     direction b determines is never set to 0) and its interval, finite or not, covers it."""
     m = models["lorenz"]
-    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 300, seed=10_096), seed=96)
+    fit = ds.fit_global(
+        m, ds.simulate(m, m.nominal, 300, seed=10_096), features=ds.Features(seed=96)
+    )
     assert abs(fit.theta[0] / 10.0 - 1) < 0.15
     lo, hi = fit.conf_int()[0]
     assert lo <= 10.0 <= hi
@@ -154,7 +156,9 @@ def test_lorenz_small_n_is_not_zeroed(models):
 def loaded_ou(models, ou_samples):
     """All-free OU whose null direction loads on every entry (M = [[−1, 1], [0, −2]], Σ ≠ I)."""
     M = np.array([[-1.0, 1.0], [0.0, -2.0]])
-    return M, ds.fit_global(models["ou2d"], ou_samples(M, 1.0, 20_000, 3), seed=0)
+    return M, ds.fit_global(
+        models["ou2d"], ou_samples(M, 1.0, 20_000, 3), features=ds.Features(seed=0)
+    )
 
 
 def test_summary_table_and_records_show_loading_bias_and_combinations(loaded_ou):
@@ -203,14 +207,18 @@ def test_summary_table_and_records_show_loading_bias_and_combinations(loaded_ou)
 def test_prior_scale_none_and_ridge_do_not_widen(loaded_ou, models, ou_samples):
     M, fit = loaded_ou
     X = ou_samples(M, 1.0, 20_000, 3)
-    plain = ds.fit_global(models["ou2d"], X, seed=0, prior_scale=None)
+    plain = ds.fit_global(
+        models["ou2d"], X, features=ds.Features(seed=0), solver=ds.Solver(prior_scale=None)
+    )
     assert np.array_equal(plain.theta, fit.theta)
     assert np.all(plain.report.bias_sd == 0) and "variance only" in plain.summary()
     fin = np.isfinite(fit.report.ci[:, 0])
     assert np.all(
         (plain.report.ci[fin, 1] - plain.theta[fin]) < (fit.report.ci[fin, 1] - fit.theta[fin])
     )
-    ridge = ds.fit_global(models["ou2d"], X, seed=0, estimator="ridge")
+    ridge = ds.fit_global(
+        models["ou2d"], X, features=ds.Features(seed=0), solver=ds.Solver(estimator="ridge")
+    )
     assert (
         np.all(ridge.report.bias_sd == 0) and "do not include the regularisation" in ridge.summary()
     )
@@ -219,7 +227,10 @@ def test_prior_scale_none_and_ridge_do_not_widen(loaded_ou, models, ou_samples):
     # columns carry are linear in τ_i² (the formula itself:
     # test_unresolved_noise_variance_is_the_influence_spread_over_the_prior)
     bias2 = {
-        tau: ds.fit_global(models["ou2d"], X, seed=0, prior_scale=tau).report.bias_sd ** 2
+        tau: ds.fit_global(
+            models["ou2d"], X, features=ds.Features(seed=0), solver=ds.Solver(prior_scale=tau)
+        ).report.bias_sd
+        ** 2
         for tau in (0.0, 2.0, 4.0)
     }
     step2, step4 = bias2[2.0] - bias2[0.0], bias2[4.0] - bias2[0.0]
@@ -245,7 +256,9 @@ def test_exact_ou_coverage_of_honest_intervals(models, ou_samples, M, lower_only
     cover, finite = np.zeros(4), np.zeros(4)
     R = 100
     for k in range(R):
-        fit = ds.fit_global(models["ou2d"], ou_samples(M, 1.0, 2000, 7000 + k), seed=k)
+        fit = ds.fit_global(
+            models["ou2d"], ou_samples(M, 1.0, 2000, 7000 + k), features=ds.Features(seed=k)
+        )
         ci = fit.conf_int()
         ok = np.isfinite(ci[:, 0])
         finite += ok
@@ -281,7 +294,9 @@ def test_limit_cycle_intervals_see_the_noise_of_an_invisible_parameter(models):
     finite, combos, n_sets = [], [], 0
     for N, sets in ((5000, 60), (20_000, 30)):
         for k in range(sets):
-            rep = ds.fit_global(model, _stuart_landau_exact(N, 500 + k), seed=k).report
+            rep = ds.fit_global(
+                model, _stuart_landau_exact(N, 500 + k), features=ds.Features(seed=k)
+            ).report
             n_sets += 1
             ci = rep.ci
             ok = np.isfinite(ci[:, 0])

@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -29,7 +30,9 @@ def test_tanh_1d_recovered_from_poor_start(gen_dir):
     assert not m.is_affine
     tru = np.array([3.0, 0.7])
     X = sample_1d(lambda g: tru[0] / tru[1] * np.log(np.cosh(tru[1] * g)) - g**2 / 2, 10_000, 0)
-    fit = ds.fit_global(m, X, theta0=[1.0, 0.1], out_dir=gen_dir)
+    fit = ds.fit_global(
+        m, X, solver=ds.Solver(theta0=[1.0, 0.1]), execution=ds.Execution(out_dir=gen_dir)
+    )
     assert fit.info["solver"] == "gradient"
     err = np.abs(fit.theta / tru - 1)
     print("tanh 1-D relative errors", err, "std.err/truth", fit.std_errors / tru)
@@ -43,10 +46,18 @@ def test_tanh_1d_recovered_from_poor_start(gen_dir):
 def test_no_start_raises_not_affine(gen_dir):
     m = ds.SDEModel([x], [k], [-(k**2) * x], diffusion=1, name="ksq")
     with pytest.raises(ds.NotAffineError, match="theta0"):
-        ds.fit_global(m, np.random.default_rng(0).standard_normal((50, 1)), out_dir=gen_dir)
+        ds.fit_global(
+            m,
+            np.random.default_rng(0).standard_normal((50, 1)),
+            execution=ds.Execution(out_dir=gen_dir),
+        )
     # nominal values are a starting point
     m2 = ds.SDEModel([x], [k], [-(k**2) * x], diffusion=1, name="ksq", nominal=[0.5])
-    fit = ds.fit_global(m2, np.random.default_rng(0).standard_normal((4000, 1)), out_dir=gen_dir)
+    fit = ds.fit_global(
+        m2,
+        np.random.default_rng(0).standard_normal((4000, 1)),
+        execution=ds.Execution(out_dir=gen_dir),
+    )
     assert abs(abs(fit.theta[0]) - 1.0) < 0.1
 
 
@@ -84,12 +95,13 @@ def test_variable_projection_same_optimum_and_faster(gen_dir):
     assert separable_params(m) == [2]  # b only: a's column tanh(kx) depends on k
     tru = np.array([3.0, 0.7, 1.0])
     X = sample_1d(lambda g: tru[0] / tru[1] * np.log(np.cosh(tru[1] * g)) - g**2 / 2, 10_000, 0)
-    kw = dict(theta0=[1.0, 0.1, 2.0], out_dir=gen_dir)
-    ds.fit_global(m, X[:200], **kw)  # warm the kernels
+    solver = ds.Solver(theta0=[1.0, 0.1, 2.0])
+    kw = dict(execution=ds.Execution(out_dir=gen_dir))
+    ds.fit_global(m, X[:200], solver=solver, **kw)  # warm the kernels
     t0 = time.perf_counter()
-    vp = ds.fit_global(m, X, projection=True, **kw)
+    vp = ds.fit_global(m, X, solver=replace(solver, projection=True), **kw)
     t1 = time.perf_counter()
-    full = ds.fit_global(m, X, projection=False, **kw)
+    full = ds.fit_global(m, X, solver=replace(solver, projection=False), **kw)
     t2 = time.perf_counter()
     print(
         f"variable projection {t1 - t0:.3f} s ({vp.info['nfev']} evaluations), "
@@ -104,9 +116,23 @@ def test_affine_model_through_gradient_route_matches_linear_solve(gen_dir):
         [x, y], [a, b, rho], [-a * x + rho * y, -b * y + x**2 / 4], diffusion=1, name="affine2d"
     )
     X = np.random.default_rng(2).standard_normal((5000, 2))
-    lin = ds.fit_global(m, X, out_dir=gen_dir, n_features=512)
-    grad = ds.fit_global(m, X, out_dir=gen_dir, n_features=512, solver="gradient", projection=False)
-    proj = ds.fit_global(m, X, out_dir=gen_dir, n_features=512, solver="gradient")
+    lin = ds.fit_global(
+        m, X, execution=ds.Execution(out_dir=gen_dir), features=ds.Features(n_features=512)
+    )
+    grad = ds.fit_global(
+        m,
+        X,
+        execution=ds.Execution(out_dir=gen_dir),
+        features=ds.Features(n_features=512),
+        solver=ds.Solver(method="gradient", projection=False),
+    )
+    proj = ds.fit_global(
+        m,
+        X,
+        execution=ds.Execution(out_dir=gen_dir),
+        features=ds.Features(n_features=512),
+        solver=ds.Solver(method="gradient"),
+    )
     assert grad.info["solver"] == "gradient" and "solver" not in lin.info
     np.testing.assert_allclose(grad.theta, lin.theta, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(proj.theta, lin.theta, rtol=1e-8, atol=1e-10)
@@ -132,7 +158,9 @@ def test_gradient_drift_2d_recovered(gen_dir):
         )
 
     X = sample_2d(logp, 20_000, 0, lim=9.0)
-    fit = ds.fit_global(m, X, theta0=[0.5, 0.2, 0.0], out_dir=gen_dir)
+    fit = ds.fit_global(
+        m, X, solver=ds.Solver(theta0=[0.5, 0.2, 0.0]), execution=ds.Execution(out_dir=gen_dir)
+    )
     err = np.abs(fit.theta / tru - 1)
     print("2-D gradient drift relative errors", err, "std.err/truth", fit.std_errors / tru)
     assert err.max() < 0.1
@@ -147,9 +175,10 @@ def test_search_stopped_by_max_nfev_is_flagged(gen_dir, projection):
     m = ds.SDEModel([x], [a, k, b], [a * sp.tanh(k * x) - b * x], diffusion=1, name="tanh_ab")
     tru = np.array([3.0, 0.7, 1.0])
     X = sample_1d(lambda g: tru[0] / tru[1] * np.log(np.cosh(tru[1] * g)) - g**2 / 2, 4000, 0)
-    kw = dict(theta0=[1.0, 0.1, 2.0], projection=projection, n_features=256, out_dir=gen_dir)
+    solver = ds.Solver(theta0=[1.0, 0.1, 2.0], projection=projection)
+    kw = dict(features=ds.Features(n_features=256), execution=ds.Execution(out_dir=gen_dir))
     with pytest.warns(ds.ConvergenceWarning, match="gradient search did not converge"):
-        fit = ds.fit_global(m, X, max_nfev=2, **kw)
+        fit = ds.fit_global(m, X, solver=replace(solver, max_nfev=2), **kw)
     assert fit.converged is False and fit.info["converged"] is False
     assert (
         fit.info["status"] == 0 and "maximum number of function evaluations" in fit.info["message"]
@@ -160,13 +189,15 @@ def test_search_stopped_by_max_nfev_is_flagged(gen_dir, projection):
     assert fit.to_dict()["converged"] is False and fit.to_dataframe().attrs["converged"] is False
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.ConvergenceWarning)
-        ok = ds.fit_global(m, X, **kw)
+        ok = ds.fit_global(m, X, solver=solver, **kw)
     assert ok.converged and ok.info["converged"] and ok.info["status"] in (1, 2, 3, 4)
     assert "NOT CONVERGED" not in ok.summary() and ok.to_dict()["converged"] is True
     with pytest.raises(ds.DataError, match="max_nfev"):
-        ds.fit_global(m, X, max_nfev=0, **kw)
+        ds.fit_global(m, X, solver=replace(solver, max_nfev=0), **kw)
 
 
 def test_linear_solve_is_converged(compiled, models, ou_samples):
-    fit = ds.fit_global(models["ou2d_m12"], ou_samples(OU_M12, 1.0, 2000, 0), n_features=64)
+    fit = ds.fit_global(
+        models["ou2d_m12"], ou_samples(OU_M12, 1.0, 2000, 0), features=ds.Features(n_features=64)
+    )
     assert fit.converged and "converged" not in fit.info and "NOT CONVERGED" not in fit.summary()

@@ -88,7 +88,7 @@ def test_bootstrap_is_seeded_and_zero_for_identical_blocks(rng):
 def lorenz_fit(models):
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 3000, seed=11)
-    return m, X, ds.fit_global(m, X, seed=0)
+    return m, X, ds.fit_global(m, X, features=ds.Features(seed=0))
 
 
 def test_fit_report_has_standard_errors_and_p_value(lorenz_fit):
@@ -131,7 +131,9 @@ def test_summary_shows_se_ci_and_bootstrap(lorenz_fit):
 
 
 def test_not_identifiable_parameters_get_infinite_intervals(models, ou_samples):
-    fit = ds.fit_global(models["ou2d"], ou_samples(OU_M, 1.0, 20_000, 0), seed=0)
+    fit = ds.fit_global(
+        models["ou2d"], ou_samples(OU_M, 1.0, 20_000, 0), features=ds.Features(seed=0)
+    )
     se = fit.std_errors
     assert np.isinf(se[1]) and np.isinf(se[2]) and np.all(np.isfinite(se[[0, 3]]))
     assert "(−∞, ∞)" in fit.summary()
@@ -141,7 +143,7 @@ def test_streamed_fit_gives_the_same_uncertainty(lorenz_fit, tmp_path):
     m, X, fit = lorenz_fit
     path = tmp_path / "x.npy"
     np.save(path, X)
-    streamed = ds.fit_global(m, str(path), seed=0)
+    streamed = ds.fit_global(m, str(path), features=ds.Features(seed=0))
     np.testing.assert_allclose(streamed.std_errors, fit.std_errors, rtol=1e-9)
     np.testing.assert_allclose(streamed.report.p_value, fit.report.p_value, rtol=1e-8)
 
@@ -155,7 +157,7 @@ def test_calibration_on_exactly_sampled_ou(ou_samples):
     est, se, cover, cover_boot, pvals = [], [], [], [], []
     for rep in range(R):
         X = ou_samples(OU_M, 1.0, N, 10_000 + rep)
-        fit = ds.fit_global(OU3, X, n_features=256, seed=rep)
+        fit = ds.fit_global(OU3, X, features=ds.Features(n_features=256, seed=rep))
         ci = fit.conf_int()
         boot = fit.bootstrap(n_boot=100, seed=rep)
         est.append(fit.theta)
@@ -191,7 +193,9 @@ def test_p_value_uniform_under_rank_deficient_true_model(models, ou_samples):
     pvals = np.array(
         [
             ds.fit_global(
-                models["ou2d"], ou_samples(OU_M, 1.0, 3000, 500 + s), n_features=256, seed=s
+                models["ou2d"],
+                ou_samples(OU_M, 1.0, 3000, 500 + s),
+                features=ds.Features(n_features=256, seed=s),
             ).report.p_value
             for s in range(150)
         ]
@@ -222,7 +226,10 @@ def test_misspecified_lorenz_detected(models):
     p_true, p_bad, cons_true, cons_bad = [], [], [], []
     for s in range(draws):
         X = ds.simulate(true, true.nominal, 5000, seed=700 + s)
-        good, bad = ds.fit_global(true, X, seed=s), ds.fit_global(lacking, X, seed=s)
+        good, bad = (
+            ds.fit_global(true, X, features=ds.Features(seed=s)),
+            ds.fit_global(lacking, X, features=ds.Features(seed=s)),
+        )
         p_true.append(good.report.p_value)
         p_bad.append(bad.report.p_value)
         cons_true.append(good.report.consistent)

@@ -97,7 +97,7 @@ def test_v_statistic_is_the_tikhonov_fit_bit_for_bit(models):
     with bread H_λ⁻¹ — exactly, as before the U-statistic became the default."""
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 1000, seed=5)
-    fit = ds.fit_global(m, X, seed=0, statistic="v")
+    fit = ds.fit_global(m, X, features=ds.Features(seed=0), solver=ds.Solver(statistic="v"))
     assert fit.info["statistic"] == "v" and fit.info["estimator"] == "ridge"
     assert np.array_equal(fit.theta, solve_tikhonov(fit.A, fit.b, 1e-6))
     Ab, bb, counts = fit.report._blocks
@@ -109,7 +109,7 @@ def test_v_statistic_is_the_tikhonov_fit_bit_for_bit(models):
         fit.report.covariance,
     )
     # the default fits the same system with the U-statistic: same A, different θ̂
-    u_fit = ds.fit_global(m, X, seed=0)
+    u_fit = ds.fit_global(m, X, features=ds.Features(seed=0))
     assert np.array_equal(u_fit.A, fit.A) and not np.array_equal(u_fit.theta, fit.theta)
     assert u_fit.report.p_value == fit.report.p_value  # the test stays at the Tikhonov solution
 
@@ -158,7 +158,9 @@ def test_corrected_gram_is_positive_definite_on_the_resolved_subspace(models, ou
     M = np.array([[-1.0, 0.5], [-0.5, -1.0]])
     raw_indefinite = 0
     for seed in range(20):
-        fit = ds.fit_global(models["ou2d"], ou_samples(M, 1.0, 300, 300 + seed), seed=seed)
+        fit = ds.fit_global(
+            models["ou2d"], ou_samples(M, 1.0, 300, 300 + seed), features=ds.Features(seed=seed)
+        )
         Ab, bb, counts = fit.report._blocks
         S, _ = block_covariance(fit.A, fit.b, Ab, bb, counts)
         raw_indefinite += np.linalg.eigvalsh(fit.A.T @ fit.A - S).min() < 0
@@ -171,7 +173,12 @@ def test_corrected_gram_is_positive_definite_on_the_resolved_subspace(models, ou
 
 def test_without_noise_blocks_the_v_statistic_is_used_with_a_note(models):
     m = models["lorenz"]
-    fit = ds.fit_global(m, ds.simulate(m, m.nominal, 500, seed=2), seed=0, n_blocks=1)
+    fit = ds.fit_global(
+        m,
+        ds.simulate(m, m.nominal, 500, seed=2),
+        features=ds.Features(seed=0),
+        execution=ds.Execution(n_blocks=1),
+    )
     assert fit.info["statistic"] == "u"
     assert fit.report.statistic == "v" and fit.report.estimator == "ridge"
     assert np.array_equal(fit.theta, solve_tikhonov(fit.A, fit.b, 1e-6))
@@ -194,8 +201,8 @@ def test_corrected_gauss_newton_on_an_affine_model_is_one_affine_solve(models):
     to the affine U-statistic estimate (same θ̂, same report)."""
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 2000, seed=9)
-    lin = ds.fit_global(m, X, seed=0)
-    grad = ds.fit_global(m, X, seed=0, solver="gradient")
+    lin = ds.fit_global(m, X, features=ds.Features(seed=0))
+    grad = ds.fit_global(m, X, features=ds.Features(seed=0), solver=ds.Solver(method="gradient"))
     assert grad.info["gn_converged"] is True and grad.info["gn_steps"] <= 3
     np.testing.assert_allclose(grad.theta, lin.theta, rtol=1e-9)
     np.testing.assert_allclose(grad.std_errors, lin.std_errors, rtol=1e-6)
@@ -216,21 +223,29 @@ def test_corrected_gauss_newton_non_affine_matches_the_affine_parametrisation(ge
     )
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 5000, seed=4)
-    aff = ds.fit_global(m, X, seed=0)
-    non = ds.fit_global(logm, X, seed=0, out_dir=gen_dir)
+    aff = ds.fit_global(m, X, features=ds.Features(seed=0))
+    non = ds.fit_global(
+        logm, X, features=ds.Features(seed=0), execution=ds.Execution(out_dir=gen_dir)
+    )
     assert non.info["solver"] == "gradient" and non.info["gn_converged"] is True
     assert non.info["gn_steps"] <= 10
     est = np.array([math.exp(non.theta[0]), non.theta[1], non.theta[2]])
     np.testing.assert_allclose(est, aff.theta, rtol=2e-3)
     # the V-statistic optimum differs from the U one by far more than that
-    v = ds.fit_global(logm, X, seed=0, out_dir=gen_dir, statistic="v")
+    v = ds.fit_global(
+        logm,
+        X,
+        features=ds.Features(seed=0),
+        execution=ds.Execution(out_dir=gen_dir),
+        solver=ds.Solver(statistic="v"),
+    )
     assert abs(math.exp(v.theta[0]) / aff.theta[0] - 1) > 5 * abs(est[0] / aff.theta[0] - 1)
 
 
 def test_corrected_gauss_newton_reports_non_convergence(models):
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 1000, seed=1)
-    v = ds.fit_global(m, X, seed=0, statistic="v")
+    v = ds.fit_global(m, X, features=ds.Features(seed=0), solver=ds.Solver(statistic="v"))
     Ab, bb, counts = v.report._blocks
     shifted = v.theta * 1.5  # a start far from the fixed point; the loop gets one step only
 
@@ -259,7 +274,7 @@ def test_an_unconverged_gauss_newton_loop_flags_the_fit(models, monkeypatch):
     m = models["lorenz"]
     X = ds.simulate(m, m.nominal, 2000, seed=9)
     with pytest.warns(ds.ConvergenceWarning, match="Gauss–Newton"):
-        fit = ds.fit_global(m, X, seed=0, solver="gradient")
+        fit = ds.fit_global(m, X, features=ds.Features(seed=0), solver=ds.Solver(method="gradient"))
     assert fit.info["gn_converged"] is False and fit.converged is False
     assert "Gauss–Newton" in fit.info["message"]
     assert "NOT CONVERGED" in fit.summary()
@@ -291,9 +306,13 @@ def test_lorenz_n300_unbiased_over_200_data_sets(models):
     est_u, est_v = [], []
     for k in range(200):
         X = ds.simulate(m, truth, 300, seed=10_000 + k)
-        est_u.append(ds.fit_global(m, X, seed=k).theta)
+        est_u.append(ds.fit_global(m, X, features=ds.Features(seed=k)).theta)
         if k < 50:
-            est_v.append(ds.fit_global(m, X, seed=k, statistic="v").theta)
+            est_v.append(
+                ds.fit_global(
+                    m, X, features=ds.Features(seed=k), solver=ds.Solver(statistic="v")
+                ).theta
+            )
     bias_u = np.mean(est_u, axis=0) / truth - 1
     se_u = np.std(est_u, axis=0, ddof=1) / truth / np.sqrt(200)
     shrink = np.mean(np.array(est_v)[:, 0] - np.array(est_u)[:50, 0]) / truth[0]
@@ -310,7 +329,12 @@ def test_state_dependent_diffusion_unbiased(gen_dir):
     """D(x) = ½(1 + x²), exact t-distributed samples, N = 300, 200 data sets: the U-statistic
     estimate of a = 2 is unbiased within 3 % (standard error of the mean ≈ 1 %)."""
     est = [
-        ds.fit_global(SDD, _sdd_samples(2.0, 300, 500 + k), seed=k, out_dir=gen_dir).theta[0]
+        ds.fit_global(
+            SDD,
+            _sdd_samples(2.0, 300, 500 + k),
+            features=ds.Features(seed=k),
+            execution=ds.Execution(out_dir=gen_dir),
+        ).theta[0]
         for k in range(200)
     ]
     bias = np.mean(est) / 2.0 - 1
