@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies import (
@@ -885,6 +885,9 @@ def test_truly_nonaffine_fits_end_at_a_stationary_point(nonaffine_compiled, data
     route=st.sampled_from(["global", "local"]),
     seed=st.integers(0, 2**31),
 )
+# the plain corrected Gauss–Newton iteration oscillated here (G' ≈ −0.71 at the fixed point):
+# 50 steps ended at a step of 7.2e-9 > 3.5e-10, unconverged; Anderson-accelerated: 9 steps
+@example(a=1.5, k=1.0, start=[0.0, 0.0, 0.0], route="global", seed=11549)
 def test_nonaffine_exact_law_and_a_zero_parameter(nonaffine_compiled, a, k, start, route, seed):
     """Exact samples of a non-affine gradient drift: the search converges, the truth — e = 0
     for the added x² term — lies in the 1 − 10⁻⁶ interval of every identified parameter, and the

@@ -55,6 +55,7 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
+from .fixedpoint import anderson_fixed_point
 from .jackknife import Jackknife, jackknife_resolved, resolved_blocks
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
@@ -611,9 +612,19 @@ def corrected_gauss_newton(
         (the resolved estimator updates θ on the resolved directions only, keeping the start's
         components along the others, where the model is linearised).
     max_steps : int
+        Evaluations of the map allowed.
     tol : float
-        Stop when the full step ``max |Δθ| ≤ tol · (1 + max |θ|)``; steps that stop contracting
-        are damped (halved, down to 1/64; the fixed point is the same).
+        Stop when the full step ``max |G(θ) − θ| ≤ tol · (1 + max |θ|)``, G the map
+        "re-linearise at θ, solve the corrected system" (θ̂ = G(θ) of that iterate).
+
+    The iteration θ ← G(θ) is a Gauss–Newton step: G neglects the second derivatives of r and the
+    derivative of the correction, so it converges only linearly where these are not small, and
+    oscillates when G' has an eigenvalue near or below −1 (a weakly resolved non-linear
+    parameter).  It is therefore driven by safeguarded Anderson acceleration
+    (:func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`): the multisecant combination of
+    the last steps is taken when it lowers ``‖G(θ) − θ‖₂``, otherwise the plain step, relaxed
+    (halved down to 1/64) while it does not contract.  The zeros of ``G(θ) − θ`` are the fixed
+    points of the plain iteration: the same estimate, in fewer steps.
 
     Returns
     -------
@@ -626,39 +637,30 @@ def corrected_gauss_newton(
         :class:`~dynosed_sym.errors.ConvergenceWarning` is issued when the loop stops at
         ``max_steps``.
     """
-    theta = np.asarray(theta0, dtype=float).copy()
-    converged = False
-    steps, step, prev, eta = 0, np.inf, np.inf, 1.0
     unknown = sorted(set(rule) - {"statistic", "estimator", "rank_threshold"})
     if unknown:
         raise TypeError(f"corrected_gauss_newton() got unexpected keyword(s) {unknown}")
-    for k in range(1, int(max_steps) + 1):
-        steps = k
+
+    def step(theta):
         system = linearisation(theta)
         # each step: the corrected solve alone (the second-order term and the Tikhonov reference
         # are taken once, at the fixed point)
         est = solve_system(*system, lam, second_order=False, tikhonov=False, **rule)
-        new = est.theta
-        if est.estimator == "resolved":  # keep the components the data do not resolve
-            VR = est.subspace
-            new = est.theta_resolved + theta - VR @ (VR.T @ theta)
-        full = new - theta
-        step = float(np.abs(full).max(initial=0.0))
-        if step <= tol * (1.0 + float(np.abs(theta).max(initial=0.0))):
-            theta = new
-            converged = True
-            break
-        if step > 0.9 * prev:  # not contracting: damp the steps (the fixed point is the same)
-            eta = max(0.5 * eta, 1.0 / 64)
-        prev = step
-        theta = theta + eta * full
+        if est.estimator != "resolved":
+            return est.theta
+        VR = est.subspace  # keep the components the data do not resolve
+        return est.theta_resolved + theta - VR @ (VR.T @ theta)
+
+    theta, loop = anderson_fixed_point(step, theta0, max_steps, tol)
+    steps, converged = loop["steps"], loop["converged"]
     system = linearisation(theta)
     est = solve_system(*system, lam, **rule)
     msg = ""
     if not converged:
         msg = (
             f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
-            f"{steps} steps without converging (last step {step:.3g}); the estimate is provisional"
+            f"{steps} steps without converging (last step {loop['step']:.3g}); the estimate is "
+            "provisional"
         )
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
