@@ -622,9 +622,10 @@ def corrected_gauss_newton(
     oscillates when G' has an eigenvalue near or below −1 (a weakly resolved non-linear
     parameter).  It is therefore driven by safeguarded Anderson acceleration
     (:func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`): the multisecant combination of
-    the last steps is taken when it lowers ``‖G(θ) − θ‖₂``, otherwise the plain step, relaxed
-    (halved down to 1/64) while it does not contract.  The zeros of ``G(θ) − θ`` are the fixed
-    points of the plain iteration: the same estimate, in fewer steps.
+    the last steps, projected onto the resolved directions, is taken when it lowers
+    ``‖G(θ) − θ‖₂`` and does not raise the loss (:func:`_corrected_loss`); otherwise plain steps,
+    relaxed (halved down to 1/64) while they do not contract.  The zeros of ``G(θ) − θ`` are the
+    fixed points of the plain iteration: the same estimate, in fewer steps.
 
     Returns
     -------
@@ -646,10 +647,11 @@ def corrected_gauss_newton(
         # each step: the corrected solve alone (the second-order term and the Tikhonov reference
         # are taken once, at the fixed point)
         est = solve_system(*system, lam, second_order=False, tikhonov=False, **rule)
+        merit, slack = _corrected_loss(system, theta, est.statistic)
         if est.estimator != "resolved":
-            return est.theta
+            return est.theta, None, merit, slack
         VR = est.subspace  # keep the components the data do not resolve
-        return est.theta_resolved + theta - VR @ (VR.T @ theta)
+        return est.theta_resolved + theta - VR @ (VR.T @ theta), VR, merit, slack
 
     theta, loop = anderson_fixed_point(step, theta0, max_steps, tol)
     steps, converged = loop["steps"], loop["converged"]
@@ -665,3 +667,17 @@ def corrected_gauss_newton(
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
     return est, system, {"steps": steps, "converged": converged, "message": msg}
+
+
+def _corrected_loss(system, theta, statistic):
+    """(loss, rounding): ``‖r‖² − Σ_b w_b‖r_b − r‖²/(B − 1)`` at θ (``‖r‖²`` for the
+    V-statistic), r = Aθ − b, the loss whose stationary points the Gauss–Newton loop seeks (up
+    to the guard α and λ); ``rounding`` a rise of it that is rounding, 10⁻¹² of its terms."""
+    A, b, A_blocks, b_blocks, counts = system
+    r = A @ theta - b
+    loss = float(r @ r)
+    if statistic != "u" or A_blocks is None or len(counts) < 2:
+        return loss, 1e-12 * loss
+    dev = each_times(A_blocks, np.broadcast_to(theta, (len(counts), theta.size))) - b_blocks - r
+    corr = float(block_weights(counts) @ np.einsum("bm,bm->b", dev, dev)) / (len(counts) - 1)
+    return loss - corr, 1e-12 * (loss + corr)
