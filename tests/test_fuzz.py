@@ -395,7 +395,9 @@ _FEATURES_VANISH = r"^the assembled system's entries are too small for double pr
 _SCORE_FAILS = r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "
 LOCAL_OUTCOMES = {
     "huge": ("fit", ""),  # one far outlier carries no kernel weight at the probes
-    "subnormal": ("either", _SCORE_FAILS),  # a column of zeros: degenerate local covariances
+    # a column of zeros to double precision: the local Gaussian score refuses it by name
+    # (_subnormal_expected); the kernel and score-matching scores may fit
+    "subnormal": ("either", _SCORE_FAILS),
     "const_col": ("either", _SCORE_FAILS),
     "offset3": ("raise", _SCORE_FAILS),  # the data far from the probes
     "offset": ("raise", _SCORE_FAILS),
@@ -524,6 +526,21 @@ def _overflow_expected(X, model, expected):
     )
 
 
+def _subnormal_expected(X, kw, expected):
+    """The local Gaussian score inverts the local covariance: a column scaled by 1e-310 has none
+    (its variance is cancellation noise of either sign, which was once inverted into a system of
+    size 1e301), and the refusal names the column."""
+    if kw.get("score") != "local_gaussian":
+        return expected
+    j = int(np.argmin(np.abs(X).max(axis=0)))
+    return (
+        "raise",
+        rf"^kernel score: probe \d+ .* effective data point|^local Gaussian score: the "
+        rf"kernel-weighted data around probe \d+ are degenerate \(singular covariance: column "
+        rf"{j} of X has no spread there",
+    )
+
+
 def _outcome(route, defect):
     table = GLOBAL_OUTCOMES if route == "global" else LOCAL_OUTCOMES
     return table.get(defect) or OUTCOMES[defect]
@@ -637,6 +654,8 @@ def test_entry_points_on_hostile_and_valid_input(compiled, models, data):
         expected = ("either", "|".join(filter(None, [expected[1], _FEATURES_VANISH])))
     if route == "global" and defect == "huge":
         expected = _overflow_expected(X, model, expected)
+    if route == "local" and defect == "subnormal":
+        expected = _subnormal_expected(X, kw, expected)
     if route == "global":
         fit = _run(route, expected, lambda: ds.fit_global(model, X, **kw))
     else:
@@ -902,6 +921,37 @@ def test_truly_nonaffine_fits_end_at_a_stationary_point(nonaffine_compiled, data
         return
     # ‖Aᵀr‖ ≤ ‖A‖‖r‖ always; far below it, r has (almost) no component left in the range of A
     assert np.linalg.norm(grad) <= 1e-5 * (nA * nr + lam * np.linalg.norm(fit.theta))
+
+
+@pytest.mark.parametrize("projection", [True, False])
+def test_nonaffine_data_too_narrow_for_double_precision(nonaffine_compiled, projection):
+    """Data spread over 1e-150 with D = 1: the Stein system's diffusion part is ≈ 1e300 and the
+    drift parameters that balance it overflow.  It said "the gradient solver's residual is not
+    finite at θ = [0.5 -1 nan] … start from a theta0 of moderate size" (fuzz seed 26556; the
+    projected e = −(A_aᵀA_a)⁻¹A_aᵀr was 1e151·4e299) or "the drift is not finite at sample 0";
+    now the data's scale is named before the search."""
+    model, out = nonaffine_compiled
+    X = np.random.default_rng(0).standard_normal((20, 2)) * 1e-150
+    kw = dict(theta0=(0.5, -1.0, 0.1), lam=0.0, out_dir=out, statistic="v", estimator="ridge")
+    with pytest.raises(ds.DataError, match=r"^X: the diffusion part of the Stein system has "):
+        ds.fit_global(model, X, n_features=32, projection=projection, **kw)
+    fit = ds.fit_global(model, X * 1e150, n_features=32, projection=projection, **kw)
+    assert np.isfinite(fit.theta).all()  # the same data at order one fit
+
+
+@pytest.mark.parametrize("column", [0, 1])
+def test_local_gaussian_score_names_a_subnormal_column(models, column):
+    """A column scaled by 1e-310 (fuzz seeds 19529, 2268): its local variance is rounding noise
+    of either sign; where it came out positive it was inverted, and the fit ended at "the
+    assembled local system A θ = b has entries of size 3.4e+301 … rescale the state
+    variables".  The local Gaussian score now refuses it, naming the column."""
+    X = np.random.default_rng(1).standard_normal((100, 2))
+    P = np.random.default_rng(2).uniform(-0.7, 0.7, (10, 2))
+    kw = {"score": "local_gaussian", "temperature": 1.0, "lam": 0.0}
+    ds.fit_local(models["ou2d"], X, P, **kw)  # valid data fit
+    X[:, column] *= 1e-310
+    with pytest.raises(ds.DataError, match=rf"singular covariance: column {column} of X has no"):
+        ds.fit_local(models["ou2d"], X, P, **kw)
 
 
 @settings(max_examples=20)
