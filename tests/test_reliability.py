@@ -204,6 +204,78 @@ def test_drift_overflow_is_detected(lorenz):
         ds.fit_global(model, X * 1e200, features=ds.Features(n_features=64))
 
 
+#: "X: value … in column 'x', row 13, is too large for model 'limit_cycle': its term x**3 …"
+_CUBE_OVERFLOWS = (
+    r"^{name}: value {v} in column 'x', {label} {row}, is too large for model 'limit_cycle': "
+    r"its term x\*\*3 would be about 1e{e} there, beyond double precision, and the features "
+    r"overflow \(1 {label}\(s\) affected\); rescale the state variables"
+)
+
+
+@pytest.mark.parametrize("bandwidth", [1e300, "median", 1.0])
+def test_a_value_whose_cube_overflows_is_named(models, bandwidth):
+    """Regression (test_fuzz.py::test_entry_points_on_hostile_and_valid_input, limit_cycle,
+    global route, bandwidth=1e300): one recording error of 1e300 in row 13 gave "a Stein
+    feature (drift term) is not finite at sample 13" after assembly (and, with the median
+    bandwidth, a message about sin/cos precision).  The cause is that the drift's x³ overflows
+    there (10⁹⁰⁰ > 1.8·10³⁰⁸): refused before assembly, naming the value, row, column and
+    term, whatever the bandwidth."""
+    model = models["limit_cycle"]
+    X = np.random.default_rng(1).standard_normal((40, 2))
+    X[13, 0] = 1e300
+    pattern = _CUBE_OVERFLOWS.format(name="X", v=r"1e\+300", label="row", row=13, e=900)
+    with pytest.raises(ds.DataError, match=pattern):
+        ds.fit_global(model, X, features=ds.Features(n_features=64, bandwidth=bandwidth))
+    # streamed: the global row; 10¹⁰³ is just beyond the cube root of the largest double
+    # (5.6·10¹⁰²), 10¹⁰² just within it (that row then fails the sin/cos bound instead)
+    X[13, 0], X[31, 0] = 0.5, -1e103
+    chunks = (X[i : i + 8] for i in range(0, 40, 8))
+    pattern = _CUBE_OVERFLOWS.format(name="X", v=r"-1e\+103", label="row", row=31, e=309)
+    with pytest.raises(ds.DataError, match=pattern):
+        ds.fit_global(model, chunks, features=ds.Features(n_features=64, bandwidth=1.0))
+    X[31, 0] = -1e102
+    with pytest.raises(ds.DataError, match=r"lose all precision \(row 31,"):
+        ds.fit_global(model, X, features=ds.Features(n_features=64, bandwidth=1.0))
+
+
+def test_a_probe_whose_cube_overflows_is_named(models):
+    """The local route evaluates the model at its probes, not at the samples: the same check
+    and message there (a far sample carries no kernel weight at the probes and is no error)."""
+    model = models["limit_cycle"]
+    X = np.random.default_rng(1).standard_normal((200, 2))
+    P = np.array([[0.5, 0.0], [1e200, 0.3], [0.0, -0.5]])
+    pattern = _CUBE_OVERFLOWS.format(name="probes", v=r"1e\+200", label="probe", row=1, e=600)
+    with pytest.raises(ds.DataError, match=pattern):
+        ds.fit_local(model, X, P, scores=ds.Scores(score="kernel", temperature=4.0))
+
+
+def test_state_overflow_bound_matches_the_evaluated_terms(models):
+    """The bound of data.checks.state_overflow against the terms evaluated in NumPy: for
+    each model in models/ and rows at 10^k (k = 0 … 300), a row is refused exactly when one of
+    the model's drift or D terms, evaluated at it with every parameter set to 1, is not finite
+    (a parameter-free product of the state: the bound is exact for monomials)."""
+    from dynosed_sym.data.checks import state_overflow
+
+    for name, model in models.items():
+        ones = {p: 1 for p in model.params}
+        terms = [
+            sp.lambdify(model.state, term.xreplace(ones), "numpy")
+            for expr in [*model.drift, *model.D]
+            for term in sp.Add.make_args(sp.expand(expr))
+            if term.free_symbols & set(model.state)
+        ]
+        for k in range(0, 301, 3):
+            row = np.full((1, model.d), 10.0**k)
+            with np.errstate(all="ignore"):
+                finite = all(np.isfinite(float(f(*row[0]))) for f in terms)
+            try:
+                state_overflow(model, row)
+                refused = False
+            except ds.DataError:
+                refused = True
+            assert refused == (not finite), (name, k)
+
+
 def test_system_too_large_for_the_report(lorenz):
     """Finite but enormous entries (1e150): the solve and the noise analysis would overflow."""
     model, X = lorenz

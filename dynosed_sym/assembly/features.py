@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..data.checks import state_overflow
 from ..errors import DataError
 from ..kernels.stein_fill import FEATURE_BLOCK
 
@@ -141,8 +142,10 @@ def draw_features(d, m, lengthscale, seed=0) -> RandomFeatures:
 MAX_FEATURE_TURNS = 2.0**20
 
 
-def feature_arguments(X, feats, name="X", offset=0):
-    """Raise DataError when a row of X (n, d) puts a random feature out of sin/cos precision.
+def feature_arguments(X, feats, name="X", offset=0, model=None):
+    """Raise DataError when a row of X (n, d) puts a random feature out of sin/cos precision —
+    or, first, with ``model``, when a term of the model overflows there
+    (:func:`~dynosed_sym.data.checks.state_overflow`, the cause to name for a value like 1e300).
 
     Uses the bound ``|ωᵀx + c| ≤ max‖ω‖·‖x‖ + 2π`` (O(n·d)): it trips only when ‖x‖ exceeds the
     kernel length scale by a factor of order 10⁶, i.e. data far from the origin compared with
@@ -150,6 +153,8 @@ def feature_arguments(X, feats, name="X", offset=0):
     """
     if X.shape[0] == 0:
         return
+    if model is not None:
+        state_overflow(model, X, name, offset=offset)
     limit = MAX_FEATURE_TURNS * 2.0 * math.pi - 2.0 * math.pi
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is itself the answer
         w_max = float(np.sqrt((feats.omega**2).sum(axis=1)).max())

@@ -188,7 +188,7 @@ def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0):
     """
     row = int(start)
     for chunk in chunks:
-        feature_arguments(chunk, feats, offset=row)
+        feature_arguments(chunk, feats, offset=row, model=cm.model)
         for k, piece in blocks.split(chunk):
             P_s, P_c = block_sums(cm, piece, feats)
             blocks.add(k, P_s, P_c, piece.shape[0])
@@ -209,7 +209,7 @@ def assemble_source(
     """
     if source.kind == "array":
         edges = block_edges(source.n_rows, n_blocks)
-        feature_arguments(source.array, feats)
+        feature_arguments(source.array, feats, model=cm.model)
         system = assemble_array(cm, source.array, edges, feats, dlogp_dt)
         if bar is not None:
             bar.update(source.n_rows)

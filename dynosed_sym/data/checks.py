@@ -7,6 +7,9 @@ and the state.  The guide's table "Bad input and what you get" lists what each c
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 
 from ..arguments import float_array
@@ -20,6 +23,9 @@ __all__ = [
     "diffusion_psd",
     "Spread",
     "PSD_ROWS",
+    "state_monomials",
+    "state_overflow",
+    "LOG2_MAX",
 ]
 
 
@@ -148,3 +154,85 @@ class Spread:
     def check(self, name="X"):
         if not self.spread and self.rows >= 2:
             same_point(self.rows, self.first_row, name)
+
+
+#: log₂ of the largest double: a term whose log₂|value| reaches it is ±inf.
+LOG2_MAX = math.log2(sys.float_info.max)
+
+_MONOMIALS: dict = {}
+
+
+def state_monomials(model):
+    """``(E, c)``: the exponents ``E`` (K, d) of the powers of the state in the terms of the
+    drift and of D, and ``c`` (K,) the log₂ of their largest numeric coefficients.
+
+    Each term of the expanded drift and D contributes the product of its integer powers of state
+    variables (``a·x·y²·tanh(kx)`` contributes ``x·y²``): the generated kernels evaluate that
+    product, and where it overflows, the term is ±inf or NaN whatever the other factors are.
+    """
+    import sympy as sp
+
+    from ..codegen.spec import spec_hash
+
+    key = spec_hash(model)
+    if key in _MONOMIALS:
+        return _MONOMIALS[key]
+    state = list(model.state)
+    found = {}
+    for expr in [*model.drift, *model.D]:
+        for term in sp.Add.make_args(sp.expand(expr)):
+            powers, coef = [0] * len(state), 1.0
+            for factor in sp.Mul.make_args(term):
+                base, ex = factor.as_base_exp()
+                if base in state and ex.is_Integer and ex > 0:
+                    powers[state.index(base)] += int(ex)
+                elif factor.is_Number and factor != 0:
+                    coef *= abs(float(factor))
+            if any(powers):
+                key_p = tuple(powers)
+                found[key_p] = max(found.get(key_p, -np.inf), math.log2(coef))
+    E = np.array(sorted(found), dtype=float).reshape(-1, len(state))
+    c = np.array([found[tuple(int(a) for a in e)] for e in E])
+    _MONOMIALS[key] = (E, c)
+    return E, c
+
+
+def state_overflow(model, X, name="X", what="row", offset=0):
+    """Raise DataError when a row of X (n, d) is so large that a term of the model's drift or
+    D — a power of the state like ``x³`` — overflows double precision there.
+
+    Names the first such row (counted from ``offset``), the column whose power overflows, the
+    term and the number of rows affected.  The bound ``Σ_j a_j max(log₂|x_j|, 0) + log₂|c|``
+    covers every partial product of the term ``c·Πx_j^a_j``.  Checked before the features are
+    assembled, wherever the model is evaluated (global route: every sample; local route: the
+    probes), so that a recording error such as 1e300 is named as such.
+    """
+    if getattr(model, "drift", None) is None or X.shape[0] == 0:
+        return
+    E, c = state_monomials(model)
+    if E.shape[0] == 0:
+        return
+    with np.errstate(divide="ignore"):
+        big = np.maximum(np.log2(np.abs(X)), 0.0)  # (n, d); |x| < 1 only lowers a product
+    if ((big.max(axis=0) @ E.T + c) < LOG2_MAX).all():
+        return  # the common case, in one pass
+    size = np.full(X.shape[0], -np.inf)
+    for lo in range(0, X.shape[0], PSD_ROWS):
+        size[lo : lo + PSD_ROWS] = (big[lo : lo + PSD_ROWS] @ E.T + c).max(axis=1)
+    bad = np.flatnonzero(~(size < LOG2_MAX))
+    if bad.size == 0:
+        return
+    r = int(bad[0])
+    k = int(np.argmax(big[r] @ E.T + c))
+    j = int(np.argmax(E[k] * big[r]))
+    import sympy as sp
+
+    term = sp.Mul(*[s ** int(a) for s, a in zip(model.state, E[k])])
+    label = "row" if what == "sample" else what
+    raise DataError(
+        f"{name}: value {X[r, j]:.3g} in column {str(model.state[j])!r}, {label} {r + offset}, "
+        f"is too large for model {model.name!r}: its term {term} would be about "
+        f"1e{size[r] * math.log10(2):.0f} there, beyond double precision, and the features "
+        f"overflow ({bad.size} {label}(s) affected); rescale the state variables (and the model "
+        f"with them) to order one, or drop the {label} if the value is a recording error"
+    )

@@ -341,7 +341,8 @@ def _assemble_snapshots(model, design, models, features, n_params, n_blocks, chu
             if t is None:
                 snap = Snapshot(assemble_source(cm, data, feats, nb, chunk_rows))
             else:
-                feature_arguments(data, feats, name=f"X[{env_name!r}][t={t:g}]")
+                name = f"X[{env_name!r}][t={t:g}]"
+                feature_arguments(data, feats, name=name, model=cm.model)
                 snap = assemble_snapshot(cm, data, block_edges(data.shape[0], nb), feats)
             per_env[env_name].append((len(snaps), snap.n_samples))
             snaps.append(snap)

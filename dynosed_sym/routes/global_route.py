@@ -223,7 +223,8 @@ class _Run:
         show = progress_enabled(ex.progress, streamed=source.streamed or self.use_dask)
         with progress_bar(show, total=source.n_rows, desc=f"fit_global {self.model.name}") as bar:
             if (self.use_dask or self.gradient) and source.kind == "array":
-                feature_arguments(source.array, feats)  # (assemble_source checks its own input)
+                # (assemble_source checks its own input)
+                feature_arguments(source.array, feats, model=self.model)
             prob, theta, ginfo = None, None, None
             if self.use_dask:
                 from ..backends.dask import assemble_dask

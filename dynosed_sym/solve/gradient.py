@@ -49,6 +49,7 @@ import numpy as np
 from ..codegen.loading import check_finite_output
 from ..errors import ConvergenceWarning, DataError, NotAffineError
 from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
+from .linear import MAX_SYSTEM_ENTRY
 
 __all__ = ["GlobalProblem", "LocalProblem", "separable_params", "fit_gradient", "starting_point"]
 
@@ -195,6 +196,7 @@ class GlobalProblem:
             for e, j, l, coef in mod.B_COS_TERMS:
                 self.c_sums[g] += coef * Om[:, j] * Om[:, l] * Pc[e]
         _ = d
+        diffusion_scale(self.c_sums.sum(0) / self.N, feats.lengthscale)
 
     def sums(self, theta, cols=None):
         """Per-block sums (G, m) of the Stein feature and (G, m, len(cols)) of its θ-Jacobian.
@@ -245,6 +247,21 @@ class GlobalProblem:
         if not (np.isfinite(A).all() and np.isfinite(b).all()):
             raise DataError("the linearised system at the optimum is not finite")
         return A, b, A_blocks, b_blocks, self.counts.copy()
+
+
+def diffusion_scale(c, lengthscale):
+    """Raise DataError when the θ-free (diffusion) part ``c`` of the Stein system, of order
+    ``D/ℓ²``, leaves the range the solve handles: data spread over ℓ ≈ 1e-151 with D = 1 make
+    it ≈ 1e300, and the drift parameters that balance it (≈ D/ℓ²) overflow in the search."""
+    big = float(np.abs(c).max(initial=0.0))
+    if not big <= MAX_SYSTEM_ENTRY:  # also NaN
+        raise DataError(
+            f"X: the diffusion part of the Stein system has entries of size {big:.3g} at the "
+            f"samples' spread (kernel bandwidth {lengthscale:.3g}): a stationary law this narrow "
+            "for this D needs drift parameters of order D/bandwidth², too large for the search "
+            "in double precision; rescale the state variables (and the model with them) to a "
+            "spread of order one"
+        )
 
 
 class _Memo:

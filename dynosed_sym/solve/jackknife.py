@@ -8,7 +8,7 @@ estimate with B − 1 degrees of freedom — biases ``z`` at second order.  With
 directions that are only moderately above their noise the terms add up over the directions (the
 interventional designs of docs/peers.md: about 40 directions, 128 pseudo-blocks) and the bias
 reaches several standard errors, larger than the V-statistic's.  b̂₂
-(:func:`.ustat.second_order_bias`) holds only the design-noise × residual-noise term; the
+(:func:`second_order_bias`) holds only the design-noise × residual-noise term; the
 jackknife holds every second-order term:
 
     θ̂_(−k) = the same solve without block k (the mean, S and s of the other B − 1 blocks),
@@ -35,8 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blockops import DeviationStream
+from .blockops import DeviationStream, each_rtimes, each_times
 from .misspecification import block_weights
+from .uncertainty import block_influence, influence_variance
 from .weak import ridge_components
 
 __all__ = [
@@ -48,6 +49,9 @@ __all__ = [
     "covariance_on",
     "covariance_and_coupling",
     "kept_unresolved",
+    "second_order_bias",
+    "second_order_gain",
+    "bias_beyond_first_order",
     "resolved_blocks",
     "RHO_FULL",
     "RHO_NONE",
@@ -210,3 +214,57 @@ def kept_unresolved(A, b, dirs, lam):
     if dirs is None or dirs.resolved.all():
         return None
     return dirs.V[:, ~dirs.resolved] @ ridge_components(A, b, dirs, lam)[1]
+
+
+def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
+    """b̂₂ (n,): the design-noise × residual-noise bias of θ̂ (module docstring)."""
+    w = block_weights(counts)
+    B = w.size
+    r = A @ theta - b
+    psi = A_blocks @ theta - b_blocks - r[None]  # (B, m)
+    u = (psi @ A) @ Hp  # (B, n): H⁺Aᵀψ̄_b (H⁺ symmetric)
+    # Δ_b = A_b − A distributed over the products (no (B, m, n) copy of the deviations)
+    t1 = (each_times(A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
+    Au = u @ A.T  # (B, m): A u_b
+    t2 = each_rtimes(A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
+    return Hp @ (w @ (t1 + t2)) / (B - 1)
+
+
+def second_order_gain(b2, se):
+    """The share of b̂₂ that is subtracted: 1 while every |b̂₂_j| is at most the estimate's own
+    standard error se_j, falling linearly to 0 at twice it (``clip(2 − max_j |b̂₂_j|/se_j, 0, 1)``).
+    b̂₂ is a second-order term, O(1/N) against the O(N^-½) noise; one larger than the noise means
+    the expansion behind it has failed — with many parameters per block (n ≳ B: a 20-gene network,
+    ‖b̂₂‖ ≈ 20 for parameters of size 1) its noisy H⁺ enters twice."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(se > 0, np.abs(b2) / se, np.where(b2 != 0, np.inf, 0.0))
+    worst = float(np.max(ratio, initial=0.0))
+    return float(np.clip(2.0 - worst, 0.0, 1.0))
+
+
+def bias_beyond_first_order(system, theta, Hp, on_R, deviations, coupled=None):
+    """(the bias subtracted from θ̂, :class:`~.jackknife.Jackknife`): the jackknife's bias times
+    its gain, and b̂₂ times its own gain (:func:`second_order_gain`) for the rest
+    (:mod:`.jackknife`; both gains against the sandwich se at θ̂).
+
+    ``coupled`` (b − AV_Uz, its block deviations, their V_Rᵀs): the jackknife's solves are those
+    of the resolved part with the fill held on the right-hand side, ``θ_R`` plus the coupling
+    shift ``H⁺SV_Uz`` (docs/design-statistics.md §5) — the same estimate as the fit's, whose
+    deleted solves see how the coupling moves with each block.  Without it, the resolved part
+    alone."""
+    A, b, A_blocks, b_blocks, counts = system
+    VR, c, correction = on_R
+    dAR, cols = deviations
+    IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
+    se = np.sqrt(influence_variance(IF, counts))
+    w = block_weights(counts)
+    jb, jdb = b, b_blocks - b[None]
+    if coupled is not None:
+        jb, jdb, s_c = coupled
+        correction = (correction[0], correction[1], s_c)
+    jk = jackknife_resolved(A @ VR, jb, dAR, jdb, w, correction, c, VR, se, cols)
+    bias = jk.gain * jk.bias
+    if jk.gain < 1.0:
+        b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
+        bias = bias + (1.0 - jk.gain) * second_order_gain(b2, se) * b2
+    return bias, jk

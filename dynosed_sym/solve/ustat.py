@@ -55,18 +55,19 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
+from .fixedpoint import anderson_fixed_point
 from .jackknife import (
     MAX_RANK_PER_BLOCK,
     Jackknife,
+    bias_beyond_first_order,
     covariance_and_coupling,
     jackknife_possible,
-    jackknife_resolved,
     kept_unresolved,
+    second_order_bias,
 )
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
-from .uncertainty import block_influence, influence_variance
 from .weak import Fill, fill_unresolved
 
 __all__ = [
@@ -188,32 +189,6 @@ def covariance_times(A, A_blocks, counts, v):
     else:
         out = each_rtimes(A_blocks, u * w[:, None]).sum(axis=0) - A.T @ (w @ u)
     return out / (w.size - 1)
-
-
-def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
-    """b̂₂ (n,): the design-noise × residual-noise bias of θ̂ (module docstring)."""
-    w = block_weights(counts)
-    B = w.size
-    r = A @ theta - b
-    psi = A_blocks @ theta - b_blocks - r[None]  # (B, m)
-    u = (psi @ A) @ Hp  # (B, n): H⁺Aᵀψ̄_b (H⁺ symmetric)
-    # Δ_b = A_b − A distributed over the products (no (B, m, n) copy of the deviations)
-    t1 = (each_times(A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
-    Au = u @ A.T  # (B, m): A u_b
-    t2 = each_rtimes(A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
-    return Hp @ (w @ (t1 + t2)) / (B - 1)
-
-
-def second_order_gain(b2, se):
-    """The share of b̂₂ that is subtracted: 1 while every |b̂₂_j| is at most the estimate's own
-    standard error se_j, falling linearly to 0 at twice it (``clip(2 − max_j |b̂₂_j|/se_j, 0, 1)``).
-    b̂₂ is a second-order term, O(1/N) against the O(N^-½) noise; one larger than the noise means
-    the expansion behind it has failed — with many parameters per block (n ≳ B: a 20-gene network,
-    ‖b̂₂‖ ≈ 20 for parameters of size 1) its noisy H⁺ enters twice."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(se > 0, np.abs(b2) / se, np.where(b2 != 0, np.inf, 0.0))
-    worst = float(np.max(ratio, initial=0.0))
-    return float(np.clip(2.0 - worst, 0.0, 1.0))
 
 
 def _guarded(G, K):
@@ -455,34 +430,6 @@ def _ridge_estimate(A, b, dirs, VR, c, M, rhs, lam):
     return theta, VR @ inv_R @ VR.T + (VU * inv) @ VU.T
 
 
-def _bias_beyond_first_order(system, theta, Hp, on_R, deviations, coupled=None):
-    """(the bias subtracted from θ̂, :class:`~.jackknife.Jackknife`): the jackknife's bias times
-    its gain, and b̂₂ times its own gain (:func:`second_order_gain`) for the rest
-    (:mod:`.jackknife`; both gains against the sandwich se at θ̂).
-
-    ``coupled`` (b − AV_Uz, its block deviations, their V_Rᵀs): the jackknife's solves are those
-    of the resolved part with the fill held on the right-hand side, ``θ_R`` plus the coupling
-    shift ``H⁺SV_Uz`` (docs/design-statistics.md §5) — the same estimate as the fit's, whose
-    deleted solves see how the coupling moves with each block.  Without it, the resolved part
-    alone."""
-    A, b, A_blocks, b_blocks, counts = system
-    VR, c, correction = on_R
-    dAR, cols = deviations
-    IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
-    se = np.sqrt(influence_variance(IF, counts))
-    w = block_weights(counts)
-    jb, jdb = b, b_blocks - b[None]
-    if coupled is not None:
-        jb, jdb, s_c = coupled
-        correction = (correction[0], correction[1], s_c)
-    jk = jackknife_resolved(A @ VR, jb, dAR, jdb, w, correction, c, VR, se, cols)
-    bias = jk.gain * jk.bias
-    if jk.gain < 1.0:
-        b2 = second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp)
-        bias = bias + (1.0 - jk.gain) * second_order_gain(b2, se) * b2
-    return bias, jk
-
-
 def _correction_notes(crowded, alpha, r, A_blocks, dirs=None):
     """The summary's notes on a resolved solve: too few degrees of freedom to resolve anything
     (``dirs``: the directions of a filled estimate), and the U-statistic correction."""
@@ -578,7 +525,7 @@ def _solve_unit(
         theta, bread = _ridge_estimate(A, b, dirs, VR, c, G - alpha * K, rhs, lam)
     b2, jk = np.zeros(n), None
     if statistic == "u" and second_order and VR.shape[1] and not crowded:
-        b2, jk = _bias_beyond_first_order(
+        b2, jk = bias_beyond_first_order(
             (A, b, A_blocks, b_blocks, counts),
             theta,
             Hp,
@@ -636,9 +583,20 @@ def corrected_gauss_newton(
         (the resolved estimator updates θ on the resolved directions only, keeping the start's
         components along the others, where the model is linearised).
     max_steps : int
+        Evaluations of the map allowed.
     tol : float
-        Stop when the full step ``max |Δθ| ≤ tol · (1 + max |θ|)``; steps that stop contracting
-        are damped (halved, down to 1/64; the fixed point is the same).
+        Stop when the full step ``max |G(θ) − θ| ≤ tol · (1 + max |θ|)``, G the map
+        "re-linearise at θ, solve the corrected system" (θ̂ = G(θ) of that iterate).
+
+    The iteration θ ← G(θ) is a Gauss–Newton step: G neglects the second derivatives of r and the
+    derivative of the correction, so it converges only linearly where these are not small, and
+    oscillates when G' has an eigenvalue near or below −1 (a weakly resolved non-linear
+    parameter).  It is therefore driven by safeguarded Anderson acceleration
+    (:func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`): the multisecant combination of
+    the last steps, projected onto the resolved directions, is taken when it lowers
+    ``‖G(θ) − θ‖₂`` and does not raise the loss (:func:`_corrected_loss`); otherwise plain steps,
+    relaxed (halved down to 1/64) while they do not contract.  The zeros of ``G(θ) − θ`` are the
+    fixed points of the plain iteration: the same estimate, in fewer steps.
 
     Returns
     -------
@@ -651,40 +609,46 @@ def corrected_gauss_newton(
         :class:`~dynosed_sym.errors.ConvergenceWarning` is issued when the loop stops at
         ``max_steps``.
     """
-    theta = np.asarray(theta0, dtype=float).copy()
-    converged = False
-    steps, step, prev, eta = 0, np.inf, np.inf, 1.0
     unknown = sorted(set(rule) - {"statistic", "estimator", "rank_threshold"})
     if unknown:
         raise TypeError(f"corrected_gauss_newton() got unexpected keyword(s) {unknown}")
-    for k in range(1, int(max_steps) + 1):
-        steps = k
+
+    def step(theta):
         system = linearisation(theta)
         # each step: the corrected solve alone (the second-order term and the Tikhonov reference
         # are taken once, at the fixed point)
         est = solve_system(*system, lam, second_order=False, tikhonov=False, **rule)
-        new = est.theta
-        if est.estimator == "resolved":  # keep the components the data do not resolve
-            VR = est.subspace
-            new = est.theta_resolved + theta - VR @ (VR.T @ theta)
-        full = new - theta
-        step = float(np.abs(full).max(initial=0.0))
-        if step <= tol * (1.0 + float(np.abs(theta).max(initial=0.0))):
-            theta = new
-            converged = True
-            break
-        if step > 0.9 * prev:  # not contracting: damp the steps (the fixed point is the same)
-            eta = max(0.5 * eta, 1.0 / 64)
-        prev = step
-        theta = theta + eta * full
+        merit, slack = _corrected_loss(system, theta, est.statistic)
+        if est.estimator != "resolved":
+            return est.theta, None, merit, slack
+        VR = est.subspace  # keep the components the data do not resolve
+        return est.theta_resolved + theta - VR @ (VR.T @ theta), VR, merit, slack
+
+    theta, loop = anderson_fixed_point(step, theta0, max_steps, tol)
+    steps, converged = loop["steps"], loop["converged"]
     system = linearisation(theta)
     est = solve_system(*system, lam, **rule)
     msg = ""
     if not converged:
         msg = (
             f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
-            f"{steps} steps without converging (last step {step:.3g}); the estimate is provisional"
+            f"{steps} steps without converging (last step {loop['step']:.3g}); the estimate is "
+            "provisional"
         )
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
     return est, system, {"steps": steps, "converged": converged, "message": msg}
+
+
+def _corrected_loss(system, theta, statistic):
+    """(loss, rounding): ``‖r‖² − Σ_b w_b‖r_b − r‖²/(B − 1)`` at θ (``‖r‖²`` for the
+    V-statistic), r = Aθ − b, the loss whose stationary points the Gauss–Newton loop seeks (up
+    to the guard α and λ); ``rounding`` a rise of it that is rounding, 10⁻¹² of its terms."""
+    A, b, A_blocks, b_blocks, counts = system
+    r = A @ theta - b
+    loss = float(r @ r)
+    if statistic != "u" or A_blocks is None or len(counts) < 2:
+        return loss, 1e-12 * loss
+    dev = each_times(A_blocks, np.broadcast_to(theta, (len(counts), theta.size))) - b_blocks - r
+    corr = float(block_weights(counts) @ np.einsum("bm,bm->b", dev, dev)) / (len(counts) - 1)
+    return loss - corr, 1e-12 * (loss + corr)

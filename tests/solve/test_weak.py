@@ -82,7 +82,7 @@ def test_noise_orthogonal_to_Av_does_not_unresolve_a_direction(rng):
 def test_second_order_term_is_dropped_where_its_expansion_fails():
     """b̂₂ larger than the estimate's own noise means the expansion behind it failed: the gain is
     1 up to |b̂₂_j| = se_j, 0 from 2·se_j on, linear between."""
-    from dynosed_sym.solve.ustat import second_order_gain
+    from dynosed_sym.solve.jackknife import second_order_gain
 
     se = np.array([1.0, 2.0])
     assert second_order_gain(np.array([0.5, -2.0]), se) == 1.0

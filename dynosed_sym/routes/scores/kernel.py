@@ -39,15 +39,40 @@ def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
     ok = np.isfinite(flat).all(axis=(1, 2))
     if ok.any():
         good = flat[ok]
-        # symmetric inverse via eigh; non-positive eigenvalues (degenerate data) give nan
+        # symmetric inverse via eigh; eigenvalues at or below the rounding of M2/W − mean·meanᵀ
+        # (degenerate data: a constant column, or one scaled by 1e-310, whose variance is
+        # cancellation noise of either sign) give nan, not a precision of 1e16 or more
         w, V = np.linalg.eigh(0.5 * (good + np.swapaxes(good, 1, 2)))
+        with np.errstate(invalid="ignore"):
+            second = np.abs(np.diagonal(M2 / W[..., None, None], axis1=-2, axis2=-1))
+        floor = 8 * d * np.finfo(float).eps * second.reshape(-1, d).max(axis=1)[ok]
         with np.errstate(divide="ignore", invalid="ignore"):
-            inv_w = np.where(w > 0, 1.0 / w, np.nan)
+            inv_w = np.where(w > floor[:, None], 1.0 / w, np.nan)
         prec[ok] = np.einsum("mij,mj,mkj->mik", V, inv_w, V)
     prec = prec.reshape(cov.shape)
     S = np.einsum("...ij,...j->...i", prec, mean)
     J = T * np.eye(d) - prec
     return S, J
+
+
+def _flat_column(W, M1, M2):
+    """``": column j has no spread …"`` when the covariance's flat direction at one probe
+    (sums W, M1 (d,), M2 (d, d)) is a column of X: a constant column, or one of subnormal
+    numbers such as 1e-310 (whose squares are zero), gives no local covariance to invert."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = M1 / W
+        cov = M2 / W - np.outer(mean, mean)
+    if not np.isfinite(cov).all():
+        return ""
+    w, V = np.linalg.eigh(0.5 * (cov + cov.T))
+    j = int(np.argmax(np.abs(V[:, 0])))
+    if abs(V[j, 0]) < 1.0 - 1e-6:
+        return ""
+    return (
+        f": column {j} of X has no spread there — a constant column, or values far below the "
+        "other columns' scale such as subnormal numbers (< 2.2e-308); rescale that column to "
+        "order one (and the model with it) or drop it"
+    )
 
 
 #: A probe whose nearest data point has kernel weight below exp(−FAR_EXPONENT) (≈ 1e-300) has no
@@ -199,7 +224,8 @@ class KernelScore(ScoreEstimator):
             i = int(np.flatnonzero(~np.isfinite(J).reshape(M, -1).all(axis=1))[0])
             raise DataError(
                 f"local Gaussian score: the kernel-weighted data around probe {i} are "
-                "degenerate (singular covariance); lower T or add data"
+                f"degenerate (singular covariance{_flat_column(Wt[i], M1t[i], M2t[i])}); "
+                "lower T or add data"
             )
         Sb = Jb = None
         if B >= 2:

@@ -1,0 +1,189 @@
+"""Safeguarded Anderson acceleration of a fixed-point map (dynosed_sym.solve.fixedpoint), the
+driver of the corrected Gauss–Newton loop.  Oracles: the fixed point of a linear map by a
+linear solve, the Dottie number (cos x = x), and maps with no fixed point."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynosed_sym.solve.fixedpoint import anderson_fixed_point
+
+TOL = 1e-10
+
+
+def _linear_map(eigenvalues, seed):
+    """G(x) = Mx + c with the given eigenvalues (non-normal M) and its fixed point."""
+    rng = np.random.default_rng(seed)
+    n = len(eigenvalues)
+    V = rng.standard_normal((n, n)) + 2 * np.eye(n)
+    M = V @ np.diag(eigenvalues) @ np.linalg.inv(V)
+    c = rng.standard_normal(n)
+    return (lambda x: M @ x + c), np.linalg.solve(np.eye(n) - M, c)
+
+
+@pytest.mark.parametrize(
+    "eigenvalues",
+    [
+        [-0.71, 0.2, 0.0],  # the oscillation of the tanh fit (plain: 50 steps reach 7e-9)
+        [-1.5, 0.3, 0.5],  # plain iteration diverges (an oscillation that grows)
+        [0.99, -0.99, 0.5, 0.1],  # plain iteration: ~2300 steps to 1e-10
+        [3.0, -2.0],  # expanding in every direction
+    ],
+)
+def test_linear_maps_converge_to_their_fixed_point(eigenvalues):
+    G, xstar = _linear_map(eigenvalues, seed=len(eigenvalues))
+    x, info = anderson_fixed_point(G, np.zeros(len(eigenvalues)), 50, TOL)
+    assert info["converged"], info
+    # a linear problem: the multisecant step is exact once it holds n independent differences
+    assert info["steps"] <= 2 * len(eigenvalues) + 4, info
+    np.testing.assert_allclose(x, xstar, rtol=1e-8, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    eigenvalues=st.lists(
+        st.floats(-3.0, 3.0).filter(lambda v: abs(v - 1.0) > 0.05), min_size=1, max_size=6
+    ),
+    seed=st.integers(0, 2**31),
+)
+def test_any_linear_map_without_eigenvalue_one(eigenvalues, seed):
+    """Whatever the eigenvalues (not 1: then the fixed point is unique), the iteration either
+    converges to the fixed point or says it did not."""
+    G, xstar = _linear_map(eigenvalues, seed)
+    x, info = anderson_fixed_point(G, np.ones(len(eigenvalues)), 60, TOL)
+    if info["converged"]:
+        scale = 1.0 + np.abs(xstar).max()
+        cond = np.linalg.cond(np.eye(len(eigenvalues)) - _jacobian(G, len(eigenvalues)))
+        assert np.abs(x - xstar).max() <= 1e-9 * scale * max(1.0, cond)
+    else:
+        assert info["steps"] == 60
+
+
+def _jacobian(G, n):
+    return np.column_stack([G(e) - G(np.zeros(n)) for e in np.eye(n)])
+
+
+def test_dottie_number():
+    """cos x = x: G' = −sin x* ≈ −0.67, the plain iteration oscillates and needs ~60 steps."""
+    x, info = anderson_fixed_point(np.cos, np.array([1.0]), 50, TOL)
+    assert info["converged"] and info["steps"] <= 10, info
+    assert abs(x[0] - 0.7390851332151607) <= 1e-12
+
+
+def test_already_at_the_fixed_point_is_one_evaluation():
+    x, info = anderson_fixed_point(lambda x: 2.0 * x, np.zeros(3), 50, TOL)
+    assert info == {"steps": 1, "converged": True, "step": 0.0, "accelerated": 0, "rejected": 0}
+    assert np.array_equal(x, np.zeros(3))
+
+
+def test_extrapolation_stays_in_the_reported_subspace():
+    """A map that moves only the first two components (as the resolved estimator keeps θ's
+    unresolved components): with the basis reported, the accelerated iterates keep the third
+    component of the start exactly, and the first two converge to the fixed point."""
+    G2, xstar = _linear_map([-0.9, 0.6], seed=3)
+    basis = np.eye(3)[:, :2]
+
+    def G(x):
+        return np.r_[G2(x[:2]), x[2]], basis, None, 0.0
+
+    x, info = anderson_fixed_point(G, np.array([0.0, 0.0, 0.37]), 50, TOL)
+    assert info["converged"] and info["accelerated"] > 0, info
+    assert x[2] == 0.37
+    np.testing.assert_allclose(x[:2], xstar, rtol=1e-9)
+
+
+def test_a_rising_merit_refuses_every_extrapolation():
+    """A merit that rises at every evaluation makes every multisecant step refused: the fixed
+    point (G′ eigenvalue −1.5, where the plain step diverges) is still reached, by the plain
+    steps, halved until they contract."""
+    G1, xstar = _linear_map([-1.5, 0.3], seed=4)
+    calls = []
+
+    def G(x):
+        calls.append(1)
+        return G1(x), None, float(len(calls)), 0.0
+
+    x, info = anderson_fixed_point(G, np.zeros(2), 200, TOL)
+    assert info["converged"] and info["accelerated"] == 0 and info["rejected"] > 0, info
+    np.testing.assert_allclose(x, xstar, rtol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "G",
+    [
+        lambda x: x + 1.0,  # a translation: no fixed point
+        lambda x: x + 1.0 + 0.1 * np.sin(x),  # no fixed point, not affine
+    ],
+)
+def test_no_fixed_point_is_reported_unconverged(G):
+    x, info = anderson_fixed_point(G, np.zeros(2), 25, TOL)
+    assert info["converged"] is False and info["steps"] == 25
+    assert np.isfinite(x).all() and info["step"] > 0.5
+
+
+def test_tanh_fit_converges_to_the_plain_iterations_fixed_point(tmp_path, monkeypatch):
+    """Regression (test_fuzz.py::test_nonaffine_exact_law_and_a_zero_parameter, global route,
+    a = 1.5, k = 1, seed 11549): the plain corrected Gauss–Newton iteration oscillates there
+    (successive steps in ratio ≈ −0.71, the eigenvalue of G′ at the fixed point) and 50 steps
+    left a step of 7·10⁻⁹, so the fit was flagged unconverged.  Accelerated, the loop converges
+    in a few steps, to the fixed point of the plain iteration run to convergence (the oracle:
+    the same map, iterated up to 500 times)."""
+    import sympy as sp
+    from strategies import PARAMS, STATE, sample_1d
+
+    import dynosed_sym as ds
+    from dynosed_sym.routes import global_route
+    from dynosed_sym.solve.ustat import corrected_gauss_newton, solve_system
+
+    x, y = STATE[:2]
+    a, k, e = PARAMS[:3]
+    model = ds.SDEModel(
+        [x, y],
+        [a, k, e],
+        [a * sp.tanh(k * x) - x + e * x**2, -y],
+        diffusion=1,
+        nominal=[1.0, 0.5, 0.0],
+        name="fuzz_tanh",
+    )
+    seed = 11549
+    xs = sample_1d(lambda g: 1.5 * np.log(np.cosh(g)) - g**2 / 2, 2000, seed)
+    X = np.column_stack([xs[:, 0], np.random.default_rng(seed).standard_normal(xs.shape[0])])
+    calls = []
+
+    def recorded(linearisation, theta0, lam, **rule):
+        calls.append((linearisation, np.array(theta0), lam, rule))
+        return corrected_gauss_newton(linearisation, theta0, lam, **rule)
+
+    monkeypatch.setattr(global_route, "corrected_gauss_newton", recorded)
+    fit = ds.fit_global(
+        model,
+        X,
+        features=ds.Features(n_features=64),
+        solver=ds.Solver(theta0=[1.5, 1.0, 0.0]),
+        execution=ds.Execution(out_dir=str(tmp_path)),
+    )
+    assert fit.converged and fit.info["gn_converged"] and fit.info["gn_steps"] <= 20, fit.info
+    ((linearisation, theta0, lam, rule),) = calls
+
+    def G(theta):
+        est = solve_system(*linearisation(theta), lam, second_order=False, tikhonov=False, **rule)
+        VR = est.subspace
+        return est.theta_resolved + theta - VR @ (VR.T @ theta)
+
+    theta, steps = theta0, []
+    for _ in range(500):
+        new = G(theta)
+        steps.append(new - theta)
+        theta = new
+        if np.abs(steps[-1]).max() <= 1e-12 * (1 + np.abs(theta).max()):
+            break
+    assert 50 < len(steps) < 500
+    ratio = steps[30] @ steps[31] / (steps[30] @ steps[30])
+    assert -0.8 < ratio < -0.6  # the oscillation: G′ ≈ −0.71 along the slow direction
+    accelerated, _, info = corrected_gauss_newton(linearisation, theta0, lam, **rule)
+    assert info["converged"]
+    plain = solve_system(*linearisation(theta), lam, **rule)
+    rel = np.abs(accelerated.theta - plain.theta).max() / np.abs(plain.theta).max()
+    print(f"steps {info['steps']} (plain {len(steps)}), ratio {ratio:.3f}, relative {rel:.1e}")
+    np.testing.assert_allclose(accelerated.theta, plain.theta, rtol=1e-9)
