@@ -17,26 +17,24 @@ be correlated).  Its normal equations are ``(AᵀA − S + λI) θ = Aᵀb − s
 
 Resolved subspace.  On a direction the data cannot see, ``vᵀ(AᵀA − S)v`` fluctuates around zero
 (the corrected Gram is indefinite in most rank-deficient fits), so the correction is applied on
-the resolved right singular subspace R only (:mod:`.directions`, σ_i > 3·SE(A v_i)), where
-``diag σ_R² − V_RᵀSV_R`` has diagonal ≥ (8/9) σ_i².  A guard scales the correction by α < 1 if
-that matrix were still not positive definite (recorded in ``Estimate.alpha``).
+the resolved right singular subspace R only (:mod:`.directions`: the curvature ``κ̂_i = σ_i² −
+v_iᵀSv_i`` established against its own noise at a family-wise 5 %).  A guard scales the
+correction by α < 1 if ``V_Rᵀ(AᵀA − S)V_R`` were not positive definite (``Estimate.alpha``).
 
 Estimators.  ``"ridge"``: ``θ̂ = (AᵀA − P_R S P_R + λI)⁻¹(Aᵀb − P_R s)`` (with ``statistic="v"``:
-the Tikhonov solve, bit for bit).  ``"resolved"``: no regularisation on R and nothing outside it,
+the Tikhonov solve, bit for bit).  ``"resolved"``: no regularisation on R,
 
-    θ̂ = V_R (diag σ_R² − V_RᵀSV_R)⁻¹ V_Rᵀ(Aᵀb − s),
+    θ_R = V_R (V_Rᵀ(AᵀA − S)V_R)⁻¹ V_Rᵀ(Aᵀb − s),
 
-which estimates ``Qθ*`` with the resolution matrix ``Q = V_RV_Rᵀ`` (what the data cannot separate
-is handled by :mod:`.intervals`).
+which estimates ``Qθ*`` with the resolution matrix ``Q = V_RV_Rᵀ``, plus the ridge's components
+along the unresolved directions and their coupling through S (:mod:`.weak`, "the fill"); what the
+data cannot separate enters the intervals (:mod:`.intervals`, :mod:`.weak`).
 
-Second order.  With the corrected Gram the remaining O(1/N) bias is the product of the design
-noise and the residual noise, ``b₂ = H⁻¹ E[(AᵀΔ + ΔᵀA) H⁻¹ Aᵀψ̄]`` (Δ = Â − A, ψ̄ the mean Stein
-feature at θ*), estimated from the same blocks,
-
-    b̂₂ = H⁺ Σ_b w_b (AᵀΔ_b + Δ_bᵀA) H⁺ Aᵀψ̄_b / (B − 1),
-    Δ_b = A_b − A,  ψ̄_b = (A_bθ̂ − b_b) − (Aθ̂ − b),  H⁺ = V_R (diag σ_R² − V_RᵀSV_R)⁻¹ V_Rᵀ,
-
-and subtracted (``statistic="u"`` only).
+Second order.  The remaining O(1/N) bias of the corrected ratio is taken from the delete-one-block
+jackknife on R with the fill held on the right-hand side, or b̂₂ (the design-noise × residual-noise
+term) where the jackknife's expansion check fails (:mod:`.jackknife`; ``statistic="u"`` only).
+With more than :data:`~.jackknife.MAX_RANK_PER_BLOCK` resolved directions per block neither can
+be estimated and R is fitted by the V-statistic (α = 0, a note).
 
 Non-affine drift.  :func:`corrected_gauss_newton` re-linearises and solves the corrected system
 per step; a fixed point is a stationary point of ``‖r(θ)‖² − tr Ĉov(r(θ))`` (+ λ‖θ‖² off R).
