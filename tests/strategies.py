@@ -194,6 +194,21 @@ def _rows_py(module, P, S, J, g, n):
     return A, b
 
 
+def tanh_model():
+    """dx = (a tanh(kx) − x + e x²) dt + √2 dW₁, dy = −y dt + √2 dW₂: not affine in k (the
+    non-affine fuzz family of tests/test_fuzz.py and the fixed-point tests)."""
+    x, y = STATE[:2]
+    a, k, e = PARAMS[:3]
+    return ds.SDEModel(
+        [x, y],
+        [a, k, e],
+        [a * sp.tanh(k * x) - x + e * x**2, -y],
+        diffusion=1,
+        nominal=[1.0, 0.5, 0.0],
+        name="fuzz_tanh",
+    )
+
+
 def sample_1d(logp, n, seed, lo=-15.0, hi=15.0):
     """Exact draws from p ∝ exp(logp) by inverse CDF on a fine grid (linear interpolation)."""
     g = np.linspace(lo, hi, 600_001)

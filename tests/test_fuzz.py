@@ -57,6 +57,7 @@ from strategies import (
     assert_rel_close,
     basis_functions,
     sample_1d,
+    tanh_model,
 )
 
 import dynosed_sym as ds
@@ -861,16 +862,7 @@ def nonaffine_compiled(fuzz_dir):
     exactly; e is a parameter on a basis function with zero truth (even, where the law is
     symmetric: not confounded with the odd tanh; an e x³ term would be, with a·tanh(kx) ≈
     ak·x − ak³x³/3)."""
-    x, y = STATE[:2]
-    a, k, e = PARAMS[:3]
-    model = ds.SDEModel(
-        [x, y],
-        [a, k, e],
-        [a * sp.tanh(k * x) - x + e * x**2, -y],
-        diffusion=1,
-        nominal=[1.0, 0.5, 0.0],
-        name="fuzz_tanh",
-    )
+    model = tanh_model()
     cm = ds.compile_model(model, fuzz_dir)
     assert not cm.is_affine
     return model, fuzz_dir

@@ -129,23 +129,13 @@ def test_tanh_fit_converges_to_the_plain_iterations_fixed_point(tmp_path, monkey
     left a step of 7·10⁻⁹, so the fit was flagged unconverged.  Accelerated, the loop converges
     in a few steps, to the fixed point of the plain iteration run to convergence (the oracle:
     the same map, iterated up to 500 times)."""
-    import sympy as sp
-    from strategies import PARAMS, STATE, sample_1d
+    from strategies import sample_1d, tanh_model
 
     import dynosed_sym as ds
     from dynosed_sym.routes import global_route
     from dynosed_sym.solve.ustat import corrected_gauss_newton, solve_system
 
-    x, y = STATE[:2]
-    a, k, e = PARAMS[:3]
-    model = ds.SDEModel(
-        [x, y],
-        [a, k, e],
-        [a * sp.tanh(k * x) - x + e * x**2, -y],
-        diffusion=1,
-        nominal=[1.0, 0.5, 0.0],
-        name="fuzz_tanh",
-    )
+    model = tanh_model()
     seed = 11549
     xs = sample_1d(lambda g: 1.5 * np.log(np.cosh(g)) - g**2 / 2, 2000, seed)
     X = np.column_stack([xs[:, 0], np.random.default_rng(seed).standard_normal(xs.shape[0])])
