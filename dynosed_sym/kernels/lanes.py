@@ -53,6 +53,8 @@ __all__ = [
     "rk4_last",
     "em_step",
     "stopped",
+    "HALF_KICK_OFFSET",
+    "half_kick_records",
 ]
 
 #: Lanes of a block: the width of every lane buffer.
@@ -215,3 +217,45 @@ def stopped(x, out, status, blk, width, step, n_burn, thin):
             for j in range(d):
                 out[kept, c0 + l, j] = x[j * LANES + l]
     return False
+
+
+#: Counter offset of the extra normals of :func:`half_kick_records` in a chain's stream: far past
+#: any step's numbers (a chain would need 2**62 steps to reach it).
+HALF_KICK_OFFSET = 1 << 63
+
+
+@block_helper
+def half_kick_records(out, keys, G, dt, n_burn, thin):
+    """Move every record from the end of its step to the middle of the step's noise increment.
+
+    Record k of chain c is ``x = Φ(x') + sqrt(dt) G eta`` (Φ the RK4 flow, eta the step's
+    normals, regenerated here from the chain's stream).  Split ``sqrt(dt) G eta`` into two
+    independent half increments ``sqrt(dt/2) G xi`` and ``sqrt(dt/2) G xi'`` with
+    ``xi = (eta + zeta)/sqrt(2)``, ``xi' = (eta - zeta)/sqrt(2)`` (zeta fresh normals from the
+    same stream at :data:`HALF_KICK_OFFSET`); the record becomes ``x - sqrt(dt)/2 G (eta - zeta)
+    = Φ(x') + sqrt(dt/2) G xi``.  The recorded states are then those of the symmetric (Strang)
+    splitting half kick · flow · half kick, whose stationary law is second-order accurate in dt
+    where the end-of-step records' is first-order (see ``docs/models.md``).  The chains
+    themselves are unchanged.  out (n_keep, C, d) in place; keys (C,) uint64; G (d, d').
+    """
+    n_keep, n_chains, d = out.shape
+    dn = G.shape[1]
+    eta = np.zeros((dn + 1, LANES))
+    zeta = np.zeros((dn + 1, LANES))
+    lkeys = np.zeros(LANES, dtype=np.uint64)
+    half = 0.5 * math.sqrt(dt)
+    offset = np.uint64(HALF_KICK_OFFSET)
+    for c0 in range(0, n_chains, LANES):
+        nl = min(LANES, n_chains - c0)
+        for l in range(nl):
+            lkeys[l] = keys[c0 + l]
+        for k in range(n_keep):
+            position = stream_position(n_burn + (k + 1) * thin, dn)
+            normals_lanes(lkeys, position, eta, dn, nl)
+            normals_lanes(lkeys, position + offset, zeta, dn, nl)
+            for j in range(d):
+                for q in range(dn):
+                    g = half * G[j, q]
+                    if g != 0.0:
+                        for l in range(nl):
+                            out[k, c0 + l, j] -= g * (eta[q, l] - zeta[q, l])

@@ -28,6 +28,7 @@ from ..codegen.loading import compile_model
 from ..data.checks import diffusion_psd
 from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
+from ..kernels.lanes import half_kick_records
 from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
 from .starts import positive_starts, start_states
@@ -254,6 +255,9 @@ class SimulationPlan:
     x0: np.ndarray
     keys: np.ndarray
     seed: int | None = None  # the seed of default start states (None: x0 was given)
+    #: records moved to the middle of their step's noise increment (:func:`half_kick_records`;
+    #: constant G): the stationary snapshots.  Transient snapshots keep the end of the step.
+    midpoint: bool = True
 
     def run(self, lo=0, hi=None, starts=None):
         """Chains lo … hi − 1 (default: all) by the generated integrator, from their rows of
@@ -302,6 +306,8 @@ class SimulationPlan:
                 f"the chain started outside the model's domain; reduce dt, check the parameters "
                 f"or pass x0={hint}"
             )
+        if self.midpoint and self.cm.noise_matrix is not None:  # constant G (class doc)
+            half_kick_records(out, self.keys, self.G, self.dt, self.burn_in, self.thin)
         return np.ascontiguousarray(
             out.transpose(1, 0, 2).reshape(-1, self.model.d)[: self.n_samples]
         )
@@ -451,5 +457,6 @@ def simulate_time_course(
             x0,
             out_dir,
         )
+        plan.midpoint = False  # the state at time t itself
         out[t] = plan.samples(*plan.run())
     return TimeCourse(out)
