@@ -17,9 +17,10 @@ arithmetic never depends on the other lanes, the block or the thread, so results
 on the number of threads or on scheduling.
 
 Records and status.  Record k (0-based) of a chain is its state after ``n_burn + (k+1)·thin``
-steps.  ``status[c]`` is 0, or the first step at which a state of chain c was not finite; when
-a chain diverges its whole block stops (chains of that block that were still finite keep status
-0 and incomplete records).
+steps (``simulate`` then moves the records of a constant-G model to the middle of their step's
+noise increment, :func:`half_kick_records`).  ``status[c]`` is 0, or the first step at which
+a state of chain c was not finite; when a chain diverges its whole block stops (chains of that
+block that were still finite keep status 0 and incomplete records).
 
 Every helper is a function of its own (``inline="never"``, ``fastmath=False``, cached on disk
 with this module): compiled once for every model, where inlining them into each generated

@@ -2,7 +2,10 @@
 
 Scheme (reference paper, supplement): RK4 for the drift plus an Euler–Maruyama
 noise increment ``√dt · G η`` when the noise is constant; plain Euler–Maruyama
-when G depends on the state.
+when G depends on the state.  With a constant G the stationary records are taken half-way
+through their step's noise increment (:func:`~dynosed_sym.kernels.lanes.half_kick_records`):
+the states of the symmetric splitting half noise · drift · half noise, whose stationary law is
+second-order accurate in dt (first-order at the end of the step); docs/models.md.
 
 The generated kernel ``simulate_chains`` integrates the chains in blocks of up
 to ``LANES`` (64) lanes stored as structure of arrays, so the drift (printed

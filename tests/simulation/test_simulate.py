@@ -4,9 +4,10 @@ Checked here: reproducibility (same seed => bitwise identical output on 1 and 2
 Numba threads; a chain's output does not depend on how many other chains run
 beside it), one counter-based stream per chain, burn-in and thinning counted in
 steps, divergence reported as a DataError, the RK4 step and the noise increment
-against NumPy, the in-kernel normals (moments, tails, independence), and the
-stationary law of a 2-D Ornstein-Uhlenbeck process and of a model with
-state-dependent noise (Euler-Maruyama path).  No timings: the benchmark
+against NumPy, the in-kernel normals (moments, tails, independence), the records
+at the midpoint of their step's noise increment (against the raw kernel), and the
+stationary law of a 2-D Ornstein-Uhlenbeck process (second order in dt) and of a
+model with state-dependent noise (Euler-Maruyama path).  No timings: the benchmark
 (``python -m dynosed_sym.apps.bench --only simulator``) measures speed.
 """
 
@@ -329,36 +330,86 @@ def test_stream_position_is_the_counter_after_earlier_steps(nq):
 
 # --------------------------------------------------------------------------- stationary laws
 def test_ou_stationary_covariance_matches_lyapunov(ou):
-    """65,536 independent chains of the 2-D OU process at its nominal M (D = I).
+    """65,536 independent chains of the 2-D OU process at its nominal M (D = I), dt = 0.05.
 
-    Exact law: N(0, Σ) with M Σ + Σ Mᵀ + 2D = 0.  The scheme x' = R x + sqrt(dt) G η with
-    R the RK4 propagator (e^{M dt} up to O(dt^5)) has its own stationary covariance Σ_h,
-    solving Σ_h = R Σ_h Rᵀ + 2 D dt; Σ_h − Σ = O(dt) (here ≈ dt·Σ: +1% on the diagonal at
-    dt = 0.01) because the Euler-Maruyama noise increment lacks the O(dt²) terms of
-    ∫ e^{Ms} 2D e^{Mᵀs} ds.  One record per chain after 15 time units (start 3.6 away from
-    the mean, which decays like e^{-t}) gives N independent draws; the sampling sd of S_ij is
-    sqrt((Σ_ii Σ_jj + Σ_ij²)/N) ≈ 0.0055.  Bounds: |S − Σ_h| < 5 sd and
-    |S − Σ| < |Σ_h − Σ| + 5 sd.
+    Exact law: N(0, Σ) with M Σ + Σ Mᵀ + 2D = 0.  The chain x' = R x + sqrt(dt) G η (R the RK4
+    propagator, e^{M dt} up to O(dt^5)) has the stationary covariance Σ_h = R Σ_h Rᵀ + 2 D dt,
+    Σ_h − Σ = O(dt) (≈ dt·Σ).  The records are the chain's states half-way through the step's
+    noise increment (``half_kick_records``): x minus an independent half increment of covariance
+    D dt, so their covariance is exactly Σ_h − D dt, which is Σ + O(dt²) (≈ dt²/3 here).  One
+    record per chain after 15 time units (start 3.6 away from the mean, decaying like e^{-t})
+    gives N independent draws; the sampling sd of S_ij is sqrt((Σ_ii Σ_jj + Σ_ij²)/N) ≈ 0.0055.
+    At dt = 0.05 the end-of-step law Σ_h is 9 sd away: the test tells the two apart.
     """
     m, _ = ou
     M = np.asarray(m.nominal).reshape(2, 2)
     D = np.eye(2)
-    dt, N = 0.01, 65536
+    dt, N = 0.05, 65536
     X = ds.simulate(
-        m, m.nominal, N, dt=dt, burn_in=1500, thin=1, n_chains=N, seed=21, x0=[3.0, -2.0]
+        m, m.nominal, N, dt=dt, burn_in=300, thin=1, n_chains=N, seed=21, x0=[3.0, -2.0]
     )
     S = np.cov(X.T)
     Sigma = scipy.linalg.solve_continuous_lyapunov(M, -2 * D)
     h = dt * M
     R = np.eye(2) + h + h @ h / 2 + h @ h @ h / 6 + h @ h @ h @ h / 24
     Sigma_h = scipy.linalg.solve_discrete_lyapunov(R, 2 * D * dt)
-    sd = np.sqrt((np.outer(np.diag(Sigma_h), np.diag(Sigma_h)) + Sigma_h**2) / N)
-    assert np.all(np.abs(S - Sigma_h) < 5 * sd), (S, Sigma_h)
-    assert np.all(np.abs(S - Sigma) < np.abs(Sigma_h - Sigma) + 5 * sd), (S, Sigma)
-    assert (
-        np.abs(Sigma_h - Sigma).max() < 1.5 * dt * np.abs(Sigma).max()
-    )  # the O(dt) bias stated above
-    assert np.all(np.abs(X.mean(axis=0)) < 5 * np.sqrt(np.diag(Sigma_h) / N))
+    Sigma_mid = Sigma_h - D * dt
+    sd = np.sqrt((np.outer(np.diag(Sigma), np.diag(Sigma)) + Sigma**2) / N)
+    assert np.all(np.abs(S - Sigma_mid) < 5 * sd), (S, Sigma_mid)
+    assert np.abs(Sigma_mid - Sigma).max() < 0.5 * dt**2 * np.abs(Sigma).max()  # O(dt²)
+    assert np.abs(Sigma_h - Sigma_mid).max() > 8 * sd.max()  # the end-of-step law is rejected
+    assert np.all(np.abs(X.mean(axis=0)) < 5 * np.sqrt(np.diag(Sigma) / N))
+
+
+def test_records_are_the_midpoint_of_the_steps_noise_increment(tmp_path):
+    """A record of ``simulate`` against the chain's own end-of-step states (the raw kernel).
+
+    With x' the state before the recorded step and x its end (the kernel's output),
+    x − RK4(x') = sqrt(dt) G η (NumPy RK4 of the drift as the oracle).  The record y must be
+    RK4(x') + sqrt(dt/2) G ξ with ξ = (η + ζ)/√2 for standard normals ζ independent of η:
+    solving y = x − sqrt(dt)/2 G (η − ζ) for ζ, its coordinates must be N(0, 1), uncorrelated
+    with η and with each other — and η must be the chain's own normals of that step.
+    """
+    from dynosed_sym.simulation.simulate import plan_simulation
+
+    x, y, a = sp.symbols("x y a", real=True)
+    model = ds.SDEModel(
+        [x, y],
+        [a],
+        [-x - x**3 + a * y, -y + 0.5 * x],
+        diffusion=sp.Matrix([[1.0, 0.4], [0.4, 0.5]]),
+        name="midpoint2d",
+    )
+    theta, dt, C, burn = [0.8], 0.05, 4096, 40
+    ex = ds.Execution(progress=False, out_dir=str(tmp_path))
+    args = dict(dt=dt, burn_in=burn, thin=1, n_chains=C, seed=9, execution=ex)
+    Y = ds.simulate(model, theta, 2 * C, **args).reshape(C, 2, 2)[:, 1]
+    plan = plan_simulation(model, theta, 2 * C, dt, burn, 1, C, 9, None, str(tmp_path))
+    raw, status = plan.run()
+    assert not status.any()
+    before, end = raw[0], raw[1]  # states after burn + 1 and burn + 2 steps
+    f = lambda X: lambdified(model).f(X, theta)  # noqa: E731  NumPy oracle of the drift
+    k1 = f(before)
+    k2 = f(before + 0.5 * dt * k1)
+    k3 = f(before + 0.5 * dt * k2)
+    flow = before + dt / 6 * (k1 + 2 * k2 + 2 * k3 + f(before + dt * k3))
+    G = plan.G
+    Ginv = np.linalg.inv(G)
+    eta = (end - flow) @ Ginv.T / np.sqrt(dt)
+    zeta = eta - 2.0 * (end - Y) @ Ginv.T / np.sqrt(dt)
+    own = np.empty((C, 2))  # the normals of step burn + 2 of every chain's stream
+    for c in range(C):
+        buf = np.empty((3, LANES))
+        keys = np.full(LANES, plan.keys[c], dtype=np.uint64)
+        normals_lanes(keys, stream_position(burn + 2, 2), buf, 2, LANES)
+        own[c] = buf[:2, 0]
+    np.testing.assert_allclose(eta, own, atol=1e-8)
+    tol = 5.0 / np.sqrt(C)
+    assert np.all(np.abs(zeta.mean(axis=0)) < tol)
+    assert np.all(np.abs(zeta.std(axis=0) - 1.0) < tol)
+    corr = np.corrcoef(np.hstack([eta, zeta]).T)
+    assert np.abs(corr[:2, 2:]).max() < tol and abs(corr[2, 3]) < tol, corr
+    assert min(scipy.stats.kstest(zeta[:, j], "norm").pvalue for j in range(2)) > 1e-3
 
 
 def test_state_dependent_noise_stationary_law(mult1d):

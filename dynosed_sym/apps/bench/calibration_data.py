@@ -108,13 +108,14 @@ class Protocol:
 
 @cache
 def simulator_fingerprint():
-    """Package version and a hash of the simulator's sources (simulation/ and codegen/)."""
+    """Package version and a hash of the simulator's sources (simulation/, codegen/ and the
+    kernels' lane blocks and random numbers)."""
     pkg = os.path.dirname(os.path.abspath(ds.__file__))
     h = hashlib.sha256()
-    for sub in ("simulation", "codegen"):
+    for sub in ("simulation", "codegen", "kernels"):
         folder = os.path.join(pkg, sub)
         for fn in sorted(os.listdir(folder)):
-            if fn.endswith(".py"):
+            if fn.endswith(".py") and (sub != "kernels" or fn in ("lanes.py", "rng.py")):
                 with open(os.path.join(folder, fn), "rb") as fh:
                     h.update(fn.encode() + fh.read())
     return f"{ds.__version__}+{h.hexdigest()[:12]}"

@@ -1,48 +1,48 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
-# model: lorenz
-# spec hash: 5aac97fe3f766a0efe866c8e26ff1b26da963d41c2d18d2798827453332df13d
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2fa832f1, template kernels_v3.
+# model: limit_cycle
+# spec hash: cb6b8f733d7dad63a23f49a690c0f8a7f37d95c4812c93cc82ac29590feadada
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: b771c46c2c905f3f26b743d1b46f06826e31f4a57a93b4c2c52cde098131d33d
+# content-sha256: 40af311562a3737511f5b92b2034d758e738ebb8a5a4c95632845ea6f194f5ae
 # ============================================================================
-"""Numba kernels for the SDE model ``lorenz``.
+"""Numba kernels for the SDE model ``limit_cycle``.
 
-d = 3 states, n = 3 parameters, affine in the parameters: True.
+d = 2 states, n = 3 parameters, affine in the parameters: True.
 
 Slots (where each symbol sits in the kernels' arrays):
 
-    x[0] = x   x[1] = y   x[2] = z
-    theta[0] = sigma   theta[1] = rho     theta[2] = beta
+    x[0] = x   x[1] = y
+    theta[0] = a       theta[1] = c       theta[2] = omega
     a kernel names the slots it reads: state, parameter and input names as Python names
     local kernels: s[j] = d log p/dx[j] (score), J[j, l] = ds[j]/dx[l], dlogp_dt = d log p/dt
     lane kernels (simulator): x[j*LANES + l] = x[j] of lane l, LANES = 64
-    noise: G (3, 3) constant, simulate_chains's argument (CompiledModel.noise_matrix)
+    noise: G (2, 2) constant, simulate_chains's argument (CompiledModel.noise_matrix)
     one step adds sqrt(dt) * G[i, q] * eta[q] to x[i] (eta standard normal)
 
-Kernels and argument shapes (N samples, M probes, C chains, K_sin = 5, K_cos = 1):
+Kernels and argument shapes (N samples, M probes, C chains, K_sin = 4, K_cos = 1):
 
-    drift(X, theta, out)                     X (N, 3), theta (3,), out (N, 3)
-    drift_jacobian(X, theta, out)            X (N, 3), theta (3,), out (N, 3, 3) = df/dtheta
-    stein_features(X, out_sin, out_cos)      X (N, 3), out_sin (N, 5), out_cos (N, 1)
-    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 3), S (M, 3), J (M, 3, 3), dlogp_dt (M,),
+    drift(X, theta, out)                     X (N, 2), theta (3,), out (N, 2)
+    drift_jacobian(X, theta, out)            X (N, 2), theta (3,), out (N, 2, 3) = df/dtheta
+    stein_features(X, out_sin, out_cos)      X (N, 2), out_sin (N, 4), out_cos (N, 1)
+    local_rows(X, S, J, dlogp_dt, A, b)      X (M, 2), S (M, 2), J (M, 2, 2), dlogp_dt (M,),
                                              A (M, 3), b (M,)
     local_residual(X, S, J, dlogp_dt, theta, R, dR)
-                                             X (M, 3), S (M, 3), J (M, 3, 3), dlogp_dt (M,),
+                                             X (M, 2), S (M, 2), J (M, 2, 2), dlogp_dt (M,),
                                              theta (3,), R (M,), dR (M, 3) = dR/dtheta
     simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status)
-                                             x0 (C, 3), G (3, 3), keys (C,) uint64,
-                                             out (n_keep, C, 3), status (C,) int64
+                                             x0 (C, 2), G (2, 2), keys (C,) uint64,
+                                             out (n_keep, C, 2), status (C,) int64
 
 Operation counts of the printed kernels (after joint CSE; terms: intermediate CSE terms;
 written: outputs assigned, structural zeros are not; inputs: slots read of each array):
 
     kernel                ops  terms  written  inputs read
-    drift_point            11      1   3 of 3  x 3/3, theta 3/3
-    drift_jacobian_point    3      0   3 of 9  x 3/3, theta 0/3
-    stein_features_point    6      0   6 of 6  x 3/3
-    local_row_point        33      0   4 of 4  x 3/3, s 3/3, J 3/9, dlogp_dt
-    local_residual_point   41      2   4 of 4  x 3/3, s 3/3, J 3/9, dlogp_dt, theta 3/3
-    drift_lanes            11      1   3 of 3  x 3/3, theta 3/3
+    drift_point            14      1   2 of 2  x 2/2, theta 3/3
+    drift_jacobian_point    8      1   6 of 6  x 2/2, theta 0/3
+    stein_features_point    5      1   5 of 5  x 2/2
+    local_row_point        30      5   4 of 4  x 2/2, s 2/2, J 2/4, dlogp_dt
+    local_residual_point   52      7   4 of 4  x 2/2, s 2/2, J 2/4, dlogp_dt, theta 3/3
+    drift_lanes            14      1   2 of 2  x 2/2, theta 3/3
 """
 
 import math
@@ -53,17 +53,17 @@ import numpy as np
 from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
-NAME = 'lorenz'
-SPEC_HASH = '5aac97fe3f766a0efe866c8e26ff1b26da963d41c2d18d2798827453332df13d'
-GENERATOR_VERSION = '0.1.0+e0dd9ab7'
-STATE = ('x', 'y', 'z')
-PARAMS = ('sigma', 'rho', 'beta')
+NAME = 'limit_cycle'
+SPEC_HASH = 'cb6b8f733d7dad63a23f49a690c0f8a7f37d95c4812c93cc82ac29590feadada'
+GENERATOR_VERSION = '0.1.0+2fa832f1'
+STATE = ('x', 'y')
+PARAMS = ('a', 'c', 'omega')
 # known inputs of an experiment: every kernel's last argument u holds their values
 INPUTS = ()
 IS_AFFINE = True
 # parameters entering the drift affinely with parameter-free columns (variable projection)
 SEPARABLE = (0, 1, 2)
-NOISE_DIM = 3
+NOISE_DIM = 2
 STATE_DEPENDENT_NOISE = False
 
 # Contraction tables of the global Stein fill (see dynosed_sym.model.derivation.SteinPieces):
@@ -75,42 +75,39 @@ STATE_DEPENDENT_NOISE = False
 #                                            (first, rows, coefs, feats) in A_BLOCKS (matrix blocks)
 A_TERMS = (
     (0, 0, 0, 1.0),
-    (1, 1, 1, 1.0),
-    (2, 2, 2, -1.0),
+    (1, 0, 1, -1.0),
+    (2, 0, 2, -1.0),
+    (2, 1, 0, 1.0),
+    (3, 1, 1, -1.0),
+    (0, 1, 2, 1.0),
 )
 A_BLOCKS = ()
-B_SIN_TERMS = (
-    (3, 1, 1.0),
-    (4, 2, 1.0),
-)
+B_SIN_TERMS = ()
 B_COS_TERMS = (
-    (0, 0, 0, 0.3),
-    (0, 1, 1, 0.3),
-    (0, 2, 2, 0.3),
+    (0, 0, 0, 0.1),
+    (0, 1, 1, 0.1),
 )
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
 def drift_point(x, theta, out):
-    """Drift f(x; theta) at one point: x (3,), theta (3,), out (3,)."""
-    # 11 ops, 1 intermediate terms, 3 of 3 outputs written
+    """Drift f(x; theta) at one point: x (2,), theta (3,), out (2,)."""
+    # 14 ops, 1 intermediate terms, 2 of 2 outputs written
     x_ = x[0]
     y = x[1]
-    z = x[2]
-    sigma = theta[0]
-    rho = theta[1]
-    beta = theta[2]
-    t0 = -y
-    out[0] = sigma*(-t0 - x_)
-    out[1] = t0 + x_*(rho - z)
-    out[2] = -beta*z + x_*y
+    a = theta[0]
+    c = theta[1]
+    omega = theta[2]
+    t0 = c*(x_**2 + y**2)
+    out[0] = a*x_ - omega*y - t0*x_
+    out[1] = a*y + omega*x_ - t0*y
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def drift(X, theta, out):
-    """Drift at N points: X (N, 3), theta (3,), out (N, 3)."""
+    """Drift at N points: X (N, 2), theta (3,), out (N, 2)."""
     for i in numba.prange(X.shape[0]):
         drift_point(X[i], theta, out[i])
 
@@ -118,22 +115,24 @@ def drift(X, theta, out):
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
 def drift_jacobian_point(x, theta, out):
-    """Jacobian df/dtheta at one point: x (3,), theta (3,), out (3, 3) with out[j, k] =
+    """Jacobian df/dtheta at one point: x (2,), theta (3,), out (2, 3) with out[j, k] =
     df_j/dtheta_k."""
-    # 3 ops, 0 intermediate terms, 3 of 9 outputs written
-    out[:] = 0.0
+    # 8 ops, 1 intermediate terms, 6 of 6 outputs written
     x_ = x[0]
     y = x[1]
-    z = x[2]
-    out[0, 0] = -x_ + y
-    out[1, 1] = x_
-    out[2, 2] = -z
+    t0 = x_**2 + y**2
+    out[0, 0] = x_
+    out[0, 1] = -t0*x_
+    out[0, 2] = -y
+    out[1, 0] = y
+    out[1, 1] = -t0*y
+    out[1, 2] = x_
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def drift_jacobian(X, theta, out):
-    """df/dtheta at N points: X (N, 3), theta (3,), out (N, 3, 3)."""
+    """df/dtheta at N points: X (N, 2), theta (3,), out (N, 2, 3)."""
     for i in numba.prange(X.shape[0]):
         drift_jacobian_point(X[i], theta, out[i])
 
@@ -141,24 +140,23 @@ def drift_jacobian(X, theta, out):
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
 def stein_features_point(x, out_sin, out_cos):
-    """x-dependent factors of the Stein features at one point: x (3,), out_sin (5,), out_cos (1,).
+    """x-dependent factors of the Stein features at one point: x (2,), out_sin (4,), out_cos (1,).
     """
-    # 6 ops, 0 intermediate terms, 6 of 6 outputs written
+    # 5 ops, 1 intermediate terms, 5 of 5 outputs written
     x_ = x[0]
     y = x[1]
-    z = x[2]
-    out_sin[0] = -x_ + y
-    out_sin[1] = x_
-    out_sin[2] = z
-    out_sin[3] = -x_*z - y
-    out_sin[4] = x_*y
+    t0 = x_**2 + y**2
+    out_sin[0] = x_
+    out_sin[1] = t0*x_
+    out_sin[2] = y
+    out_sin[3] = t0*y
     out_cos[0] = 1
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def stein_features(X, out_sin, out_cos):
-    """Stein-feature factors at N points: X (N, 3), out_sin (N, 5), out_cos (N, 1)."""
+    """Stein-feature factors at N points: X (N, 2), out_sin (N, 4), out_cos (N, 1)."""
     for i in numba.prange(X.shape[0]):
         stein_features_point(X[i], out_sin[i], out_cos[i])
 
@@ -166,26 +164,27 @@ def stein_features(X, out_sin, out_cos):
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
 def local_row_point(x, s, J, dlogp_dt, out_a, out_b):
-    """Local-route row at one probe: x (3,), score s (3,), Jacobian J (3, 3) with J[j, l] =
+    """Local-route row at one probe: x (2,), score s (2,), Jacobian J (2, 2) with J[j, l] =
     ds_j/dx_l, dlogp_dt scalar; out_a (3,) = a(x), out_b (1,) = beta(x)."""
-    # 33 ops, 0 intermediate terms, 4 of 4 outputs written
+    # 30 ops, 5 intermediate terms, 4 of 4 outputs written
     x_ = x[0]
     y = x[1]
-    z = x[2]
-    out_a[0] = s[0]*(-x_ + y) - 1
-    out_a[1] = s[1]*x_
-    out_a[2] = -s[2]*z - 1
-    out_b[0] = (
-        -dlogp_dt + (0.3)*J[0, 0] + (0.3)*J[1, 1] + (0.3)*J[2, 2] + (0.3)*s[0]**2 + (0.3)*s[1]**2
-        - s[1]*(-x_*z - y) + (0.3)*s[2]**2 - s[2]*x_*y + 1
-    )
+    t0 = s[0]*x_
+    t1 = s[1]*y
+    t2 = x_**2
+    t3 = y**2
+    t4 = t2 + t3
+    out_a[0] = t0 + t1 + 2
+    out_a[1] = -t0*t4 - t1*t4 - 4*t2 - 4*t3
+    out_a[2] = -s[0]*y + s[1]*x_
+    out_b[0] = -dlogp_dt + (0.1)*J[0, 0] + (0.1)*J[1, 1] + (0.1)*s[0]**2 + (0.1)*s[1]**2
 
 
 @numba.njit(parallel=True, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def local_rows(X, S, J, dlogp_dt, A, b):
     """Local-route rows A[i] = a(x_i), b[i] = beta(x_i) (A theta = b at the truth) at probes X[i]:
-    X, S (M, 3), J (M, 3, 3), dlogp_dt (M,) (zeros if stationary), A (M, 3),
+    X, S (M, 2), J (M, 2, 2), dlogp_dt (M,) (zeros if stationary), A (M, 3),
     b (M,)."""
     for i in numba.prange(X.shape[0]):
         local_row_point(X[i], S[i], J[i], dlogp_dt[i], A[i], b[i : i + 1])
@@ -194,32 +193,35 @@ def local_rows(X, S, J, dlogp_dt, A, b):
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
 def local_residual_point(x, s, J, dlogp_dt, theta, out_r, out_dr):
-    """Local residual and its theta-gradient at one probe: x (3,), score s (3,), Jacobian J (3, 3),
+    """Local residual and its theta-gradient at one probe: x (2,), score s (2,), Jacobian J (2, 2),
     dlogp_dt scalar, theta (3,); out_r (1,) = R, out_dr (3,) = dR/dtheta."""
-    # 41 ops, 2 intermediate terms, 4 of 4 outputs written
+    # 52 ops, 7 intermediate terms, 4 of 4 outputs written
     x_ = x[0]
     y = x[1]
-    z = x[2]
-    sigma = theta[0]
-    rho = theta[1]
-    beta = theta[2]
-    t0 = -y
-    t1 = -t0 - x_
+    a = theta[0]
+    c = theta[1]
+    omega = theta[2]
+    t0 = x_**2
+    t1 = 2*c
+    t2 = y**2
+    t3 = t0 + t2
+    t4 = c*t3
+    t5 = s[0]*x_
+    t6 = s[1]*y
     out_r[0] = (
-        dlogp_dt - 0.3*J[0, 0] - 0.3*J[1, 1] - 0.3*J[2, 2] - 0.3*s[0]**2 + s[0]*sigma*t1
-        - 0.3*s[1]**2 + s[1]*(t0 + x_*(rho - z)) - 0.3*s[2]**2 + s[2]*(-beta*z + x_*y) - beta
-        - sigma - 1
+        dlogp_dt - 0.1*J[0, 0] - 0.1*J[1, 1] - 0.1*s[0]**2 + s[0]*(a*x_ - omega*y - t4*x_)
+        - 0.1*s[1]**2 + s[1]*(a*y + omega*x_ - t4*y) + 2*a - t0*t1 - t1*t2 - 2*t4
     )
-    out_dr[0] = s[0]*t1 - 1
-    out_dr[1] = s[1]*x_
-    out_dr[2] = -s[2]*z - 1
+    out_dr[0] = t5 + t6 + 2
+    out_dr[1] = -4*t0 - 4*t2 - t3*t5 - t3*t6
+    out_dr[2] = -s[0]*y + s[1]*x_
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True)
 def local_residual(X, S, J, dlogp_dt, theta, R, dR):
     """Local residual R[i] and dR[i, k] = s^T df/dtheta_k + div(df/dtheta_k) at probes X[i]:
-    X, S (M, 3), J (M, 3, 3), dlogp_dt (M,), theta (3,), R (M,), dR (M, 3)."""
+    X, S (M, 2), J (M, 2, 2), dlogp_dt (M,), theta (3,), R (M,), dR (M, 3)."""
     for i in range(X.shape[0]):
         local_residual_point(X[i], S[i], J[i], dlogp_dt[i], theta, R[i : i + 1], dR[i])
 
@@ -227,21 +229,19 @@ def local_residual(X, S, J, dlogp_dt, theta, R, dR):
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
             nogil=True, inline="never")
 def drift_lanes(x, theta, out, nl):
-    """Simulator: drift at lanes l < nl of a block of chains, x (3*LANES,) with state j of lane l at
-    x[j*LANES+l], theta (3,), out (3*LANES,); structurally zero components are not written
+    """Simulator: drift at lanes l < nl of a block of chains, x (2*LANES,) with state j of lane l at
+    x[j*LANES+l], theta (3,), out (2*LANES,); structurally zero components are not written
     (open_block zeroes out)."""
-    # 11 ops, 1 intermediate terms, 3 of 3 outputs written
-    sigma = theta[0]
-    rho = theta[1]
-    beta = theta[2]
+    # 14 ops, 1 intermediate terms, 2 of 2 outputs written
+    a = theta[0]
+    c = theta[1]
+    omega = theta[2]
     for l in range(min(nl, LANES)):  # the bound lets LLVM prove the indices non-negative
         x_ = x[l]
         y = x[LANES + l]
-        z = x[2*LANES + l]
-        t0 = -y
-        out[l] = sigma*(-t0 - x_)
-        out[LANES + l] = t0 + x_*(rho - z)
-        out[2*LANES + l] = -beta*z + x_*y
+        t0 = c*(x_**2 + y**2)
+        out[l] = a*x_ - omega*y - t0*x_
+        out[LANES + l] = a*y + omega*x_ - t0*y
 
 
 @numba.njit(parallel=False, fastmath=False, cache=True, error_model="numpy", boundscheck=False,
@@ -249,7 +249,7 @@ def drift_lanes(x, theta, out, nl):
 def simulate_chains(x0, theta, G, dt, n_burn, thin, n_keep, keys, out, status):
     """RK4 drift plus Euler-Maruyama noise: C chains in blocks of lanes (dynosed_sym.kernels.lanes).
 
-    x0 (C, 3), theta (3,), G (3, 3), keys (C,) uint64, out (n_keep, C, 3): every
+    x0 (C, 2), theta (3,), G (2, 2), keys (C,) uint64, out (n_keep, C, 2): every
     thin-th state after n_burn steps, status (C,) int64: 0 or the first non-finite step."""
     width, n_blocks = lanes.layout(x0.shape[0])
     for blk in range(n_blocks):

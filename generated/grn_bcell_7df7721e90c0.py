@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2fa832f1, template kernels_v3.
 # model: grn_bcell
-# spec hash: d4faf03bde3d068f743a8de975b59902ff39abd39374874ab95c34fcbdcc574d
+# spec hash: 7df7721e90c0c35f923269ce9554623ba25c83e38c149d695dc42a764ea42114
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 15b756d98c536cdd9f4d129a5e25657f179f0b0051b4abccfdaea39ea0e1dbfe
+# content-sha256: 84da7aa4ddef60c3ad77781095e9ff4cbd2182daac107f0ce23e66cea2435eff
 # ============================================================================
 """Numba kernels for the SDE model ``grn_bcell``.
 
@@ -59,8 +59,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'grn_bcell'
-SPEC_HASH = 'd4faf03bde3d068f743a8de975b59902ff39abd39374874ab95c34fcbdcc574d'
-GENERATOR_VERSION = '0.1.0+e0dd9ab7'
+SPEC_HASH = '7df7721e90c0c35f923269ce9554623ba25c83e38c149d695dc42a764ea42114'
+GENERATOR_VERSION = '0.1.0+2fa832f1'
 STATE = ('p', 'b', 'r', 'x1', 'y1', 'x2', 'y2')
 PARAMS = (*(f"W[{j},{k}]" for j in range(3) for k in range(7)),)
 # known inputs of an experiment: every kernel's last argument u holds their values

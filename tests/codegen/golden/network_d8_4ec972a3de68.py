@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2fa832f1, template kernels_v3.
 # model: network_d8
-# spec hash: eec715ac3073a8b084c6d2aa968b7243ef8e9af46b54ea6beda70a14400e88fd
+# spec hash: 4ec972a3de68f12d0f2237be80b2d4a34cbfe6c2f7ec9f15512b3459d386a161
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 9ec203a0fb2f95a2586adfe2b80af06e0b38e49f721cb1d689c0a7d2336ae646
+# content-sha256: c48940285fbcb56bff7b58a75f6a3b36b174b36b2f4cdab17e37085cc5e252b3
 # ============================================================================
 """Numba kernels for the SDE model ``network_d8``.
 
@@ -69,8 +69,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'network_d8'
-SPEC_HASH = 'eec715ac3073a8b084c6d2aa968b7243ef8e9af46b54ea6beda70a14400e88fd'
-GENERATOR_VERSION = '0.1.0+e0dd9ab7'
+SPEC_HASH = '4ec972a3de68f12d0f2237be80b2d4a34cbfe6c2f7ec9f15512b3459d386a161'
+GENERATOR_VERSION = '0.1.0+2fa832f1'
 STATE = ('x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7')
 PARAMS = (*(f"W_{j}_{k}" for j in range(8) for k in range(8)),)
 # known inputs of an experiment: every kernel's last argument u holds their values

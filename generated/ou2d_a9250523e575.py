@@ -1,9 +1,9 @@
 # ============================================================================
-# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+e0dd9ab7, template kernels_v3.
+# GENERATED FILE - DO NOT EDIT.  Produced by dynosed_sym 0.1.0+2fa832f1, template kernels_v3.
 # model: ou2d
-# spec hash: d031c13b27035e041a86e3a59995d06b91fed76fe0829ee8a6867c2d31bdc02d
+# spec hash: a9250523e575ecf12074e190683ba51fd23300f35e4b8843634902b4ac0ea6dd
 # Regenerate with ds.compile_model(model) or `python -m dynosed_sym.codegen MODEL.py`.
-# content-sha256: 54e72a4cdebdfd5c98182002b83e50547fd3bb053ac691bad20cafd2dce8f0cc
+# content-sha256: 4b49d95330dd60726fdfdb48c3183908ac6c9a571eb1f35680c94f683d90d55b
 # ============================================================================
 """Numba kernels for the SDE model ``ou2d``.
 
@@ -54,8 +54,8 @@ from dynosed_sym.kernels import lanes
 from dynosed_sym.kernels.lanes import LANES
 
 NAME = 'ou2d'
-SPEC_HASH = 'd031c13b27035e041a86e3a59995d06b91fed76fe0829ee8a6867c2d31bdc02d'
-GENERATOR_VERSION = '0.1.0+e0dd9ab7'
+SPEC_HASH = 'a9250523e575ecf12074e190683ba51fd23300f35e4b8843634902b4ac0ea6dd'
+GENERATOR_VERSION = '0.1.0+2fa832f1'
 STATE = ('x', 'y')
 PARAMS = ('M11', 'M12', 'M21', 'M22')
 # known inputs of an experiment: every kernel's last argument u holds their values
