@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
 from .combinations import Combination
 from .linear import unit_scale
-from .weak import weak_intervals
+from .weak import fieller, weak_intervals
 
 #: Share of a parameter's unit vector on an unresolved direction below which that direction does
 #: not count for the parameter's data factor.
@@ -54,6 +54,9 @@ __all__ = [
     "COMBINATION",
     "NOT_IDENTIFIABLE",
     "FREE_PROJECTION",
+    "SCALE_SHARE",
+    "scale_directions",
+    "scale_carriers",
 ]
 
 IDENTIFIED = "identified"
@@ -62,6 +65,12 @@ NOT_IDENTIFIABLE = "not identifiable"
 
 #: A parameter whose loading on unresolved directions is at least this is not identifiable.
 FREE_PROJECTION = 0.5
+#: An unresolved direction carrying more than this share of the estimate's squared norm is the
+#: drift's overall scale (:func:`scale_carriers`).
+SCALE_SHARE = 0.5
+#: Largest t = κ̂/sd(κ̂) of a scale direction whose curvature counts as not seen (one-sided 5 %,
+#: :func:`scale_carriers`).
+SCALE_T = 1.6448536269514722
 #: An estimable combination is stated only when the noise the unresolved components add to it
 #: (at the scale τ) is at most this fraction of its own sampling variance.
 COMBINATION_NOISE = 0.25
@@ -96,6 +105,9 @@ class Resolution:
     fieller : tuple (c, gamma) or None
         The resolved estimator's profile-Fieller coefficients (:func:`.weak.fieller`), to give
         intervals at other levels.
+    scale : (n,) bool or None
+        The parameters that carry an unresolved overall scale (:func:`scale_carriers`): their
+        intervals are the whole line.
     """
 
     loading: np.ndarray
@@ -113,6 +125,7 @@ class Resolution:
     data_factor: np.ndarray
     strength: list
     fieller: tuple | None = None
+    scale: np.ndarray | None = None
 
 
 def resolution_matrix(V, resolved):
@@ -197,12 +210,16 @@ def data_factors(V, resolved, t, q):
     unres = ~np.asarray(resolved, dtype=bool)
     if t is None or not unres.any() or not np.isfinite(q):
         return np.where(np.linalg.norm(V[:, unres], axis=1) > 0, np.inf, 1.0) if n else np.ones(0)
-    tu = np.asarray(t)[unres]
-    with np.errstate(divide="ignore"):
-        f = np.where(tu > 0, (q / np.where(tu > 0, tu, 1.0)) ** 2, np.inf)
-    f = np.maximum(f, 1.0)
+    f = _direction_factors(np.asarray(t)[unres], q)
     share = V[:, unres] ** 2 >= FACTOR_SHARE
     return np.where(share, f[None, :], 1.0).max(axis=1, initial=1.0)
+
+
+def _direction_factors(tu, q):
+    """(k,) ``max((q/t_i)², 1)`` per unresolved direction, inf where it shows no curvature."""
+    with np.errstate(divide="ignore"):
+        f = np.where(tu > 0, (q / np.where(tu > 0, tu, 1.0)) ** 2, np.inf)
+    return np.maximum(f, 1.0)
 
 
 def strength_labels(theta, ci, data_factor):
@@ -219,6 +236,42 @@ def strength_labels(theta, ci, data_factor):
         else:
             out.append("no (flat)")
     return out
+
+
+def scale_directions(theta, VU):
+    """(k,) bool: the unresolved directions holding more than :data:`SCALE_SHARE` of the
+    estimate's squared norm (:func:`scale_carriers`)."""
+    theta = np.asarray(theta, dtype=float)
+    norm2 = float(theta @ theta)
+    if VU.shape[1] == 0 or not np.isfinite(norm2) or norm2 <= 0.0:
+        return np.zeros(VU.shape[1], dtype=bool)
+    z = VU.T @ theta
+    return z * z > SCALE_SHARE * norm2
+
+
+def scale_carriers(theta, VU, t_unresolved):
+    """(n,) bool: the parameters that carry the drift's overall scale when the data leave it open.
+
+    An unresolved direction v_i holding more than :data:`SCALE_SHARE` of the estimate's squared
+    norm, ``(v_iᵀθ̂)² > SCALE_SHARE·‖θ̂‖²``, is the estimate's own direction: the data do not fix
+    how large θ is (an oscillator whose stationary law keeps its shape when the drift is scaled,
+    FitzHugh–Nagumo or Selkov at small N).  The bias a wrong scale puts into parameter j is
+    ``V_ji·Δz_i``.  The least-squares component along v_i is attenuated by the share
+    ``κ_i/σ_i²`` of its curvature that is signal, and when the curvature is not seen at all —
+    ``t_i = κ̂_i/sd(κ̂_i) ≤`` :data:`SCALE_T`, one-sided 5 % — that share has no lower bound: Δz_i
+    is not bounded by the data, and the scale τ drawn from the resolved parameters says nothing
+    about it (they are ≈ 0 when the truth lies along v_i).  Every parameter that loads on such a
+    direction (``|V_ji| > 10⁻⁸``) then gets the whole line.  With ``t_i > SCALE_T`` the intervals
+    size the bias by the attenuation (:mod:`.weak`).  ``t_unresolved`` None (no noise estimate):
+    the curvature is not seen.
+    """
+    theta = np.asarray(theta, dtype=float)
+    open_ = scale_directions(theta, VU)
+    if t_unresolved is not None:
+        open_ &= ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
+    if not open_.any():
+        return np.zeros(theta.size, dtype=bool)
+    return (np.abs(VU[:, open_]) > 1e-8).any(axis=1)
 
 
 def _free(V, resolved):
@@ -316,6 +369,12 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
     )
     se = wk.se
     tau, method, converged = found["tau"]
+    t_u = None if dirs.t is None else np.asarray(dirs.t)[~np.asarray(resolved, dtype=bool)]
+    carriers = scale_carriers(theta, VU, t_u)
+    if (carriers & ~free).any():  # the overall scale is open: its carriers get the whole line
+        free = free | carriers
+        ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
+        wk = replace(wk, ci=ci, bounded=bounded)
     Q = resolution_matrix(V, resolved)
     status, combos = [], []
     names = tuple(str(nm) for nm in names)  # shared by every combination stated
@@ -342,6 +401,11 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
             status.append(IDENTIFIED)
             combos.append(None)
     factor = data_factors(V, resolved, dirs.t, dirs.threshold)
+    if carriers.any() and dirs.t is not None:  # the scale's own factor of data
+        f = _direction_factors(np.asarray(dirs.t)[~resolved], dirs.threshold)
+        factor = np.where(
+            carriers, np.maximum(factor, f[scale_directions(theta, VU)].max()), factor
+        )
     return Resolution(
         loading=loading,
         bias_sd=wk.bias_sd,
@@ -358,4 +422,5 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
         data_factor=factor,
         strength=strength_labels(theta, wk.ci, factor),
         fieller=(wk.c, wk.gamma),
+        scale=carriers,
     ), se

@@ -164,6 +164,9 @@ class IdentifiabilityReport:
     fieller : tuple (c, gamma) or None
         Profile-Fieller coefficients of the resolved estimator's intervals
         (:func:`~dynosed_sym.solve.weak.fieller`; :meth:`intervals` at other levels).
+    scale : (n,) bool or None
+        The parameters that carry an overall scale the data leave open (whole-line intervals,
+        :func:`~dynosed_sym.solve.intervals.scale_carriers`).
     data_factor : (n,) array or None
         Per parameter, the factor of data that would resolve the directions it loads on
         (:func:`~dynosed_sym.solve.intervals.data_factors`); ``strength`` its label.
@@ -218,6 +221,7 @@ class IdentifiabilityReport:
     data_factor: np.ndarray | None = None
     strength: list | None = None
     fieller: tuple | None = None
+    scale: np.ndarray | None = None
     _blocks: tuple | None = field(default=None, repr=False)
     _grouping: object = field(default=None, repr=False)
     _solve: object = field(default=None, repr=False)
@@ -259,6 +263,8 @@ class IdentifiabilityReport:
             return np.column_stack([theta - half, theta + half])
         a = np.where(free, 0.0, se) ** 2 + bias**2
         free = free | (np.asarray(self.loading) >= FREE_PROJECTION)
+        if self.scale is not None:
+            free = free | self.scale
         return fieller(theta, a, *self.fieller, q, free)[0]
 
     def combination_lines(self):
@@ -526,6 +532,15 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     ]
     rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
     rep.data_factor, rep.strength, rep.fieller = res.data_factor, res.strength, res.fieller
+    rep.scale = res.scale
+    if res.scale is not None and res.scale.any():
+        carriers = ", ".join(n for n, f in zip(rep.param_names, res.scale) if f)
+        rep.notes.append(
+            "the data do not determine the drift's overall scale: an unresolved direction holds "
+            f"most of the estimate; the parameters that carry it ({carriers}) get the whole line "
+            "(only their ratios along it are constrained); more data, or a parameter fixed by "
+            "knowledge, resolves it"
+        )
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"

@@ -239,28 +239,19 @@ def test_errors_in_variables_coverage_at_every_strength(strength):
         assert finite == R
 
 
-@pytest.mark.parametrize(
-    "strength",
-    [
-        pytest.param(
-            0.08,
-            marks=pytest.mark.xfail(
-                strict=True, reason="open limit: no curvature along v at all (70 % coverage)"
-            ),
-        ),
-        0.15,
-        0.3,
-    ],
-)
+@pytest.mark.parametrize("strength", [0.08, 0.15, 0.3])
 def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale(strength):
     """FitzHugh–Nagumo's limit cycle at N = 2000, as a linear system: the weak direction is the
     truth's own (θ = 3.06·v, the drift's overall scale), so the resolved part is ≈ 0 and every
-    parameter moves with v, most with a small loading (finite intervals).  A scale drawn from the
-    resolved estimate alone said 'the unresolved part is ≈ 0' and gave tight intervals around the
-    attenuated estimate (522 of 601 covered at strength 0.15).  The finite intervals must cover θ
-    in 95 % of data sets (three binomial standard errors), and the data are seen to contradict the
-    resolved estimate's scale.  Still open (strict xfail): at strength 0.08, no curvature seen
-    along v at all, the coverage is 70 % (docs/design-statistics.md, "Weak directions")."""
+    parameter moves with v, most with a small loading.  A scale drawn from the resolved estimate
+    alone said 'the unresolved part is ≈ 0' and gave tight intervals around the attenuated
+    estimate (522 of 601 covered at strength 0.15).  Where the curvature along v is not seen
+    (t ≤ 1.645, most sets at strengths 0.08 and 0.15) the scale is open and every parameter that
+    loads on v gets the whole line (at 0.08 the attenuation-sized intervals covered 70 %);
+    elsewhere the finite intervals must cover θ in 95 % of data sets (three binomial standard
+    errors), and at 0.3 most sets keep finite intervals (the rule does not swallow them)."""
+    from dynosed_sym.solve.intervals import SCALE_T
+
     rng = np.random.default_rng(int(strength * 1000) + 7)
     B, m, R = 32, 12, 150
     theta = np.array([3.0, 0.5, 0.3, 0.05, 0.24])
@@ -269,22 +260,32 @@ def test_truth_along_the_unresolved_direction_is_not_sized_by_the_resolved_scale
     V = np.column_stack([V[:, 1:], V[:, :1]])  # resolved directions first, v last
     Q = np.linalg.qr(rng.standard_normal((m, 5)))[0]
     A0 = (Q * [3.0, 2.5, 2.0, 1.5, strength]) @ V.T
-    cover = finite = kept = 0
+    cover = finite = opened = 0
     for _ in range(R):
         A, b, Ab, bb, counts = _blocks(rng, A0, A0 @ theta, B, 0.05 * np.sqrt(B))
         est = solve_system(A, b, Ab, bb, counts, 0.0)
         rep = analyse(A, b, est.theta, 0.0, list("abcde"), Ab, bb, counts, estimate=est)
-        if est.fill is not None and getattr(est.fill, "scale_contradicted", False):
-            kept += 1
-            assert np.all((est.fill.attenuation > 0) & (est.fill.attenuation <= 1))
         ok = np.isfinite(rep.ci).all(axis=1)
+        dirs = est.directions
+        unres = ~dirs.resolved
+        vU = dirs.V[:, unres]
+        scale_open = unres.any() and np.any(
+            ((vU.T @ est.theta) ** 2 > 0.5 * est.theta @ est.theta) & (dirs.t[unres] <= SCALE_T)
+        )
+        if scale_open:  # every parameter loads on v here: no finite interval at all
+            opened += 1
+            assert not ok.any() and rep.scale.all(), rep
         finite += ok.sum()
         cover += np.sum(ok & (rep.ci[:, 0] <= theta) & (theta <= rep.ci[:, 1]))
     print(
-        f"\nstrength {strength}: {cover}/{finite} finite intervals cover, contradicted {kept}/{R}"
+        f"\nstrength {strength}: {cover}/{finite} finite intervals cover, scale open {opened}/{R}"
     )
-    assert finite >= 40 and kept >= R // 2
-    assert cover / finite >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / finite)
+    if strength < 0.1:
+        assert opened >= R // 2
+    if strength > 0.2:
+        assert finite >= 5 * R // 2
+    if finite:
+        assert cover / finite >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / finite)
 
 
 # ---------------------------------------------------------------------------------- FitzHugh–Nagumo
@@ -332,3 +333,76 @@ def test_fitzhugh_nagumo_is_not_confidently_wrong(fhn):
             truth=truth
         )
         assert fit.report.consistent
+
+
+# ---------------------------------------------------------------------------------- open scale
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(3, 7),
+    st.floats(0.5, 20.0),
+    st.sampled_from([-3.0, 0.0, 1.0, 1.6, 1.7, 5.0]),
+)
+def test_scale_carriers_are_the_parameters_loading_on_an_open_scale(seed, n, size, t):
+    """θ mostly along one unresolved direction v (the overall scale): with its curvature not
+    seen (t ≤ 1.645) exactly the parameters with a nonzero loading on v are carriers, whatever
+    their loading's size; with t above it, or with θ orthogonal to the unresolved directions,
+    none is.  Oracle: the construction (v has exact zeros on chosen parameters)."""
+    from dynosed_sym.solve.intervals import SCALE_T, scale_carriers
+
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(n) * (rng.random(n) < 0.7)
+    v[0] = 1.0
+    v /= np.linalg.norm(v)
+    other = rng.standard_normal(n)
+    other -= (other @ v) * v
+    other /= np.linalg.norm(other)
+    VU = np.column_stack([v, other])
+    resolved_part = rng.standard_normal(n)
+    resolved_part -= VU @ (VU.T @ resolved_part)
+    theta = size * v + 0.1 * resolved_part
+    got = scale_carriers(theta, VU, np.array([t, 0.0]))
+    expected = (np.abs(v) > 1e-8) if t <= SCALE_T else np.zeros(n, dtype=bool)
+    np.testing.assert_array_equal(got, expected)
+    assert not scale_carriers(resolved_part, VU, np.array([t, 0.0])).any()
+
+
+@pytest.mark.slow
+def test_selkov_small_n_is_not_confidently_wrong(tmp_path):
+    """Selkov's glycolysis oscillator (a model the method was not designed on) at N = 5000: the
+    unresolved direction is the truth's own (the drift's overall scale) and the estimate is
+    attenuated to ≈ 0.2 × the truth.  Sized by the resolved scale τ, c2, c4 and c5 had finite
+    intervals excluding the truth in 12 of 30 (10 data sets); now no finite interval may exclude
+    it, and the summary says the scale is open."""
+    import sympy as sp
+
+    x, y = sp.symbols("x y", real=True)
+    c = sp.symbols("c1:7", real=True)
+    model = ds.SDEModel(
+        [x, y],
+        list(c),
+        [-c[0] * x + c[1] * y + c[2] * x**2 * y, c[3] - c[4] * y - c[5] * x**2 * y],
+        diffusion=0.01,
+        name="selkov_test",
+    )
+    truth = np.array([1.0, 0.08, 1.0, 0.6, 0.08, 1.0])
+    ex = ds.Execution(progress=False, out_dir=str(tmp_path))
+    for seed in (1001, 1002, 1003):
+        X = ds.simulate(
+            model,
+            truth,
+            5000,
+            burn_in=10_000,
+            thin=1,
+            n_chains=5000,
+            seed=seed,
+            x0=[0.6, 1.5],
+            execution=ex,
+        )
+        fit = ds.fit_global(model, X, execution=ex)
+        ci = fit.conf_int()
+        ok = np.isfinite(ci).all(axis=1)
+        text = fit.summary(truth=truth)
+        assert np.all((ci[ok, 0] <= truth[ok]) & (truth[ok] <= ci[ok, 1])), text
+        if fit.report.scale is not None and fit.report.scale.any():
+            assert "overall scale" in text
