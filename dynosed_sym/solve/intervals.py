@@ -68,6 +68,8 @@ FREE_PROJECTION = 0.5
 #: An unresolved direction carrying more than this share of the estimate's squared norm is the
 #: drift's overall scale (:func:`scale_carriers`).
 SCALE_SHARE = 0.5
+#: ... and whose component exceeds this many times the scale τ of the identified estimates.
+SCALE_TAU = 2.0
 #: Largest t = κ̂/sd(κ̂) of a scale direction whose curvature counts as not seen (one-sided 5 %,
 #: :func:`scale_carriers`).
 SCALE_T = 1.6448536269514722
@@ -238,22 +240,28 @@ def strength_labels(theta, ci, data_factor):
     return out
 
 
-def scale_directions(theta, VU):
-    """(k,) bool: the unresolved directions holding more than :data:`SCALE_SHARE` of the
-    estimate's squared norm (:func:`scale_carriers`)."""
+def scale_directions(theta, VU, tau=None):
+    """(k,) bool: the unresolved directions that are the estimate's own (:func:`scale_carriers`):
+    holding more than :data:`SCALE_SHARE` of its squared norm, ``(v_iᵀθ̂)² > SCALE_SHARE·‖θ̂‖²``,
+    with a component larger than :data:`SCALE_TAU` times the scale τ of the identified
+    estimates (when τ is known) — a component at τ's size is what any direction may carry (the
+    ridge's noise along a structurally null direction), not a sign that the truth lies along it."""
     theta = np.asarray(theta, dtype=float)
     norm2 = float(theta @ theta)
     if VU.shape[1] == 0 or not np.isfinite(norm2) or norm2 <= 0.0:
         return np.zeros(VU.shape[1], dtype=bool)
     z = VU.T @ theta
-    return z * z > SCALE_SHARE * norm2
+    out = z * z > SCALE_SHARE * norm2
+    if tau is not None and np.all(np.isfinite(tau)):
+        out &= np.abs(z) > SCALE_TAU * float(np.max(tau))
+    return out
 
 
-def scale_carriers(theta, VU, t_unresolved):
+def scale_carriers(theta, VU, t_unresolved, tau=None):
     """(n,) bool: the parameters that carry the drift's overall scale when the data leave it open.
 
-    An unresolved direction v_i holding more than :data:`SCALE_SHARE` of the estimate's squared
-    norm, ``(v_iᵀθ̂)² > SCALE_SHARE·‖θ̂‖²``, is the estimate's own direction: the data do not fix
+    An unresolved direction v_i holding most of the estimate (:func:`scale_directions`) is the
+    estimate's own direction: the data do not fix
     how large θ is (an oscillator whose stationary law keeps its shape when the drift is scaled,
     FitzHugh–Nagumo or Selkov at small N).  The bias a wrong scale puts into parameter j is
     ``V_ji·Δz_i``.  The least-squares component along v_i is attenuated by the share
@@ -266,7 +274,7 @@ def scale_carriers(theta, VU, t_unresolved):
     the curvature is not seen.
     """
     theta = np.asarray(theta, dtype=float)
-    open_ = scale_directions(theta, VU)
+    open_ = scale_directions(theta, VU, tau)
     if t_unresolved is not None:
         open_ &= ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
     if not open_.any():
@@ -370,7 +378,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
     se = wk.se
     tau, method, converged = found["tau"]
     t_u = None if dirs.t is None else np.asarray(dirs.t)[~np.asarray(resolved, dtype=bool)]
-    carriers = scale_carriers(theta, VU, t_u)
+    carriers = scale_carriers(theta, VU, t_u, tau)
     if (carriers & ~free).any():  # the overall scale is open: its carriers get the whole line
         free = free | carriers
         ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
