@@ -64,10 +64,6 @@ __all__ = [
 ]
 
 
-#: One-sided 95 % normal quantile of the attenuation's lower bound (:func:`attenuation`).
-ATTENUATION_Z = 1.6448536269514722
-
-
 @dataclass
 class Fill:
     """The components of the estimate along the unresolved directions.
@@ -149,13 +145,12 @@ def ridge_components(A, b, dirs, lam):
 
 
 def attenuation(dirs, unres, s2):
-    """(k,) the share ``a_i = κ_i / σ_i²`` of a least-squares component's curvature that is
-    signal (errors in variables: ``ẑ_i ≈ a_i z_i``) at its lower one-sided 95 % confidence bound
-    ``κ̂_i − 1.645·sd(κ̂_i)`` (the bias it sizes is then not understated where κ̂_i is noisy), in
-    [10⁻¹², 1]; ones without a noise estimate."""
+    """(k,) the share ``a_i = κ̂_i / σ_i²`` of a least-squares component's curvature that is
+    signal (errors in variables: ``ẑ_i ≈ a_i z_i``), at the curvature's detection level
+    ``sd(κ̂_i)`` where κ̂_i is below it, in [10⁻¹², 1]; ones without a noise estimate."""
     if dirs.kappa is None or dirs.kappa_sd is None:
         return np.ones(int(np.count_nonzero(unres)))
-    kappa = dirs.kappa[unres] - ATTENUATION_Z * dirs.kappa_sd[unres]
+    kappa = np.maximum(dirs.kappa[unres], dirs.kappa_sd[unres])
     with np.errstate(divide="ignore", invalid="ignore"):
         a = kappa / s2
     return np.where(np.isfinite(a), np.clip(a, 1e-12, 1.0), 1.0)
