@@ -19,17 +19,17 @@ whatever the eigenvalues of G' (they need not lie in the unit disc), and converg
 superlinearly near a smooth fixed point.  Its zeros are those of f, so the fixed point is that
 of the plain iteration.
 
-Safeguard: the extrapolated point is accepted only if its residual ‖f‖₂ is smaller than that of
-the current iterate and, when G also reports a merit (the loss whose stationary points its fixed
-points are), the merit does not rise (beyond rounding): a multisecant step may otherwise land
-on another stationary point (a saddle, or a degenerate point where a direction stops being
-resolved).  A refused step drops the history; two plain (relaxed) steps x + ηf are then taken
-from the current iterate before the next extrapolation.  When a plain step does not contract
-(‖f_new‖ > 0.9 ‖f‖), η is halved (down to 1/64), which turns an oscillation of the plain map
-into a contraction.  When G reports the subspace its step moves in (the resolved directions of
-the corrected Gauss–Newton step, which keeps θ's other components), the Anderson correction is
-projected onto it, so that the extrapolation does not move θ along directions the plain map
-leaves alone.  Every evaluation of G counts as a step.
+Safeguard: the extrapolated point is accepted only if its residual ‖f‖₂ is smaller than that of the
+current iterate and, when G also reports a merit (the loss whose stationary points its fixed points
+are) and says that it is its own there (``descent``, below), the merit does not rise (beyond
+rounding): a multisecant step may otherwise land on another stationary point (a saddle, or a
+degenerate point where a direction stops being resolved).  A refused step drops the history; two
+plain (relaxed) steps x + ηf are then taken from the current iterate before the next extrapolation.
+When a plain step does not contract (‖f_new‖ > 0.9 ‖f‖), η is halved (down to 1/64), which turns an
+oscillation of the plain map into a contraction.  When G reports the subspace its step moves in
+(the resolved directions of the corrected Gauss–Newton step, which keeps θ's other components), the
+Anderson correction is projected onto it, so that the extrapolation does not move θ along
+directions the plain map leaves alone.  Every evaluation of G counts as a step.
 
 Descent.  Where G says its step f is a descent direction of the merit (a Gauss–Newton step on
 it: ``f = −H⁻¹∇L/2`` with H positive definite), a plain step that raises the merit (beyond
@@ -46,7 +46,9 @@ term of the sign tanh cannot give).  A descent iteration then never converges, a
 full step grows (the minimiser of the local model recedes), whereas near a minimiser it shrinks.
 The iteration therefore stops (``"runaway"``) after RUNAWAY_STEPS consecutive accepted steps
 that each lowered the merit while the step grew; the caller reports that the loss appears to
-have no finite minimiser.  This is evidence, not proof: it is what the iteration saw.
+have no finite minimiser.  An evaluation where G is no descent step (a direction unresolved
+there, whose component G keeps: a fixed point of that kind may lie ahead) restarts the count.
+This is evidence, not proof: it is what the iteration saw.
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ def anderson_fixed_point(G, x0, max_steps, tol, memory=MEMORY):
             cand = cand - (dX + eta * dF) @ gamma
         new, steps = _evaluate(G, cand), steps + 1
         f_new = new[0] - cand
+        if not new[4]:  # G is not a descent step there (a direction unresolved): no runaway
+            run.growing = 0
         if extrapolate and not _better(new, f_new, cur, f):
             run.rejected += 1
             hist_x, hist_f, wait = [], [], PLAIN_AFTER_REJECTION  # next: plain steps from x
@@ -203,9 +207,11 @@ def _rises(new, cur):
 
 
 def _better(new, f_new, cur, f):
-    """Whether an extrapolated point is accepted: a smaller residual, and no rise of the merit."""
+    """Whether an extrapolated point is accepted: a smaller residual, and no rise of the merit
+    where it is G's own (``descent`` at the current iterate; elsewhere G's fixed point need not
+    be stationary for it, and the test would refuse the steps that reach it)."""
     if not _size(f_new) < _size(f):
         return False
-    if new[2] is None or cur[2] is None:
+    if not cur[4] or new[2] is None:
         return True
     return bool(new[2] <= cur[2] + max(new[3], cur[3]))
