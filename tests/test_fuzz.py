@@ -1015,6 +1015,9 @@ def test_local_gaussian_score_names_a_subnormal_column(models, column):
 # a far, flat minimum (k ≈ 50) and a rank-2 fixed point on the way (k = 1.36, k unresolved): a
 # first version of the runaway stop called it "no finite minimiser"; it converges (32 steps)
 @example(a=2.5, k=0.96875, start=[0.0, 0.0, 0.0], route="global", seed=342)
+# a local minimum at k ≈ 3.4 where the loss flattens: there too the step grew for 8 steps (to
+# 0.45, θ ≈ 3); only a step as large as θ itself now counts toward a runaway (34 steps)
+@example(a=3.0, k=1.0, start=[0.0, 0.0, 0.0], route="global", seed=1431)
 def test_nonaffine_exact_law_and_a_zero_parameter(nonaffine_compiled, a, k, start, route, seed):
     """Exact samples of a non-affine gradient drift: the search converges, the truth — e = 0
     for the added x² term — lies in the 1 − 10⁻⁶ interval of every identified parameter, and the
