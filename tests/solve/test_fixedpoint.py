@@ -159,20 +159,27 @@ def test_overshooting_steps_are_shortened_until_the_merit_falls(scale):
 
 
 def test_a_merit_falling_toward_infinity_is_a_runaway():
-    """L(x) = 1/x₀ + (x₁ − 1)², x₀ > 0, has no minimiser: its Newton step along x₀ is x₀/2, so the
-    iterates run off while L keeps falling and the step grows.  The iteration stops after
-    RUNAWAY_STEPS such steps ("runaway"), not at max_steps, unconverged."""
+    """L(x) = 1/x₀ + (x₁ − 1)², x₀ > 0, has no minimiser; a step x₀ along x₀ (as large as the
+    iterate: twice its Newton step x₀/2) runs off while L keeps falling and the step grows.  The
+    iteration stops after RUNAWAY_STEPS such steps ("runaway"), not at max_steps, unconverged.
+    With a step x₀/10 (smaller than RUNAWAY_REACH of the iterate) it runs to max_steps."""
 
     def merit(x):
         return (1.0 / x[0] if x[0] > 0 else np.inf) + (x[1] - 1.0) ** 2
 
     def G(x):  # its fixed point x₀ = 0 is where L is infinite (refused)
-        return np.array([1.5 * x[0], 1.0]), None, merit(x), 0.0
+        return np.array([2.0 * x[0], 1.0]), None, merit(x), 0.0
 
     x, info = anderson_fixed_point(G, np.array([1.0, 0.0]), 50, TOL)
     assert not info["converged"] and info["stop"] == "runaway", info
     assert info["steps"] < 50 and info["step"] > info["first_step"], info
     assert x[0] > 1.0 and merit(x) < merit(np.array([1.0, 0.0]))
+
+    def G_small(x):
+        return np.array([1.1 * x[0], 1.0]), None, merit(x), 0.0
+
+    x, info = anderson_fixed_point(G_small, np.array([1.0, 0.0]), 50, TOL)
+    assert not info["converged"] and info["stop"] == "max_steps", info
 
 
 @pytest.mark.parametrize(
