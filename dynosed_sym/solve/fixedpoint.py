@@ -34,7 +34,8 @@ directions the plain map leaves alone.  Every evaluation of G counts as a step.
 Descent.  Where G says its step f is a descent direction of the merit (a Gauss–Newton step on
 it: ``f = −H⁻¹∇L/2`` with H positive definite), a plain step that raises the merit (beyond
 rounding) is not taken: its length is halved and it is tried again from x (a backtracking line
-search; after each accepted plain step the length doubles back, up to ηf).  So no accepted
+search; after each accepted plain step the length doubles back, up to ηf; η itself is then not
+halved for a step that does not contract, the line search being the step control).  So no accepted
 iterate raises the merit, and an eigenvalue of G' far below −1 (an overshooting Gauss–Newton
 step along a weakly curved direction, where halving η to 1/64 does not make the map contract)
 no longer makes the iteration diverge.  Below 2⁻²⁰ of the full step it stops (``"no
@@ -158,7 +159,7 @@ def anderson_fixed_point(G, x0, max_steps, tol, memory=MEMORY):
         run.accept(extrapolate, new, f_new, cur, f, cand)
         if not extrapolate:
             wait = max(wait - 1, 0)
-            if _size(f_new) > 0.9 * _size(f):
+            if _size(f_new) > 0.9 * _size(f) and not cur[4]:  # (descent: the line search)
                 eta = max(0.5 * eta, MIN_ETA)
         hist_x, hist_f = [*hist_x, x][-m:], [*hist_f, f][-m:]
         x, cur = cand, new
