@@ -229,3 +229,26 @@ def sample_2d(logp, n, seed, lim=7.0, cells=1200):
     idx = rng.choice(p.size, size=n, p=p / p.sum())
     h = e[1] - e[0]
     return np.column_stack([G1.ravel()[idx], G2.ravel()[idx]]) + rng.uniform(-h / 2, h / 2, (n, 2))
+
+
+def corrected_profile(linearisation, k, linear=(0, 2), nonlinear=1, n=3):
+    """The corrected (U-statistic) loss ``‖r‖² − Σ_b (N_b/N)‖r_b − r‖²/(B − 1)`` minimised over
+    the parameters that enter linearly, at a fixed value k of the remaining one, in NumPy: for
+    fixed k the residuals are exactly affine in the others (the tanh model's a and e), with the
+    columns of the linearisation at θ = k·e_nonlinear.  Returns (minimum, minimiser, smallest
+    eigenvalue of its Hessian/2); an oracle of the non-affine fits' loss independent of
+    dynosed_sym.solve."""
+    theta = np.zeros(n)
+    theta[nonlinear] = k
+    A, b, A_blocks, b_blocks, counts = linearisation(theta)
+    A_blocks, b_blocks = np.asarray(A_blocks), np.asarray(b_blocks)
+    r0 = A @ theta - b
+    dr = np.einsum("bmn,n->bm", A_blocks, theta) - b_blocks - r0
+    C = A[:, list(linear)]
+    dC = A_blocks[:, :, list(linear)] - C
+    w = np.asarray(counts, dtype=float) / np.sum(counts) / (len(counts) - 1)
+    H = C.T @ C - np.einsum("b,bmi,bmj->ij", w, dC, dC)
+    g = C.T @ r0 - np.einsum("b,bmi,bm->i", w, dC, dr)
+    c0 = r0 @ r0 - np.einsum("b,bm,bm->", w, dr, dr)
+    z = -np.linalg.solve(H, g)
+    return float(c0 + g @ z), z, float(np.linalg.eigvalsh(H).min())

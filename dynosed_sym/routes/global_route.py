@@ -174,6 +174,7 @@ def fit_global(
             solver.lam,
             statistic=statistic,
             estimator=estimator,
+            names=model.param_names,
         )
         theta = estimate.theta
     clock.append(time.perf_counter())

@@ -356,6 +356,7 @@ def _gradient_local(cm, at, B, solver, rule, start):
             lam,
             statistic=statistic,
             estimator=solve_as,
+            names=prob.model.param_names,
         )
         theta = estimate.theta
     at.info.update(gradient_info(ginfo, gn))

@@ -452,6 +452,7 @@ def gradient_info(ginfo, gn=None):
         info["projected"] = ",".join(ginfo["projected"])
     if gn is not None:
         info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
+        info["gn_stop"] = gn["stop"]  # why it stopped (solve.fixedpoint.anderson_fixed_point)
     return info
 
 

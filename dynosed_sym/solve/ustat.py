@@ -53,7 +53,7 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
-from .fixedpoint import anderson_fixed_point
+from .fixedpoint import MIN_DESCENT, RUNAWAY_STEPS, anderson_fixed_point
 from .jackknife import (
     MAX_RANK_PER_BLOCK,
     Jackknife,
@@ -565,7 +565,7 @@ def _solve_unit(
 
 @single_blas
 def corrected_gauss_newton(
-    linearisation, theta0, lam, *, max_steps=GN_MAX_STEPS, tol=GN_TOL, **rule
+    linearisation, theta0, lam, *, max_steps=GN_MAX_STEPS, tol=GN_TOL, names=None, **rule
 ):
     """Non-affine drift: the corrected fit by re-linearisation (module docstring).
 
@@ -593,8 +593,12 @@ def corrected_gauss_newton(
     (:func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`): the multisecant combination of
     the last steps, projected onto the resolved directions, is taken when it lowers
     ``‖G(θ) − θ‖₂`` and does not raise the loss (:func:`_corrected_loss`); otherwise plain steps,
-    relaxed (halved down to 1/64) while they do not contract.  The zeros of ``G(θ) − θ`` are the
-    fixed points of the plain iteration: the same estimate, in fewer steps.
+    relaxed (halved down to 1/64) while they do not contract and, where every direction is
+    resolved (then G is a Gauss–Newton step on that loss), shortened while they raise it.  The
+    zeros of ``G(θ) − θ`` are the fixed points of the plain iteration: the same estimate, in
+    fewer steps.  When the loss keeps falling while the step grows, the loop stops early and
+    says that the loss appears to have no finite minimiser (``names``: the parameters' names
+    for that message).
 
     Returns
     -------
@@ -603,9 +607,10 @@ def corrected_gauss_newton(
     system : tuple
         The linearisation at the fixed point (what the report is taken on).
     info : dict
-        ``steps``, ``converged`` and ``message`` (empty when converged); a
-        :class:`~dynosed_sym.errors.ConvergenceWarning` is issued when the loop stops at
-        ``max_steps``.
+        ``steps``, ``converged``, ``message`` (empty when converged) and ``stop`` (why it
+        stopped, :func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`); unconverged, a
+        :class:`~dynosed_sym.errors.ConvergenceWarning` is issued and the estimate is taken at
+        the last accepted iterate.
     """
     unknown = sorted(set(rule) - {"statistic", "estimator", "rank_threshold"})
     if unknown:
@@ -616,32 +621,62 @@ def corrected_gauss_newton(
         # each step: the corrected solve alone (the second-order term and the Tikhonov reference
         # are taken once, at the fixed point)
         est = solve_system(*system, lam, second_order=False, tikhonov=False, **rule)
-        merit, slack = _corrected_loss(system, theta, est.statistic)
-        if est.estimator != "resolved":
-            return est.theta, None, merit, slack
+        merit, slack = _corrected_loss(system, theta, est.statistic, est.alpha)
+        if est.estimator != "resolved":  # the ridge's λ‖θ‖² is not in the merit
+            return est.theta, None, merit, slack, False
         VR = est.subspace  # keep the components the data do not resolve
-        return est.theta_resolved + theta - VR @ (VR.T @ theta), VR, merit, slack
+        # every direction resolved: the step is a Gauss–Newton step on the merit itself (with
+        # an unresolved one, G keeps that component and corrects on R only: not quite the merit)
+        descent = VR.shape[1] == theta.size
+        return est.theta_resolved + theta - VR @ (VR.T @ theta), VR, merit, slack, descent
 
     theta, loop = anderson_fixed_point(step, theta0, max_steps, tol)
     steps, converged = loop["steps"], loop["converged"]
     system = linearisation(theta)
     est = solve_system(*system, lam, **rule)
-    msg = ""
-    if not converged:
-        msg = (
-            f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
-            f"{steps} steps without converging (last step {loop['step']:.3g}); the estimate is "
-            "provisional"
-        )
+    msg = "" if converged else _unconverged_message(loop, np.asarray(theta0, float), theta, names)
+    if msg:
+        # unconverged: report the last accepted iterate (the lowest loss reached, where the system
+        # is linearised), not the step from it, which the loop did not accept
+        est = replace(est, theta=theta.copy())
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
-    return est, system, {"steps": steps, "converged": converged, "message": msg}
+    info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}
+    return est, system, info
 
 
-def _corrected_loss(system, theta, statistic):
-    """(loss, rounding): ``‖r‖² − Σ_b w_b‖r_b − r‖²/(B − 1)`` at θ (``‖r‖²`` for the
+def _unconverged_message(loop, theta0, theta, names):
+    """Why the corrected Gauss–Newton loop stopped unconverged (:func:`anderson_fixed_point`)."""
+    head = (
+        f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
+        f"{loop['steps']} steps without converging"
+    )
+    tail = "; the estimate is provisional (its last accepted iterate)"
+    if loop["stop"] == "runaway":
+        names = names or [f"θ[{i}]" for i in range(theta.size)]
+        moved = np.abs(theta - theta0) / (np.abs(theta0) + 1e-12)
+        order = np.argsort(-moved)[: min(2, theta.size)]
+        path = ", ".join(f"{names[i]} {theta0[i]:.3g} → {theta[i]:.3g}" for i in order)
+        return (
+            f"{head}: the corrected loss kept falling for {RUNAWAY_STEPS} steps while the "
+            f"Gauss–Newton step grew (to {loop['step']:.3g} from {loop['first_step']:.3g}; "
+            f"{path}) — the loss appears to have no finite minimiser: it decreases toward a "
+            "limit of the parameters that the data do not determine (a parameter running off "
+            "while a combination of them stays fixed)" + tail
+        )
+    if loop["stop"] == "no descent":
+        return (
+            f"{head}: its step did not lower the corrected loss even when shortened "
+            f"{1 / MIN_DESCENT:.0f}-fold (last step {loop['step']:.3g})" + tail
+        )
+    return f"{head} (last step {loop['step']:.3g})" + tail
+
+
+def _corrected_loss(system, theta, statistic, alpha=1.0):
+    """(loss, rounding): ``‖r‖² − α Σ_b w_b‖r_b − r‖²/(B − 1)`` at θ (``‖r‖²`` for the
     V-statistic), r = Aθ − b, the loss whose stationary points the Gauss–Newton loop seeks (up
-    to the guard α and λ); ``rounding`` a rise of it that is rounding, 10⁻¹² of its terms."""
+    to λ and, with unresolved directions, the correction's coupling to them; α the guard of
+    the corrected solve); ``rounding`` a rise of it that is rounding, 10⁻¹² of its terms."""
     A, b, A_blocks, b_blocks, counts = system
     r = A @ theta - b
     loss = float(r @ r)
@@ -649,4 +684,4 @@ def _corrected_loss(system, theta, statistic):
         return loss, 1e-12 * loss
     dev = each_times(A_blocks, np.broadcast_to(theta, (len(counts), theta.size))) - b_blocks - r
     corr = float(block_weights(counts) @ np.einsum("bm,bm->b", dev, dev)) / (len(counts) - 1)
-    return loss - corr, 1e-12 * (loss + corr)
+    return loss - alpha * corr, 1e-12 * (loss + corr)

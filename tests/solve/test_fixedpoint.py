@@ -73,7 +73,16 @@ def test_dottie_number():
 
 def test_already_at_the_fixed_point_is_one_evaluation():
     x, info = anderson_fixed_point(lambda x: 2.0 * x, np.zeros(3), 50, TOL)
-    assert info == {"steps": 1, "converged": True, "step": 0.0, "accelerated": 0, "rejected": 0}
+    assert info == {
+        "steps": 1,
+        "converged": True,
+        "step": 0.0,
+        "accelerated": 0,
+        "rejected": 0,
+        "backtracked": 0,
+        "stop": "converged",
+        "first_step": 0.0,
+    }
     assert np.array_equal(x, np.zeros(3))
 
 
@@ -93,11 +102,11 @@ def test_extrapolation_stays_in_the_reported_subspace():
     np.testing.assert_allclose(x[:2], xstar, rtol=1e-9)
 
 
-def test_a_rising_merit_refuses_every_extrapolation():
-    """A merit that rises at every evaluation makes every multisecant step refused: the fixed
-    point (G′ eigenvalue −1.5, where the plain step diverges) is still reached, by the plain
-    steps, halved until they contract."""
-    G1, xstar = _linear_map([-1.5, 0.3], seed=4)
+def test_a_rising_merit_refuses_every_step():
+    """A merit that rises at every evaluation refuses every step, extrapolated or plain: the plain
+    step is halved until it is 2⁻²⁰ of the full step, and the iteration stops there, unconverged
+    ("no descent"), at the start."""
+    G1, _ = _linear_map([-1.5, 0.3], seed=4)
     calls = []
 
     def G(x):
@@ -105,8 +114,72 @@ def test_a_rising_merit_refuses_every_extrapolation():
         return G1(x), None, float(len(calls)), 0.0
 
     x, info = anderson_fixed_point(G, np.zeros(2), 200, TOL)
-    assert info["converged"] and info["accelerated"] == 0 and info["rejected"] > 0, info
-    np.testing.assert_allclose(x, xstar, rtol=1e-8)
+    assert not info["converged"] and info["stop"] == "no descent", info
+    assert info["accelerated"] == 0 and info["backtracked"] == 21 and info["steps"] == 22, info
+    assert np.array_equal(x, np.zeros(2))
+
+
+def _overshooting_newton(curvatures, scale, seed):
+    """L(x) = ½(x − x*)ᵀH(x − x*) with its Newton step taken with the curvature underestimated
+    ``scale``-fold along one direction: G(x) = x − H₀⁻¹∇L, G′ = I − H₀⁻¹H has the eigenvalue
+    1 − scale there (below −1 for scale > 2: the plain step overshoots and raises L)."""
+    rng = np.random.default_rng(seed)
+    n = len(curvatures)
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    H = Q @ np.diag(curvatures) @ Q.T
+    H0 = H - (1.0 - 1.0 / scale) * curvatures[0] * np.outer(Q[:, 0], Q[:, 0])
+    xstar = rng.standard_normal(n)
+
+    def G(x):
+        e = x - xstar
+        return x - np.linalg.solve(H0, H @ e), None, 0.5 * e @ H @ e, 0.0
+
+    return G, xstar
+
+
+@pytest.mark.parametrize("scale", [2.5, 8.0, 40.0])
+def test_overshooting_steps_are_shortened_until_the_merit_falls(scale):
+    """A Gauss–Newton-type step that overshoots the minimum of its merit (G′ eigenvalue 1 − scale)
+    is shortened until it lowers the merit; the iterates never raise it, and the iteration
+    converges to the minimum."""
+    G, xstar = _overshooting_newton([1.0, 3.0, 0.5], scale, seed=int(scale))
+    accepted = []
+
+    def recorded(x):
+        out = G(x)
+        accepted.append((x.copy(), out[2]))
+        return out
+
+    x, info = anderson_fixed_point(recorded, np.zeros(3), 60, TOL)
+    assert info["converged"] and info["backtracked"] > 0, info
+    np.testing.assert_allclose(x, xstar, rtol=1e-8, atol=1e-8)
+    # the merit at the returned point is the smallest evaluated, and far below the start's
+    merits = np.array([m for _, m in accepted])
+    assert G(x)[2] <= merits.min() + 1e-12 and merits.min() < 1e-12 * merits[0]
+
+
+def test_a_merit_falling_toward_infinity_is_a_runaway():
+    """L(x) = 1/x₀ + (x₁ − 1)², x₀ > 0, has no minimiser; a step x₀ along x₀ (as large as the
+    iterate: twice its Newton step x₀/2) runs off while L keeps falling and the step grows.  The
+    iteration stops after RUNAWAY_STEPS such steps ("runaway"), not at max_steps, unconverged.
+    With a step x₀/10 (smaller than RUNAWAY_REACH of the iterate) it runs to max_steps."""
+
+    def merit(x):
+        return (1.0 / x[0] if x[0] > 0 else np.inf) + (x[1] - 1.0) ** 2
+
+    def G(x):  # its fixed point x₀ = 0 is where L is infinite (refused)
+        return np.array([2.0 * x[0], 1.0]), None, merit(x), 0.0
+
+    x, info = anderson_fixed_point(G, np.array([1.0, 0.0]), 50, TOL)
+    assert not info["converged"] and info["stop"] == "runaway", info
+    assert info["steps"] < 50 and info["step"] > info["first_step"], info
+    assert x[0] > 1.0 and merit(x) < merit(np.array([1.0, 0.0]))
+
+    def G_small(x):
+        return np.array([1.1 * x[0], 1.0]), None, merit(x), 0.0
+
+    x, info = anderson_fixed_point(G_small, np.array([1.0, 0.0]), 50, TOL)
+    assert not info["converged"] and info["stop"] == "max_steps", info
 
 
 @pytest.mark.parametrize(
@@ -141,9 +214,9 @@ def test_tanh_fit_converges_to_the_plain_iterations_fixed_point(tmp_path, monkey
     X = np.column_stack([xs[:, 0], np.random.default_rng(seed).standard_normal(xs.shape[0])])
     calls = []
 
-    def recorded(linearisation, theta0, lam, **rule):
+    def recorded(linearisation, theta0, lam, names=None, **rule):
         calls.append((linearisation, np.array(theta0), lam, rule))
-        return corrected_gauss_newton(linearisation, theta0, lam, **rule)
+        return corrected_gauss_newton(linearisation, theta0, lam, names=names, **rule)
 
     monkeypatch.setattr(global_route, "corrected_gauss_newton", recorded)
     fit = ds.fit_global(
@@ -177,3 +250,54 @@ def test_tanh_fit_converges_to_the_plain_iterations_fixed_point(tmp_path, monkey
     rel = np.abs(accelerated.theta - plain.theta).max() / np.abs(plain.theta).max()
     print(f"steps {info['steps']} (plain {len(steps)}), ratio {ratio:.3f}, relative {rel:.1e}")
     np.testing.assert_allclose(accelerated.theta, plain.theta, rtol=1e-9)
+
+
+def test_tanh_fit_without_a_finite_minimiser_says_so(tmp_path, monkeypatch):
+    """Regression (test_fuzz.py::test_nonaffine_exact_law_and_a_zero_parameter, global route,
+    a = 1.5, k = 0.5, start at the truth, seed 729013): the corrected loop used to stop at its
+    50-step cap with a last step of 368, its accepted plain steps raising the corrected loss
+    (4.50·10⁻⁴ → 7.14·10⁻⁴).  On these data the corrected loss has no finite minimiser: the
+    oracle minimises it over a and e (which enter linearly) in NumPy at fixed k, and this profile
+    falls all the way from the start's k to k → 0 (a → ∞ with a·k → 0.574: the linear drift,
+    which the tanh model reaches only in the limit; the data's cubic coefficient has the sign
+    tanh cannot give).  The loop now descends and says so: unconverged, before the cap, with a
+    message naming the runaway, a flag, NOT CONVERGED in the summary and a ConvergenceWarning."""
+    from strategies import corrected_profile, sample_1d, tanh_model
+
+    import dynosed_sym as ds
+    from dynosed_sym.routes import global_route
+    from dynosed_sym.solve.ustat import GN_MAX_STEPS, corrected_gauss_newton
+
+    a, k, seed = 1.5, 0.5, 729013
+    xs = sample_1d(lambda g: a / k * np.log(np.cosh(k * g)) - g**2 / 2, 2000, seed)
+    X = np.column_stack([xs[:, 0], np.random.default_rng(seed).standard_normal(xs.shape[0])])
+    calls = []
+
+    def recorded(linearisation, theta0, lam, **kw):
+        out = corrected_gauss_newton(linearisation, theta0, lam, **kw)
+        calls.append((linearisation, np.array(theta0), out[0].theta))
+        return out
+
+    monkeypatch.setattr(global_route, "corrected_gauss_newton", recorded)
+    with pytest.warns(ds.ConvergenceWarning, match="appears to have no finite minimiser"):
+        fit = ds.fit_global(
+            tanh_model(),
+            X,
+            solver=ds.Solver(theta0=[a, k, 0.0]),
+            features=ds.Features(n_features=64),
+            execution=ds.Execution(out_dir=str(tmp_path)),
+        )
+    assert not fit.converged and "NOT CONVERGED" in fit.summary()
+    assert fit.info["gn_stop"] == "runaway" and fit.info["gn_steps"] < GN_MAX_STEPS, fit.info
+    ((linearisation, theta0, theta),) = calls
+    # the oracle: the profile falls monotonically from the start's k (0.163) toward k → 0
+    ks = theta0[1] * np.geomspace(1.0, 1e-3, 25)
+    prof = [corrected_profile(linearisation, kk) for kk in ks]
+    values = np.array([p[0] for p in prof])
+    assert all(p[2] > 0 for p in prof)  # a strictly convex quadratic in (a, e) at each k
+    assert np.all(np.diff(values) < 0), values
+    limit = np.array([p[1][0] * kk for p, kk in zip(prof, ks)])  # a·k along the profile
+    assert np.ptp(limit[-5:]) < 1e-3 * abs(limit[-1]) and 0.5 < limit[-1] < 0.65, limit
+    # the loop went down that valley: k smaller and the loss lower than at the start
+    assert 0 < theta[1] < theta0[1]
+    assert corrected_profile(linearisation, theta[1])[0] < values[0]

@@ -285,8 +285,8 @@ def test_gradient_info_is_unconverged_when_either_solver_is():
 
     search = {"nfev": 7, "status": 1, "converged": True, "message": "", "projected": []}
     failed = dict(search, converged=False, message="search stopped")
-    loop_ok = {"steps": 2, "converged": True, "message": ""}
-    loop_bad = {"steps": 50, "converged": False, "message": "loop stopped"}
+    loop_ok = {"steps": 2, "converged": True, "message": "", "stop": "converged"}
+    loop_bad = {"steps": 50, "converged": False, "message": "loop stopped", "stop": "max_steps"}
     assert gradient_info(search)["converged"] is True
     assert gradient_info(search, loop_ok)["converged"] is True
     assert gradient_info(search, loop_bad)["message"] == "loop stopped"
