@@ -105,7 +105,7 @@ class BlockDeviations:
         weights = (np.asarray(w, dtype=float)[:, None] * np.asarray(tau2)[None, :]).reshape(-1)
         C = (flat * weights) @ flat.T / (B - 1)
         L = self._factor(Hp)
-        return np.einsum("jr,jr->j", L @ C, L)
+        return _nonnegative(np.einsum("jr,jr->j", L @ C, L))
 
     def _streamed_curvature(self, A, Hp):
         """:meth:`curvature_noise` a chunk of blocks at a time (``E_b`` from ΔA_bV_R only)."""
@@ -134,4 +134,11 @@ class BlockDeviations:
             for k in range(lo, hi):
                 C += (N[k - lo] * (w[k] * tau2)) @ N[k - lo].T
         L = self._factor(Hp)
-        return np.einsum("jr,jr->j", L @ (C / (B - 1)), L)
+        return _nonnegative(np.einsum("jr,jr->j", L @ (C / (B - 1)), L))
+
+
+def _nonnegative(v):
+    """The diagonal of ``L C Lᵀ`` with C positive semi-definite: ≥ 0 exactly, so a rounding-level
+    negative entry (a parameter the unresolved columns do not reach) is 0, not a NaN standard
+    deviation downstream."""
+    return np.maximum(v, 0.0)
