@@ -35,6 +35,8 @@ from ..errors import ConvergenceWarning, DynosedError
 
 __all__ = [
     "misspecification_test",
+    "profile_along",
+    "misspecification_profile",
     "block_weights",
     "TailProbability",
     "ratio_tail",
@@ -257,7 +259,17 @@ def ratio_tail(mu, k, t, limit=None) -> TailProbability:
 
 
 def misspecification_test(
-    A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None, U=None
+    A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None, U=None, along=None
+):
+    """The test of :func:`misspecification_profile` without the components along ``along``:
+    ``(stat, p_value, dof)``."""
+    return misspecification_profile(
+        A, b, theta, lam, A_blocks, b_blocks, counts, rank, dof, U, along
+    )[:3]
+
+
+def misspecification_profile(
+    A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None, U=None, along=None
 ):
     """Calibrated test of "some θ satisfies the Fokker–Planck constraints" (module docstring).
 
@@ -277,6 +289,9 @@ def misspecification_test(
     U : (m, n) array, optional
         The left singular vectors of A (``numpy.linalg.svd(A, full_matrices=False)[0]``) when
         already computed; with ``rank`` given the singular values are not needed.
+    along : (n, k) array, optional
+        Directions along which the test is profiled (:func:`profile_along`): the open overall
+        scale, along which a larger drift fits the data within the larger noise it carries.
 
     Returns
     -------
@@ -288,6 +303,9 @@ def misspecification_test(
         ``ConvergenceWarning`` is issued when the integral did not converge).
     dof : float
         Effective dimension h of the residual noise.
+    z : (k,) array
+        The components along ``along`` at which the test is taken (empty without it; ±inf where
+        the infimum is the limit |z| → ∞).
     """
     w = block_weights(counts)
     B = w.size
@@ -303,6 +321,9 @@ def misspecification_test(
     r = A @ theta - b
     e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ̂
     e = e - (e @ Ur) @ Ur.T  # project out the resolved directions
+    z = np.zeros(0)
+    if along is not None:
+        r, e, z = profile_along(A, A_blocks, r, e, Ur, w, along)
     Z = np.sqrt(w)[:, None] * e
     # T and its null law are unchanged when r and Z are scaled alike: scale both to a largest
     # entry of 1, so that squares neither underflow (data ×1e40 gave tr(S²) = 0, a division
@@ -315,7 +336,9 @@ def misspecification_test(
     tr = float(np.trace(K))
     rr = float(r @ r)
     if not tr > 0:  # no residual noise at all (e.g. as many constraints as parameters)
-        return (np.inf, TailProbability(0.0), 0.0) if rr > 0 else (0.0, TailProbability(1.0), 0.0)
+        if rr > 0:
+            return np.inf, TailProbability(0.0), 0.0, z
+        return 0.0, TailProbability(1.0), 0.0, z
     tr2 = float(np.sum(K * K))
     # unbiased tr(S²) for a Wishart estimate with k degrees of freedom
     tr2_unbiased = k * k / ((k - 1.0) * (k + 2.0)) * (tr2 - tr * tr / k) if k > 1 else tr2
@@ -335,4 +358,45 @@ def misspecification_test(
             ConvergenceWarning,
             stacklevel=2,
         )
-    return stat, p, h
+    return stat, p, h, z
+
+
+def profile_along(A, A_blocks, r, e, Ur, w, along):
+    """(r, e, z): the residual and its projected block deviations at ``θ + Σ z_i v_i``, each
+    z_i chosen in turn to minimise T (two sweeps over the columns of ``along``).
+
+    Along v the residual is ``r + z·Av`` and the deviations ``e + z·f``
+    (``f_b = (A_b − A)v``, projected like e), so ``T(z) = (B − 1)·(a₀ + 2a₁z + a₂z²) /
+    (c₀ + 2c₁z + c₂z²)``, a ratio of quadratics whose minimum is a root of
+    ``(a₂c₁ − a₁c₂)z² + (a₂c₀ − a₀c₂)z + (a₁c₀ − a₀c₁) = 0`` or the limit ``a₂/c₂`` (|z| → ∞;
+    then r and e are those of v alone, T and its null law being unchanged by a common scale).
+    A direction whose curvature the data do not see has ``a₂ ≈ c₂/(B − 1)``: a drift grown along
+    it fits within its own noise, and the test cannot call the model misspecified there."""
+    along = np.asarray(along, dtype=float).reshape(A.shape[1], -1)
+    z = np.zeros(along.shape[1])
+    for _ in range(2 if along.shape[1] > 1 else 1):
+        for i, v in enumerate(along.T):
+            Av = A @ v
+            f = A_blocks @ v - Av[None, :]
+            f = f - (f @ Ur) @ Ur.T
+            r, e, zi = _profile_one(r, e, Av, f, w)
+            z[i] = zi if np.isinf(zi) or np.isinf(z[i]) else z[i] + zi
+    return r, e, z
+
+
+def _profile_one(r, e, Av, f, w):
+    """(r, e, z) at the z minimising T along one direction (:func:`profile_along`)."""
+    a0, a1, a2 = float(r @ r), float(r @ Av), float(Av @ Av)
+    c0, c1, c2 = (float(w @ np.einsum("bm,bm->b", x, y)) for x, y in ((e, e), (e, f), (f, f)))
+    if not (c2 > 0 and c0 > 0):
+        return r, e, 0.0
+
+    def ratio(z):
+        return (a0 + 2 * a1 * z + a2 * z * z) / (c0 + 2 * c1 * z + c2 * z * z)
+
+    roots = np.roots([a2 * c1 - a1 * c2, a2 * c0 - a0 * c2, a1 * c0 - a0 * c1])
+    zs = [0.0] + [float(z.real) for z in np.atleast_1d(roots) if abs(z.imag) < 1e-12]
+    z = min(zs, key=ratio)
+    if a2 / c2 < ratio(z):  # the infimum is the limit: the direction alone
+        return Av, f, np.inf
+    return r + z * Av, e + z * f, z

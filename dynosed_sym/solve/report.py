@@ -42,11 +42,12 @@ from .directions import RANK_THRESHOLD, col_se, singular_directions
 from .intervals import (
     COMBINATION,
     FREE_PROJECTION,
+    NOT_IDENTIFIABLE,
     check_prior_scale,
     sandwich_resolution,
     weak_resolution,
 )
-from .misspecification import TailProbability
+from .misspecification import TailProbability, misspecification_profile
 from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
@@ -125,6 +126,10 @@ class IdentifiabilityReport:
         ``‖r‖² / tr Ŝ_r``, ≈ 1 under a correct model.
     misspec_dim : float or None
         Effective dimension of the residual noise (F degrees of freedom).
+    misspec_profiled : bool
+        True when the test was profiled along the open overall scale
+        (:func:`~dynosed_sym.solve.misspecification.profile_along`): taken at the point along it
+        where the residual is smallest against its own noise, not at the estimate.
     n_blocks : int
         Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
     dof : int
@@ -196,6 +201,7 @@ class IdentifiabilityReport:
     p_value: float | None = None
     misspec_stat: float | None = None
     misspec_dim: float | None = None
+    misspec_profiled: bool = False
     p_value_bound: bool = False
     p_value_converged: bool = True
     p_value_message: str = ""
@@ -307,10 +313,15 @@ class IdentifiabilityReport:
         )
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
-            lines.append(
+            where = (
                 f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
-                f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
-                f"effective dimensions, {p} {verdict}"
+                if not self.misspec_profiled
+                else f"residual {self.residual_norm:.3g} at the estimate; along the open scale "
+                f"the closest θ is {self.residual_ratio:.2f} × its noise level; "
+            )
+            lines.append(
+                f"{where}misspecification test: T = {self.misspec_stat:.3g} on "
+                f"{self.misspec_dim:.1f} effective dimensions, {p} {verdict}"
             )
             if not self.p_value_converged:
                 lines.append(
@@ -430,7 +441,30 @@ def analyse(
         )
     if estimate is not None:
         estimate.deviations = None  # read by the intervals; B·m·n floats not kept with the fit
+        if estimate.no_minimiser:
+            _no_minimiser(rep)
     return rep
+
+
+def _no_minimiser(rep):
+    """A runaway of the corrected Gauss–Newton loop (:func:`.ustat.corrected_gauss_newton`): the
+    loss appears to have no finite minimiser, so the last iterate is no estimate and intervals
+    taken at its linearisation say nothing: every interval is the whole line."""
+    n = len(rep.param_names)
+    if rep.ci is not None:
+        rep.ci = np.column_stack([np.full(n, -np.inf), np.full(n, np.inf)])
+    if rep.status is not None:
+        rep.status = [NOT_IDENTIFIABLE] * n
+        rep.combinations = [None] * n
+        rep.combination_estimate = np.full(n, np.nan)
+        rep.combination_ci = np.full((n, 2), np.nan)
+    if rep.strength is not None:
+        rep.strength = ["no (no minimiser)"] * n
+    rep.notes.append(
+        "no finite interval: the corrected loss appears to have no finite minimiser (the "
+        "iteration ran off, see the warning above); the rank and tests describe the "
+        "linearisation at its last iterate only"
+    )
 
 
 def _attach_uncertainty(
@@ -480,6 +514,53 @@ def _attach_uncertainty(
             rep._solve = _bootstrap_solver(rep, estimate)
 
 
+def _profiled_test(rep, system, estimate, along):
+    """(stat, p, h, z): the misspecification test at the Tikhonov solution profiled along
+    ``along`` (n, k) (:func:`profile_along`)."""
+    A, b, A_blocks, b_blocks, counts = system
+    grouping = rep._grouping
+    return misspecification_profile(
+        A,
+        b,
+        estimate.theta_tikhonov,
+        rep.lam,
+        A_blocks,
+        b_blocks,
+        counts,
+        rep.rank,
+        None if grouping is None else grouping.dof,
+        U=estimate.left_vectors,
+        along=along,
+    )
+
+
+def _profiled_p(rep, system, estimate):
+    """``along -> (p, z)``: the profiled test's p-value and component
+    (:func:`.intervals.flat_rescues`)."""
+
+    def test(along):
+        _, p, _, z = _profiled_test(rep, system, estimate, along)
+        return p.value, float(z[0])
+
+    return test
+
+
+def _profile_misspecification(rep, system, estimate, along):
+    """The misspecification test profiled along the open scale (:func:`profile_along`): at the
+    estimate its noise is the noise of an attenuated drift, and a correct model whose scale the
+    data leave open is called inconsistent (Selkov at N = 5000: p < 1e-12 at the estimate)."""
+    if rep.p_value is None:
+        return
+    stat, p, h, _ = _profiled_test(rep, system, estimate, along)
+    rep.p_value, rep.misspec_stat, rep.misspec_dim = p.value, stat, h
+    rep.residual_ratio = float(np.sqrt(stat))
+    rep.residual_noise = rep.residual_norm / rep.residual_ratio if stat > 0 else 0.0
+    rep.consistent = bool(p.value >= CONSISTENCY_P)
+    rep.p_value_bound, rep.p_value_converged = p.bound, p.converged
+    rep.p_value_message = p.message
+    rep.misspec_profiled = True
+
+
 def _bootstrap_solver(rep, estimate):
     """The estimator of the fit for the block bootstrap: the correction recomputed from the drawn
     blocks; the resolved estimator keeps the fit's resolved subspace."""
@@ -511,7 +592,10 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     q = t_quantile(rep.ci_level, rep.dof)
     if estimate is not None and estimate.fill is not None:
         prior_scale = check_prior_scale(prior_scale, rep.param_names)
-        res, se = weak_resolution(system, estimate, rep.param_names, q=q, prior_scale=prior_scale)
+        rescue = None if rep.consistent is not False else _profiled_p(rep, system, estimate)
+        res, se = weak_resolution(
+            system, estimate, rep.param_names, q=q, prior_scale=prior_scale, rescue=rescue
+        )
         rep.std_errors = np.where(np.isfinite(rep.std_errors), se, rep.std_errors)
         rep.ci = res.ci
     else:  # the sandwich intervals of analyse_uncertainty stay
@@ -536,11 +620,13 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     if res.scale is not None and res.scale.any():
         carriers = ", ".join(n for n, f in zip(rep.param_names, res.scale) if f)
         rep.notes.append(
-            "the data do not determine the drift's overall scale: an unresolved direction holds "
-            f"most of the estimate; the parameters that carry it ({carriers}) get the whole line "
-            "(only their ratios along it are constrained); more data, or a parameter fixed by "
-            "knowledge, resolves it"
+            "the data do not determine the drift's overall scale: along an unresolved direction "
+            "with no curvature seen, the estimate's component is not bounded by the data; the "
+            f"parameters that carry it ({carriers}) get the whole line (only their ratios along "
+            "it are constrained); more data, or a parameter fixed by knowledge, resolves it"
         )
+        if estimate is not None and res.open_directions is not None:
+            _profile_misspecification(rep, system, estimate, res.open_directions)
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"

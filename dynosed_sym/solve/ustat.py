@@ -143,6 +143,9 @@ class Estimate:
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations` or None
         The block deviations ``(A_b − A)V`` of the resolved estimator, read by its intervals
         (:func:`~dynosed_sym.solve.report.analyse` releases them once read: B·m·n floats).
+    no_minimiser : bool
+        The corrected Gauss–Newton loop stopped as a runaway (:func:`corrected_gauss_newton`):
+        the loss appears to have no finite minimiser, and the report gives no finite interval.
     """
 
     theta: np.ndarray
@@ -160,6 +163,7 @@ class Estimate:
     left_vectors: np.ndarray | None = None
     deviations: BlockDeviations | None = None
     jackknife: Jackknife | None = None
+    no_minimiser: bool = False
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):
@@ -638,7 +642,7 @@ def corrected_gauss_newton(
     if msg:
         # unconverged: report the last accepted iterate (the lowest loss reached, where the system
         # is linearised), not the step from it, which the loop did not accept
-        est = replace(est, theta=theta.copy())
+        est = replace(est, theta=theta.copy(), no_minimiser=loop["stop"] == "runaway")
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
     info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}

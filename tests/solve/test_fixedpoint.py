@@ -261,7 +261,9 @@ def test_tanh_fit_without_a_finite_minimiser_says_so(tmp_path, monkeypatch):
     falls all the way from the start's k to k → 0 (a → ∞ with a·k → 0.574: the linear drift,
     which the tanh model reaches only in the limit; the data's cubic coefficient has the sign
     tanh cannot give).  The loop now descends and says so: unconverged, before the cap, with a
-    message naming the runaway, a flag, NOT CONVERGED in the summary and a ConvergenceWarning."""
+    message naming the runaway, a flag, NOT CONVERGED in the summary and a ConvergenceWarning;
+    the intervals at the last iterate's linearisation (finite, "identifiable", before) are the
+    whole line."""
     from strategies import corrected_profile, sample_1d, tanh_model
 
     import dynosed_sym as ds
@@ -289,6 +291,8 @@ def test_tanh_fit_without_a_finite_minimiser_says_so(tmp_path, monkeypatch):
         )
     assert not fit.converged and "NOT CONVERGED" in fit.summary()
     assert fit.info["gn_stop"] == "runaway" and fit.info["gn_steps"] < GN_MAX_STEPS, fit.info
+    assert np.isinf(fit.conf_int()).all() and "no finite minimiser" in fit.summary()
+    assert all(st == "no (no minimiser)" for st in fit.report.strength)
     ((linearisation, theta0, theta),) = calls
     # the oracle: the profile falls monotonically from the start's k (0.163) toward k → 0
     ks = theta0[1] * np.geomspace(1.0, 1e-3, 25)

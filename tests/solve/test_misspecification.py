@@ -135,3 +135,53 @@ def test_report_flags_an_unconverged_p_value(monkeypatch):
     assert "(p-value integral did not converge: " in fit.summary()
     rec = fit.to_dict()["report"]
     assert rec["p_value_converged"] is False and "subdivisions" in rec["p_value_message"]
+
+
+def _T_at(A, b, theta, A_blocks, b_blocks, w, Ur):
+    """NumPy oracle of the test's statistic T at θ (module docstring of misspecification)."""
+    r = A @ theta - b
+    e = np.einsum("bmn,n->bm", A_blocks, theta) - b_blocks - r[None]
+    e = e - (e @ Ur) @ Ur.T
+    return (w.size - 1) * float(r @ r) / float(w @ (e * e).sum(axis=1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(1e-3, 1.0))
+def test_profile_along_reaches_the_smallest_statistic_on_the_line(seed, scale):
+    """Profiled along v, T is the minimum over θ + z·v of the oracle's T (a dense grid in
+    z = tan(u), which reaches |z| → ∞), never above it and never above T at z = 0."""
+    rng = np.random.default_rng(seed)
+    B, m, n = 8, 12, 3
+    A_blocks = rng.normal(size=(B, m, n))
+    A_blocks[:, :, 2] *= scale  # a weak column
+    b_blocks = rng.normal(size=(B, m)) + 0.3
+    w = np.full(B, 1.0 / B)
+    A, b = w @ A_blocks.reshape(B, -1), w @ b_blocks
+    A, b = A.reshape(m, n), b
+    theta = np.linalg.lstsq(A[:, :2], b, rcond=None)[0]
+    theta = np.append(theta, 0.0)
+    U = np.linalg.svd(A, full_matrices=False)[0]
+    Ur = U[:, :2]
+    v = np.linalg.svd(A)[2][-1]
+    stat, _, _, z = ms.misspecification_profile(
+        A, b, theta, 0.0, A_blocks, b_blocks, np.full(B, 10), rank=2, U=U, along=v[:, None]
+    )
+    plain, _, _ = ms.misspecification_test(
+        A, b, theta, 0.0, A_blocks, b_blocks, np.full(B, 10), rank=2, U=U
+    )
+    from scipy.optimize import minimize_scalar
+
+    def T(u):  # z = tan(u) reaches |z| → ∞ at the ends
+        return _T_at(A, b, theta + np.tan(u) * v, A_blocks, b_blocks, w, Ur)
+
+    us = np.linspace(-np.pi / 2 + 1e-9, np.pi / 2 - 1e-9, 4001)
+    i = int(np.argmin([T(u) for u in us]))
+    lo, hi = us[max(i - 1, 0)], us[min(i + 1, us.size - 1)]
+    fine = minimize_scalar(T, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+    grid = min(T(us[i]), fine.fun)
+    assert stat <= plain * (1 + 1e-12)
+    assert stat <= grid * (1 + 1e-9)
+    assert stat >= grid * (1 - 1e-6)
+    # the component reported is where T is taken (inf: the limit of the direction alone)
+    at = np.inf if np.isinf(z[0]) else _T_at(A, b, theta + z[0] * v, A_blocks, b_blocks, w, Ur)
+    assert np.isinf(z[0]) or at == pytest.approx(stat, rel=1e-9)
