@@ -130,6 +130,8 @@ class IdentifiabilityReport:
         True when the test was profiled along the open overall scale
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): taken at the point along it
         where the residual is smallest against its own noise, not at the estimate.
+    misspec_at_estimate : tuple (stat, p_value, bound) or None
+        The test at the estimate when it was then profiled (shown next to the profiled one).
     n_blocks : int
         Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
     dof : int
@@ -202,6 +204,7 @@ class IdentifiabilityReport:
     misspec_stat: float | None = None
     misspec_dim: float | None = None
     misspec_profiled: bool = False
+    misspec_at_estimate: tuple | None = None
     p_value_bound: bool = False
     p_value_converged: bool = True
     p_value_message: str = ""
@@ -314,11 +317,16 @@ class IdentifiabilityReport:
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
             where = (
-                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
-                if not self.misspec_profiled
-                else f"residual {self.residual_norm:.3g} at the estimate; along the open scale "
-                f"the closest θ is {self.residual_ratio:.2f} × its noise level; "
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise "
+                "level; "
             )
+            if self.misspec_profiled:
+                t0, p0, bound0 = self.misspec_at_estimate
+                where = (
+                    f"residual {self.residual_norm:.3g} at the estimate (T = {t0:.3g}, "
+                    f"{TailProbability(p0, bound=bound0)}); along the open scale the closest θ is "
+                    f"{self.residual_ratio:.2f} × its noise level; "
+                )
             lines.append(
                 f"{where}misspecification test: T = {self.misspec_stat:.3g} on "
                 f"{self.misspec_dim:.1f} effective dimensions, {p} {verdict}"
@@ -552,6 +560,7 @@ def _profile_misspecification(rep, system, estimate, along):
     if rep.p_value is None:
         return
     stat, p, h, _ = _profiled_test(rep, system, estimate, along)
+    rep.misspec_at_estimate = (rep.misspec_stat, rep.p_value, rep.p_value_bound)
     rep.p_value, rep.misspec_stat, rep.misspec_dim = p.value, stat, h
     rep.residual_ratio = float(np.sqrt(stat))
     rep.residual_noise = rep.residual_norm / rep.residual_ratio if stat > 0 else 0.0

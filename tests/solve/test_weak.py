@@ -447,3 +447,4 @@ def test_selkov_small_n_is_not_confidently_wrong(tmp_path):
         if seed == 1000:
             assert fit.report.scale.all() and fit.report.misspec_profiled, text
             assert fit.report.consistent and "along the open scale" in text, text
+            assert "at the estimate (T = " in text and "p < 1e-12" in text, text
