@@ -313,9 +313,10 @@ def flat_rescues(test, VU, t_unresolved, tau=None):
     (:func:`open_scale`; a component of τ's size is no sign that the truth lies along v_i, as in
     :func:`scale_directions`).
 
-    ``test(along) -> (p, z)`` runs the test profiled along the (n, 1) direction ``along``
-    (:func:`~dynosed_sym.solve.misspecification.profile_along`); called only on flat
-    directions, and only by a caller whose plain test rejected."""
+    ``test(along, size) -> (p, z)`` runs the test profiled along the (n, 1) direction
+    ``along`` (:func:`~dynosed_sym.solve.misspecification.profile_along`; it may skip the p-value
+    when ``|z| ≤ size``); called only on flat directions, and only by a caller whose plain test
+    rejected."""
     k = VU.shape[1]
     flat = np.ones(k, dtype=bool)
     if t_unresolved is not None:
@@ -323,7 +324,7 @@ def flat_rescues(test, VU, t_unresolved, tau=None):
     size = 0.0 if tau is None or not np.all(np.isfinite(tau)) else SCALE_TAU * float(np.max(tau))
     out = np.zeros(k, dtype=bool)
     for i in np.flatnonzero(flat):
-        p, z = test(VU[:, [i]])
+        p, z = test(VU[:, [i]], size)
         out[i] = p >= RESCUE_P and abs(z) > size
     return out
 
@@ -399,7 +400,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     names : list of str
     q : float, the intervals' Student-t quantile
     prior_scale : "ml", float, (n,) array or None (None: no resolution bias in the intervals)
-    rescue : callable ``along -> (p, z)`` or None
+    rescue : callable ``(along, size) -> (p, z)`` or None
         The misspecification test profiled along one direction, given when the plain test
         rejected (:func:`flat_rescues`).
     """

@@ -269,7 +269,18 @@ def misspecification_test(
 
 
 def misspecification_profile(
-    A, b, theta, lam, A_blocks, b_blocks, counts, rank=None, dof=None, U=None, along=None
+    A,
+    b,
+    theta,
+    lam,
+    A_blocks,
+    b_blocks,
+    counts,
+    rank=None,
+    dof=None,
+    U=None,
+    along=None,
+    min_component=None,
 ):
     """Calibrated test of "some θ satisfies the Fokker–Planck constraints" (module docstring).
 
@@ -292,6 +303,9 @@ def misspecification_profile(
     along : (n, k) array, optional
         Directions along which the test is profiled (:func:`profile_along`): the open overall
         scale, along which a larger drift fits the data within the larger noise it carries.
+    min_component : float, optional
+        With ``along``: no p-value (None, skipping its integral) when every ``|z_i|`` is at most
+        this (a caller that only wants p beyond a component size).
 
     Returns
     -------
@@ -303,6 +317,7 @@ def misspecification_profile(
         ``ConvergenceWarning`` is issued when the integral did not converge).
     dof : float
         Effective dimension h of the residual noise.
+    (p_value is None when ``min_component`` skipped it.)
     z : (k,) array
         The components along ``along`` at which the test is taken (empty without it; ±inf where
         the infimum is the limit |z| → ∞).
@@ -345,6 +360,8 @@ def misspecification_profile(
     tr2_unbiased = max(tr2_unbiased, tr * tr / max(1, m - rank))
     h = float(np.clip(tr * tr / tr2_unbiased, 1.0, max(1.0, m - rank)))
     stat = rr / tr
+    if min_component is not None and z.size and np.all(np.abs(z) <= min_component):
+        return stat, None, h, z
     # null distribution of T = Σ μ_j z_j² / Σ μ_j χ²_k,j/k in the eigenbasis of Ŝ_r (Imhof);
     # the F(h, k·h) approximation matches two moments only and is far too light-tailed when a
     # few directions dominate the residual noise (as for Lorenz)

@@ -317,8 +317,7 @@ class IdentifiabilityReport:
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
             where = (
-                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise "
-                "level; "
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
             )
             if self.misspec_profiled:
                 t0, p0, bound0 = self.misspec_at_estimate
@@ -522,9 +521,9 @@ def _attach_uncertainty(
             rep._solve = _bootstrap_solver(rep, estimate)
 
 
-def _profiled_test(rep, system, estimate, along):
+def _profiled_test(rep, system, estimate, along, min_component=None):
     """(stat, p, h, z): the misspecification test at the Tikhonov solution profiled along
-    ``along`` (n, k) (:func:`profile_along`)."""
+    ``along`` (n, k) (:func:`profile_along`; p None when every |z| ≤ ``min_component``)."""
     A, b, A_blocks, b_blocks, counts = system
     grouping = rep._grouping
     return misspecification_profile(
@@ -539,16 +538,17 @@ def _profiled_test(rep, system, estimate, along):
         None if grouping is None else grouping.dof,
         U=estimate.left_vectors,
         along=along,
+        min_component=min_component,
     )
 
 
 def _profiled_p(rep, system, estimate):
-    """``along -> (p, z)``: the profiled test's p-value and component
-    (:func:`.intervals.flat_rescues`)."""
+    """``(along, size) -> (p, z)``: the profiled test's p-value and component
+    (:func:`.intervals.flat_rescues`; p = 0 without its integral when |z| ≤ size)."""
 
-    def test(along):
-        _, p, _, z = _profiled_test(rep, system, estimate, along)
-        return p.value, float(z[0])
+    def test(along, size):
+        _, p, _, z = _profiled_test(rep, system, estimate, along, min_component=size)
+        return (0.0 if p is None else p.value), float(z[0])
 
     return test
 

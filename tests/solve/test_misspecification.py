@@ -185,3 +185,18 @@ def test_profile_along_reaches_the_smallest_statistic_on_the_line(seed, scale):
     # the component reported is where T is taken (inf: the limit of the direction alone)
     at = np.inf if np.isinf(z[0]) else _T_at(A, b, theta + z[0] * v, A_blocks, b_blocks, w, Ur)
     assert np.isinf(z[0]) or at == pytest.approx(stat, rel=1e-9)
+    # beyond |z| no p-value is integrated; the statistic is the same
+    skipped = ms.misspecification_profile(
+        A,
+        b,
+        theta,
+        0.0,
+        A_blocks,
+        b_blocks,
+        np.full(B, 10),
+        rank=2,
+        U=U,
+        along=v[:, None],
+        min_component=abs(z[0]),
+    )
+    assert skipped[1] is None and skipped[0] == stat

@@ -388,9 +388,10 @@ def test_flat_rescues_tests_each_flat_direction_once(seed, ts, ps, zs, tau):
     VU = np.linalg.qr(rng.standard_normal((7, k)))[0]
     asked = []
 
-    def test(along):
+    def test(along, size):
         i = int(np.argmax(np.abs(VU.T @ along[:, 0])))
         asked.append(i)
+        assert size == (0.0 if tau is None else 2.0 * tau)
         return ps[i], -zs[i] if i % 2 else zs[i]
 
     got = flat_rescues(test, VU, np.array(ts), tau)
