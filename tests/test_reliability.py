@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numba
 import numpy as np
@@ -774,16 +775,21 @@ def test_data_scaled_by_1e90_to_1e150(ou, k):
 def test_fit_local_on_data_times_1e300(ou):
     """k-means probes on data × 1e300 (was "Probabilities contain NaN"): the probes are the
     k-means centres of the unscaled data, scaled; the kernel score then names the probe and the
-    argument to change (T = 49 is a precision for data of unit scale)."""
+    argument to change (T = 49 is a precision for data of unit scale), without a RuntimeWarning
+    before it (the effective sample size was 0/0 where every weight underflowed)."""
     model, X = ou
     c = 2.0**996  # ≈ 6.7e299, a power of two: the scaling is exact
     P = ds.choose_probes(X, 10, seed=0)
     np.testing.assert_array_equal(ds.choose_probes(X * c, 10, seed=0), P * c)
-    with pytest.raises(
-        ds.DataError,
-        match=r"^kernel score: probe 0 \(x = .*e\+29\d.*\) is inf kernel widths .* lower "
-        r"temperature= if the kernel width 1/√T = 0.143 is small for the data's scale",
+    with (
+        warnings.catch_warnings(),
+        pytest.raises(
+            ds.DataError,
+            match=r"^kernel score: probe 0 \(x = .*e\+29\d.*\) is inf kernel widths .* lower "
+            r"temperature= if the kernel width 1/√T = 0.143 is small for the data's scale",
+        ),
     ):
+        warnings.simplefilter("error", RuntimeWarning)
         ds.fit_local(model, X * 1e300, 10, scores=ds.Scores(temperature=49.0))
     # the default temperature follows the data's scale, which double precision cannot here
     with pytest.raises(ds.DataError, match=r"^temperature='auto': the data's scale .*rescale"):

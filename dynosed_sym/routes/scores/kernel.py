@@ -199,7 +199,9 @@ class KernelScore(ScoreEstimator):
         M = P.shape[0]
         B = W.shape[0]
         Wt, M1t, M2t = W.sum(0), M1.sum(0), M2.sum(0)
-        ess = Wt**2 / W2.sum(0)
+        W2t = W2.sum(0)
+        # no weight at all (W2 = 0: every weight underflowed) is an effective size of 0, not 0/0
+        ess = np.divide(Wt**2, W2t, out=np.zeros_like(Wt), where=W2t > 0)
         # the sums are shifted by the nearest point's weight; without the shift every weight
         # exp(−T d²/2) of a probe this far from the data underflows: no data point is near it
         far = ~(0.5 * T * dmin <= FAR_EXPONENT)
