@@ -306,21 +306,26 @@ def open_scale(theta, VU, t_unresolved, tau=None, rescued=None):
     return own & flat
 
 
-def flat_rescues(test, VU, t_unresolved, tau=None):
+def flat_rescues(test, VU, t_unresolved, tau=None, live=None):
     """(k,) bool: the flat unresolved directions (``t_i ≤`` :data:`SCALE_T`) along which the
     misspecification test, profiled, no longer rejects (p ≥ :data:`RESCUE_P`) at a component
     larger than :data:`SCALE_TAU` times the scale τ of the identified estimates
     (:func:`open_scale`; a component of τ's size is no sign that the truth lies along v_i, as in
     :func:`scale_directions`).
 
-    ``test(along, size) -> (p, z)`` runs the test profiled along the (n, 1) direction
-    ``along`` (:func:`~dynosed_sym.solve.misspecification.profile_along`; it may skip the p-value
-    when ``|z| ≤ size``); called only on flat directions, and only by a caller whose plain test
-    rejected."""
+    ``test(along, size) -> (p, component)`` runs the test profiled along the (n, 1) direction
+    ``along`` (:func:`~dynosed_sym.solve.misspecification.profile_along`) and gives the
+    estimate's component along it where the test is taken (it may skip the p-value when that
+    component is at most ``size``); called only on flat directions above the floating-point floor
+    (``live``: a structurally null direction's A v is rounding, and any component along it
+    "fits"), and only by a caller whose plain test rejected.  A flat direction absorbs a
+    misspecified model's residual too: what this opens is the intervals, never the verdict."""
     k = VU.shape[1]
     flat = np.ones(k, dtype=bool)
     if t_unresolved is not None:
         flat = ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
+    if live is not None:
+        flat &= np.asarray(live, dtype=bool)
     size = 0.0 if tau is None or not np.all(np.isfinite(tau)) else SCALE_TAU * float(np.max(tau))
     out = np.zeros(k, dtype=bool)
     for i in np.flatnonzero(flat):
@@ -400,7 +405,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     names : list of str
     q : float, the intervals' Student-t quantile
     prior_scale : "ml", float, (n,) array or None (None: no resolution bias in the intervals)
-    rescue : callable ``(along, size) -> (p, z)`` or None
+    rescue : callable ``(along, size) -> (p, component)`` or None
         The misspecification test profiled along one direction, given when the plain test
         rejected (:func:`flat_rescues`).
     """
@@ -433,7 +438,11 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     se = wk.se
     tau, method, converged = found["tau"]
     t_u = None if dirs.t is None else np.asarray(dirs.t)[~np.asarray(resolved, dtype=bool)]
-    rescued = None if rescue is None else flat_rescues(rescue, VU, t_u, tau)
+    rescued = None
+    if rescue is not None:
+        s_u = dirs.singular_values[~np.asarray(resolved, dtype=bool)]
+        floor = np.finfo(float).eps * max(A.shape) * float(dirs.singular_values[0])
+        rescued = flat_rescues(rescue, VU, t_u, tau, live=s_u > floor)
     open_ = open_scale(theta, VU, t_u, tau, rescued)
     carriers = _carriers(VU, open_)
     if (carriers & ~free).any():  # the overall scale is open: its carriers get the whole line

@@ -126,12 +126,10 @@ class IdentifiabilityReport:
         ``‖r‖² / tr Ŝ_r``, ≈ 1 under a correct model.
     misspec_dim : float or None
         Effective dimension of the residual noise (F degrees of freedom).
-    misspec_profiled : bool
-        True when the test was profiled along the open overall scale
-        (:func:`~dynosed_sym.solve.misspecification.profile_along`): taken at the point along it
-        where the residual is smallest against its own noise, not at the estimate.
-    misspec_at_estimate : tuple (stat, p_value, bound) or None
-        The test at the estimate when it was then profiled (shown next to the profiled one).
+    misspec_open_scale : tuple (stat, p_value, bound) or None
+        A rejected test profiled along the open overall scale
+        (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
+        components along it, shown beside the verdict, which stays the test at the estimate.
     n_blocks : int
         Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
     dof : int
@@ -174,6 +172,10 @@ class IdentifiabilityReport:
     scale : (n,) bool or None
         The parameters that carry an overall scale the data leave open (whole-line intervals,
         :func:`~dynosed_sym.solve.intervals.scale_carriers`).
+    whole_line : (n,) bool or None
+        The parameters whose interval is the whole line at every level (infinite standard error,
+        loading ≥ 0.5, an open scale, or no finite minimiser): the one mask
+        :meth:`intervals` reads, set where the intervals are made.
     data_factor : (n,) array or None
         Per parameter, the factor of data that would resolve the directions it loads on
         (:func:`~dynosed_sym.solve.intervals.data_factors`); ``strength`` its label.
@@ -203,8 +205,7 @@ class IdentifiabilityReport:
     p_value: float | None = None
     misspec_stat: float | None = None
     misspec_dim: float | None = None
-    misspec_profiled: bool = False
-    misspec_at_estimate: tuple | None = None
+    misspec_open_scale: tuple | None = None
     p_value_bound: bool = False
     p_value_converged: bool = True
     p_value_message: str = ""
@@ -231,6 +232,7 @@ class IdentifiabilityReport:
     strength: list | None = None
     fieller: tuple | None = None
     scale: np.ndarray | None = None
+    whole_line: np.ndarray | None = None
     _blocks: tuple | None = field(default=None, repr=False)
     _grouping: object = field(default=None, repr=False)
     _solve: object = field(default=None, repr=False)
@@ -240,6 +242,9 @@ class IdentifiabilityReport:
         (:func:`~dynosed_sym.solve.uncertainty.block_bootstrap`).
 
         The result is stored in ``bootstrap_result`` (and shown by ``FitResult.summary()``).
+        Parameters whose interval is the whole line at every level (``whole_line``: not
+        identifiable, an open scale, no finite minimiser) keep it: the replicates' spread says
+        nothing about a direction the data do not bound.
         """
         if self._blocks is None:
             raise DynosedError(
@@ -258,6 +263,10 @@ class IdentifiabilityReport:
             grouping=self._grouping,
             solve=self._solve,
         )
+        if self.whole_line is not None and np.any(self.whole_line):
+            ci = self.bootstrap_result.ci.copy()
+            ci[np.asarray(self.whole_line, bool)] = [-np.inf, np.inf]
+            self.bootstrap_result = replace(self.bootstrap_result, ci=ci)
         return self.bootstrap_result
 
     def intervals(self, theta, level):
@@ -265,15 +274,12 @@ class IdentifiabilityReport:
         estimator (with the resolution bias), else the sandwich intervals."""
         q = t_quantile(level, self.dof)
         se = np.asarray(self.std_errors, dtype=float)
-        free = np.isinf(se)
+        free = np.isinf(se) if self.whole_line is None else np.asarray(self.whole_line, bool)
         bias = np.zeros_like(se) if self.bias_sd is None else np.asarray(self.bias_sd, float)
         if self.fieller is None:
             half = np.where(free, np.inf, q * np.sqrt(se**2 + bias**2))
             return np.column_stack([theta - half, theta + half])
-        a = np.where(free, 0.0, se) ** 2 + bias**2
-        free = free | (np.asarray(self.loading) >= FREE_PROJECTION)
-        if self.scale is not None:
-            free = free | self.scale
+        a = np.where(np.isinf(se), 0.0, se) ** 2 + bias**2
         return fieller(theta, a, *self.fieller, q, free)[0]
 
     def combination_lines(self):
@@ -319,17 +325,19 @@ class IdentifiabilityReport:
             where = (
                 f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
             )
-            if self.misspec_profiled:
-                t0, p0, bound0 = self.misspec_at_estimate
-                where = (
-                    f"residual {self.residual_norm:.3g} at the estimate (T = {t0:.3g}, "
-                    f"{TailProbability(p0, bound=bound0)}); along the open scale the closest θ is "
-                    f"{self.residual_ratio:.2f} × its noise level; "
-                )
             lines.append(
                 f"{where}misspecification test: T = {self.misspec_stat:.3g} on "
                 f"{self.misspec_dim:.1f} effective dimensions, {p} {verdict}"
             )
+            if self.misspec_open_scale is not None and not self.consistent:
+                t1, p1, bound1 = self.misspec_open_scale
+                lines.append(
+                    f"  profiled along the open scale the test gives T = {t1:.3g}, "
+                    f"{TailProbability(p1, bound=bound1)}: a larger drift along it fits the data "
+                    "within the noise it carries, so the rejection may be the attenuated scale "
+                    "rather than the model (the profiled test has little power: the verdict "
+                    "stays)"
+                )
             if not self.p_value_converged:
                 lines.append(
                     f"  (p-value integral did not converge: {self.p_value_message}; "
@@ -458,6 +466,10 @@ def _no_minimiser(rep):
     loss appears to have no finite minimiser, so the last iterate is no estimate and intervals
     taken at its linearisation say nothing: every interval is the whole line."""
     n = len(rep.param_names)
+    rep.unique = False
+    rep.free_params = list(rep.param_names)
+    if rep.std_errors is not None:
+        rep.std_errors = np.full(n, np.inf)
     if rep.ci is not None:
         rep.ci = np.column_stack([np.full(n, -np.inf), np.full(n, np.inf)])
     if rep.status is not None:
@@ -467,6 +479,7 @@ def _no_minimiser(rep):
         rep.combination_ci = np.full((n, 2), np.nan)
     if rep.strength is not None:
         rep.strength = ["no (no minimiser)"] * n
+    rep.whole_line = np.ones(n, dtype=bool)
     rep.notes.append(
         "no finite interval: the corrected loss appears to have no finite minimiser (the "
         "iteration ran off, see the warning above); the rank and tests describe the "
@@ -543,31 +556,32 @@ def _profiled_test(rep, system, estimate, along, min_component=None):
 
 
 def _profiled_p(rep, system, estimate):
-    """``(along, size) -> (p, z)``: the profiled test's p-value and component
-    (:func:`.intervals.flat_rescues`; p = 0 without its integral when |z| ≤ size)."""
+    """``(along, size) -> (p, component)``: the profiled test's p-value and the component along
+    the direction where it is taken (:func:`.intervals.flat_rescues`; p = 0, without its
+    integral, when the component is at most ``size`` or not finite — a limit |z| → ∞ is no
+    component the data point to)."""
 
     def test(along, size):
-        _, p, _, z = _profiled_test(rep, system, estimate, along, min_component=size)
-        return (0.0 if p is None else p.value), float(z[0])
+        base = float(along[:, 0] @ estimate.theta_tikhonov)  # the component z is added to
+        _, p, _, z = _profiled_test(rep, system, estimate, along, min_component=np.inf)
+        component = base + float(z[0])
+        if not (np.isfinite(component) and abs(component) > size):
+            return 0.0, component
+        return _profiled_test(rep, system, estimate, along)[1].value, component
 
     return test
 
 
 def _profile_misspecification(rep, system, estimate, along):
-    """The misspecification test profiled along the open scale (:func:`profile_along`): at the
-    estimate its noise is the noise of an attenuated drift, and a correct model whose scale the
-    data leave open is called inconsistent (Selkov at N = 5000: p < 1e-12 at the estimate)."""
-    if rep.p_value is None:
+    """A rejected test profiled along the open scale (:func:`profile_along`), kept beside the
+    verdict (``misspec_open_scale``): at an attenuated estimate the test's noise misses what a
+    larger drift carries (Selkov at N = 5000: p < 1e-12 at the estimate, 0.47 profiled), but a
+    flat direction absorbs a misspecified model's residual as well, so it is a note, not a
+    verdict."""
+    if rep.p_value is None or rep.consistent:
         return
-    stat, p, h, _ = _profiled_test(rep, system, estimate, along)
-    rep.misspec_at_estimate = (rep.misspec_stat, rep.p_value, rep.p_value_bound)
-    rep.p_value, rep.misspec_stat, rep.misspec_dim = p.value, stat, h
-    rep.residual_ratio = float(np.sqrt(stat))
-    rep.residual_noise = rep.residual_norm / rep.residual_ratio if stat > 0 else 0.0
-    rep.consistent = bool(p.value >= CONSISTENCY_P)
-    rep.p_value_bound, rep.p_value_converged = p.bound, p.converged
-    rep.p_value_message = p.message
-    rep.misspec_profiled = True
+    stat, p, _, _ = _profiled_test(rep, system, estimate, along)
+    rep.misspec_open_scale = (stat, p.value, p.bound)
 
 
 def _bootstrap_solver(rep, estimate):
@@ -626,6 +640,10 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
     rep.data_factor, rep.strength, rep.fieller = res.data_factor, res.strength, res.fieller
     rep.scale = res.scale
+    whole = np.isinf(rep.std_errors)
+    if rep.loading is not None and res.fieller is not None:
+        whole = whole | (np.asarray(rep.loading) >= FREE_PROJECTION)
+    rep.whole_line = whole if res.scale is None else whole | res.scale
     if res.scale is not None and res.scale.any():
         carriers = ", ".join(n for n, f in zip(rep.param_names, res.scale) if f)
         rep.notes.append(

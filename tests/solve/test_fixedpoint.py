@@ -292,7 +292,9 @@ def test_tanh_fit_without_a_finite_minimiser_says_so(tmp_path, monkeypatch):
     assert not fit.converged and "NOT CONVERGED" in fit.summary()
     assert fit.info["gn_stop"] == "runaway" and fit.info["gn_steps"] < GN_MAX_STEPS, fit.info
     assert np.isinf(fit.conf_int()).all() and "no finite minimiser" in fit.summary()
+    assert np.isinf(fit.conf_int(level=0.5)).all()  # at every level
     assert all(st == "no (no minimiser)" for st in fit.report.strength)
+    assert not fit.report.unique and np.isinf(fit.report.std_errors).all()
     ((linearisation, theta0, theta),) = calls
     # the oracle: the profile falls monotonically from the start's k (0.163) toward k → 0
     ks = theta0[1] * np.geomspace(1.0, 1e-3, 25)
