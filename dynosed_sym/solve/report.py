@@ -43,6 +43,7 @@ from .intervals import (
     COMBINATION,
     FREE_PROJECTION,
     NOT_IDENTIFIABLE,
+    RESCUE_REJECT_P,
     check_prior_scale,
     sandwich_resolution,
     weak_resolution,
@@ -615,7 +616,8 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     q = t_quantile(rep.ci_level, rep.dof)
     if estimate is not None and estimate.fill is not None:
         prior_scale = check_prior_scale(prior_scale, rep.param_names)
-        rescue = None if rep.consistent is not False else _profiled_p(rep, system, estimate)
+        strong = rep.p_value is not None and rep.p_value < RESCUE_REJECT_P
+        rescue = _profiled_p(rep, system, estimate) if strong else None
         res, se = weak_resolution(
             system, estimate, rep.param_names, q=q, prior_scale=prior_scale, rescue=rescue
         )
