@@ -104,7 +104,10 @@ class IdentifiabilityReport:
         ``λ · diag(H_λ⁻¹)`` in (0, 1] (for λ = 0: 1 for an exactly unconstrained
         parameter, else 0).
     residual_norm, residual_noise, residual_ratio : float
-        At the resolved estimate (``Estimate.theta_resolved``; θ̂ itself for the ridge).
+        Where the misspecification test is taken: the V-statistic Tikhonov solution
+        (``Estimate.theta_tikhonov``; θ̂ itself for the ridge), ``residual_ratio`` being the
+        test's √T (where the test could not run: at the resolved estimate, ``residual_noise``
+        None without noise blocks).
     lam : float
     std_errors : (n,) array or None
         Sandwich standard errors of θ̂ (inf for ``free_params``); None without noise blocks.
