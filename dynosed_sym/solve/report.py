@@ -326,12 +326,10 @@ class IdentifiabilityReport:
         )
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
-            where = (
-                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
-            )
             lines.append(
-                f"{where}misspecification test: T = {self.misspec_stat:.3g} on "
-                f"{self.misspec_dim:.1f} effective dimensions, {p} {verdict}"
+                f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
+                f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
+                f"effective dimensions, {p} {verdict}"
             )
             if self.misspec_open_scale is not None and not self.consistent:
                 t1, p1, bound1 = self.misspec_open_scale
