@@ -285,7 +285,9 @@ class FitResult:
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``; the
         combination as its text plus ``combination_coefficients``) and ``report``
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
-        bound when p_value_bound —, p_value_converged, p_value_message, ci_level, lam,
+        bound when p_value_bound —, p_value_converged, p_value_message, misspec_open_scale — the
+        rejected test profiled along an open scale, a note beside the verdict, or None —,
+        ci_level, lam,
         singular_values, null_space (texts) with null_space_coefficients, free_params, notes,
         statistic, estimator, prior_scale, prior_scale_method); for a design also ``design``
         (environments with their inputs, sizes and times, per-environment residuals, the
@@ -327,6 +329,7 @@ class FitResult:
                 "p_value_bound": bool(rep.p_value_bound),
                 "p_value_converged": bool(rep.p_value_converged),
                 "p_value_message": rep.p_value_message,
+                "misspec_open_scale": _open_scale_test(rep),
                 "ci_level": float(rep.ci_level),
                 "lam": float(rep.lam),
                 "singular_values": [float(v) for v in rep.singular_values],
@@ -454,6 +457,14 @@ def gradient_info(ginfo, gn=None):
         info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
         info["gn_stop"] = gn["stop"]  # why it stopped (solve.fixedpoint.anderson_fixed_point)
     return info
+
+
+def _open_scale_test(rep):
+    """The report's ``misspec_open_scale`` as plain types (None when there is none)."""
+    if rep.misspec_open_scale is None:
+        return None
+    stat, p, bound = rep.misspec_open_scale
+    return {"stat": float(stat), "p_value": float(p), "p_value_bound": bool(bound)}
 
 
 def report_on(system, theta, lam, names, **options):

@@ -8,6 +8,8 @@ strength, and FitzHugh–Nagumo data from an independent NumPy Euler–Maruyama 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -451,6 +453,9 @@ def test_selkov_small_n_is_not_confidently_wrong(tmp_path):
             assert fit.report.scale.all() and not fit.report.consistent, text
             t1, p1, _ = fit.report.misspec_open_scale
             assert p1 > 0.01 and "profiled along the open scale the test gives" in text, text
+            exported = json.loads(json.dumps(fit.to_dict(), default=str))["report"]
+            assert exported["misspec_open_scale"]["p_value"] == p1
+            assert exported["consistent"] is False
             # the whole line at every level, and for the bootstrap's percentile intervals too
             assert np.isinf(fit.conf_int(level=0.5)).all()
             fit.bootstrap(n_boot=20)
