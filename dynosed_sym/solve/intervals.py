@@ -123,6 +123,9 @@ class Resolution:
         intervals are the whole line.
     open_directions : (n, k) or None
         The unresolved directions found open (:func:`open_scale`), None when there are none.
+    whole_line : (n,) bool or None
+        The parameters whose interval is the whole line at every level (loading ≥ 0.5, the open
+        scale's carriers): the mask the intervals were made with.
     """
 
     loading: np.ndarray
@@ -142,6 +145,7 @@ class Resolution:
     fieller: tuple | None = None
     scale: np.ndarray | None = None
     open_directions: np.ndarray | None = None
+    whole_line: np.ndarray | None = None
 
 
 def resolution_matrix(V, resolved):
@@ -303,9 +307,7 @@ def open_scale(theta, VU, t_unresolved, tau=None, rescued=None):
     at the estimate is 11 × its noise, p < 10⁻¹² — while along v_i a larger drift fits within the
     noise it carries (p = 0.47): the component along v_i is not 0 and not bounded, and the scale
     τ drawn from the attenuated estimates would size it at 1 % of the truth's."""
-    flat = np.ones(VU.shape[1], dtype=bool)
-    if t_unresolved is not None:
-        flat = ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
+    flat = _flat(VU, t_unresolved)
     own = scale_directions(theta, VU, tau)
     if rescued is not None:
         own = own | np.asarray(rescued, dtype=bool)
@@ -327,9 +329,7 @@ def flat_rescues(test, VU, t_unresolved, tau=None, live=None):
     "fits"), and only by a caller whose plain test rejected.  A flat direction absorbs a
     misspecified model's residual too: what this opens is the intervals, never the verdict."""
     k = VU.shape[1]
-    flat = np.ones(k, dtype=bool)
-    if t_unresolved is not None:
-        flat = ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
+    flat = _flat(VU, t_unresolved)
     if live is not None:
         flat &= np.asarray(live, dtype=bool)
     size = 0.0 if tau is None or not np.all(np.isfinite(tau)) else SCALE_TAU * float(np.max(tau))
@@ -338,6 +338,14 @@ def flat_rescues(test, VU, t_unresolved, tau=None, live=None):
         p, z = test(VU[:, [i]], size)
         out[i] = p >= RESCUE_P and abs(z) > size
     return out
+
+
+def _flat(VU, t_unresolved):
+    """(k,) bool: the unresolved directions whose curvature is not seen, ``t_i ≤`` :data:`SCALE_T`
+    (all of them when ``t_unresolved`` is None: no noise estimate)."""
+    if t_unresolved is None:
+        return np.ones(VU.shape[1], dtype=bool)
+    return ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
 
 
 def _carriers(VU, open_):
@@ -377,6 +385,7 @@ def sandwich_resolution(theta, se, V, resolved, *, q, t=None, t_resolve=np.inf):
         bounded=np.isfinite(ci).all(axis=1),
         data_factor=factor,
         strength=strength_labels(theta, ci, factor),
+        whole_line=free,
     )
 
 
@@ -502,4 +511,5 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         fieller=(wk.c, wk.gamma),
         scale=carriers,
         open_directions=VU[:, open_] if carriers.any() else None,
+        whole_line=free,
     ), se

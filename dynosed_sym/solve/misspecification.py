@@ -281,7 +281,7 @@ def misspecification_profile(
     dof=None,
     U=None,
     along=None,
-    min_component=None,
+    p_wanted=None,
 ):
     """Calibrated test of "some θ satisfies the Fokker–Planck constraints" (module docstring).
 
@@ -304,9 +304,9 @@ def misspecification_profile(
     along : (n, k) array, optional
         Directions along which the test is profiled (:func:`profile_along`): the open overall
         scale, along which a larger drift fits the data within the larger noise it carries.
-    min_component : float, optional
-        With ``along``: no p-value (None, skipping its integral) when every ``|z_i|`` is at most
-        this (a caller that only wants p beyond a component size).
+    p_wanted : callable ``z -> bool``, optional
+        With ``along``: no p-value (None, skipping its integral) when it returns False for the
+        components z where the test is taken (a caller that wants p only for some z).
 
     Returns
     -------
@@ -318,7 +318,7 @@ def misspecification_profile(
         ``ConvergenceWarning`` is issued when the integral did not converge).
     dof : float
         Effective dimension h of the residual noise.
-    (p_value is None when ``min_component`` skipped it.)
+    (p_value is None when ``p_wanted`` skipped it.)
     z : (k,) array
         The components along ``along`` at which the test is taken (empty without it; ±inf where
         the infimum is the limit |z| → ∞).
@@ -361,7 +361,7 @@ def misspecification_profile(
     tr2_unbiased = max(tr2_unbiased, tr * tr / max(1, m - rank))
     h = float(np.clip(tr * tr / tr2_unbiased, 1.0, max(1.0, m - rank)))
     stat = rr / tr
-    if min_component is not None and z.size and np.all(np.abs(z) <= min_component):
+    if p_wanted is not None and z.size and not p_wanted(z):
         return stat, None, h, z
     # null distribution of T = Σ μ_j z_j² / Σ μ_j χ²_k,j/k in the eigenbasis of Ŝ_r (Imhof);
     # the F(h, k·h) approximation matches two moments only and is far too light-tailed when a

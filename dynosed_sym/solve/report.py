@@ -536,9 +536,9 @@ def _attach_uncertainty(
             rep._solve = _bootstrap_solver(rep, estimate)
 
 
-def _profiled_test(rep, system, estimate, along, min_component=None):
+def _profiled_test(rep, system, estimate, along, p_wanted=None):
     """(stat, p, h, z): the misspecification test at the Tikhonov solution profiled along
-    ``along`` (n, k) (:func:`profile_along`; p None when every |z| ≤ ``min_component``)."""
+    ``along`` (n, k) (:func:`profile_along`; p None where ``p_wanted(z)`` is False)."""
     A, b, A_blocks, b_blocks, counts = system
     grouping = rep._grouping
     return misspecification_profile(
@@ -553,7 +553,7 @@ def _profiled_test(rep, system, estimate, along, min_component=None):
         None if grouping is None else grouping.dof,
         U=estimate.left_vectors,
         along=along,
-        min_component=min_component,
+        p_wanted=p_wanted,
     )
 
 
@@ -565,11 +565,12 @@ def _profiled_p(rep, system, estimate):
 
     def test(along, size):
         base = float(along[:, 0] @ estimate.theta_tikhonov)  # the component z is added to
-        _, p, _, z = _profiled_test(rep, system, estimate, along, min_component=np.inf)
-        component = base + float(z[0])
-        if not (np.isfinite(component) and abs(component) > size):
-            return 0.0, component
-        return _profiled_test(rep, system, estimate, along)[1].value, component
+
+        def beyond(z):
+            return bool(np.isfinite(base + z[0]) and abs(base + z[0]) > size)
+
+        _, p, _, z = _profiled_test(rep, system, estimate, along, p_wanted=beyond)
+        return (0.0 if p is None else p.value), base + float(z[0])
 
     return test
 
@@ -643,10 +644,7 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
     rep.data_factor, rep.strength, rep.fieller = res.data_factor, res.strength, res.fieller
     rep.scale = res.scale
-    whole = np.isinf(rep.std_errors)
-    if rep.loading is not None and res.fieller is not None:
-        whole = whole | (np.asarray(rep.loading) >= FREE_PROJECTION)
-    rep.whole_line = whole if res.scale is None else whole | res.scale
+    rep.whole_line = np.isinf(rep.std_errors) | res.whole_line
     if res.scale is not None and res.scale.any():
         carriers = ", ".join(n for n, f in zip(rep.param_names, res.scale) if f)
         rep.notes.append(
