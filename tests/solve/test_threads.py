@@ -43,3 +43,23 @@ def test_a_bad_thread_count_names_the_variable(monkeypatch, bad):
 
     with pytest.raises(ds.DynosedError, match=threads.ENV):
         solve_system(np.eye(2), np.ones(2))
+
+
+def test_the_thread_controller_is_kept_until_a_module_is_imported(monkeypatch):
+    """The library scan runs once, not per solve; a new import (a new BLAS may come with it)
+    makes a fresh controller, which still limits the solve."""
+    import sys
+    import types
+
+    first = threads._controller()
+    assert threads._controller() is first
+    monkeypatch.setitem(sys.modules, "dynosed_test_new_extension", types.ModuleType("x"))
+    second = threads._controller()
+    assert second is not first and threads._controller() is second
+
+    @single_blas
+    def probe():
+        return _blas_threads()
+
+    n = probe()
+    assert n and all(k == 1 for k in n)
