@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .blockops import DeviationStream
+from .grams import BlockGrams
 
 __all__ = ["BlockDeviations"]
 
@@ -41,7 +42,8 @@ class BlockDeviations:
     Attributes
     ----------
     dAV : (B, m, n) block deviations in the basis V, in the units of the solved system ``A/a``
-        (or a :class:`~.blockops.DeviationStream` regenerating them)
+        (or a :class:`~.blockops.DeviationStream` regenerating them, or the dense solve's
+        :class:`~.grams.BlockGrams`: P and Q are then read off ``UᵀΔA_bV``)
     scale : float
         a (a power of two): ``(A_b − A)V = a · dAV`` in the system's units (exact).
     V : (n, n) right singular vectors (columns); resolved : (n,) bool
@@ -62,6 +64,9 @@ class BlockDeviations:
 
     def _blocks(self, A):
         """(P, Q): ``(AV_R)ᵀΔA_bV`` (B, r, n) and ``(AV_U)ᵀΔA_bV_R`` (B, k, r), system units."""
+        if "P" not in self._products and isinstance(self.dAV, BlockGrams):
+            P, Q = self.dAV.products(self.resolved, self.scale)
+            self._products.update(P=P, Q=Q)
         if "P" not in self._products:
             R = self.resolved
             AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .blockops import DeviationStream, blocks_times, streamed
+from .grams import BlockGrams, grams_apply
 
 __all__ = [
     "Directions",
@@ -132,16 +133,18 @@ def directions_and_deviations(
     Returns
     -------
     Directions
-        (:func:`directions_and_deviations` also returns the block deviations in the V basis,
-        ``(A_b − A) V`` (B, m, n) — a :class:`~.blockops.DeviationStream` that regenerates them
-        chunk by chunk when they would exceed :data:`~.blockops.STREAM_BYTES` —, or None without
-        noise blocks: the solve takes the corrected Gram on R from them instead of forming S.)
+        (:func:`directions_and_deviations` also returns what the solve reads of the block
+        deviations: with dense block means and m ≥ n their two Grams,
+        :class:`~.grams.BlockGrams` (``UᵀΔA_bV`` and ``Σ_b w_bΔA_bᵀΔA_b``); otherwise
+        ``(A_b − A) V`` (B, m, n) in the V basis — a :class:`~.blockops.DeviationStream` that
+        regenerates them chunk by chunk when they would exceed :data:`~.blockops.STREAM_BYTES`;
+        None without noise blocks.)
     """
     m, n = A.shape
     if svd is not None and m >= n:
-        _, s, Vt = svd
+        U, s, Vt = svd
     else:
-        _, s, Vt = np.linalg.svd(A, full_matrices=m < n)
+        U, s, Vt = np.linalg.svd(A, full_matrices=m < n)
     s_full = np.zeros(n)
     s_full[: s.size] = s
     V = Vt.T
@@ -153,7 +156,26 @@ def directions_and_deviations(
     B = len(A_blocks)
     dof = float(B - 1 if dof is None else dof)
     w = counts / counts.sum()
-    AV = A @ V
+    if grams_apply(A, A_blocks, (U, s, Vt)):  # the two Grams of the deviations (m ≥ n)
+        dAV = BlockGrams.compute(A, A_blocks, U, s_full, V, w)
+        vSv, proj = dAV.vSv() / (B - 1), dAV.proj()
+    else:
+        vSv, proj, dAV = _deviations(A @ V, A_blocks, V, w)
+    kappa = s_full**2 - vSv
+    proj = 2.0 * proj  # (B, n): block deviations of ‖A v_i‖²
+    var = w @ proj**2 / (B - 1) + 2.0 * vSv**2 / dof
+    kappa_sd = np.sqrt(np.maximum(var, 0.0))
+    q = resolve_quantile(dof, threshold, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
+    resolved &= t > q
+    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof), dAV
+
+
+def _deviations(AV, A_blocks, V, w):
+    """(v_iᵀSv_i (n,), the block deviations of ‖Av_i‖²/2 (B, n), ``(A_b − A)V``: an array or a
+    :class:`DeviationStream` when too large to hold)."""
+    B, n = len(A_blocks), V.shape[1]
     if streamed(A_blocks):  # (B, m, n) too large to hold: per chunk of blocks, then regenerated
         dAV = DeviationStream(A_blocks, V, AV)
         sq, proj = np.empty((B, n)), np.empty((B, n))
@@ -165,16 +187,7 @@ def directions_and_deviations(
         dAV -= AV[None]
         sq = np.einsum("bmi,bmi->bi", dAV, dAV)
         proj = np.einsum("mi,bmi->bi", AV, dAV)
-    vSv = w @ sq / (B - 1)
-    kappa = s_full**2 - vSv
-    proj = 2.0 * proj  # (B, n): block deviations of ‖A v_i‖²
-    var = w @ proj**2 / (B - 1) + 2.0 * vSv**2 / dof
-    kappa_sd = np.sqrt(np.maximum(var, 0.0))
-    q = resolve_quantile(dof, threshold, n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
-    resolved &= t > q
-    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof), dAV
+    return w @ sq / (B - 1), proj, dAV
 
 
 def col_se(blocks, mean, counts):

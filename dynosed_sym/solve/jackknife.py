@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blockops import DeviationStream, each_rtimes, each_times
+from .grams import BlockGrams
 from .misspecification import block_weights
 from .uncertainty import block_influence, influence_variance
 from .weak import ridge_components
@@ -196,12 +197,29 @@ def covariance_and_coupling(A, b, A_blocks, b_blocks, counts, dAR, cols, zU):
     ``Δb_b − ΔA_bV_Uz`` and their ``V_Rᵀs``; None without a fill) — one pass over the deviations
     for both."""
     db = b_blocks - b[None]
+    if isinstance(dAR, BlockGrams):
+
+        def cov(Y):
+            return _grams_covariance(dAR, A, A_blocks, Y, cols)
+    else:
+
+        def cov(Y):
+            return covariance_on(dAR, Y, counts, cols)
+
     if zU is None:
-        return (*covariance_on(dAR, db, counts, cols), None)
+        return (*cov(db), None)
     Az = A @ zU
     db_c = db - (A_blocks @ zU - Az[None])
-    S_RR, s_both = covariance_on(dAR, np.stack([db, db_c], axis=-1), counts, cols)
+    S_RR, s_both = cov(np.stack([db, db_c], axis=-1))
     return S_RR, s_both[:, 0], (b - Az, db_c, s_both[:, 1])
+
+
+def _grams_covariance(grams, A, A_blocks, db, cols):
+    """:func:`covariance_on` from the solve's :class:`~.grams.BlockGrams`: ``V_RᵀSV_R`` from the
+    weighted Gram, ``V_Rᵀs`` from ``Σ_b w_b ΔA_bᵀdb_b`` (matrix-vector products only)."""
+    B = len(grams)
+    s_R = grams.V[:, cols].T @ np.tensordot(grams.w, grams.rtimes(A, A_blocks, db), axes=1)
+    return grams.on(cols) / (B - 1), s_R / (B - 1)
 
 
 def jackknife_possible(r, A_blocks):
@@ -255,6 +273,8 @@ def bias_beyond_first_order(system, theta, Hp, on_R, deviations, coupled=None):
     A, b, A_blocks, b_blocks, counts = system
     VR, c, correction = on_R
     dAR, cols = deviations
+    if isinstance(dAR, BlockGrams):  # each block's own Gram on R: regenerated along R
+        dAR = dAR.stream(A, A_blocks)
     IF = block_influence(A, b, theta, 0.0, A_blocks, b_blocks, Hp)
     se = np.sqrt(influence_variance(IF, counts))
     w = block_weights(counts)

@@ -1,0 +1,120 @@
+"""The dense solve's block deviations as two small Grams instead of ``(A_b − A)V`` (B, m, n).
+
+Every statistic the solve and the intervals take from the block deviations ``ΔA_b = A_b − A`` is
+one of two kinds (m ≥ n, the thin SVD ``A = U diag(s) Vᵀ``):
+
+* a product with ``A V = U diag(s)`` on the left — the block deviations of ``‖A v_i‖²``
+  (:mod:`.directions`), the curvature noise ``(AV_R)ᵀΔA_bV_R`` and the coupling
+  ``(AV_R)ᵀΔA_bV_U``, ``(AV_U)ᵀΔA_bV_R`` (:mod:`.deviations`) — all entries of
+  ``G_b = UᵀΔA_bV`` (n × n) scaled by singular values;
+* the weighted sum of the blocks' Grams ``S = Σ_b w_b ΔA_bᵀΔA_b`` (n × n) — the noise of each
+  direction ``v_iᵀSv_i`` and the U-statistic's correction ``V_RᵀSV_R`` (:mod:`.jackknife`).
+
+Forming ``ΔA_bV`` first and contracting it again for each statistic costs about
+``2·B·m·n²`` floating-point operations per pass, and the dense solve made three to four passes
+(the directions, the correction on R, the curvature and coupling noise of the intervals), besides
+a (B, m, n) array of temporaries.  Here ``UᵀΔA_b`` (``2·m·n²`` per block), its product with V
+(``2·n³``) and the symmetric ``ΔA_bᵀΔA_b`` (``m·n²``) are taken once, a few blocks at a time, and
+what is kept is B·n² + n² numbers.  The jackknife's deleted solves need each block's own Gram on R
+(``r ≤ 4B`` columns): those are regenerated from the block means along R only
+(:meth:`BlockGrams.stream`).
+
+The results equal the products of ``ΔA_bV`` up to rounding (``AV`` and ``U diag(s)`` differ by
+the SVD's backward error): ``tests/solve/test_grams.py`` checks them against the direct NumPy
+products.  With m < n (more parameters than features) or block means too large to hold, the solve
+keeps the block deviations (:mod:`.blockops`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .blockops import CHUNK_BYTES, DeviationStream, each_rtimes, is_dense, streamed
+
+__all__ = ["BlockGrams", "grams_apply"]
+
+
+def grams_apply(A, A_blocks, usv):
+    """Whether the dense solve takes :class:`BlockGrams` for these block means: held dense, an
+    SVD with its left vectors, and no more parameters than features (m ≥ n)."""
+    m, n = A.shape
+    return usv is not None and m >= n and is_dense(A_blocks) and not streamed(A_blocks)
+
+
+class BlockGrams:
+    """``G_b = UᵀΔA_bV`` (B, n, n) and ``S = Σ_b w_b ΔA_bᵀΔA_b`` (n, n) of one solve.
+
+    Attributes
+    ----------
+    G : (B, n, n); S : (n, n), weighted by the block weights w (sum 1), not divided by B − 1
+    s : (n,) singular values of the solved system; V : (n, n) its right singular vectors
+    w : (B,) block weights; shape : (B, m, n) of the block deviations these stand for
+    """
+
+    def __init__(self, G, S, s, V, w, shape):
+        self.G, self.S, self.s, self.V, self.w = G, S, s, V, w
+        self.shape = tuple(shape)
+        self._SV = None
+
+    def __len__(self):
+        return self.shape[0]
+
+    @classmethod
+    def compute(cls, A, A_blocks, U, s, V, w):
+        """From the (unit-scale) system: ``ΔA_b`` a chunk of blocks at a time into one buffer."""
+        B, m, n = A_blocks.shape
+        step = max(1, min(B, CHUNK_BYTES // max(1, 8 * m * n)))
+        G = np.empty((B, n, n))
+        S = np.zeros((n, n))
+        D = np.empty((step, m, n))
+        Ut = np.ascontiguousarray(U.T)
+        root = np.sqrt(np.asarray(w, dtype=float))
+        for lo in range(0, B, step):
+            hi = min(B, lo + step)
+            Dc = D[: hi - lo]
+            np.subtract(A_blocks[lo:hi], A[None], out=Dc)
+            G[lo:hi] = np.matmul(np.matmul(Ut, Dc), V)
+            Dc *= root[lo:hi, None, None]
+            flat = Dc.reshape(-1, n)
+            S += flat.T @ flat  # one symmetric product (NumPy's syrk)
+        return cls(G, S, np.asarray(s, dtype=float), V, np.asarray(w, dtype=float), (B, m, n))
+
+    # -- the directions -------------------------------------------------------------------------
+    def _sv(self):
+        if self._SV is None:
+            self._SV = self.S @ self.V
+        return self._SV
+
+    def vSv(self):
+        """(n,) ``Σ_b w_b ‖ΔA_b v_i‖²`` (not divided by B − 1)."""
+        return np.einsum("ji,ji->i", self.V, self._sv())
+
+    def proj(self):
+        """(B, n) ``(A v_i)ᵀΔA_b v_i = s_i G_b[i, i]``."""
+        return self.s[None, :] * np.einsum("bii->bi", self.G)
+
+    # -- the correction on R and the jackknife ---------------------------------------------------
+    def on(self, cols):
+        """``V_RᵀSV_R`` (r, r) for the columns R (weighted, not divided by B − 1)."""
+        VR = self.V[:, cols]
+        return VR.T @ self._sv()[:, cols]
+
+    def rtimes(self, A, A_blocks, Y):
+        """(B, n, ...) ``ΔA_bᵀY_b`` for Y (B, m) or (B, m, k) (the block means as given)."""
+        if Y.ndim == 2:
+            return each_rtimes(A_blocks, Y) - Y @ A
+        return np.stack([self.rtimes(A, A_blocks, Y[..., j]) for j in range(Y.shape[-1])], -1)
+
+    def stream(self, A, A_blocks):
+        """The block deviations ``(A_b − A)V`` regenerated from ``A_blocks`` (the jackknife)."""
+        return DeviationStream(A_blocks, self.V, A @ self.V)
+
+    # -- the intervals ---------------------------------------------------------------------------
+    def products(self, resolved, scale):
+        """(P, Q): ``(AV_R)ᵀΔA_bV`` (B, r, n) and ``(AV_U)ᵀΔA_bV_R`` (B, k, r) of the system
+        ``a·A`` (``scale`` = a: both products scale by a²)."""
+        R = np.asarray(resolved, dtype=bool)
+        a2 = float(scale) ** 2
+        P = self.G[:, R, :] * (a2 * self.s[R])[None, :, None]
+        Q = self.G[:, ~R, :][:, :, R] * (a2 * self.s[~R])[None, :, None]
+        return P, Q

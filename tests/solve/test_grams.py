@@ -1,0 +1,130 @@
+"""The dense solve's Grams of the block deviations (dynosed_sym.solve.grams) against the products
+of ``(A_b − A)V`` they replace: ``G_b = UᵀΔA_bV`` and ``S = Σ_b w_b ΔA_bᵀΔA_b`` by explicit loops
+in NumPy, and the directions, the correction on R, the jackknife, the estimate and the intervals'
+block contractions equal to those of the block-deviation path (forced by switching the Grams off)
+to rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynosed_sym.solve import directions as directions_module
+from dynosed_sym.solve.directions import directions_and_deviations
+from dynosed_sym.solve.grams import BlockGrams
+from dynosed_sym.solve.ustat import solve_system
+from dynosed_sym.solve.weak import weak_intervals
+
+
+def _system(seed, B, m, n, size=37.0, spread=(1.0, 1e-4)):
+    rng = np.random.default_rng(seed)
+    A0 = rng.standard_normal((m, n)) * np.geomspace(*spread, n)
+    A_blocks = size * (A0[None] + 0.2 * rng.standard_normal((B, m, n)))
+    b_blocks = A_blocks @ rng.standard_normal(n) + rng.standard_normal((B, m))
+    counts = rng.integers(50, 150, B).astype(float)
+    w = counts / counts.sum()
+    return np.einsum("b,bmn->mn", w, A_blocks), w @ b_blocks, A_blocks, b_blocks, counts
+
+
+def _close(got, want, rtol=1e-9):
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-12 * scale)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(2, 9),
+    n=st.integers(1, 7),
+    extra=st.integers(0, 9),
+)
+def test_grams_equal_the_direct_products(seed, B, n, extra):
+    """G_b and S of random block means (m ≥ n) against loops over blocks."""
+    A, _, Ab, _, counts = _system(seed, B, n + extra, n)
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    w = counts / counts.sum()
+    g = BlockGrams.compute(A, Ab, U, s, Vt.T, w)
+    V = Vt.T
+    for k in range(B):
+        _close(g.G[k], U.T @ (Ab[k] - A) @ V)
+    _close(g.S, sum(w[k] * (Ab[k] - A).T @ (Ab[k] - A) for k in range(B)))
+    dev = [(Ab[k] - A) @ V for k in range(B)]
+    _close(g.vSv(), [sum(w[k] * np.sum(dev[k][:, i] ** 2) for k in range(B)) for i in range(n)])
+    _close(g.proj(), [[(A @ V[:, i]) @ dev[k][:, i] for i in range(n)] for k in range(B)])
+
+
+@pytest.fixture
+def no_grams(monkeypatch):
+    """The block-deviation path of the dense solve (the Grams switched off)."""
+
+    def switch():
+        monkeypatch.setattr(directions_module, "grams_apply", lambda *args: False)
+
+    return switch
+
+
+CASES = [(0, 12, 20, 6), (1, 9, 14, 5), (3, 32, 40, 12), (4, 6, 30, 30)]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_directions_equal_the_block_deviation_path(case, no_grams):
+    A, _, Ab, _, counts = _system(*case)
+    fast, grams = directions_and_deviations(A, Ab, counts)
+    assert isinstance(grams, BlockGrams)
+    no_grams()
+    slow, dAV = directions_and_deviations(A, Ab, counts)
+    assert isinstance(dAV, np.ndarray)
+    for name in ("singular_values", "V", "noise", "kappa", "kappa_sd", "t"):
+        _close(getattr(fast, name), getattr(slow, name))
+    np.testing.assert_array_equal(fast.resolved, slow.resolved)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("estimator", ["resolved", "ridge"])
+def test_solve_equals_the_block_deviation_path(case, estimator, no_grams):
+    """The estimate, its bread, the jackknife (r ≤ 4B here) and the intervals' contractions."""
+    A, b, Ab, bb, counts = _system(*case)
+    fast = solve_system(A, b, Ab, bb, counts, 1e-3, estimator=estimator)
+    no_grams()
+    slow = solve_system(A, b, Ab, bb, counts, 1e-3, estimator=estimator)
+    np.testing.assert_array_equal(fast.directions.resolved, slow.directions.resolved)
+    for name in ("theta", "bread", "theta_resolved", "second_order"):
+        _close(getattr(fast, name), getattr(slow, name), rtol=1e-8)
+    assert fast.alpha == slow.alpha
+    if slow.jackknife is not None:
+        _close(fast.jackknife.bias, slow.jackknife.bias, rtol=1e-7)
+        _close(fast.jackknife.sd, slow.jackknife.sd, rtol=1e-8)
+    if estimator == "resolved":
+        assert isinstance(fast.deviations.dAV, BlockGrams)
+        Hp = fast.bread
+        _close(fast.deviations.curvature_noise(A, Hp), slow.deviations.curvature_noise(A, Hp))
+        tau2 = np.linspace(0.5, 2.0, int((~fast.directions.resolved).sum()))
+        w = counts / counts.sum()
+        _close(
+            fast.deviations.unresolved_noise(A, Hp, tau2, w),
+            slow.deviations.unresolved_noise(A, Hp, tau2, w),
+        )
+
+
+def test_intervals_from_grams_equal_the_direct_formulas():
+    """weak_intervals from the Grams and from the blocks themselves (the formulas of .weak)."""
+    A, b, Ab, bb, counts = _system(5, 16, 24, 8)
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    assert isinstance(est.deviations.dAV, BlockGrams)
+    args = (A, b, est.theta_resolved, est.theta, (Ab, bb, counts), est.bread, est.fill)
+    free = np.zeros(A.shape[1], bool)
+    fast = weak_intervals(*args, 0.3, 2.1, free, deviations=est.deviations)
+    slow = weak_intervals(*args, 0.3, 2.1, free)
+    for name in ("ci", "se", "bias_sd", "noise", "c", "gamma"):
+        _close(getattr(fast, name), getattr(slow, name))
+
+
+def test_grams_leave_the_block_means_untouched():
+    """The solve scales the block means in place to unit size and back: bit for bit."""
+    A, b, Ab, bb, counts = _system(6, 10, 20, 6, size=1e5)
+    before = Ab.copy()
+    solve_system(A, b, Ab, bb, counts, 0.0)
+    np.testing.assert_array_equal(Ab, before)
