@@ -15,8 +15,9 @@ with an empty output folder and an empty ``NUMBA_CACHE_DIR``:
 * the simulator's rate: chain-steps × drift operations per second (the operations of the
   printed ``drift_lanes``, loops counted dense) at a dense θ, against the GRN's in the same run.
 
-At d = 100 (n = 10⁴) the fit is the assembly alone unless ``--network-fit`` is given: the solve
-of n = 10⁴ parameters is not part of this section's measurements.
+At d = 100 (n = 10⁴) the fit is the assembly alone unless ``--network-fit-max-d 100`` is given;
+above :data:`COLD_FIT_MAX_D` the cold start's first fit is its assembly alone in any case (a whole
+fit of n = 10⁴ parameters takes tens of minutes: only the warm fit is run whole).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ NETWORK_SIZES = (10, 20, 50, 100)
 WARM_SAMPLES = {10: 20_000, 20: 20_000, 50: 20_000, 100: 100_000}
 #: Largest d whose warm run includes the whole fit (not only its assembly) by default.
 FULL_FIT_MAX_D = 50
+#: Largest d whose cold start ends with a whole fit (above it: the assembly of that fit only).
+COLD_FIT_MAX_D = 50
 
 _SCRIPT = textwrap.dedent(r"""
     import json, os, resource, sys, time
@@ -45,7 +48,7 @@ _SCRIPT = textwrap.dedent(r"""
     import dynosed_sym as ds
     out = {"import_s": time.perf_counter() - t0}
     d, n_warm = int(sys.argv[1]), int(sys.argv[2])
-    full_fit, out_dir = sys.argv[3] == "1", sys.argv[4]
+    full_fit, out_dir, cold_fit = sys.argv[3] == "1", sys.argv[4], sys.argv[5] == "1"
 
     def timed(key, fn):
         t, c = time.perf_counter(), time.process_time()
@@ -69,12 +72,12 @@ _SCRIPT = textwrap.dedent(r"""
     timed("jit_simulator_s", lambda: ds.simulate(model, truth, 64, burn_in=1, thin=1,
                                                  execution=ex))
     X = timed("simulate_s", lambda: ds.simulate(model, truth, 5000, execution=ex))
-    if full_fit:
+    if full_fit and cold_fit:
         timed("first_fit_s", lambda: ds.fit_global(model, X, features=features, execution=ex))
     else:  # the assembly of that fit only
         feats = draw_features(d, 2048, 1.0, seed=0)
         timed("first_fit_s", lambda: assemble_source(cm, open_source(X, model, "X"), feats))
-    out["full_fit"] = full_fit
+    out["full_fit"], out["cold_fit"] = full_fit, full_fit and cold_fit
     cold = [k for k in out if k.endswith("_s") and not k.endswith("_cpu_s")]
     out["cold_total_s"] = sum(out[k] for k in cold)
     out["cold_total_cpu_s"] = sum(out.get(k[:-2] + "_cpu_s", out[k]) for k in cold)
@@ -88,6 +91,8 @@ _SCRIPT = textwrap.dedent(r"""
         out["fit_timings"] = dict(getattr(fit, "info", {}).get("timings", {}) or {})
         err = np.abs(fit.theta - truth)
         out["max_abs_error"] = float(err.max())
+        out["rank"] = int(fit.report.rank)
+        out["finite_intervals"] = int(np.isfinite(fit.report.ci).all(axis=1).sum())
     import tracemalloc
     feats = draw_features(d, 2048, 1.0, seed=0)
     src = open_source(Xw, model, "X")
@@ -157,7 +162,8 @@ def _network_case(d, full_fit):
         os.makedirs(cache)
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, DYNOSED_QUIET="1")
         env.pop("DYNOSED_GENERATED_DIR", None)
-        r = _run(_SCRIPT, [d, WARM_SAMPLES.get(d, 20_000), int(full_fit), out_dir], env)
+        args = [d, WARM_SAMPLES.get(d, 20_000), int(full_fit), out_dir, int(d <= COLD_FIT_MAX_D)]
+        r = _run(_SCRIPT, args, env)
         files = os.listdir(out_dir)
         r["lane_ops"] = _lane_ops(
             os.path.join(out_dir, next(f for f in files if f.endswith(".py")))
@@ -186,7 +192,8 @@ def _print_tables(results, grn):
     for d, r in results.items():
         cells = " ".join(f"{r[k]:12.2f}" for k, _ in _COLD_LABELS)
         print(
-            f"    {d:>4} {d * d:>6} {cells}" + ("" if r["full_fit"] else "  (fit: assembly only)")
+            f"    {d:>4} {d * d:>6} {cells}"
+            + ("" if r.get("cold_fit", r["full_fit"]) else "  (fit: assembly only)")
         )
     print("  warm, CPU seconds: the fit and the assembly run alone, and their ratio:")
     head = f"{'d':>4} {'fit':>8} {'assembly':>9} {'ratio':>6}"
