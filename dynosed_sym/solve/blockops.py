@@ -23,6 +23,7 @@ __all__ = [
     "blocks_times",
     "each_times",
     "each_rtimes",
+    "deviation_rtimes",
     "all_rtimes",
     "nbytes",
     "DeviationStream",
@@ -83,6 +84,14 @@ def each_rtimes(A_blocks, Y):
     if rmatvec is not None:
         return rmatvec(Y)
     return np.array([A_blocks[k].T @ Y[k] for k in range(len(A_blocks))])
+
+
+def deviation_rtimes(A, A_blocks, Y):
+    """(B, n) ``(A_b − A)ᵀY_b`` for Y (B, m) — or (B, n, k) for Y (B, m, k) — without forming the
+    deviations ``A_b − A``."""
+    if Y.ndim == 3:
+        return np.stack([deviation_rtimes(A, A_blocks, Y[..., j]) for j in range(Y.shape[2])], -1)
+    return each_rtimes(A_blocks, Y) - Y @ A
 
 
 def all_rtimes(A_blocks, y):

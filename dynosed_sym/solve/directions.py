@@ -156,7 +156,7 @@ def directions_and_deviations(
     B = len(A_blocks)
     dof = float(B - 1 if dof is None else dof)
     w = counts / counts.sum()
-    if grams_apply(A, A_blocks, (U, s, Vt)):  # the two Grams of the deviations (m ≥ n)
+    if grams_apply(A, A_blocks):  # the two Grams of the deviations (m ≥ n)
         dAV = BlockGrams.compute(A, A_blocks, U, s_full, V, w)
         vSv, proj = dAV.vSv() / (B - 1), dAV.proj()
     else:

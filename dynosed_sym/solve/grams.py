@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blockops import CHUNK_BYTES, DeviationStream, each_rtimes, is_dense, streamed
+from .blockops import CHUNK_BYTES, DeviationStream, is_dense, streamed
 
 __all__ = ["BlockGrams", "grams_apply"]
 
 
-def grams_apply(A, A_blocks, usv):
-    """Whether the dense solve takes :class:`BlockGrams` for these block means: held dense, an
-    SVD with its left vectors, and no more parameters than features (m ≥ n)."""
+def grams_apply(A, A_blocks):
+    """Whether the dense solve takes :class:`BlockGrams` for these block means: held dense, and
+    no more parameters than features (m ≥ n: the thin SVD's U is m × n)."""
     m, n = A.shape
-    return usv is not None and m >= n and is_dense(A_blocks) and not streamed(A_blocks)
+    return m >= n and is_dense(A_blocks) and not streamed(A_blocks)
 
 
 class BlockGrams:
@@ -98,12 +98,6 @@ class BlockGrams:
         """``V_RᵀSV_R`` (r, r) for the columns R (weighted, not divided by B − 1)."""
         VR = self.V[:, cols]
         return VR.T @ self._sv()[:, cols]
-
-    def rtimes(self, A, A_blocks, Y):
-        """(B, n, ...) ``ΔA_bᵀY_b`` for Y (B, m) or (B, m, k) (the block means as given)."""
-        if Y.ndim == 2:
-            return each_rtimes(A_blocks, Y) - Y @ A
-        return np.stack([self.rtimes(A, A_blocks, Y[..., j]) for j in range(Y.shape[-1])], -1)
 
     def stream(self, A, A_blocks):
         """The block deviations ``(A_b − A)V`` regenerated from ``A_blocks`` (the jackknife)."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blockops import DeviationStream, each_rtimes, each_times
+from .blockops import DeviationStream, deviation_rtimes, each_times
 from .grams import BlockGrams
 from .misspecification import block_weights
 from .uncertainty import block_influence, influence_variance
@@ -218,7 +218,7 @@ def _grams_covariance(grams, A, A_blocks, db, cols):
     """:func:`covariance_on` from the solve's :class:`~.grams.BlockGrams`: ``V_RᵀSV_R`` from the
     weighted Gram, ``V_Rᵀs`` from ``Σ_b w_b ΔA_bᵀdb_b`` (matrix-vector products only)."""
     B = len(grams)
-    s_R = grams.V[:, cols].T @ np.tensordot(grams.w, grams.rtimes(A, A_blocks, db), axes=1)
+    s_R = grams.V[:, cols].T @ np.tensordot(grams.w, deviation_rtimes(A, A_blocks, db), axes=1)
     return grams.on(cols) / (B - 1), s_R / (B - 1)
 
 
@@ -244,7 +244,7 @@ def second_order_bias(A, b, theta, A_blocks, b_blocks, counts, Hp):
     # Δ_b = A_b − A distributed over the products (no (B, m, n) copy of the deviations)
     t1 = (each_times(A_blocks, u) - u @ A.T) @ A  # (AᵀΔ_b u_b)_b
     Au = u @ A.T  # (B, m): A u_b
-    t2 = each_rtimes(A_blocks, Au) - Au @ A  # (Δ_bᵀA u_b)_b
+    t2 = deviation_rtimes(A, A_blocks, Au)  # (Δ_bᵀA u_b)_b
     return Hp @ (w @ (t1 + t2)) / (B - 1)
 
 
