@@ -287,7 +287,8 @@ class FitResult:
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, misspec_open_scale — the
         rejected test profiled along an open scale, a note beside the verdict, or None —,
-        ci_level, lam,
+        interval_scale — the Birge ratio the intervals' noise part is multiplied by —, ci_level,
+        lam,
         singular_values, null_space (texts) with null_space_coefficients, free_params, notes,
         statistic, estimator, prior_scale, prior_scale_method); for a design also ``design``
         (environments with their inputs, sizes and times, per-environment residuals, the
@@ -330,6 +331,7 @@ class FitResult:
                 "p_value_converged": bool(rep.p_value_converged),
                 "p_value_message": rep.p_value_message,
                 "misspec_open_scale": _open_scale_test(rep),
+                "interval_scale": float(rep.interval_scale),
                 "ci_level": float(rep.ci_level),
                 "lam": float(rep.lam),
                 "singular_values": [float(v) for v in rep.singular_values],

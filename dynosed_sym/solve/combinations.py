@@ -27,16 +27,24 @@ __all__ = [
 ]
 
 
+def _lead(mags, rtol=1e-9):
+    """Index of the largest magnitude, the first of those within ``rtol`` of it: a tie such as
+    (−0.7071…, 0.7071…) is broken by position, not by the last bits of a decomposition (which
+    differ between machines and BLAS builds)."""
+    mags = np.asarray(mags, dtype=float)
+    return int(np.flatnonzero(mags >= mags.max() * (1.0 - rtol))[0])
+
+
 def format_combination(vec, names, tol=1e-3):
     """``0.71·a − 0.71·b``: a null-space vector as a named combination (largest entry positive)."""
     vec = np.asarray(vec, dtype=float)
     vec = vec / np.abs(vec).max()
-    if vec[np.argmax(np.abs(vec))] < 0:
+    if vec[_lead(np.abs(vec))] < 0:
         vec = -vec
     vec = vec / np.linalg.norm(vec)
     keep = np.flatnonzero(~(np.abs(vec) < tol))  # the entries shown, largest first (stable)
     terms = []
-    for k in keep[np.argsort(-np.abs(vec[keep]), kind="stable")]:
+    for k in keep[np.argsort(-np.round(np.abs(vec[keep]), 9), kind="stable")]:  # ties: position
         c = float(vec[k])
         sign = "−" if c < 0 else "+"
         terms.append(f"{sign} {abs(c):.3g}·{names[k]}")
@@ -57,7 +65,7 @@ def exact_combination(vec, names):
     """``M12 − M21``, ``a − 2·b``: an exact combination, largest coefficient scaled to 1."""
     vals = [sp.nsimplify(v) if not isinstance(v, sp.Float) else v for v in vec]
     mags = [abs(float(v)) for v in vals]
-    k0 = int(np.argmax(mags))
+    k0 = _lead(mags)
     lead = vals[k0]
     vals = [sp.nsimplify(v / lead) if not isinstance(v, sp.Float) else v / lead for v in vals]
     terms = []
@@ -65,11 +73,8 @@ def exact_combination(vec, names):
         if v == 0:
             continue
         neg = float(v) < 0
-        body = (
-            name
-            if abs(float(v)) == 1 and (v.is_Rational or abs(float(v) - round(float(v))) == 0)
-            else f"{_fmt_coef(v)}·{name}"
-        )
+        unit = v.is_Rational and abs(v) == 1 or abs(abs(float(v)) - 1.0) <= 1e-12
+        body = name if unit else f"{_fmt_coef(v)}·{name}"
         terms.append(("− " if neg else "+ ") + body)
     text = " ".join(terms)
     return text[2:] if text.startswith("+ ") else "−" + text[2:]
@@ -79,7 +84,7 @@ def short_combination(vec, names, tol=0.05, max_terms=6):
     """A null vector as a combination of its largest entries (``… + 0.23·W[1,6] + …``)."""
     vec = np.asarray(vec, dtype=float)
     vec = vec / np.linalg.norm(vec)
-    if vec[np.argmax(np.abs(vec))] < 0:
+    if vec[_lead(np.abs(vec))] < 0:
         vec = -vec
     keep = [k for k in np.argsort(-np.abs(vec))[:max_terms] if abs(vec[k]) >= tol]
     text = " ".join(f"{'−' if vec[k] < 0 else '+'} {abs(vec[k]):.3g}·{names[k]}" for k in keep)

@@ -454,7 +454,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     tau, method, converged = found["tau"]
     t_u = None if dirs.t is None else np.asarray(dirs.t)[~np.asarray(resolved, dtype=bool)]
     rescued = None
-    if rescue is not None:
+    if rescue is not None and not free.all():  # (a rescue only opens intervals: none is left)
         s_u = dirs.singular_values[~np.asarray(resolved, dtype=bool)]
         floor = np.finfo(float).eps * max(A.shape) * float(dirs.singular_values[0])
         rescued = flat_rescues(rescue, VU, t_u, tau, live=s_u > floor)

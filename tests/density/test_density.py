@@ -8,6 +8,8 @@ the closed-form stationary density; a long simulation with the package's compile
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -503,26 +505,39 @@ def test_non_gradient_density_matches_long_simulation(swirl, out_dir):
     ],
 )
 def test_divergence_raises_training_diverged_naming_the_step(swirl, out_dir, learning_rate):
+    """Step sizes far too large for this start: each once raised the wrong error (the ids).
+    Now a run that diverges raises TrainingDivergedError naming the step; one that does not —
+    which of the two happens is chaotic in the last bits of the arithmetic (at 200 this
+    machine's BLAS ends unconverged where another overflowed) — returns flagged unconverged,
+    with a ConvergenceWarning.  Never another error type, never an unflagged result."""
+    import warnings
+
+    from dynosed_sym.errors import ConvergenceWarning
+
     model, theta = swirl
-    with (
-        np.errstate(all="ignore"),
-        pytest.raises(TrainingDivergedError, match=r"diverged at step \d+ \("),
-    ):
-        ds.density_from_dynamics(
-            model,
-            theta,
-            architecture=Architecture(n_components=3, n_layers=2, n_hidden=4),
-            training=Training(
-                n_steps=40,
-                n_points=32,
-                learning_rate=learning_rate,
-                final_learning_rate=learning_rate,
-                anchor=1e-2,  # the anchor strength at which these step sizes reached those failures
-            ),
-            start=Start(n_chains=2000),
-            seed=0,
-            out_dir=out_dir,
-        )
+    with np.errstate(all="ignore"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = ds.density_from_dynamics(
+                model,
+                theta,
+                architecture=Architecture(n_components=3, n_layers=2, n_hidden=4),
+                training=Training(
+                    n_steps=40,
+                    n_points=32,
+                    learning_rate=learning_rate,
+                    final_learning_rate=learning_rate,
+                    anchor=1e-2,  # the anchor at which these step sizes reached those failures
+                ),
+                start=Start(n_chains=2000),
+                seed=0,
+                out_dir=out_dir,
+            )
+        except TrainingDivergedError as exc:
+            assert re.search(r"diverged at step \d+ \(", str(exc))
+            return
+    assert result.converged is False
+    assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
 def test_drawing_leaves_the_matplotlib_backend_alone(tmp_path):

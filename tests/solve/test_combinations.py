@@ -16,7 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dynosed_sym as ds
-from dynosed_sym.solve.combinations import Combination
+from dynosed_sym.solve.combinations import Combination, exact_combination, format_combination
 
 
 # ----------------------------------------------------------------- oracle: the old text functions
@@ -200,3 +200,20 @@ def test_bad_combinations_are_refused():
 
 def test_combination_is_exported():
     assert ds.Combination is Combination and "Combination" in ds.__all__
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.floats(min_value=1e-6, max_value=1e6),
+    st.floats(min_value=-1e-12, max_value=1e-12),
+    st.booleans(),
+)
+def test_a_tie_in_magnitude_is_broken_by_position_not_by_rounding(x, eps, flip):
+    """(−x(1 + ε), x) and (x(1 + ε), −x) are the combination a − b whatever the last bits (a
+    decomposition's rounding differs between machines: once "−1·a + b" on one, "a − b" on
+    another)."""
+    vec = [-x * (1 + eps), x]
+    if flip:
+        vec = [-v for v in vec]
+    assert exact_combination(vec, ["a", "b"]) == "a − b"
+    assert format_combination(vec, ["a", "b"]) == "0.707·a − 0.707·b"
