@@ -253,7 +253,9 @@ class IdentifiabilityReport:
         The result is stored in ``bootstrap_result`` (and shown by ``FitResult.summary()``).
         Parameters whose interval is the whole line at every level (``whole_line``: not
         identifiable, an open scale, no finite minimiser) keep it: the replicates' spread says
-        nothing about a direction the data do not bound.
+        nothing about a direction the data do not bound.  With a Birge ratio S > 1
+        (``interval_scale``) the percentile intervals are widened S-fold about the replicates'
+        median, as the other intervals are; ``se`` stays the replicates' spread.
         """
         if self._blocks is None:
             raise DynosedError(
@@ -272,6 +274,10 @@ class IdentifiabilityReport:
             grouping=self._grouping,
             solve=self._solve,
         )
+        if self.interval_scale > 1.0:  # the Birge ratio, about the replicates' median
+            br = self.bootstrap_result
+            mid = np.median(br.thetas, axis=0)[:, None]
+            self.bootstrap_result = replace(br, ci=mid + self.interval_scale * (br.ci - mid))
         if self.whole_line is not None and np.any(self.whole_line):
             ci = self.bootstrap_result.ci.copy()
             ci[np.asarray(self.whole_line, bool)] = [-np.inf, np.inf]

@@ -96,3 +96,17 @@ def test_the_ratio_restores_coverage_under_noise_shaped_error():
     assert cover_plain <= 0.75 * 300
     assert cover_scaled >= 0.90 * 300  # 95 % nominal; 300 intervals of 100 sets
     assert 1.0 <= np.mean(S_correct) <= 1.25
+
+
+def test_the_bootstrap_intervals_are_widened_about_the_replicates_median():
+    """The block bootstrap of a rejected fit: percentile intervals S-fold about the median of the
+    same replicates (same seed), the replicates' spread itself unchanged."""
+    rep, _, _ = _report(0, 4.0)
+    S = rep.interval_scale
+    assert S > 1.5
+    plain = dataclasses.replace(rep, interval_scale=1.0)
+    wide, narrow = rep.bootstrap(n_boot=50, seed=1), plain.bootstrap(n_boot=50, seed=1)
+    np.testing.assert_array_equal(wide.thetas, narrow.thetas)
+    np.testing.assert_array_equal(wide.se, narrow.se)
+    mid = np.median(narrow.thetas, axis=0)[:, None]
+    np.testing.assert_allclose(wide.ci - mid, S * (narrow.ci - mid), rtol=1e-12)
