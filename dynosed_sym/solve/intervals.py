@@ -242,6 +242,39 @@ def _direction_factors(tu, q):
     return np.maximum(f, 1.0)
 
 
+def widen_about(centre, ci, S):
+    """Intervals (n, 2) widened S-fold about ``centre`` (n,): ``centre + S·(ci − centre)``;
+    infinite ends and NaN rows stay as they are."""
+    ci = np.asarray(ci, dtype=float)
+    if S == 1.0:
+        return ci
+    centre = np.asarray(centre, dtype=float)[:, None]
+    with np.errstate(invalid="ignore"):
+        out = centre + S * (ci - centre)
+    return np.where(np.isfinite(ci), out, ci)
+
+
+def widened(res, theta, S):
+    """The :class:`Resolution` with its intervals and the estimable combinations' intervals
+    widened S-fold about their estimates (the Birge ratio, :func:`.report.birge_ratio`), its
+    strength labels from the widened intervals; which intervals are bounded does not change."""
+    if S == 1.0:
+        return res
+    ci = widen_about(theta, res.ci, S)
+    c_ci = widen_about(np.nan_to_num(res.combination_estimate), res.combination_ci, S)
+    combos = [
+        None if c is None else replace(c, interval=tuple(c_ci[j]))
+        for j, c in enumerate(res.combinations)
+    ]
+    return replace(
+        res,
+        ci=ci,
+        combination_ci=c_ci,
+        combinations=combos,
+        strength=strength_labels(theta, ci, res.data_factor),
+    )
+
+
 def strength_labels(theta, ci, data_factor):
     """One label per parameter: ``yes ±p%`` (finite interval, half-width p % of |θ̂|; ``yes ±w``
     when θ̂ = 0), ``no (≈k× N)`` (unbounded; about k times the data would resolve it) or

@@ -47,6 +47,8 @@ from .intervals import (
     check_prior_scale,
     sandwich_resolution,
     weak_resolution,
+    widen_about,
+    widened,
 )
 from .misspecification import TailProbability, misspecification_profile
 from .threads import single_blas
@@ -135,8 +137,8 @@ class IdentifiabilityReport:
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
         components along it, shown beside the verdict, which stays the test at the estimate.
     interval_scale : float
-        The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1) that
-        multiplies the noise part of every interval (:func:`birge_ratio`); ``std_errors`` are
+        The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
+        interval is widened S-fold about its estimate (:func:`birge_ratio`); ``std_errors`` are
         the sampling part alone.  1 without a misspecification test.
     n_blocks : int
         Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
@@ -286,16 +288,19 @@ class IdentifiabilityReport:
 
     def intervals(self, theta, level):
         """Intervals (n, 2) at ``level`` around ``theta``: the profile-Fieller sets of the resolved
-        estimator (with the resolution bias), else the sandwich intervals."""
-        q = t_quantile(level, self.dof) * self.interval_scale
+        estimator (with the resolution bias), else the sandwich intervals; widened
+        ``interval_scale``-fold about ``theta`` (the Birge ratio)."""
+        q = t_quantile(level, self.dof)
         se = np.asarray(self.std_errors, dtype=float)
         free = np.isinf(se) if self.whole_line is None else np.asarray(self.whole_line, bool)
         bias = np.zeros_like(se) if self.bias_sd is None else np.asarray(self.bias_sd, float)
         if self.fieller is None:
             half = np.where(free, np.inf, q * np.sqrt(se**2 + bias**2))
-            return np.column_stack([theta - half, theta + half])
-        a = np.where(np.isinf(se), 0.0, se) ** 2 + bias**2
-        return fieller(theta, a, *self.fieller, q, free)[0]
+            ci = np.column_stack([theta - half, theta + half])
+        else:
+            a = np.where(np.isinf(se), 0.0, se) ** 2 + bias**2
+            ci = fieller(theta, a, *self.fieller, q, free)[0]
+        return widen_about(theta, ci, self.interval_scale)
 
     def combination_lines(self):
         """Lines naming each parameter determined only in combination, with its interval."""
@@ -486,10 +491,12 @@ def birge_ratio(stat):
 
     A residual beyond its noise level is treated as extra noise of the same shape as the
     sampling noise — the Birge ratio, or the Particle Data Group's scale factor
-    √(χ²/(N − 1)) applied when it exceeds one — so every interval's noise part is multiplied by
-    S.  Continuous in the data (no switch at the test's threshold), 1 on average-or-better
-    residuals, and on a misspecified or discretisation-biased law (Rössler from Euler–Maruyama
-    draws: S ≈ 6–14) it turns intervals that excluded the truth into wide ones
+    √(χ²/(N − 1)) applied when it exceeds one — so every interval is widened S-fold about its
+    estimate (which parameters have finite intervals stays decided by the curvature's own
+    noise, which the residual says nothing about).  Continuous in the data (no switch at the
+    test's threshold), 1 on average-or-better residuals, and on a misspecified or
+    discretisation-biased law (Rössler from Euler–Maruyama draws: S ≈ 6–15) it turns intervals
+    that excluded the truth into wide ones
     (docs/design-statistics.md §misspecification).
     """
     if stat is None or not np.isfinite(stat):
@@ -652,7 +659,8 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     (:mod:`.weak`)."""
     if rep.std_errors is None:
         return
-    q = t_quantile(rep.ci_level, rep.dof) * rep.interval_scale
+    q = t_quantile(rep.ci_level, rep.dof)
+    S = rep.interval_scale  # the Birge ratio widens the finished intervals, not their quantile
     if estimate is not None and estimate.fill is not None:
         prior_scale = check_prior_scale(prior_scale, rep.param_names)
         strong = rep.p_value is not None and rep.p_value < RESCUE_REJECT_P
@@ -661,6 +669,7 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
             system, estimate, rep.param_names, q=q, prior_scale=prior_scale, rescue=rescue
         )
         rep.std_errors = np.where(np.isfinite(rep.std_errors), se, rep.std_errors)
+        res = widened(res, estimate.theta, S)
         rep.ci = res.ci
     else:  # the sandwich intervals of analyse_uncertainty stay
         res = sandwich_resolution(
@@ -672,6 +681,7 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
             t=dirs.t,
             t_resolve=dirs.threshold,
         )
+        res = widened(res, theta, S)  # (rep.ci: the sandwich intervals, widened already)
     rep.loading, rep.bias_sd, rep.resolution = res.loading, res.bias_sd, res.resolution
     rep.prior_scale, rep.prior_scale_method = res.prior_scale, res.prior_scale_method
     rep.status = res.status
