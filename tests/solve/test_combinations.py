@@ -58,6 +58,16 @@ def _old_short(vec, names, tol=0.05, max_terms=6):
     return text + (f" + … ({hidden} smaller terms)" if hidden > 0 else "")
 
 
+def _near_tie(v, gap=1e-8):
+    """Two nonzero magnitudes within ``gap`` of each other (relative to the largest): there the
+    text functions now break the tie by position (a decomposition's last bits differ between
+    machines, test_a_tie_in_magnitude_is_broken_by_position_not_by_rounding), where the old
+    ones followed the rounding."""
+    a = np.sort(np.abs(np.asarray(v, dtype=float)))
+    a = a[a > 0] / a.max() if a.size and a.max() > 0 else a
+    return bool(a.size > 1 and np.any(np.diff(a) <= gap))
+
+
 # ----------------------------------------------------------------- oracle: reading the text back
 _TERM = re.compile(r"^([+−])\s*(?:([0-9.e+\-]+)·)?(\S+)$")
 
@@ -99,7 +109,7 @@ def _names(n):
 @given(vectors)
 def test_direction_text_is_the_old_text_and_reads_back_as_the_coefficients(vec):
     v = np.asarray(vec)
-    assume(np.abs(v).max() > 1e-6)
+    assume(np.abs(v).max() > 1e-6 and not _near_tie(v))
     c = Combination(v, _names(v.size))
     text = str(c)
     assert text == _old_format(v, _names(v.size))
@@ -142,7 +152,7 @@ def test_estimable_text_is_the_old_text_and_reads_back_as_the_coefficients(vec, 
 @given(vectors)
 def test_short_is_the_old_short_text(vec):
     v = np.asarray(vec)
-    assume(np.abs(v).max() > 1e-6)
+    assume(np.abs(v).max() > 1e-6 and not _near_tie(v))
     names = _names(v.size)
     assert Combination(v, names).short() == _old_short(v, names)
     assert Combination(v, names).short(max_terms=2, tol=0.1) == _old_short(v, names, 0.1, 2)
