@@ -50,7 +50,7 @@ from .intervals import (
     widen_about,
     widened,
 )
-from .misspecification import TailProbability, misspecification_profile
+from .misspecification import TailProbability, birge_ratio, misspecification_profile
 from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, confidence_intervals, t_quantile
 from .ustat import solve_system
@@ -138,7 +138,8 @@ class IdentifiabilityReport:
         components along it, shown beside the verdict, which stays the test at the estimate.
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
-        interval is widened S-fold about its estimate (:func:`birge_ratio`); ``std_errors`` are
+        interval is widened S-fold about its estimate
+        (:func:`.misspecification.birge_ratio`); ``std_errors`` are
         the sampling part alone.  1 without a misspecification test.
     n_blocks : int
         Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
@@ -483,25 +484,6 @@ def analyse(
         if estimate.no_minimiser:
             _no_minimiser(rep)
     return rep
-
-
-def birge_ratio(stat):
-    """``S = max(1, √stat)`` for the misspecification statistic ``stat = ‖r‖²/tr Ŝ_r`` (≈ 1
-    under a correct model; None or not finite: 1).
-
-    A residual beyond its noise level is treated as extra noise of the same shape as the
-    sampling noise — the Birge ratio, or the Particle Data Group's scale factor
-    √(χ²/(N − 1)) applied when it exceeds one — so every interval is widened S-fold about its
-    estimate (which parameters have finite intervals stays decided by the curvature's own
-    noise, which the residual says nothing about).  Continuous in the data (no switch at the
-    test's threshold), 1 on average-or-better residuals, and on a misspecified or
-    discretisation-biased law (Rössler from Euler–Maruyama draws: S ≈ 6–15) it turns intervals
-    that excluded the truth into wide ones
-    (docs/design-statistics.md §misspecification).
-    """
-    if stat is None or not np.isfinite(stat):
-        return 1.0
-    return float(max(1.0, np.sqrt(max(float(stat), 0.0))))
 
 
 def _no_minimiser(rep):

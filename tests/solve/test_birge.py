@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynosed_sym.solve.report import analyse, birge_ratio
+from dynosed_sym.solve.misspecification import birge_ratio
+from dynosed_sym.solve.report import analyse
 from dynosed_sym.solve.uncertainty import t_quantile
 from dynosed_sym.solve.ustat import solve_system
 
