@@ -287,8 +287,8 @@ class FitResult:
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, misspec_open_scale — the
         rejected test profiled along an open scale, a note beside the verdict, or None —,
-        interval_scale — the Birge ratio the intervals' noise part is multiplied by —, ci_level,
-        lam,
+        interval_scale — the Birge ratio by which every interval is widened about its estimate
+        —, ci_level, lam,
         singular_values, null_space (texts) with null_space_coefficients, free_params, notes,
         statistic, estimator, prior_scale, prior_scale_method); for a design also ``design``
         (environments with their inputs, sizes and times, per-environment residuals, the

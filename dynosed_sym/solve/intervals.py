@@ -256,9 +256,9 @@ def widen_about(centre, ci, S):
 
 def widened(res, theta, S):
     """The :class:`Resolution` with its intervals and the estimable combinations' intervals
-    widened S-fold about their estimates (the Birge ratio,
-    :func:`.misspecification.birge_ratio`), its
-    strength labels from the widened intervals; which intervals are bounded does not change."""
+    widened S-fold about their estimates (the Birge ratio, :func:`.misspecification.birge_ratio`)
+    and its strength labels from the widened intervals; which intervals are bounded does not
+    change."""
     if S == 1.0:
         return res
     ci = widen_about(theta, res.ci, S)

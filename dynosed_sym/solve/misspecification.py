@@ -434,8 +434,7 @@ def birge_ratio(stat):
     noise, which the residual says nothing about).  Continuous in the data (no switch at the
     test's threshold), 1 on average-or-better residuals, and on a misspecified or
     discretisation-biased law (Rössler from Euler–Maruyama draws: S ≈ 6–15) it turns intervals
-    that excluded the truth into wide ones
-    (docs/design-statistics.md §misspecification).
+    that excluded the truth into wide ones (docs/design-statistics.md §7).
     """
     if stat is None or not np.isfinite(stat):
         return 1.0

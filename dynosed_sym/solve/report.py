@@ -52,7 +52,7 @@ from .intervals import (
 )
 from .misspecification import TailProbability, birge_ratio, misspecification_profile
 from .threads import single_blas
-from .uncertainty import analyse_uncertainty, block_bootstrap, confidence_intervals, t_quantile
+from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
 from .weak import fieller
 
@@ -138,9 +138,8 @@ class IdentifiabilityReport:
         components along it, shown beside the verdict, which stays the test at the estimate.
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
-        interval is widened S-fold about its estimate
-        (:func:`.misspecification.birge_ratio`); ``std_errors`` are
-        the sampling part alone.  1 without a misspecification test.
+        interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
+        ``std_errors`` are the sampling part alone.  1 without a misspecification test.
     n_blocks : int
         Data blocks behind the noise estimates (a design: pseudo-blocks over all groups).
     dof : int
@@ -277,10 +276,9 @@ class IdentifiabilityReport:
             grouping=self._grouping,
             solve=self._solve,
         )
-        if self.interval_scale > 1.0:  # the Birge ratio, about the replicates' median
-            br = self.bootstrap_result
-            mid = np.median(br.thetas, axis=0)[:, None]
-            self.bootstrap_result = replace(br, ci=mid + self.interval_scale * (br.ci - mid))
+        br = self.bootstrap_result  # the Birge ratio, about the replicates' median
+        mid = np.median(br.thetas, axis=0)
+        self.bootstrap_result = replace(br, ci=widen_about(mid, br.ci, self.interval_scale))
         if self.whole_line is not None and np.any(self.whole_line):
             ci = self.bootstrap_result.ci.copy()
             ci[np.asarray(self.whole_line, bool)] = [-np.inf, np.inf]
@@ -548,8 +546,7 @@ def _attach_uncertainty(
     rep.residual_noise = rep.residual_norm / rep.residual_ratio if u.stat > 0 else 0.0
     rep.consistent = bool(u.p_value >= CONSISTENCY_P)
     rep.interval_scale = birge_ratio(u.stat)
-    if rep.interval_scale > 1.0:  # the sandwich intervals θ̂ ± q·S·SE
-        rep.ci = confidence_intervals(theta, rep.interval_scale * u.se, rep.ci_level, u.dof)
+    rep.ci = widen_about(theta, u.ci, rep.interval_scale)  # the sandwich intervals θ̂ ± q·S·SE
     rep.p_value_bound, rep.p_value_converged = u.p_value_bound, u.p_value_converged
     rep.p_value_message = u.p_value_message
     rep.n_blocks = int(np.asarray(counts).size)
