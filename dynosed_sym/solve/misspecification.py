@@ -140,6 +140,21 @@ def _quad(f, a, b, points=None, limit=IMHOF_LIMIT):
     )
 
 
+def _breakpoints(v, a, b, gap=1e-6):
+    """Distinct points of ``v`` in (a, b), ``gap·(b − a)`` apart from each other and the ends.
+
+    Breakpoints that (nearly) coincide — equal weights that differ in their last bits — would give
+    QUADPACK a subinterval a few ulps wide, where it reports "extremely bad integrand behaviour"
+    although the integrand is smooth there; merging them changes nothing in the integral.
+    """
+    tol = gap * (b - a)
+    out = []
+    for x in np.sort(np.asarray(v, dtype=float)):
+        if a + tol < x < b - tol and (not out or x - out[-1] > tol):
+            out.append(float(x))
+    return out or None
+
+
 def imhof_sf(lams, dofs, limit=None):
     """``P(Σ_r λ_r χ²_{h_r} > 0)`` for independent central chi-squares (Imhof 1961).
 
@@ -204,7 +219,7 @@ def imhof_sf(lams, dofs, limit=None):
     while log_tail(U) > math.log(1e-16) and U < 1e200:
         U *= 2.0
     V = math.log(U)
-    pts = [float(v) for v in np.unique(-np.log(np.abs(lams))) if 0.0 < v < V] or None
+    pts = _breakpoints(-np.log(np.abs(lams)), 0.0, V)
     limit = IMHOF_LIMIT if limit is None else int(limit)
     v1, e1, m1 = _quad(f, 0.0, 1.0, limit=limit)
     v2, e2, m2 = _quad(g, 0.0, V, points=pts, limit=limit + len(pts or ()))

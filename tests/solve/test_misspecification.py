@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -78,6 +78,9 @@ def test_tiny_p_value_is_a_bound_not_a_number():
     t1=st.floats(0.01, 60.0),
     ratio=st.floats(1.0, 10.0),
 )
+# weights equal to the last bits (μ = 1 and 10^−2.2e−16): their breakpoints once made a
+# subinterval a few ulps wide, where QUADPACK reported "extremely bad integrand behaviour"
+@example(log_mu=[0.0, -2.0, -0.09375, -2.220446049250313e-16], k=18, t1=49.0, ratio=1.0)
 def test_p_value_is_a_decreasing_function_of_t_in_the_unit_interval(log_mu, k, t1, ratio):
     mu = 10.0 ** np.array(log_mu)
     r1, r2 = ms.ratio_tail(mu, k, t1), ms.ratio_tail(mu, k, t1 * ratio)
@@ -87,6 +90,25 @@ def test_p_value_is_a_decreasing_function_of_t_in_the_unit_interval(log_mu, k, t
         assert r2.bound and r2.value <= r1.value
     elif not r2.bound:
         assert r2.value <= r1.value + r1.error + r2.error
+
+
+@settings(max_examples=30)
+@given(
+    pairs=st.lists(st.tuples(st.floats(-6.0, 0.0), st.integers(-4, 4)), min_size=1, max_size=4),
+    k=st.integers(2, 40),
+    t=st.floats(0.1, 60.0),
+)
+def test_weights_equal_to_the_last_bits_give_the_p_value_of_equal_weights(pairs, k, t):
+    """Each weight twice, once moved by a few ulps: the p-value of exactly equal weights."""
+    mu = 10.0 ** np.array([lm for lm, _ in pairs])
+    near = mu * (1.0 + np.array([u for _, u in pairs]) * np.finfo(float).eps)
+    exact = ms.ratio_tail(np.concatenate([mu, mu]), k, t)
+    close = ms.ratio_tail(np.concatenate([mu, near]), k, t)
+    assert exact.converged and close.converged, (exact.message, close.message)
+    if exact.bound or close.bound:  # both at the floor's edge: bounds or numbers below ~1e-11
+        assert min(exact.value, close.value) <= 10.0 * ms.IMHOF_FLOOR
+    else:
+        assert abs(exact.value - close.value) <= exact.error + close.error + 1e-12
 
 
 def test_integral_that_does_not_converge_is_flagged():
