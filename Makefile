@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-peers golden docs clean
+.PHONY: demo test test-fast test-explore bench bench-peers golden docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
+
+test-explore: $(STAMP)  ## the fast suite with fresh Hypothesis draws (make test's are the same every run)
+	HYPOTHESIS_PROFILE=dynosed-explore $(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(PY) -m dynosed_sym.apps.bench

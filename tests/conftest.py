@@ -43,11 +43,22 @@ GENERATED_SNAPSHOT = {
 }
 
 # --------------------------------------------------------------------------- Hypothesis
+# `make test` and CI draw the same examples on every run and machine (derandomize: a seed from
+# each test function's source, with the Hypothesis version pinned in constraints.txt), as
+# Hypothesis's own "ci" profile does: a red run is the code's, not the draw's.  New examples are
+# searched for with `make test-explore` (fresh random draws on every run); what it finds becomes
+# an @example of the test it broke.
 settings.register_profile(
     "dynosed",
     deadline=None,
     print_blob=True,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dynosed-explore",  # make test-explore: HYPOTHESIS_PROFILE=dynosed-explore
+    parent=settings.get_profile("dynosed"),
+    derandomize=False,
 )
 settings.register_profile(
     "dynosed-quick",  # for local iteration: HYPOTHESIS_PROFILE=dynosed-quick
