@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 import dynosed_sym as ds
 from dynosed_sym.apps.bench import calibration_families as fams
 from dynosed_sym.apps.bench.calibration_data import Protocol, data_seed, load_dataset
-from dynosed_sym.apps.bench.calibration_metrics import cell_metrics, flags
+from dynosed_sym.apps.bench.calibration_metrics import (
+    cell_metrics,
+    finite_where_covered,
+    flag_summary,
+    flags,
+    summary_table,
+)
 from dynosed_sym.apps.bench.calibration_sweep import (
     RIDGE,
     SweepOptions,
@@ -74,6 +80,47 @@ def test_metrics_by_hand():
     assert flags(few, {"coverage": 0.9}) == ["FIN"] and flags(few, {"coverage": 0.8}) == []
 
 
+def _sets(records):
+    return [{**r, "set": k} for k, r in enumerate(records)]
+
+
+def test_finite_where_the_ridge_covers_by_hand():
+    truth = [1.0, 2.0]
+    inf = math.inf
+    ridge = _sets(
+        [
+            _rec([1.0, 2.0], [0.9, 1.9], [1.1, 2.1]),  # covers both
+            _rec([1.0, 2.5], [0.9, 2.4], [1.1, 2.6]),  # covers θ1 only
+            _rec([1.0, 2.0], [-inf, 1.0], [inf, 3.0]),  # covers θ2 only (θ1 unbounded)
+            _rec([1.0, 2.0], [0.9, 1.9], [1.1, 2.1]),  # its default fit raised: left out
+        ]
+    )
+    default = _sets(
+        [
+            _rec([1.0, 2.0], [0.8, -inf], [1.2, inf]),  # θ1 finite, θ2 not
+            _rec([1.0, 2.0], [0.8, 1.0], [1.2, 3.0]),  # both finite (θ2's pair is not counted)
+            _rec([1.0, 2.0], [-inf, -inf], [inf, inf]),  # none
+            _rec(None, None, None, error="DataError: x"),
+        ]
+    )
+    # pairs: set 0 both, set 1 θ1, set 2 θ2 → 4; default finite there: θ1 of 0, θ1 of 1 → 2
+    assert finite_where_covered(default, ridge, truth) == (4, 2)
+    recs = [{**r, "family": "f", "source": "exact", "N": 10, "route": "global"} for r in ridge]
+    recs = [{**r, "column": "ridge"} for r in recs] + [
+        {**r, "family": "f", "source": "exact", "N": 10, "route": "global", "column": "default"}
+        for r in default
+    ]
+    _, cells = summary_table(recs, {"f": truth})
+    assert cells[0]["finite_where_ridge_covers"] == (4, 2)
+    text = "\n".join(flag_summary(cells))
+    assert "fewer than half get a finite default interval: 0 of 1: none" in text
+    _, cells = summary_table(
+        recs[:4] + [{**recs[4], "lo": [-inf, -inf], "hi": [inf, inf]}] + recs[5:], {"f": truth}
+    )
+    assert cells[0]["finite_where_ridge_covers"] == (4, 1)
+    assert "1 of 1: f/global/N=10 (1/4)" in "\n".join(flag_summary(cells))
+
+
 _num = st.floats(-5, 5, allow_nan=False)
 
 
@@ -112,6 +159,38 @@ def test_metrics_against_loops(case):
     assert m["coverage_all"] == pytest.approx(inside / len(sq))
     assert m["rmse"] == pytest.approx(math.sqrt(sum(sq) / len(sq)))
     assert m["coverage"] == (None if finite == 0 else pytest.approx(covered / finite))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_records(), st.data())
+def test_finite_where_the_ridge_covers_against_loops(case, data):
+    truth, ridge = case
+    default = [
+        {
+            **r,
+            "lo": data.draw(
+                st.lists(
+                    st.sampled_from([-math.inf, -1.0, 0.0]),
+                    min_size=len(truth),
+                    max_size=len(truth),
+                )
+            ),
+            "hi": data.draw(
+                st.lists(
+                    st.sampled_from([math.inf, 1.0, 0.0]), min_size=len(truth), max_size=len(truth)
+                )
+            ),
+        }
+        for r in ridge
+    ]
+    ridge, default = _sets(ridge), _sets(default)
+    pairs = fin = 0
+    for r, d in zip(ridge, default):
+        for t, lo, hi, dlo, dhi in zip(truth, r["lo"], r["hi"], d["lo"], d["hi"]):
+            if math.isfinite(lo) and math.isfinite(hi) and lo <= t <= hi:
+                pairs += 1
+                fin += math.isfinite(dlo) and math.isfinite(dhi)
+    assert finite_where_covered(default, ridge, truth) == (pairs, fin)
 
 
 @pytest.fixture

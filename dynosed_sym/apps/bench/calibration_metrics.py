@@ -22,6 +22,12 @@ Per cell (family, source, N, route, column), over its data sets:
 Flags of a cell's default column: ``COV`` coverage < 0.90; ``FIN`` the ridge covers (≥ 0.90 of
 its finite intervals, and it has some) while the default has finite intervals for fewer than half
 of the parameters; ``ERR`` fits that raised.
+
+Paired by data set (:func:`finite_where_covered`): of the (set, parameter) pairs whose ridge
+interval is finite and covers the truth, the share where the default's interval is finite too —
+the issue's "where the ridge fit covers, at least half of the parameters get finite intervals"
+read per parameter.  ``FIN`` counts every parameter of the cell, also those the ridge gives no
+interval either (a structurally null direction), so the two can differ.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["cell_metrics", "cells_of", "summary_table", "flags"]
+__all__ = ["cell_metrics", "cells_of", "summary_table", "flags", "finite_where_covered"]
 
 COVERAGE_TARGET = 0.90
 
@@ -94,6 +100,25 @@ def cell_metrics(records, truth):
         seconds_median=float(np.median([r["seconds"] for r in ok])),
     )
     return out
+
+
+def finite_where_covered(default, ridge, truth):
+    """(pairs, finite): the (set, parameter) pairs whose ridge interval is finite and covers the
+    truth, and how many of them have a finite default interval; records paired by ``set``
+    (sets where either fit raised are left out)."""
+    truth = np.asarray(truth, float)
+    by_set = {r["set"]: r for r in default if r.get("error") is None}
+    pairs = finite = 0
+    for r in ridge:
+        d = by_set.get(r["set"])
+        if d is None or r.get("error") is not None:
+            continue
+        lo, hi = np.asarray(r["lo"], float), np.asarray(r["hi"], float)
+        cov = np.isfinite(lo) & np.isfinite(hi) & (lo <= truth) & (truth <= hi)
+        dfin = np.isfinite(np.asarray(d["lo"], float)) & np.isfinite(np.asarray(d["hi"], float))
+        pairs += int(cov.sum())
+        finite += int((cov & dfin).sum())
+    return pairs, finite
 
 
 def cells_of(records):
@@ -189,6 +214,10 @@ def summary_table(records, truths, columns=None):
         fl = flags(d, ms.get("ridge"))
         row += " | " + " ".join(fl)
         lines.append(row)
+        paired = None
+        if "ridge" in columns:
+            main = "default" if "default" in columns else columns[0]
+            paired = finite_where_covered(bycol.get(main, []), bycol.get("ridge", []), truth)
         out.append(
             {
                 "cell": list(key),
@@ -196,6 +225,7 @@ def summary_table(records, truths, columns=None):
                 "rmse_ratio_vs_ridge": ratios,
                 "worst_param_ratio_vs_ridge": worst,
                 "flags": fl,
+                "finite_where_ridge_covers": paired,
             }
         )
     return "\n".join(lines), out
@@ -217,6 +247,18 @@ def flag_summary(cells):
         f"cells where the ridge covers but < half of the default's intervals are finite: "
         f"{len(fin)}: " + (", ".join(name(c) for c in fin) or "none"),
     ]
+    paired = [
+        (c, *c["finite_where_ridge_covers"])
+        for c in cells
+        if c.get("finite_where_ridge_covers") and c["finite_where_ridge_covers"][0]
+    ]
+    if paired:
+        low = [(c, p, f) for c, p, f in paired if f < 0.5 * p]
+        lines.append(
+            "cells where, of the parameters whose ridge interval covers (paired by data set), "
+            f"fewer than half get a finite default interval: {len(low)} of {len(paired)}: "
+            + (", ".join(f"{name(c)} ({f}/{p})" for c, p, f in low) or "none")
+        )
     if err:
         lines.append(f"cells with failed fits: {len(err)}: " + ", ".join(name(c) for c in err))
     ratios = [
