@@ -292,3 +292,33 @@ def test_cells_of_a_simulated_family_with_an_exact_law():
     only = SweepOptions(families=[], sources=("exact",), diffrax=False, quiet=True)
     assert _sources(proto, only) == [("exact", 10_000)]
     assert _sources(Protocol(sizes=(500,), sampler="exact"), only) == [("exact", 500)]
+
+
+def test_held_out_families_are_outside_the_default_sweep_and_burn_in_long_enough():
+    names = fams.family_names()
+    assert set(fams.HELD_OUT).isdisjoint(names)
+    for name in list(fams.HELD_OUT) + [n for n in names if not n.startswith("net")]:
+        _, _, proto = fams.family(name)
+        if proto.sampler == "simulate":  # ten relaxation times at least (the module docstring)
+            assert proto.burn_in * proto.dt >= 10.0 * proto.relaxation - 1e-9, name
+    with pytest.raises(KeyError, match="held-out bruss_cycle"):
+        fams.family("no_such_family")
+
+
+@pytest.mark.parametrize("name", ["goodwin", "mm"])
+def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
+    """Oracle: the stated relaxation time is 1/|Re λ|max of the drift's Jacobian at its fixed
+    point (SymPy's Jacobian, SciPy's root from the chains' start)."""
+    import sympy as sp
+    from scipy.optimize import fsolve
+
+    model, truth, proto = fams.family(name)
+    f = sp.Matrix(model.drift).subs(dict(zip(model.params, truth)))
+    x = list(model.state)
+    F = sp.lambdify([x], list(f), "numpy")
+    J = sp.lambdify([x], f.jacobian(x), "numpy")
+    xs = fsolve(lambda v: np.asarray(F(v), float), np.asarray(proto.x0, float), xtol=1e-12)
+    assert np.abs(np.asarray(F(xs), float)).max() < 1e-9
+    lam = np.linalg.eigvals(np.asarray(J(xs), float))
+    assert lam.real.max() < 0  # a stable point
+    assert proto.relaxation == pytest.approx(1.0 / abs(lam.real.max()), rel=0.05)

@@ -49,7 +49,7 @@ from .calibration_data import (
     simulator_fingerprint,
     stationarity_check,
 )
-from .calibration_families import family, family_names
+from .calibration_families import HELD_OUT, family, family_names
 from .calibration_metrics import flag_summary, summary_table
 from .common import ROOT
 
@@ -411,9 +411,12 @@ def section_sweep(args):
         return {"cells": reanalyse(paths, args.table_out, args.records_out)}
     names = family_names()
     fams = names if not args.families else [f.strip() for f in args.families.split(",")]
-    unknown = [f for f in fams if f not in names]
+    unknown = [f for f in fams if f not in names and f not in HELD_OUT]
     if unknown:
-        raise SystemExit(f"unknown families {unknown}; choose from {', '.join(names)}")
+        raise SystemExit(
+            f"unknown families {unknown}; choose from {', '.join(names)} "
+            f"or the held-out {', '.join(HELD_OUT)}"
+        )
     opts = SweepOptions(
         families=fams,
         n_sets=args.n_sets,
