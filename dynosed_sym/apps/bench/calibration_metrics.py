@@ -48,6 +48,13 @@ def _interval_arrays(records, n):
     return lo, hi
 
 
+def _finite_covered(lo, hi, truth):
+    """(finite, covered) boolean arrays: both ends finite; finite and containing the truth (a NaN
+    end compares False: never covers)."""
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    return finite, finite & (lo <= truth) & (truth <= hi)
+
+
 def _ks_uniform(p):
     """Kolmogorov–Smirnov distance of the p-values to U(0, 1) (None below 5 values)."""
     if p.size < 5:
@@ -72,9 +79,8 @@ def cell_metrics(records, truth):
         return out
     theta = np.array([r["theta"] for r in ok], float).reshape(-1, n)
     lo, hi = _interval_arrays(ok, n)
-    finite = np.isfinite(lo) & np.isfinite(hi)
-    inside = (lo <= truth) & (truth <= hi)  # NaN compares False: never covers
-    covered = finite & inside
+    finite, covered = _finite_covered(lo, hi, truth)
+    inside = (lo <= truth) & (truth <= hi)  # an unbounded interval too (coverage_all)
     err2 = (theta - truth) ** 2
     p = np.array([np.nan if r.get("p_value") is None else r["p_value"] for r in ok], float)
     cons = [r.get("consistent") for r in ok]
@@ -113,9 +119,8 @@ def finite_where_covered(default, ridge, truth):
         d = by_set.get(r["set"])
         if d is None or r.get("error") is not None:
             continue
-        lo, hi = np.asarray(r["lo"], float), np.asarray(r["hi"], float)
-        cov = np.isfinite(lo) & np.isfinite(hi) & (lo <= truth) & (truth <= hi)
-        dfin = np.isfinite(np.asarray(d["lo"], float)) & np.isfinite(np.asarray(d["hi"], float))
+        _, cov = _finite_covered(np.asarray(r["lo"], float), np.asarray(r["hi"], float), truth)
+        dfin, _ = _finite_covered(np.asarray(d["lo"], float), np.asarray(d["hi"], float), truth)
         pairs += int(cov.sum())
         finite += int((cov & dfin).sum())
     return pairs, finite
@@ -191,6 +196,7 @@ def summary_table(records, truths, columns=None):
     head += "| " + " ".join(f"{c[:6]:>6} {'max_j':>7}" for c in others if "ridge" in columns)
     head += " | p<.05 incon contra rank | flags"
     lines, out = [head, "-" * len(head)], []
+    main = "default" if "default" in columns else columns[0]  # the column flagged and paired
     for key, bycol in cells.items():
         truth = truths[key[0]]
         ms = {c: cell_metrics(bycol.get(c, []), truth) for c in columns}
@@ -206,7 +212,7 @@ def summary_table(records, truths, columns=None):
             row += "| " + " ".join(
                 f"{_fmt(ratios[c], '.2f', 6)} {_fmt(worst[c], '.2f', 7)}" for c in others
             )
-        d = ms.get("default", ms[columns[0]])
+        d = ms[main]
         row += (
             f" | {_fmt(d.get('p_below'))} {_fmt(d.get('inconsistent'))} "
             f"{_fmt(d.get('contradict'), '.2f', 6)} {_fmt(d.get('rank_median'), '.0f', 4)}"
@@ -216,7 +222,6 @@ def summary_table(records, truths, columns=None):
         lines.append(row)
         paired = None
         if "ridge" in columns:
-            main = "default" if "default" in columns else columns[0]
             paired = finite_where_covered(bycol.get(main, []), bycol.get("ridge", []), truth)
         out.append(
             {
