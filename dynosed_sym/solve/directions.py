@@ -128,7 +128,7 @@ def directions_and_deviations(
         Degrees of freedom of the noise estimate (default B − 1; a design's grouped blocks have
         fewer).
     svd : tuple, optional
-        ``numpy.linalg.svd(A, full_matrices=False)`` when already computed (m ≥ n only).
+        ``numpy.linalg.svd(A, full_matrices=m < n)`` when already computed.
 
     Returns
     -------
@@ -141,7 +141,7 @@ def directions_and_deviations(
         None without noise blocks.)
     """
     m, n = A.shape
-    if svd is not None and m >= n:
+    if svd is not None and (m >= n or svd[2].shape[0] == n):
         U, s, Vt = svd
     else:
         U, s, Vt = np.linalg.svd(A, full_matrices=m < n)

@@ -135,9 +135,9 @@ class Estimate:
         The components kept along the unresolved directions (resolved estimator).
     directions : :class:`~dynosed_sym.solve.directions.Directions` or None
         The directions the estimate was computed on (in the system's units).
-    left_vectors : (m, n) or None
-        The left singular vectors of A from the solve's SVD (m ≥ n; the misspecification test
-        reads them instead of a second SVD).
+    left_vectors : (m, min(m, n)) or None
+        The left singular vectors of A from the solve's SVD (the misspecification test reads
+        them instead of a second SVD).
     jackknife : :class:`~dynosed_sym.solve.jackknife.Jackknife` or None
         The delete-one-block jackknife behind ``second_order`` (U-statistic only).
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations` or None
@@ -460,12 +460,14 @@ def _correction_notes(crowded, alpha, r, A_blocks, dirs=None):
 
 def _tikhonov_first(A, b, lam, wanted, directions):
     """(the Tikhonov solution or NaN when not ``wanted``, the SVD of A when the directions will
-    need it too: one ``svd(A, full_matrices=False)`` for both, m ≥ n)."""
-    share = wanted and directions and A.shape[0] >= A.shape[1]
-    usv = np.linalg.svd(A, full_matrices=False) if share else None
+    need it too: one SVD for both — and for the misspecification test's left vectors —, thin
+    for m ≥ n, with the complete V the directions need for m < n)."""
+    m, n = A.shape
+    usv = np.linalg.svd(A, full_matrices=m < n) if wanted and directions else None
     if not wanted:
-        return np.full(A.shape[1], np.nan), None
-    return solve_tikhonov(A, b, lam, svd=usv), usv
+        return np.full(n, np.nan), None
+    thin = usv if usv is None or m >= n else (usv[0], usv[1], usv[2][:m])
+    return solve_tikhonov(A, b, lam, svd=thin), usv
 
 
 def _solve_unit(

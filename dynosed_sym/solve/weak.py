@@ -247,7 +247,10 @@ def weak_intervals(
         callable ``se -> τ`` is called with the sampling standard errors √a_j; None: the
         unresolved components are not accounted for (β = 0).
     q : float, the interval's Student-t quantile
-    free : (n,) bool, parameters loading ≥ 0.5 on unresolved directions (whole line)
+    free : (n,) bool, parameters loading ≥ 0.5 on unresolved directions (whole line).  With
+        streamed deviations (network size) their curvature and unresolved noise are not computed
+        (the passes cost B·m·n·|not free| instead of B·m·n²): their ``noise`` is 0 and their
+        ``bias_sd`` the loading part ``√(Σ_i V_U,ji² τ_i²)`` only, a lower bound.
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations`, optional
         The solve's ``(A_b − A)V`` of these blocks (``H⁺`` then lives on its resolved
         directions): the block contractions are taken from it, O(B·m·r·n) instead of O(B·m·n²).
@@ -264,7 +267,9 @@ def weak_intervals(
     if deviations is not None and not deviations.matches(A_blocks, VU):
         deviations = None
     dA = A_blocks - A[None] if deviations is None else None
-    AdA = _curvature_noise(A, dA, Hp) if dA is not None else deviations.curvature_noise(A, Hp)
+    # streamed (network size): the noise passes only for parameters not on the whole line anyway
+    cols = np.flatnonzero(~np.asarray(free, bool)) if dA is None and deviations.streamed else None
+    AdA = _curvature_noise(A, dA, Hp) if dA is not None else deviations.curvature_noise(A, Hp, cols)
     with np.errstate(divide="ignore", invalid="ignore"):
         D = 2.0 * AdA / np.where(pjj > 0, pjj, 1.0)
     c = w @ (IF0 * D) / (B - 1)
@@ -279,7 +284,7 @@ def weak_intervals(
         tau2 = (VU * VU).T @ tau2_par + (fill.z_ls**2 + fill.se**2) / fill.attenuation**2
         tau_dirs = np.sqrt(tau2)
         if dA is None:
-            noise = deviations.unresolved_noise(A, Hp, tau2, w)
+            noise = deviations.unresolved_noise(A, Hp, tau2, w, cols)
         else:
             noise = _unresolved_noise(A, dA, Hp, VU, tau2, w)
         bias2 = (VU * VU) @ tau2 + noise
