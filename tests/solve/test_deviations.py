@@ -301,3 +301,28 @@ def test_one_svd_for_tikhonov_directions_and_test_when_m_is_below_n():
     stat, p, h = misspecification_test(*args, U=est.left_vectors)
     stat0, p0, h0 = misspecification_test(*args)
     assert stat == pytest.approx(stat0, rel=1e-10) and p.value == pytest.approx(p0.value, rel=1e-8)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_streamed_directions_share_the_null_space_noise_when_m_is_below_n(lazy, small_chunks):
+    """m < n, streamed: the first m directions' noise and curvature statistics equal the dense
+    path's; each of the n − m exact-null directions gets the null space's mean noise, whose sum
+    is basis-free (the trace of S there: the dense path's sum over its own basis), and
+    t = −√(dof/2) there, as the dense path gives to rounding."""
+    from dynosed_sym.solve.directions import directions_and_deviations
+
+    A, b, Ab, bb, counts = _system(2, 16, 5, 8)
+    m, n = A.shape
+    blocks = LazyBlocks(Ab) if lazy else Ab
+    got, dev = directions_and_deviations(A, blocks, counts)
+    assert isinstance(dev, blockops.DeviationStream)
+    blockops.STREAM_BYTES = 1 << 30  # (restored by the fixture) the dense reference
+    want, _ = directions_and_deviations(A, Ab, counts)
+    np.testing.assert_array_equal(got.V, want.V)
+    np.testing.assert_allclose(got.noise[:m], want.noise[:m], rtol=1e-10)
+    np.testing.assert_allclose(got.t[:m], want.t[:m], rtol=1e-9)
+    null = want.noise[m:] ** 2
+    np.testing.assert_allclose(got.noise[m:] ** 2, null.mean(), rtol=1e-9)
+    np.testing.assert_allclose(got.t[m:], -np.sqrt(got.dof / 2.0), rtol=1e-12)
+    np.testing.assert_allclose(want.t[m:], -np.sqrt(want.dof / 2.0), rtol=1e-6)
+    assert not got.resolved[m:].any()
