@@ -499,10 +499,15 @@ def _solve_unit(
     dirs, VR, c, G, dAR, dAV = _resolved_subspace(
         A, A_blocks, counts, rank_threshold, dof, subspace, usv
     )
+    # too many resolved directions per block for the corrected ratio's second-order bias to be
+    # estimated (docs/design-statistics.md §5): the V-statistic on R, and no correction to form
+    # (at network size its pass over the block deviations along R was a third of the solve)
+    crowded = statistic == "u" and second_order and not jackknife_possible(c.size, A_blocks)
     # the correction on R only: V_RᵀSV_R and V_Rᵀs from the block deviations along V_R (S itself,
     # n × n from B·m·n² products, is never formed)
-    if statistic == "u":
-        cols = None if dirs is None else np.flatnonzero(dirs.resolved)
+    cols = None if dirs is None else np.flatnonzero(dirs.resolved)
+    coupled = None
+    if statistic == "u" and not crowded:
         zU = kept_unresolved(A, b, dirs, lam) if estimator == "resolved" and second_order else None
         S_RR, s_R, coupled = covariance_and_coupling(
             A, b, A_blocks, b_blocks, counts, dAR, cols, zU
@@ -513,12 +518,7 @@ def _solve_unit(
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         K = S_RR / np.outer(c, c)
     _require_finite("the noise of the assembled system on its resolved directions is", K, G)
-    alpha = _guarded(G, K)
-    # too many resolved directions per block for the corrected ratio's second-order bias to be
-    # estimated (docs/design-statistics.md §5): the V-statistic on R
-    crowded = statistic == "u" and second_order and not jackknife_possible(c.size, A_blocks)
-    if crowded:
-        alpha = 0.0
+    alpha = 0.0 if crowded else _guarded(G, K)
     rhs = (VR.T @ (A.T @ b) - alpha * s_R) / c
     z, Hp = _solve_scaled(G - alpha * K, rhs, c)
     Hp = VR @ Hp @ VR.T

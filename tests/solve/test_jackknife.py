@@ -157,6 +157,28 @@ def test_not_computed_with_more_resolved_directions_than_blocks_allow_or_under_t
     assert solve_system(A2, b2, Ab2, bb2, c2).jackknife is None  # too few blocks: no U at all
 
 
+def test_a_crowded_solve_forms_no_correction(monkeypatch):
+    """r > MAX_RANK_PER_BLOCK·B: the correction (α = 0) is not formed at all — its pass over the
+    block deviations along R was a third of a network-size solve — and the estimate and bread are
+    those of the V-statistic bit for bit."""
+    from dynosed_sym.solve import ustat
+
+    rng = np.random.default_rng(5)
+    B = 6
+    n = MAX_RANK_PER_BLOCK * B + 2
+    A, b, Ab, bb, counts = _blocks(rng, B, 3 * n, n, 0.001)
+    v = solve_system(A, b, Ab, bb, counts, statistic="v", estimator="resolved")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the correction was formed for a crowded solve")
+
+    monkeypatch.setattr(ustat, "covariance_and_coupling", refuse)
+    est = solve_system(A, b, Ab, bb, counts)
+    assert est.subspace.shape[1] > MAX_RANK_PER_BLOCK * B and est.alpha == 0.0
+    np.testing.assert_array_equal(est.theta, v.theta)
+    np.testing.assert_array_equal(est.bread, v.bread)
+
+
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
 @example(seed=4583)
