@@ -121,15 +121,17 @@ class DeviationStream:
         """The same deviations read from other (equal up to ``mult``) block means."""
         return DeviationStream(A_blocks, self.V, self.AV, mult)
 
-    def block_chunks(self):
-        """``(lo, hi, A_blocks[lo:hi] · mult)``: the block means themselves in the units of AV,
-        a chunk at a time (for products with other matrices than V)."""
+    def block_chunks(self, factor=1.0):
+        """``(lo, hi, A_blocks[lo:hi] · mult · factor)``: the block means themselves in the units
+        of AV times ``factor`` (a power of two, as mult: one exact scaling), a chunk at a time (for
+        products with other matrices than V)."""
         B = self.shape[0]
         step = _chunk(self.A_blocks, self.A_blocks.shape[2])
+        scale = self.mult * float(factor)
         for lo in range(0, B, step):
             hi = min(B, lo + step)
             chunk = _dense(self.A_blocks, lo, hi)
-            yield lo, hi, (chunk * self.mult if self.mult != 1.0 else chunk)
+            yield lo, hi, (chunk * scale if scale != 1.0 else chunk)
 
     def chunks(self, cols=None):
         V = self.V if cols is None else self.V[:, cols]

@@ -13,19 +13,17 @@ lives on R every such contraction reduces to m-contractions with ``A V_R`` (r co
   ``C = Σ_b w_b N_b diag(τ²) N_bᵀ / (B − 1)`` and
   ``N_b = V_RᵀM_b = (ΔA_bV_R)ᵀAV_U + (AV_R)ᵀΔA_bV_U`` (r, k).
 
-When the deviations would exceed :data:`~.blockops.STREAM_BYTES` the solve hands over a
-:class:`~.blockops.DeviationStream` instead of the array: each contraction then regenerates them
-a chunk of blocks at a time and reduces every chunk at once (``E_b`` to its rows of the curvature
-noise, ``N_b`` into C), so nothing of size B·m·n, B·r·n or B·r·k is held.
-
-Streamed, the intervals ask for both only for the parameters not already on the whole line (J):
-they are then taken from the block means by the direct formulas (``ΔA_bP`` and ``ΔA_bᵀAP`` with
-``P = H⁺[:, J]``), a pass of B·m·n·|J| operations instead of regenerating ``ΔA_bV`` (B·m·n²);
-at d = 100 (n = 10⁴) most parameters are on the whole line and the passes were most of the fit.
-
 Both are the formulas of :mod:`.weak` with the sums reordered (the oracle test
 ``tests/solve/test_deviations.py`` compares them with the direct NumPy products); their cost is
 ``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``, and no (B, m, n) temporaries.
+
+When the deviations would exceed :data:`~.blockops.STREAM_BYTES` the solve hands over a
+:class:`~.blockops.DeviationStream` instead of the array, and the intervals ask for both only for
+the parameters not already on the whole line (J).  They are then taken from the block means a
+chunk of blocks at a time by the direct formulas (``ΔA_bP`` and ``ΔA_bᵀAP`` with
+``P = H⁺[:, J]``): a pass of B·m·n·|J| operations instead of regenerating ``ΔA_bV`` (B·m·n²),
+nothing of size B·m·n held; at d = 100 (n = 10⁴) most parameters are on the whole line and the
+passes had been most of the fit.
 """
 
 from __future__ import annotations
@@ -97,11 +95,9 @@ class BlockDeviations:
 
     def curvature_noise(self, A, Hp, cols=None):
         """(B, n) ``(A p_j)ᵀ ΔA_b p_j`` with ``p_j = H⁺e_j`` (module docstring); streamed with
-        ``cols`` given: for those parameters only (0 in the other columns)."""
+        ``cols`` given: for those parameters only (0 in the other columns; default all)."""
         if self.streamed:
-            if cols is not None:
-                return self._restricted(A, Hp, cols)
-            return self._streamed_curvature(A, Hp)
+            return self._restricted(A, Hp, np.arange(A.shape[1]) if cols is None else cols)
         P, _ = self._blocks(A)
         E = P[:, :, self.resolved]  # (B, r, r)
         L = self._factor(Hp)
@@ -109,11 +105,10 @@ class BlockDeviations:
 
     def unresolved_noise(self, A, Hp, tau2, w, cols=None):
         """(n,) ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` (module docstring); streamed with
-        ``cols`` given: for those parameters only (0 in the other entries)."""
+        ``cols`` given: for those parameters only (0 in the other entries; default all)."""
         if self.streamed:
-            if cols is not None:
-                return self._restricted(A, Hp, cols, tau2, w)
-            return self._streamed_unresolved(A, Hp, tau2, w)
+            cols = np.arange(A.shape[1]) if cols is None else cols
+            return self._restricted(A, Hp, cols, tau2, w)
         P, Q = self._blocks(A)
         N = P[:, :, ~self.resolved] + Q.transpose(0, 2, 1)  # (B, r, k)
         B, r, k = N.shape
@@ -122,35 +117,6 @@ class BlockDeviations:
         C = (flat * weights) @ flat.T / (B - 1)
         L = self._factor(Hp)
         return _nonnegative(np.einsum("jr,jr->j", L @ C, L))
-
-    def _streamed_curvature(self, A, Hp):
-        """:meth:`curvature_noise` a chunk of blocks at a time (``E_b`` from ΔA_bV_R only)."""
-        R = self.resolved
-        AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
-        L = self._factor(Hp)
-        out = np.empty((self.dAV.shape[0], L.shape[0]))
-        for lo, hi, D in self.dAV.chunks(np.flatnonzero(R)):
-            E = np.matmul(AVR, D)  # (c, r, r)
-            E *= self.scale
-            out[lo:hi] = np.einsum("bjl,jl->bj", np.matmul(L, E), L)
-        return out
-
-    def _streamed_unresolved(self, A, Hp, tau2, w):
-        """:meth:`unresolved_noise` a chunk of blocks at a time (C accumulated over chunks)."""
-        R = self.resolved
-        AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
-        AVU = A @ self.V[:, ~R]  # (m, k)
-        w = np.asarray(w, dtype=float)
-        tau2 = np.asarray(tau2, dtype=float)
-        B, r = self.dAV.shape[0], AVR.shape[0]
-        C = np.zeros((r, r))
-        for lo, hi, D in self.dAV.chunks():
-            N = np.matmul(AVR, D[:, :, ~R]) + np.matmul(D[:, :, R].transpose(0, 2, 1), AVU)
-            N *= self.scale  # (c, r, k)
-            for k in range(lo, hi):
-                C += (N[k - lo] * (w[k] * tau2)) @ N[k - lo].T
-        L = self._factor(Hp)
-        return _nonnegative(np.einsum("jr,jr->j", L @ (C / (B - 1)), L))
 
     def _restricted(self, A, Hp, cols, tau2=None, w=None):
         """For the parameters ``cols`` only: the curvature noise (B, n) (``tau2`` None) or the
@@ -172,8 +138,7 @@ class BlockDeviations:
             AVU, AtAP = A @ VU, A.T @ AP  # (m, k), (n, |J|)
             w, tau2 = np.asarray(w, dtype=float), np.asarray(tau2, dtype=float)
             acc = np.zeros(cols.size)
-        for lo, hi, Ab in self.dAV.block_chunks():
-            Ab = Ab * self.scale if self.scale != 1.0 else Ab  # to the system's units (exact)
+        for lo, hi, Ab in self.dAV.block_chunks(self.scale):  # in the system's units (exact)
             D = np.matmul(Ab, P)  # (c, m, |J|)
             D -= AP[None]
             if curvature:
