@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynosed_sym.solve import directions as directions_module
+from dynosed_sym.solve import grams as grams_module
 from dynosed_sym.solve.directions import directions_and_deviations
-from dynosed_sym.solve.grams import BlockGrams
+from dynosed_sym.solve.grams import BlockGrams, block_parts
 from dynosed_sym.solve.ustat import solve_system
 from dynosed_sym.solve.weak import weak_intervals
 
@@ -128,3 +129,35 @@ def test_grams_leave_the_block_means_untouched():
     before = Ab.copy()
     solve_system(A, b, Ab, bb, counts, 0.0)
     np.testing.assert_array_equal(Ab, before)
+
+
+@settings(max_examples=60, deadline=None)
+@given(B=st.integers(1, 200), m=st.integers(1, 5000), n=st.integers(1, 2000))
+def test_block_parts_cover_the_blocks_within_the_budget(B, m, n):
+    """Consecutive parts covering 0..B once, equal but for the last, at most MAX_PARTS of them
+    unless one part would exceed its share of the chunk budget (then one block each at least)."""
+    parts = block_parts(B, m, n)
+    assert parts[0][0] == 0 and parts[-1][1] == B
+    assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+    sizes = [hi - lo for lo, hi in parts]
+    assert min(sizes) >= 1 and len(set(sizes[:-1])) <= 1 and sizes[-1] <= sizes[0]
+    per_part = grams_module.CHUNK_BYTES // grams_module.MAX_PARTS
+    assert sizes[0] == 1 or sizes[0] * 8 * m * n <= per_part
+    assert len(parts) <= grams_module.MAX_PARTS or sizes[0] * 8 * m * n * 2 > per_part
+
+
+@pytest.mark.parametrize("B", [1, 5, 32])
+def test_grams_are_the_same_on_any_number_of_threads(B, monkeypatch):
+    """Bit for bit: the parts are fixed by the shape and their Grams added in part order; a small
+    chunk budget forces more parts than threads."""
+    A, _, Ab, _, counts = _system(11, B, 30, 9)
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    w = counts / counts.sum()
+    for budget in (grams_module.CHUNK_BYTES, 3 * 8 * 30 * 9 * grams_module.MAX_PARTS):
+        monkeypatch.setattr(grams_module, "CHUNK_BYTES", budget)
+        one = BlockGrams.compute(A, Ab, U, s, Vt.T, w, workers=1)
+        for workers in (2, 3, 4):
+            many = BlockGrams.compute(A, Ab, U, s, Vt.T, w, workers=workers)
+            np.testing.assert_array_equal(many.G, one.G)
+            np.testing.assert_array_equal(many.S, one.S)
+        _close(one.S, sum(w[k] * (Ab[k] - A).T @ (Ab[k] - A) for k in range(B)))
