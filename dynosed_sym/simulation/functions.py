@@ -49,17 +49,83 @@ class ModelFunctions:
             self._G_shape = G.shape
 
     @cached_property
+    def _jacobian_terms(self):
+        """For an affine drift ``f = U(x)θ + v(x)``: ``∂f_i/∂x_j = Σ_k θ_k ∂_jU_ik + ∂_jv_i`` as
+        terms ``(i, j, k, u)`` (k = −1 for v) over the *distinct* state-dependent derivatives
+        ``u`` (one lambdified list), and the terms with constant derivatives ``(i, j, k, c)``.
+        A network ``W·h(x)`` has d² entries in ∂f/∂x but only d distinct ``h'(x_j)``.  None for a
+        drift not affine in θ."""
+        der = self._model.derivation
+        if not der.is_affine:
+            return None
+        state = list(self._model.state)
+        index = {x: j for j, x in enumerate(state)}
+        unique, terms, consts = {}, [], []
+        pieces = [((i, k), e) for (i, k), e in sorted(der.entries.items())]
+        pieces += [((i, -1), e) for i, e in enumerate(der.v)]
+        for (i, k), e in pieces:
+            for j in sorted(index[x] for x in sp.sympify(e).free_symbols if x in index):
+                dj = almost_everywhere(sp.diff(e, state[j]))
+                if dj.is_zero:
+                    continue
+                if dj.free_symbols & set(state):
+                    terms.append((i, j, k, unique.setdefault(dj, len(unique))))
+                else:
+                    consts.append((i, j, k, float(dj)))
+        fn = sp.lambdify(state, list(unique), "numpy") if unique else None
+        return terms, consts, len(unique), fn
+
+    def mean_jacobian(self, X, theta, rows=4096):
+        """(J̄ (d, d), ∇·f (n,)): the mean of ∂f/∂x over the rows of X and its trace at each row.
+
+        An affine drift evaluates only its distinct state-dependent derivatives (``rows`` rows at
+        a time) and combines them with θ; any other drift evaluates the whole Jacobian."""
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        n, d = X.shape[0], self.d
+        parts = self._jacobian_terms
+        if parts is None:
+            Jsum, div = np.zeros((d, d)), np.empty(n)
+            for lo in range(0, n, rows):
+                J = self.jacobian(X[lo : lo + rows], theta)
+                Jsum += J.sum(axis=0)
+                div[lo : lo + rows] = np.trace(J, axis1=1, axis2=2)
+            return Jsum / max(n, 1), div
+        terms, consts, n_unique, fn = parts
+        Jbar, div = np.zeros((d, d)), np.zeros(n)
+        coef = np.array([1.0 if k < 0 else theta[k] for _, _, k, _ in terms + consts])
+        for (i, j, _, c), a in zip(consts, coef[len(terms) :]):
+            Jbar[i, j] += a * c
+            if i == j:
+                div += a * c
+        if not terms:
+            return Jbar, div
+        means, on_diag = np.zeros(n_unique), np.zeros(n_unique)
+        for (i, j, _, u), a in zip(terms, coef[: len(terms)]):
+            if i == j:
+                on_diag[u] += a
+        for lo in range(0, n, rows):
+            vals = self._call(fn, X[lo : lo + rows], None, (n_unique,))  # (rows, n_unique)
+            means += vals.sum(axis=0)
+            div[lo : lo + rows] += vals @ on_diag
+        means /= max(n, 1)
+        for (i, j, _, u), a in zip(terms, coef[: len(terms)]):
+            Jbar[i, j] += a * means[u]
+        return Jbar, div
+
+    @cached_property
     def _f_theta(self):
-        """([(i, k)], one lambdified list) of the nonzero ∂f_i/∂θ_k (for the uncertainty of θ̂),
-        from the derivation's sparse entries; built on first use (fits only)."""
+        """([(i, k)], (one lambdified list of the distinct entries, their number, the entry of each
+        pair)) of the nonzero ∂f_i/∂θ_k (for the uncertainty of θ̂), from the derivation's sparse
+        entries; built on first use (fits only)."""
         entries = self._model.derivation.entries
-        pairs, exprs = [], []
+        pairs, unique, column = [], {}, []
         for (i, k), e in sorted(entries.items()):
             e = almost_everywhere(e)
             if not e.is_zero:
                 pairs.append((i, k))
-                exprs.append(e)
-        return pairs, sp.lambdify(self._args, exprs, "numpy")
+                column.append(unique.setdefault(e, len(unique)))
+        # the distinct entries once (a network W·h(x): d of them for d² pairs), then repeated
+        return pairs, (sp.lambdify(self._args, list(unique), "numpy"), len(unique), column)
 
     @cached_property
     def _div_theta(self):
@@ -108,8 +174,9 @@ class ModelFunctions:
 
     def drift_theta_values(self, X, theta):
         """The same as ``([(i, k)], values (n, pairs))``: one array, a column per pair."""
-        pairs, fn = self._f_theta
-        return pairs, self._call(fn, X, theta, (len(pairs),))
+        pairs, (fn, n_unique, column) = self._f_theta
+        vals = self._call(fn, X, theta, (n_unique,))
+        return pairs, vals[:, column] if pairs else np.zeros((X.shape[0], 0))
 
     def divergence_theta(self, X, theta):
         """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,))."""

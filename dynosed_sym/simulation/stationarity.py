@@ -231,16 +231,10 @@ def _directions(d, Jbar, state_names):
 
 def _mean_jacobian(fn, X, theta):
     """J̄ (d, d) and the per-row divergence ∇·f − ∇·∇·D (n,)."""
-    d = X.shape[1]
-    Jsum = np.zeros((d, d))
-    div = np.empty(X.shape[0])
-    for lo in range(0, X.shape[0], _JAC_ROWS):
-        J = fn.jacobian(X[lo : lo + _JAC_ROWS], theta)
-        Jsum += J.sum(axis=0)
-        div[lo : lo + _JAC_ROWS] = np.trace(J, axis1=1, axis2=2)
+    Jbar, div = fn.mean_jacobian(X, theta, rows=_JAC_ROWS)
     if not fn.constant_D:
         div -= fn.div_div_D(X)
-    return Jsum / X.shape[0], div
+    return Jbar, div
 
 
 def _theta_spread(fn, X, theta, V, xv, theta_sd):
