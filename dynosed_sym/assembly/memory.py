@@ -26,6 +26,7 @@ from ..errors import DataError
 
 __all__ = [
     "assembly_bytes",
+    "stein_sums_rows",
     "lazy_blocks",
     "DENSE_BLOCKS_BYTES",
     "CHUNK_BYTES",
@@ -65,20 +66,32 @@ def lazy_blocks(n, m, n_blocks):
     return 8 * n_blocks * m * n > DENSE_BLOCKS_BYTES
 
 
-def assembly_bytes(d, n, m, n_blocks) -> int:
+def assembly_bytes(d, n, m, n_blocks, n_sums=None) -> int:
     """Estimated peak bytes of a global fit with m features, B noise blocks, n parameters.
 
     Dense block means: ``ASSEMBLY_COPIES`` copies of B·m·(n + 1) doubles.  Beyond
-    ``DENSE_BLOCKS_BYTES`` (:func:`lazy_blocks`): the fill's sums (at most the size of the block
-    means; a network's are d times smaller), the b column's copies, three chunks of the streamed
+    ``DENSE_BLOCKS_BYTES`` (:func:`lazy_blocks`): the fill's sums (``n_sums`` rows of m per block:
+    the model's distinct sin and cos factors, :func:`stein_sums_rows`; n when not given, their
+    most — a network's are d times fewer), the b column's copies, three chunks of the streamed
     products, and the fit's n × n and m × n arrays (``LAZY_SQUARE_COPIES``, ``LAZY_ROW_COPIES``).
     """
     features = 8 * m * (2 * d + 4)
     if not lazy_blocks(n, m, n_blocks):
         return 8 * ASSEMBLY_COPIES * n_blocks * m * (n + 1) + features
-    per_block = n_blocks * m * (n + ASSEMBLY_COPIES)
+    rows = n if n_sums is None else min(int(n_sums), n)
+    per_block = n_blocks * m * (rows + ASSEMBLY_COPIES)
     arrays = LAZY_SQUARE_COPIES * n * n + LAZY_ROW_COPIES * m * n
     return 8 * (per_block + arrays) + 3 * max(CHUNK_BYTES, 8 * m * n) + features
+
+
+def stein_sums_rows(model):
+    """Rows of the fill's per-block sums of ``model`` (its distinct sin and cos factors of x, the
+    :class:`~dynosed_sym.model.derivation.SteinPieces`), or None for a drift not affine in θ."""
+    der = model.derivation
+    if not der.is_affine:
+        return None
+    pieces = der.stein
+    return len(pieces.sin_features) + len(pieces.cos_features)
 
 
 def available_memory():
@@ -117,7 +130,7 @@ def check_assembly_memory(model, n_features, n_blocks, available=None):
     if isinstance(B, bool) or not isinstance(B, numbers.Integral) or B < 1:
         return
     B, n_features = int(B), int(n_features)
-    need = assembly_bytes(model.d, model.n, n_features, B)
+    need = assembly_bytes(model.d, model.n, n_features, B, stein_sums_rows(model))
     have = available_memory() if available is None else available
     if have is None or need <= MEMORY_SHARE * have:
         return

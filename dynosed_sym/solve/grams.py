@@ -49,6 +49,11 @@ def grams_apply(A, A_blocks):
 #: :data:`CHUNK_BYTES`): each part is one buffer and one task of the thread pool.
 MAX_PARTS = 4
 
+#: Below this many floating-point operations (``3·B·m·n²``, about 10 ms on one core) the parts run
+#: on the calling thread: a small system's Grams take less than starting a thread pool (the
+#: bootstrap solves a system per resample).
+THREADED_OPS = 3 * 10**8
+
 
 def block_parts(B, m, n):
     """``[(lo, hi), …]``: the blocks in consecutive parts of equal size (the last may be smaller),
@@ -119,6 +124,8 @@ class BlockGrams:
             flat = D.reshape(-1, n)
             return flat.T @ flat  # one symmetric product (NumPy's syrk)
 
+        if workers is None and 3 * B * m * n * n < THREADED_OPS:  # a thread pool costs more
+            workers = 1
         partial = _map(part, parts, _workers(workers, len(parts)))
         S = np.zeros((n, n))
         for Sp in partial:

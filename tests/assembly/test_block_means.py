@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import traced_peak
+from conftest import points_for, traced_peak
 
 import dynosed_sym as ds
 from dynosed_sym.apps.bench.network_model import network_model
@@ -116,6 +116,25 @@ def test_lazy_assembly_memory_is_the_sums_not_the_blocks(network12, monkeypatch)
     assert peak < dense_bytes / 2, (peak, dense_bytes)
 
 
+@pytest.mark.parametrize("case", ["network12", "grn_bcell", "lorenz"])
+def test_the_estimate_counts_the_sums_the_fill_keeps(case, network12, models):
+    """stein_sums_rows (the memory estimate's rows per block) against the sums a lazy assembly
+    actually stores (BlockMeans.stored_nbytes: B blocks of (rows, m) doubles)."""
+    from dynosed_sym.assembly import memory
+
+    if case == "network12":
+        model, _, cm, X = network12
+    else:
+        model = models[case]
+        cm = ds.compile_model(model)
+        X = points_for(model, 2000, seed=2)  # any points: only the sums' shape is read
+    feats = draw_features(model.d, 64, 1.0, seed=4)
+    edges = block_edges(X.shape[0], 8)
+    P_s, P_c = stein.block_sums(cm, X, feats, edges)  # (G, feature blocks, K, FEATURE_BLOCK)
+    assert P_s.shape[0] == 8
+    assert memory.stein_sums_rows(model) == P_s.shape[2] + P_c.shape[2]
+
+
 def test_lazy_fit_memory_is_within_the_estimate(network12, monkeypatch):
     """Beyond DENSE_BLOCKS_BYTES a whole fit (assembly, streamed solve, report) stays within
     assembly_bytes' lazy estimate, which is well below the dense one (the allocator is the
@@ -139,6 +158,6 @@ def test_lazy_fit_memory_is_within_the_estimate(network12, monkeypatch):
     fit = ds.fit_global(model, X, features=feats, execution=ex)  # warm
     assert fit.info["timings"]
     peak = traced_peak(lambda: ds.fit_global(model, X, features=feats, execution=ex))
-    estimate = memory.assembly_bytes(model.d, model.n, m, B)
+    estimate = memory.assembly_bytes(model.d, model.n, m, B, memory.stein_sums_rows(model))
     assert peak <= estimate <= 2.5 * peak, (peak, estimate)
     assert estimate < 8 * memory.ASSEMBLY_COPIES * B * m * (model.n + 1)
