@@ -28,7 +28,6 @@ class ModelFunctions:
     def __init__(self, model):
         state, params = list(model.state), list(model.params)
         f = model.drift
-        jac = _state_jacobian(f, state)
         D = model.D
         div_D = [sum(sp.diff(D[i, j], state[j]) for j in range(model.d)) for i in range(model.d)]
         div_div_D = almost_everywhere(sum(sp.diff(div_D[i], state[i]) for i in range(model.d)))
@@ -36,17 +35,31 @@ class ModelFunctions:
         self._model = model
         self.d = model.d
         self._f = sp.lambdify(self._args, list(f), "numpy")
-        self._jac = sp.lambdify(self._args, jac.tolist(), "numpy")
         self._D = sp.lambdify(state, D.tolist(), "numpy")
         self._divdiv = sp.lambdify(state, div_div_D, "numpy")
         self.constant_D = not any(e.free_symbols & set(state) for e in D)
-        #: ∂f/∂x does not depend on the state (a drift linear in x)
-        self.linear = not any(e.free_symbols & set(state) for e in jac)
         G, _ = _noise_matrix(model)
         self._G = None
         if G is not None and any(e.free_symbols for e in G):
             self._G = sp.lambdify(state, G.tolist(), "numpy")
             self._G_shape = G.shape
+
+    @cached_property
+    def _jac(self):
+        """The whole ∂f/∂x lambdified (built on first use: d² entries, seconds of SymPy at
+        d = 30, which the checks of an affine drift do not need)."""
+        jac = _state_jacobian(self._model.drift, list(self._model.state))
+        return sp.lambdify(self._args, jac.tolist(), "numpy")
+
+    @cached_property
+    def linear(self):
+        """∂f/∂x does not depend on the state (a drift linear in x)."""
+        parts = self._jacobian_terms
+        if parts is not None:
+            return not parts[0]  # no state-dependent derivative
+        state = set(self._model.state)
+        jac = _state_jacobian(self._model.drift, list(self._model.state))
+        return not any(e.free_symbols & state for e in jac)
 
     @cached_property
     def _jacobian_terms(self):
@@ -60,12 +73,15 @@ class ModelFunctions:
             return None
         state = list(self._model.state)
         index = {x: j for j, x in enumerate(state)}
-        unique, terms, consts = {}, [], []
+        unique, terms, consts, derivative = {}, [], [], {}
         pieces = [((i, k), e) for (i, k), e in sorted(der.entries.items())]
         pieces += [((i, -1), e) for i, e in enumerate(der.v)]
         for (i, k), e in pieces:
-            for j in sorted(index[x] for x in sp.sympify(e).free_symbols if x in index):
-                dj = almost_everywhere(sp.diff(e, state[j]))
+            e = sp.sympify(e)
+            for j in sorted(index[x] for x in e.free_symbols if x in index):
+                if (e, j) not in derivative:  # a network repeats each h(x_j) d times
+                    derivative[e, j] = almost_everywhere(sp.diff(e, state[j]))
+                dj = derivative[e, j]
                 if dj.is_zero:
                     continue
                 if dj.free_symbols & set(state):

@@ -10,7 +10,7 @@ import sympy as sp
 
 import dynosed_sym as ds
 from dynosed_sym.apps.bench.network_model import network_model
-from dynosed_sym.simulation.functions import ModelFunctions
+from dynosed_sym.simulation.functions import ModelFunctions, _state_jacobian
 
 
 def _case(case, root):
@@ -61,14 +61,14 @@ def _fhn_nonaffine():
 
 
 @pytest.mark.parametrize(
-    "case", ["network5", "grn_bcell", "lorenz", "limit_cycle", "ou2d_m12", "nonaffine"]
+    "case", ["network5", "grn_bcell", "lorenz", "limit_cycle", "ou2d_m12", "ou2d", "nonaffine"]
 )
 def test_mean_jacobian_equals_the_whole_jacobian(case, project_root):
     """J̄ and the per-row trace from the distinct derivatives (affine drifts) equal the mean and the
     trace of the lambdified whole Jacobian, across chunk boundaries (rows = 5)."""
     if case == "nonaffine":
         model, theta = _fhn_nonaffine()
-    elif case in ("lorenz", "limit_cycle", "ou2d_m12"):
+    elif case in ("lorenz", "limit_cycle", "ou2d_m12", "ou2d"):
         model = ds.load_model(os.path.join(project_root, "models", f"{case}.py"))
         theta = np.asarray(model.nominal, float)
     else:
@@ -81,3 +81,5 @@ def test_mean_jacobian_equals_the_whole_jacobian(case, project_root):
     scale = max(1.0, float(np.abs(J).max()))
     np.testing.assert_allclose(Jbar, J.mean(axis=0), rtol=1e-12, atol=1e-13 * scale)
     np.testing.assert_allclose(div, np.trace(J, axis1=1, axis2=2), rtol=1e-12, atol=1e-13 * scale)
+    whole = _state_jacobian(model.drift, list(model.state))  # the flag from the whole Jacobian
+    assert fn.linear == (not any(e.free_symbols & set(model.state) for e in whole))

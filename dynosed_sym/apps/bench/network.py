@@ -202,8 +202,12 @@ def _print_tables(results, grn):
         fit = r.get("warm_fit_cpu_s", float("nan"))
         asm = r["warm_assembly_cpu_s"]
         print(f"    {d:>4} {fit:8.2f} {asm:9.2f} {fit / asm:6.2f}")
-    print("  warm, wall seconds (the fit's stages from fit.info['timings']; memory in MiB):")
-    head = f"{'d':>4} {'N':>8} {'simulate':>9} {'fit':>8} {'assembly':>9} {'solve':>8} "
+    print(
+        "  warm, wall seconds (the fit's stages from fit.info['timings'], ratio = its total over"
+        " its assembly; memory in MiB):"
+    )
+    head = f"{'d':>4} {'N':>8} {'simulate':>9} {'fit':>8} {'assembly':>9} {'ratio':>6} "
+    head += f"{'solve':>8} "
     head += f"{'report':>8} {'checks':>8} {'asm peak':>9} {'A_b dense':>10} {'peak RSS':>9} "
     print("    " + head + f"{'lines':>6}")
     nan = float("nan")
@@ -212,7 +216,8 @@ def _print_tables(results, grn):
         fit = r.get("warm_fit_s", nan)  # nan: the assembly only (d > FULL_FIT_MAX_D)
         cells = (
             f"{d:>4} {r['warm_n']:>8,} {r['warm_simulate_s']:9.2f} {fit:8.2f} "
-            f"{t.get('assembly', r['warm_assembly_s']):9.2f} {t.get('solve', nan):8.2f} "
+            f"{t.get('assembly', r['warm_assembly_s']):9.2f} "
+            f"{t.get('total', nan) / t.get('assembly', nan):6.2f} {t.get('solve', nan):8.2f} "
             f"{t.get('report', nan):8.2f} {t.get('checks', nan):8.2f} "
             f"{r['assembly_traced_peak_mb']:9.0f} "
             f"{r['A_blocks_dense_mb']:10.0f} {r['peak_rss_mb']:9.0f} {r['generated_lines']:>6}"
