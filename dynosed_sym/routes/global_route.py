@@ -29,6 +29,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
+from ..solve.threads import single_blas
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, moved_to
@@ -46,6 +47,7 @@ MOVED = {
 }
 
 
+@single_blas  # the whole fit: the checks' and the report's small BLAS calls too
 def fit_global(
     model,
     X,

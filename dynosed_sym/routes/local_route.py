@@ -53,6 +53,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
+from ..solve.threads import single_blas
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, moved_to
@@ -126,6 +127,7 @@ MOVED = {
 }
 
 
+@single_blas  # the whole fit: the checks' and the report's small BLAS calls too
 def fit_local(
     model,
     X,

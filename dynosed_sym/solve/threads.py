@@ -4,8 +4,12 @@ The solve is a handful of dense factorisations (SVDs, Gram products) of matrices
 few thousand rows, run right after Numba's parallel assembly.  OpenBLAS's worker threads then
 compete with Numba's (still spinning) ones and with any other process on the machine: on a busy
 2-core machine one SVD of a 2048 × 100 system took 0.40 s with two BLAS threads and 0.034 s with
-one.  The solve therefore runs with ``DYNOSED_BLAS_THREADS`` BLAS threads (default 1);
-set it to a larger number on a quiet many-core machine with very large systems.
+one.  The solve therefore runs with ``DYNOSED_BLAS_THREADS`` BLAS threads (default 1), and so
+does the whole of ``fit_global`` and ``fit_local`` (their stationarity check and report make small
+BLAS calls too, which compete the same way);
+set it to a larger number on a quiet many-core machine with very large systems.  The dense
+solve's largest products use both cores anyway, as independent single-threaded products on
+Python threads (:mod:`.grams`).
 """
 
 from __future__ import annotations

@@ -63,3 +63,29 @@ def test_the_thread_controller_is_kept_until_a_module_is_imported(monkeypatch):
 
     n = probe()
     assert n and all(k == 1 for k in n)
+
+
+@pytest.mark.parametrize("route", ["global", "local"])
+def test_the_whole_fit_runs_with_the_limit(models, monkeypatch, route):
+    """The stationarity check after the solve (small BLAS products of its own) runs under the
+    same limit as the solve, in both routes; outside the fit the limit is lifted again."""
+    from dynosed_sym.routes import global_route, local_route
+
+    module = global_route if route == "global" else local_route
+    seen = []
+    real = module.flag_stationarity
+
+    def spy(*args, **kwargs):
+        seen.append(_blas_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "flag_stationarity", spy)
+    model = models["ou2d"]
+    X = ds.simulate(model, model.nominal, 2000, seed=3, burn_in=300)
+    before = _blas_threads()
+    if route == "global":
+        ds.fit_global(model, X, features=ds.Features(n_features=64))
+    else:
+        ds.fit_local(model, X, ds.choose_probes(X, 6, seed=1))
+    assert seen and all(n == [1] * len(n) for n in seen)
+    assert _blas_threads() == before
