@@ -55,9 +55,14 @@ class Contraction:
         self.n = cm.model.n
         self.n_cos = cm.n_cos
 
-    def A(self, Om, P_s, scale):
-        """A (m, n) = −scale · Σ_terms coef ω_j P_s[e] (P_s (K_sin, m) in feature order)."""
-        A = np.zeros((Om.shape[0], self.n))
+    def A(self, Om, P_s, scale, out=None):
+        """A (m, n) = −scale · Σ_terms coef ω_j P_s[e] (P_s (K_sin, m) in feature order), written
+        into ``out`` (m, n) when given (the same numbers)."""
+        if out is None:
+            A = np.zeros((Om.shape[0], self.n))
+        else:
+            A = out
+            A.fill(0.0)
         e, j, k, c = self.first
         if k.size:
             A[:, k] += c[None, :] * Om[:, j] * P_s[e].T

@@ -56,18 +56,19 @@ class BlockSystem(NamedTuple):
     counts: np.ndarray
 
 
-def contract(cm, feats: RandomFeatures, P_s, P_c, count):
+def contract(cm, feats: RandomFeatures, P_s, P_c, count, out=None):
     """Turn block-major sums over ``count`` samples into (A (m, n), b (m,)) with the scaling of
     docs/method.md §2 (:class:`~dynosed_sym.assembly.contraction.Contraction`).
 
     A ``P_c`` with one factor more than the model's cos factors carries ``Σ_i cos_ri ∂ₜlog p(x_i)``
     (non-stationary snapshot, see :func:`block_sums`): the Stein feature's ``−z_r ∂ₜlog p`` term
-    adds ``√(2/m)/N Σ_i cos_ri ∂ₜlog p(x_i)`` to b.
+    adds ``√(2/m)/N Σ_i cos_ri ∂ₜlog p(x_i)`` to b.  ``out`` (m, n), optional: A is written
+    there (a block of the stacked per-block means, without a copy).
     """
     plan = contraction_of(cm)
     P_s, P_c = feats.unblock(P_s), feats.unblock(P_c)
     scale = math.sqrt(2.0 / feats.m) / count
-    return plan.A(feats.omega, P_s, scale), plan.b(feats.omega, P_s, P_c, scale)
+    return plan.A(feats.omega, P_s, scale, out), plan.b(feats.omega, P_s, P_c, scale)
 
 
 def block_sums(cm, X, feats: RandomFeatures, edges=None, dlogp_dt=None):
@@ -121,16 +122,16 @@ def _contract_blocks(cm, feats, sums):
     plan = contraction_of(cm)
     B, m = len(sums), feats.m
     lazy = B * m * cm.model.n * 8 > DENSE_BLOCKS_BYTES
-    A_blocks, b_blocks, counts, kept = [], [], [], []
+    b_blocks, counts, kept = [], [], []
+    A_blocks = None if lazy else np.empty((B, m, cm.model.n))  # each block contracted in place
     P_s_tot = P_c_tot = None
-    for P_s, P_c, count in sums:
+    for k, (P_s, P_c, count) in enumerate(sums):
         if lazy:
             Ps, Pc = feats.unblock(P_s), feats.unblock(P_c)
             kept.append((np.ascontiguousarray(Ps), np.ascontiguousarray(Pc)))
             b_blocks.append(plan.b(feats.omega, Ps, Pc, math.sqrt(2.0 / m) / count))
         else:
-            Ab, bb = contract(cm, feats, P_s, P_c, count)
-            A_blocks.append(Ab)
+            _, bb = contract(cm, feats, P_s, P_c, count, out=A_blocks[k])
             b_blocks.append(bb)
         counts.append(int(count))
         if P_s_tot is None:
@@ -146,7 +147,8 @@ def _contract_blocks(cm, feats, sums):
             "drift/diffusion overflow at these samples"
         )
     counts = np.array(counts)
-    A_blocks = BlockMeans(plan, feats.omega, kept, counts) if lazy else np.array(A_blocks)
+    if lazy:
+        A_blocks = BlockMeans(plan, feats.omega, kept, counts)
     return A, b, A_blocks, np.array(b_blocks), counts
 
 

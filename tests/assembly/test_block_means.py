@@ -161,3 +161,19 @@ def test_lazy_fit_memory_is_within_the_estimate(network12, monkeypatch):
     estimate = memory.assembly_bytes(model.d, model.n, m, B, memory.stein_sums_rows(model))
     assert peak <= estimate <= 2.5 * peak, (peak, estimate)
     assert estimate < 8 * memory.ASSEMBLY_COPIES * B * m * (model.n + 1)
+
+
+def test_contraction_into_a_given_block_is_the_same_bit_for_bit(network12):
+    """Contraction.A(..., out=) — how the dense assembly fills its stacked per-block means —
+    writes the numbers of a fresh contraction, whatever the buffer held before (NaN here)."""
+    model, _, cm, X = network12
+    feats = draw_features(model.d, 64, 1.0, seed=5)
+    plan = contraction_of(cm)
+    P_s, _ = stein.block_sums(cm, X[:500], feats)
+    P_s = feats.unblock(P_s)
+    fresh = plan.A(feats.omega, P_s, 0.37)
+    buf = np.full((3,) + fresh.shape, np.nan)
+    got = plan.A(feats.omega, P_s, 0.37, out=buf[1])
+    assert np.shares_memory(got, buf)
+    np.testing.assert_array_equal(buf[1], fresh)
+    assert np.isnan(buf[0]).all() and np.isnan(buf[2]).all()
