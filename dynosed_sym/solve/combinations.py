@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +22,7 @@ import sympy as sp
 
 __all__ = [
     "Combination",
+    "Combinations",
     "format_combination",
     "exact_combination",
     "short_combination",
@@ -230,3 +233,43 @@ class Combination:
             "interval": None if self.interval is None else list(self.interval),
             "level": self.level,
         }
+
+
+class Combinations(Sequence):
+    """The columns of a matrix (n, k) as k :class:`Combination` objects of the direction style,
+    each made when it is read.
+
+    A report's null space holds one combination per unresolved direction; at network size that is
+    thousands of columns of 10⁴ coefficients, which as tuples of Python floats took gigabytes and
+    half a minute to build although the summary names none of them there.  Reading one
+    (``null_space[i]``, iteration, ``str``) gives the same Combination as building it eagerly;
+    the sequence compares equal to a list of the same combinations.
+    """
+
+    def __init__(self, columns, names):
+        self._columns = np.asarray(columns, dtype=float)
+        if self._columns.ndim != 2:
+            raise ValueError(f"Combinations: columns must be a 2-D array, got {self._columns.ndim}")
+        self._names = tuple(str(nm) for nm in names)  # shared by every combination
+
+    def __len__(self):
+        return int(self._columns.shape[1])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = operator.index(i)
+        k = len(self)
+        if not -k <= i < k:
+            raise IndexError(f"combination index {i} out of range for {k} combinations")
+        return Combination(self._columns[:, i % k], self._names)
+
+    def __eq__(self, other):
+        if isinstance(other, (Combinations, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "[" + ", ".join(repr(c) for c in self) + "]"

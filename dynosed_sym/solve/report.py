@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import DynosedError
 from .blockops import nbytes
-from .combinations import Combination
+from .combinations import Combinations
 from .directions import RANK_THRESHOLD, col_se, singular_directions
 from .intervals import (
     COMBINATION,
@@ -92,9 +92,11 @@ class IdentifiabilityReport:
     singular_values : (n,) array
     singular_noise : (n,) array or None
         Standard error of ``A v_i`` for each right singular vector v_i.
-    null_space : list of Combination
+    null_space : sequence of Combination
         Unresolved directions as named parameter combinations
-        (:class:`~dynosed_sym.solve.combinations.Combination`; ``str`` gives the text).
+        (:class:`~dynosed_sym.solve.combinations.Combination`; ``str`` gives the text), made
+        when read (:class:`~dynosed_sym.solve.combinations.Combinations`: indexing, iteration,
+        ``len``; equal to the list of the same combinations).
     null_vectors : (n, n - rank) array
     free_params : list of str
         Parameters not pinned down: the projection of the parameter's unit vector onto the
@@ -436,8 +438,7 @@ def analyse(
         )
     rank = int(resolved.sum())
     null = V[:, ~resolved]
-    shared = tuple(str(nm) for nm in names)  # one names tuple for every combination
-    null_space = [Combination(null[:, i], shared) for i in range(null.shape[1])]
+    null_space = Combinations(null, names)  # each made when read
     free = [names[k] for k in range(n) if np.linalg.norm(null[k]) >= FREE_PROJECTION]
     # diag(H_λ⁻¹) from the same SVD: Σ_i V_ki² / (σ_i² + λ); infinite for an exactly
     # unconstrained parameter when λ = 0

@@ -16,7 +16,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dynosed_sym as ds
-from dynosed_sym.solve.combinations import Combination, exact_combination, format_combination
+from dynosed_sym.solve.combinations import (
+    Combination,
+    Combinations,
+    exact_combination,
+    format_combination,
+)
 
 
 # ----------------------------------------------------------------- oracle: the old text functions
@@ -227,3 +232,26 @@ def test_a_tie_in_magnitude_is_broken_by_position_not_by_rounding(x, eps, flip):
         vec = [-v for v in vec]
     assert exact_combination(vec, ["a", "b"]) == "a − b"
     assert format_combination(vec, ["a", "b"]) == "0.707·a − 0.707·b"
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 6), k=st.integers(0, 5), seed=st.integers(0, 1000))
+def test_lazy_combinations_are_the_eager_list(n, k, seed):
+    """Combinations (a report's null space, made when read) against the list of Combination
+    objects built at once: equal, the same texts, indexing from either end, slices, len, and an
+    IndexError past the end."""
+    cols = np.random.default_rng(seed).standard_normal((n, k))
+    names = [f"t{j}" for j in range(n)]
+    eager = [Combination(cols[:, i], tuple(names)) for i in range(k)]
+    lazy = Combinations(cols, names)
+    assert len(lazy) == k and lazy == eager and eager == lazy and bool(lazy) == (k > 0)
+    assert [str(c) for c in lazy] == [str(c) for c in eager]
+    assert repr(lazy) == repr(eager)
+    if k:
+        assert lazy[-1] == eager[-1] and lazy[0] == eager[0]
+    assert lazy[1:] == eager[1:] and lazy[::-1] == eager[::-1]
+    with pytest.raises(IndexError):
+        lazy[k]
+    with pytest.raises(IndexError):
+        lazy[-k - 1]
+    assert lazy != eager + [Combination(np.ones(n), tuple(names))]
