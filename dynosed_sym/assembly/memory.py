@@ -49,8 +49,9 @@ DENSE_BLOCKS_BYTES = 1 << 30
 #: Bytes of one chunk of the solve's streamed block products.
 CHUNK_BYTES = 1 << 28
 #: Beyond DENSE_BLOCKS_BYTES: n × n arrays alive at the peak of a fit (V, the bread and its
-#: copies, the resolution matrix, the sandwich covariance, …, and the null space's named
-#: combinations, Python floats of four times the size), and m × n ones (A, A/a, AV, U, …).
+#: copies, the resolution matrix, the sandwich covariance, …), and m × n ones (A, A/a, AV, U, …).
+#: Counted when the report still held its null space as named combinations of Python floats
+#: (about four n × n arrays more, now made only when read): an upper bound since.
 LAZY_SQUARE_COPIES = 14
 LAZY_ROW_COPIES = 8
 
