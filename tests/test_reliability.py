@@ -887,7 +887,7 @@ def test_n_features_beyond_memory_is_refused_before_allocating(ou):
     model, X = ou
     with pytest.raises(
         ds.DataError,
-        match=r"^n_features=1,000,000,000 with n_blocks=32 would need about 2.4\d TB of memory for "
+        match=r"^n_features=1,000,000,000 with n_blocks=32 would need about 2.7\d TB of memory for "
         r"the global system \(32 noise blocks × 1,000,000,000 features × 5 columns, kept as the "
         r"fill's sums, with the fit's n × n arrays\), more than the .* available; lower n_features",
     ):

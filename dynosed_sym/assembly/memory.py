@@ -72,14 +72,15 @@ def assembly_bytes(d, n, m, n_blocks, n_sums=None) -> int:
 
     Dense block means: ``ASSEMBLY_COPIES`` copies of B·m·(n + 1) doubles.  Beyond
     ``DENSE_BLOCKS_BYTES`` (:func:`lazy_blocks`): the fill's sums (``n_sums`` rows of m per block:
-    the model's distinct sin and cos factors, :func:`stein_sums_rows`; n when not given, their
-    most — a network's are d times fewer), the b column's copies, three chunks of the streamed
+    the model's distinct sin and cos factors, :func:`stein_sums_rows`, and one for a ``dlogp_dt``
+    column; n + 1 when not given — a network's are d times fewer than n, a small model's may be
+    more), the b column's copies, three chunks of the streamed
     products, and the fit's n × n and m × n arrays (``LAZY_SQUARE_COPIES``, ``LAZY_ROW_COPIES``).
     """
     features = 8 * m * (2 * d + 4)
     if not lazy_blocks(n, m, n_blocks):
         return 8 * ASSEMBLY_COPIES * n_blocks * m * (n + 1) + features
-    rows = n if n_sums is None else min(int(n_sums), n)
+    rows = (n if n_sums is None else int(n_sums)) + 1  # (+ 1: a dlogp_dt column)
     per_block = n_blocks * m * (rows + ASSEMBLY_COPIES)
     arrays = LAZY_SQUARE_COPIES * n * n + LAZY_ROW_COPIES * m * n
     return 8 * (per_block + arrays) + 3 * max(CHUNK_BYTES, 8 * m * n) + features

@@ -45,11 +45,15 @@ class ModelFunctions:
             self._G_shape = G.shape
 
     @cached_property
+    def _symbolic_jacobian(self):
+        """∂f/∂x (d, d) in SymPy, built on first use: d² entries, seconds at d = 30, which the
+        checks of an affine drift do not need."""
+        return _state_jacobian(self._model.drift, list(self._model.state))
+
+    @cached_property
     def _jac(self):
-        """The whole ∂f/∂x lambdified (built on first use: d² entries, seconds of SymPy at
-        d = 30, which the checks of an affine drift do not need)."""
-        jac = _state_jacobian(self._model.drift, list(self._model.state))
-        return sp.lambdify(self._args, jac.tolist(), "numpy")
+        """The whole ∂f/∂x lambdified (on first use)."""
+        return sp.lambdify(self._args, self._symbolic_jacobian.tolist(), "numpy")
 
     @cached_property
     def linear(self):
@@ -58,8 +62,7 @@ class ModelFunctions:
         if parts is not None:
             return not parts[0]  # no state-dependent derivative
         state = set(self._model.state)
-        jac = _state_jacobian(self._model.drift, list(self._model.state))
-        return not any(e.free_symbols & state for e in jac)
+        return not any(e.free_symbols & state for e in self._symbolic_jacobian)
 
     @cached_property
     def _jacobian_terms(self):
@@ -119,10 +122,11 @@ class ModelFunctions:
         for (i, j, _, u), a in zip(terms, coef[: len(terms)]):
             if i == j:
                 on_diag[u] += a
+        diag = np.flatnonzero(on_diag)  # (an off-diagonal inf must not reach the trace)
         for lo in range(0, n, rows):
             vals = self._call(fn, X[lo : lo + rows], None, (n_unique,))  # (rows, n_unique)
             means += vals.sum(axis=0)
-            div[lo : lo + rows] += vals @ on_diag
+            div[lo : lo + rows] += vals[:, diag] @ on_diag[diag]
         means /= max(n, 1)
         for (i, j, _, u), a in zip(terms, coef[: len(terms)]):
             Jbar[i, j] += a * means[u]

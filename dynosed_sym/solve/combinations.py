@@ -247,7 +247,7 @@ class Combinations(Sequence):
     """
 
     def __init__(self, columns, names):
-        self._columns = np.asarray(columns, dtype=float)
+        self._columns = np.array(columns, dtype=float)  # a copy: null_vectors may be changed
         if self._columns.ndim != 2:
             raise ValueError(f"Combinations: columns must be a 2-D array, got {self._columns.ndim}")
         self._names = tuple(str(nm) for nm in names)  # shared by every combination

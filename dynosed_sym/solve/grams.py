@@ -45,8 +45,9 @@ def grams_apply(A, A_blocks):
     return m >= n and is_dense(A_blocks) and not streamed(A_blocks)
 
 
-#: The blocks are cut into at most this many parts (fewer when a part would exceed its share of
-#: :data:`CHUNK_BYTES`): each part is one buffer and one task of the thread pool.
+#: The blocks are cut into at most this many parts (more only when a part would exceed its share
+#: of :data:`CHUNK_BYTES`), and at most this many run at once: each part is one buffer and one
+#: task of the thread pool.
 MAX_PARTS = 4
 
 #: Below this many floating-point operations (``3·B·m·n²``, about 10 ms on one core) the parts run
@@ -57,31 +58,38 @@ THREADED_OPS = 3 * 10**8
 
 def block_parts(B, m, n):
     """``[(lo, hi), …]``: the blocks in consecutive parts of equal size (the last may be smaller),
-    at least ``ceil(B / MAX_PARTS)`` and at most ``CHUNK_BYTES / MAX_PARTS`` bytes of block
-    deviations each (at least one block), so that ``MAX_PARTS`` buffers in flight hold at most
-    :data:`CHUNK_BYTES`.  A function of the shape only."""
+    each of at most ``ceil(B / MAX_PARTS)`` blocks and at most ``CHUNK_BYTES / MAX_PARTS`` bytes
+    of block deviations (but at least one block), so that ``MAX_PARTS`` buffers in flight hold
+    at most :data:`CHUNK_BYTES` — ``MAX_PARTS`` parts, or more when the bytes bound them.  A
+    function of the shape only."""
     per_block = max(1, 8 * m * n)
     step = max(1, min(-(-B // MAX_PARTS), CHUNK_BYTES // (MAX_PARTS * per_block)))
     return [(lo, min(B, lo + step)) for lo in range(0, B, step)]
 
 
 def _workers(workers, n_parts):
+    """Threads for the parts: by default Numba's thread count divided by the BLAS threads each
+    part's products may use (``DYNOSED_BLAS_THREADS``, :mod:`.threads`), so that together they
+    do not oversubscribe the cores."""
     if workers is None:
         import numba
 
-        workers = numba.get_num_threads()
+        from .threads import blas_limit
+
+        workers = numba.get_num_threads() // blas_limit()
     return max(1, min(int(workers), n_parts, MAX_PARTS))
 
 
 def _map(fn, items, workers):
-    """``[fn(x) for x in items]``, on ``workers`` threads when more than one (NumPy's products
-    release the GIL); the results in the order of ``items``."""
+    """``fn(x)`` for the items, yielded in their order, on ``workers`` threads when more than one
+    (NumPy's products release the GIL)."""
     if workers == 1:
-        return [fn(x) for x in items]
+        yield from (fn(x) for x in items)
+        return
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, items))
+        yield from pool.map(fn, items)
 
 
 class BlockGrams:
@@ -126,10 +134,9 @@ class BlockGrams:
 
         if workers is None and 3 * B * m * n * n < THREADED_OPS:  # a thread pool costs more
             workers = 1
-        partial = _map(part, parts, _workers(workers, len(parts)))
         S = np.zeros((n, n))
-        for Sp in partial:
-            S += Sp
+        for Sp in _map(part, parts, _workers(workers, len(parts))):
+            S += Sp  # in part order, each as it arrives (not all parts' Grams held at once)
         return cls(G, S, np.asarray(s, dtype=float), V, np.asarray(w, dtype=float), (B, m, n))
 
     # -- the directions -------------------------------------------------------------------------

@@ -31,6 +31,7 @@ statistic behind it.  A block bootstrap is available on demand
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -200,7 +201,7 @@ class IdentifiabilityReport:
     consistent: bool
     singular_values: np.ndarray
     singular_noise: np.ndarray | None
-    null_space: list
+    null_space: Sequence  # of Combination (Combinations: made when read)
     null_vectors: np.ndarray
     free_params: list
     freeness: np.ndarray

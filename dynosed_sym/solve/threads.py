@@ -19,7 +19,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-__all__ = ["blas_threads", "single_blas", "ENV"]
+__all__ = ["blas_threads", "blas_limit", "single_blas", "ENV"]
 
 ENV = "DYNOSED_BLAS_THREADS"
 
@@ -66,8 +66,18 @@ def blas_threads():
         yield
 
 
+def blas_limit():
+    """The BLAS threads a limited call may use (``DYNOSED_BLAS_THREADS``, default 1)."""
+    return _limit()
+
+
 def single_blas(fn):
-    """Run ``fn`` inside :func:`blas_threads` (nested calls reuse the outer limit)."""
+    """Run ``fn`` inside :func:`blas_threads` (nested calls reuse the outer limit).
+
+    The "inside" flag is per process, as the limit itself (one OpenBLAS setting): two limited
+    calls running at once on two threads share one limit, which the first to return lifts.  Not
+    counted per thread because OpenBLAS ignored a new thread count set from a worker thread in a
+    test (after the main thread had set one), so a second thread could not re-establish it."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -83,3 +83,18 @@ def test_mean_jacobian_equals_the_whole_jacobian(case, project_root):
     np.testing.assert_allclose(div, np.trace(J, axis1=1, axis2=2), rtol=1e-12, atol=1e-13 * scale)
     whole = _state_jacobian(model.drift, list(model.state))  # the flag from the whole Jacobian
     assert fn.linear == (not any(e.free_symbols & set(model.state) for e in whole))
+
+
+def test_an_infinite_off_diagonal_derivative_leaves_the_divergence_finite():
+    """∂f₁/∂y = b/(2√y) is infinite at y = 0; the trace (−a − 1) does not contain it."""
+    x, y = sp.symbols("x y", real=True)
+    a, b = sp.symbols("a b", real=True)
+    model = ds.SDEModel(
+        state=[x, y], params=[a, b], drift=[-a * x + b * sp.sqrt(y), -y], diffusion=0.1
+    )
+    fn = ModelFunctions(model)
+    X = np.array([[0.5, 0.0], [1.0, 4.0], [-2.0, 0.25]])
+    with np.errstate(divide="ignore"):
+        Jbar, div = fn.mean_jacobian(X, np.array([2.0, 3.0]))
+    np.testing.assert_array_equal(div, [-3.0, -3.0, -3.0])
+    assert np.isinf(Jbar[0, 1]) and Jbar[0, 0] == -2.0 and Jbar[1, 1] == -1.0
