@@ -29,7 +29,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.threads import single_blas
+from ..solve.threads import limited_blas
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, moved_to
@@ -47,7 +47,6 @@ MOVED = {
 }
 
 
-@single_blas  # the whole fit: the checks' and the report's small BLAS calls too
 def fit_global(
     model,
     X,
@@ -137,63 +136,64 @@ def fit_global(
     >>> bool(abs(fit.theta[0] - 4.0) < 0.2)
     True
     """
-    given = dict(features=(features, Features), solver=(solver, Solver))
-    given["execution"] = (execution, Execution)
-    objects = resolve_options("fit_global", moved, given, MOVED)
-    features, solver = objects["features"], objects["solver"]
-    ex = objects["execution"].at_least(1)
-    require_parameters(model)
-    check_assembly_memory(model, features.n_features, ex.n_blocks)  # before anything m-sized
-    design = as_design(X, model, inputs, env_column, time_column)
-    if design is not None:
-        return _design(model, design, order, dlogp_dt, features, solver, ex)
-    if ex.backend == "dask" or ex.client is not None:
-        from ..backends.dask import require_dask
+    with limited_blas():  # the whole fit: its checks' and report's small BLAS calls too
+        given = dict(features=(features, Features), solver=(solver, Solver))
+        given["execution"] = (execution, Execution)
+        objects = resolve_options("fit_global", moved, given, MOVED)
+        features, solver = objects["features"], objects["solver"]
+        ex = objects["execution"].at_least(1)
+        require_parameters(model)
+        check_assembly_memory(model, features.n_features, ex.n_blocks)  # before anything m-sized
+        design = as_design(X, model, inputs, env_column, time_column)
+        if design is not None:
+            return _design(model, design, order, dlogp_dt, features, solver, ex)
+        if ex.backend == "dask" or ex.client is not None:
+            from ..backends.dask import require_dask
 
-        require_dask()
-    statistic, estimator = estimator_options(solver.statistic or "u", solver.estimator)
-    prior_scale = check_prior_scale(solver.prior_scale, model.param_names)
-    cm = compile_model(model, ex.out_dir)
-    gradient = solver.method == "gradient" or (solver.method is None and not cm.is_affine)
-    start = starting_point(model, cm, solver.theta0, gradient)
-    run = _Run(model, cm, features, solver, ex, gradient, dlogp_dt)
-    clock = [time.perf_counter()]
-    source = open_source(X, model, "X")
-    try:
-        system, prob, theta, ginfo = run.assemble(source, start)
-    finally:
-        source.close()
-    clock.append(time.perf_counter())
-    estimate, gn = None, None
-    if not gradient:
-        estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=estimator)
-        theta = estimate.theta
-    elif (statistic, estimator) != ("v", "ridge"):
-        # re-linearise and solve the corrected system per step, from the V-statistic optimum
-        estimate, system, gn = corrected_gauss_newton(
-            prob.linearisation,
-            theta,
-            solver.lam,
-            statistic=statistic,
-            estimator=estimator,
-            names=model.param_names,
-        )
-        theta = estimate.theta
-    clock.append(time.perf_counter())
-    options = dict(estimate=estimate, prior_scale=prior_scale)
-    report = report_on(system, theta, solver.lam, model.param_names, **options)
-    clock.append(time.perf_counter())
-    A, b = system[0], system[1]
-    info = run.info(source, statistic, estimator, ginfo, gn)
-    fit = FitResult(model, theta, A, b, report, "global", run.N, info)
-    fit = flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
-    clock.append(time.perf_counter())
-    # wall seconds per stage (the gradient solver's search is in "assembly"; "checks": the
-    # stationarity check of the fitted drift on the data); not in the summary
-    stages = ("assembly", "solve", "report", "checks")
-    timings = {k: round(t1 - t0, 4) for k, t0, t1 in zip(stages, clock, clock[1:])}
-    fit.info["timings"] = {**timings, "total": round(clock[-1] - clock[0], 4)}
-    return fit
+            require_dask()
+        statistic, estimator = estimator_options(solver.statistic or "u", solver.estimator)
+        prior_scale = check_prior_scale(solver.prior_scale, model.param_names)
+        cm = compile_model(model, ex.out_dir)
+        gradient = solver.method == "gradient" or (solver.method is None and not cm.is_affine)
+        start = starting_point(model, cm, solver.theta0, gradient)
+        run = _Run(model, cm, features, solver, ex, gradient, dlogp_dt)
+        clock = [time.perf_counter()]
+        source = open_source(X, model, "X")
+        try:
+            system, prob, theta, ginfo = run.assemble(source, start)
+        finally:
+            source.close()
+        clock.append(time.perf_counter())
+        estimate, gn = None, None
+        if not gradient:
+            estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=estimator)
+            theta = estimate.theta
+        elif (statistic, estimator) != ("v", "ridge"):
+            # re-linearise and solve the corrected system per step, from the V-statistic optimum
+            estimate, system, gn = corrected_gauss_newton(
+                prob.linearisation,
+                theta,
+                solver.lam,
+                statistic=statistic,
+                estimator=estimator,
+                names=model.param_names,
+            )
+            theta = estimate.theta
+        clock.append(time.perf_counter())
+        options = dict(estimate=estimate, prior_scale=prior_scale)
+        report = report_on(system, theta, solver.lam, model.param_names, **options)
+        clock.append(time.perf_counter())
+        A, b = system[0], system[1]
+        info = run.info(source, statistic, estimator, ginfo, gn)
+        fit = FitResult(model, theta, A, b, report, "global", run.N, info)
+        fit = flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
+        clock.append(time.perf_counter())
+        # wall seconds per stage (the gradient solver's search is in "assembly"; "checks": the
+        # stationarity check of the fitted drift on the data); not in the summary
+        stages = ("assembly", "solve", "report", "checks")
+        timings = {k: round(t1 - t0, 4) for k, t0, t1 in zip(stages, clock, clock[1:])}
+        fit.info["timings"] = {**timings, "total": round(clock[-1] - clock[0], 4)}
+        return fit
 
 
 class _Run:

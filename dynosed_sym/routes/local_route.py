@@ -53,7 +53,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
-from ..solve.threads import single_blas
+from ..solve.threads import limited_blas
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, moved_to
@@ -127,7 +127,6 @@ MOVED = {
 }
 
 
-@single_blas  # the whole fit: the checks' and the report's small BLAS calls too
 def fit_local(
     model,
     X,
@@ -223,41 +222,42 @@ def fit_local(
     >>> round(float(fit.theta[0]), 6)
     4.0
     """
-    given = dict(scores=(scores, Scores), solver=(solver, Solver))
-    given["execution"] = (execution, Execution)
-    objects = resolve_options("fit_local", moved, given, MOVED)
-    scores, solver = objects["scores"], objects["solver"]
-    ex = objects["execution"].in_process("fit_local")
-    require_parameters(model)
-    design = None if X is None else as_design(X, model, inputs, env_column, time_column)
-    if design is None:
-        return _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt)
-    if dlogp_dt is not None or solver.theta0 is not None or solver.method == "gradient":
-        raise DataError(
-            "fit_local on a design (environments, time courses) does not take "
-            f"{'dlogp_dt' if dlogp_dt is not None else 'theta0/solver'}= (designs need a "
-            "drift affine in θ; a time course estimates ∂ₜlog p itself)"
+    with limited_blas():  # the whole fit: its checks' and report's small BLAS calls too
+        given = dict(scores=(scores, Scores), solver=(solver, Solver))
+        given["execution"] = (execution, Execution)
+        objects = resolve_options("fit_local", moved, given, MOVED)
+        scores, solver = objects["scores"], objects["solver"]
+        ex = objects["execution"].in_process("fit_local")
+        require_parameters(model)
+        design = None if X is None else as_design(X, model, inputs, env_column, time_column)
+        if design is None:
+            return _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt)
+        if dlogp_dt is not None or solver.theta0 is not None or solver.method == "gradient":
+            raise DataError(
+                "fit_local on a design (environments, time courses) does not take "
+                f"{'dlogp_dt' if dlogp_dt is not None else 'theta0/solver'}= (designs need a "
+                "drift affine in θ; a time course estimates ∂ₜlog p itself)"
+            )
+
+        def fit_one(m_e, X_e, probes_e, dlogp_dt=None, **_same):
+            return _fit_local_single(m_e, X_e, probes_e, scores, solver, ex, dlogp_dt)
+
+        s = scores
+        return fit_local_design(
+            model,
+            design,
+            probes,
+            fit_one,
+            lam=solver.lam,
+            n_blocks=ex.n_blocks,
+            dlogp_bandwidth=s.dlogp_bandwidth,
+            use_times=s.use_times,
+            out_dir=ex.out_dir,
+            temperature=s.temperature,
+            statistic=solver.statistic or LOCAL_STATISTIC,
+            estimator=solver.estimator or "resolved",
+            prior_scale=solver.prior_scale,
         )
-
-    def fit_one(m_e, X_e, probes_e, dlogp_dt=None, **_same):
-        return _fit_local_single(m_e, X_e, probes_e, scores, solver, ex, dlogp_dt)
-
-    s = scores
-    return fit_local_design(
-        model,
-        design,
-        probes,
-        fit_one,
-        lam=solver.lam,
-        n_blocks=ex.n_blocks,
-        dlogp_bandwidth=s.dlogp_bandwidth,
-        use_times=s.use_times,
-        out_dir=ex.out_dir,
-        temperature=s.temperature,
-        statistic=solver.statistic or LOCAL_STATISTIC,
-        estimator=solver.estimator or "resolved",
-        prior_scale=solver.prior_scale,
-    )
 
 
 def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> FitResult:

@@ -19,7 +19,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-__all__ = ["blas_threads", "blas_limit", "single_blas", "ENV"]
+__all__ = ["blas_threads", "blas_limit", "limited_blas", "single_blas", "ENV"]
 
 ENV = "DYNOSED_BLAS_THREADS"
 
@@ -69,6 +69,22 @@ def blas_threads():
 def blas_limit():
     """The BLAS threads a limited call may use (``DYNOSED_BLAS_THREADS``, default 1)."""
     return _limit()
+
+
+@contextmanager
+def limited_blas():
+    """The limit of :func:`single_blas` as a with-block: a public entry point wraps its body in it
+    instead of being decorated, so no frame comes between it and its caller (the package's
+    warnings name the caller's line by a fixed ``stacklevel``; a decorator's frame took it)."""
+    if getattr(_state, "active", False):
+        yield
+        return
+    _state.active = True
+    try:
+        with blas_threads():
+            yield
+    finally:
+        _state.active = False
 
 
 def single_blas(fn):

@@ -89,3 +89,17 @@ def test_the_whole_fit_runs_with_the_limit(models, monkeypatch, route):
         ds.fit_local(model, X, ds.choose_probes(X, 6, seed=1))
     assert seen and all(n == [1] * len(n) for n in seen)
     assert _blas_threads() == before
+
+
+@pytest.mark.parametrize("route", ["global", "local"])
+def test_the_limit_adds_no_frame_between_a_fit_and_its_caller(models, route):
+    """The fits' warnings name the caller's line by a fixed stacklevel; a decorator's frame took
+    it (the demo's stationarity warnings read "solve/threads.py:89"): the limit is a with-block."""
+    model = models["ou2d"]
+    X = ds.simulate(model, model.nominal, 2000, seed=3, burn_in=300)
+    with pytest.warns(FutureWarning) as rec:
+        if route == "global":
+            ds.fit_global(model, X, n_features=64)  # a moved keyword: a FutureWarning
+        else:
+            ds.fit_local(model, X, ds.choose_probes(X, 4, seed=1), temperature=49.0)
+    assert {w.filename for w in rec} == {__file__}
