@@ -97,14 +97,8 @@ def single_blas(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if getattr(_state, "active", False):
+        with limited_blas():
             return fn(*args, **kwargs)
-        _state.active = True
-        try:
-            with blas_threads():
-                return fn(*args, **kwargs)
-        finally:
-            _state.active = False
 
     return wrapper
 
