@@ -12,10 +12,17 @@ import numpy as np
 import pytest
 import scipy.linalg
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dynosed_sym as ds
 from dynosed_sym.routes.scores import KernelScore
-from dynosed_sym.routes.scores.bandwidth import U_REFUSE, smoothing_ratio
+from dynosed_sym.routes.scores.bandwidth import (
+    N_EFF_FLOOR,
+    U_REFUSE,
+    auto_temperature,
+    smoothing_ratio,
+)
 
 D_NARROW = 1e-4
 
@@ -119,6 +126,44 @@ def test_streamed_auto_temperature_matches_memory(narrow):
     streamed = ds.fit_local(m, chunks, P)
     assert streamed.info["temperature"] == mem.info["temperature"]
     np.testing.assert_allclose(streamed.theta, mem.theta, rtol=1e-9, atol=1e-12)
+
+
+def _kish(X, P, T):
+    """NumPy oracle: the Kish effective number of points under exp(−T‖x − p‖²/2) per probe."""
+    d2 = ((X[None, :, :] - P[:, None, :]) ** 2).sum(-1)
+    w = np.exp(-0.5 * T * (d2 - d2.min(axis=1, keepdims=True)))
+    return w.sum(1) ** 2 / (w**2).sum(1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.floats(1.5, 12.0),
+    d=st.integers(1, 2),
+    N=st.integers(300, 3000),
+    k=st.integers(5, 20),
+    seed=st.integers(0, 2**16),
+)
+def test_auto_temperature_keeps_the_floor_at_every_probe(shape, d, N, k, seed):
+    """On skewed laws k-means puts probes in the tail, where a probe loses points faster than
+    the fixed point's scaling predicts: the automatic T keeps N_EFF_FLOOR effective points at
+    every probe, counted directly (before the measured check 79 of 80 such samples fell below)."""
+    X = np.random.default_rng(seed).gamma(shape, 1.0 / shape, (N, d))
+    P = ds.choose_probes(X, k, method="kmeans", seed=seed)
+    T, info = auto_temperature(KernelScore(), X, P)
+    ess = _kish(X, P, T)
+    assert ess.min() >= N_EFF_FLOOR, (T, info)
+    assert info["min_effective"] == pytest.approx(ess.min(), rel=1e-9)
+
+
+def test_skewed_data_with_kmeans_probes_fit(models):
+    """Skewed data, 20 k-means probes, the default local fit: a probe in the right tail kept 11
+    effective points (on a 1-D Gamma sample of 2000, 1.3: the fit was refused); now every probe
+    keeps the floor."""
+    X = np.random.default_rng(903).gamma(9.0, 0.1, (2000, 2))
+    P = ds.choose_probes(X, 20, method="kmeans", seed=3)
+    fit = ds.fit_local(models["ou2d"], X, P)
+    assert fit.info["min_points"] >= N_EFF_FLOOR
+    assert np.isfinite(fit.theta).all()
 
 
 def test_refusal_threshold(narrow):

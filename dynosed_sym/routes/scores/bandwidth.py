@@ -24,7 +24,8 @@ the N^{−2/(d+8)} rate of a bandwidth for second derivatives of a density (Silv
 N^{−1/(d+4)} rate for the density itself).  Λ̂, n_eff and n₁ are measured at the probes by the
 local Gaussian fit, starting from T = 1/λ_min(Cov X) (the kernel as wide as the data) and
 iterated (at most ``AUTO_ITERATIONS`` passes) to a fixed point; the temperature is the median of
-the probes' T_i, lowered where a probe would keep fewer than ``N_EFF_FLOOR`` effective points.
+the probes' T_i, lowered until every probe keeps ``N_EFF_FLOOR`` effective points, measured at the
+final T (a probe in a tail of a skewed law loses points faster than the scaling predicts).
 For a stream it is resolved from the first rows (the same rows as the global route's median
 bandwidth), their n_eff scaled to the whole stream.
 
@@ -76,6 +77,8 @@ U_REFUSE = 100.0
 AUTO_ITERATIONS = 5
 #: Fewest effective points (Kish) per probe that ``temperature="auto"`` keeps.
 N_EFF_FLOOR = 20.0
+#: Most extra passes over the data that lower the automatic temperature to keep the floor.
+FLOOR_PASSES = 8
 
 
 def smoothing_ratio(lg_estimate, T):
@@ -135,6 +138,32 @@ def _auto_unit(estimator, X, P, n_rows):
         T = T_new
         if done:
             break
+    return _keep_floor(estimator, X, P, T, scale, info)
+
+
+def _keep_floor(estimator, X, P, T, scale, info):
+    """T lowered until every probe keeps ``N_EFF_FLOOR`` effective points *measured* at T.
+
+    The fixed point's clamp predicts a probe's n_eff at a higher T from the scaling
+    ``n_eff ∝ T^{−d/2}`` of a kernel narrower than the data, which a probe in a tail of the law
+    (k-means puts one there on skewed data) does not follow: its n_eff falls faster, and the last
+    T of the iteration is never measured.  Each pass here measures n_eff at T and, below the
+    floor, lowers T by the predicted factor, kept within [1/4, 4/5] (at most ``FLOOR_PASSES``
+    passes; if the floor is still not met, the last T is kept and the estimator's own
+    ``min_effective`` check decides).  ``info['min_effective']``: the smallest measured n_eff."""
+    d = X.shape[1]
+    info["floor_passes"] = 0
+    for i in range(FLOOR_PASSES):
+        info["floor_passes"] += 1
+        try:
+            probe = type(estimator)(T, deconvolve=True, min_effective=estimator.min_effective)
+            n_min = float(np.min(probe.estimate(X, P).n_effective)) * scale
+        except DataError:
+            n_min = 0.0
+        info["min_effective"] = n_min
+        if n_min >= N_EFF_FLOOR or i == FLOOR_PASSES - 1:
+            break
+        T *= float(np.clip((n_min / N_EFF_FLOOR) ** (2.0 / d), 0.25, 0.8))
     return T, info
 
 
