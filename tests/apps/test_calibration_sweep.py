@@ -118,7 +118,8 @@ def test_finite_where_the_ridge_covers_by_hand():
         recs[:4] + [{**recs[4], "lo": [-inf, -inf], "hi": [inf, inf]}] + recs[5:], {"f": truth}
     )
     assert cells[0]["finite_where_ridge_covers"] == (4, 1)
-    assert "1 of 1: f/global/N=10 (1/4)" in "\n".join(flag_summary(cells))
+    # the source is named unless it is the simulator (an exact and a simulated cell of one N differ)
+    assert "1 of 1: f/global/N=10/exact (1/4)" in "\n".join(flag_summary(cells))
 
 
 _num = st.floats(-5, 5, allow_nan=False)

@@ -244,7 +244,7 @@ def flag_summary(cells):
 
     def name(c):
         fam, src, n, route = c["cell"]
-        return f"{fam}/{route}/N={n}" + ("" if src in ("simulate", "exact") else f"/{src}")
+        return f"{fam}/{route}/N={n}" + ("" if src == "simulate" else f"/{src}")  # exact: named
 
     lines = [
         f"cells with default coverage < {COVERAGE_TARGET:.0%}: {len(cov)} of {len(cells)}: "
