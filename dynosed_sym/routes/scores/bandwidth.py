@@ -71,6 +71,7 @@ __all__ = [
     "AUTO_ITERATIONS",
     "N_EFF_FLOOR",
     "N_EFF_MIN",
+    "FLOOR_PASSES",
 ]
 
 #: A given temperature whose kernel variance is more than this many times the narrowest local
@@ -79,7 +80,8 @@ __all__ = [
 U_REFUSE = 100.0
 #: Passes over the data of the fixed-point iteration of ``temperature="auto"``.
 AUTO_ITERATIONS = 5
-#: Fewest effective points (Kish) per probe that ``temperature="auto"`` keeps.
+#: Fewest effective points (Kish) per probe that ``temperature="auto"``'s fixed point aims at, as
+#: predicted by the scaling n_eff ∝ T^{−d/2} (:data:`N_EFF_MIN` is what is counted).
 N_EFF_FLOOR = 20.0
 #: Fewest effective points (Kish) per probe that ``temperature="auto"`` guarantees, *measured* at
 #: the T it returns (the floor above is predicted, and a probe in a tail of the law can fall well
@@ -89,7 +91,7 @@ N_EFF_FLOOR = 20.0
 #: there (the smoothing bias).  Five points keep the estimator's refusal threshold
 #: (``min_effective = 2``) and degenerate local fits away.
 N_EFF_MIN = 5.0
-#: Most extra passes over the data that lower the automatic temperature to keep the floor.
+#: Most extra passes over the data that count n_eff for :data:`N_EFF_MIN` (bracket and bisection).
 FLOOR_PASSES = 12
 
 
