@@ -164,6 +164,20 @@ def test_auto_temperature_keeps_the_minimum_at_every_probe(shape, d, N, k, seed)
         assert _kish(X, P, 1.1 * T).min() < N_EFF_MIN
 
 
+@pytest.mark.parametrize("scale", [4, 50])
+def test_auto_temperature_minimum_counts_a_stream_whole(scale):
+    """For a stream T is resolved from its head, whose counts stand for ``scale`` times as many
+    rows: the minimum applies to the scaled count (not to the head's own count, which would
+    lower T for a large stream far more than the minimum asks)."""
+    X = np.random.default_rng(34).gamma(9.0, 1 / 9.0, (2000, 1))
+    P = ds.choose_probes(X, 20, method="kmeans", seed=34)
+    T, info = auto_temperature(KernelScore(), X, P, n_rows=scale * len(X))
+    assert scale * _kish(X, P, T).min() >= N_EFF_MIN
+    assert info["min_effective"] == pytest.approx(scale * _kish(X, P, T).min(), rel=1e-9)
+    if 1 < info["floor_passes"] < FLOOR_PASSES:
+        assert scale * _kish(X, P, 1.1 * T).min() < N_EFF_MIN
+
+
 def test_skewed_data_with_kmeans_probes_fit(models):
     """The case a new user met: Gamma-law samples (N = 2000), 20 k-means probes, the default
     local fit.  In 1-D a probe in the right tail kept 1.3 effective points and the fit was
@@ -173,7 +187,7 @@ def test_skewed_data_with_kmeans_probes_fit(models):
     X = np.column_stack([rng.gamma(9.0, 0.1, 2000), rng.normal(1.0, 0.099, 2000)])
     P = ds.choose_probes(X, 20, method="kmeans", seed=3)
     fit = ds.fit_local(models["ou2d"], X, P)
-    assert fit.info["min_points"] >= N_EFF_MIN
+    assert _kish(X, P, fit.info["temperature"]).min() >= N_EFF_MIN  # counted here, not reported
     assert np.isfinite(fit.theta).all()
 
 

@@ -157,49 +157,55 @@ def _auto_unit(estimator, X, P, n_rows):
 
 def _keep_floor(estimator, X, P, T, scale, info):
     """The largest T at or below the fixed point's at which every probe keeps ``N_EFF_MIN``
-    effective points *measured* (→ T, info).
+    effective points *counted* (→ T, info).
 
     The fixed point's clamp predicts a probe's n_eff at a higher T from the scaling
     ``n_eff ∝ T^{−d/2}`` of a kernel narrower than the data, which a probe in a tail of the law
     (k-means puts one there on skewed data) does not follow: its n_eff falls faster, and the last
-    T of the iteration is never measured.  Here n_eff is measured at T; below the minimum, T is
-    lowered by the predicted factor (kept within [1/4, 4/5]) until it is met, and then bisected
-    (in log T, to 10 %) between that T and the last one that failed, so that T is lowered no
-    further than needed — a tail probe's n_eff jumps once the kernel reaches the bulk, and every
-    probe shares the one T.  At most ``FLOOR_PASSES`` passes; if the minimum is never met the
-    last T is kept and the estimator's own ``min_effective`` check decides.
-    ``info['min_effective']``: the smallest measured n_eff at the returned T."""
-    d, passes = X.shape[1], 0
+    T of the iteration is never counted.  Here n_eff is counted at T (by an estimator without a
+    minimum of its own, so a stream's head is scaled to the whole stream before the comparison);
+    below the minimum, T is lowered by the predicted factor (kept within [1/4, 4/5]; at most
+    ``FLOOR_PASSES − 4`` passes) until it is met, and then bisected (in log T, to 10 %) between
+    that T and the last one that failed, so that T is lowered no further than needed — a tail
+    probe's n_eff jumps once the kernel reaches the bulk, and every probe shares the one T.  If
+    the minimum is never met (a probe no kernel reaches, a degenerate law) the fixed point's T
+    is kept and the estimator's own checks decide, with their message.  ``info``:
+    ``min_effective`` (the smallest count at the returned T, 0 where counting itself failed),
+    ``floor_passes``, and ``u``, ``u_max`` rescaled to the returned T."""
+    d, passes, T0 = X.shape[1], 0, T
 
     def n_min_at(t):
         nonlocal passes
         passes += 1
         try:
-            probe = type(estimator)(t, deconvolve=True, min_effective=estimator.min_effective)
+            probe = type(estimator)(t, deconvolve=True, min_effective=0.0)
             return float(np.min(probe.estimate(X, P).n_effective)) * scale
         except DataError:
             return 0.0
 
-    n = n_min_at(T)
+    n = n0 = n_min_at(T)
     lo, n_lo, hi = (T, n, None) if n >= N_EFF_MIN else (None, None, T)
-    while lo is None and passes < FLOOR_PASSES:  # bracket: lower T until the minimum is met
+    while lo is None and passes < FLOOR_PASSES - 4:  # bracket: lower T until the minimum is met
         T *= float(np.clip((n / N_EFF_MIN) ** (2.0 / d), 0.25, 0.8))
         n = n_min_at(T)
         if n >= N_EFF_MIN:
             lo, n_lo = T, n
         else:
             hi = T
-    if lo is None:  # never met: the last T measured
-        info.update(min_effective=n, floor_passes=passes)
-        return T, info
-    while hi is not None and hi > 1.1 * lo and passes < FLOOR_PASSES:  # bisect in log T
-        mid = float(np.sqrt(lo * hi))
+    met = lo is not None
+    if not met:  # never met: the fixed point's T, and the estimator's own checks
+        lo, n_lo = T0, n0
+    while met and hi is not None and hi > 1.1 * lo and passes < FLOOR_PASSES:
+        mid = float(np.sqrt(lo * hi))  # bisect in log T (4 passes take hi/lo from 4 to < 1.1)
         n = n_min_at(mid)
         if n >= N_EFF_MIN:
             lo, n_lo = mid, n
         else:
             hi = mid
     info.update(min_effective=n_lo, floor_passes=passes)
+    for key in ("u", "u_max"):
+        if key in info:
+            info[key] *= T0 / lo
     return lo, info
 
 
