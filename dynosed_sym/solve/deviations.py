@@ -15,7 +15,11 @@ lives on R every such contraction reduces to m-contractions with ``A V_R`` (r co
 
 Both are the formulas of :mod:`.weak` with the sums reordered (the oracle test
 ``tests/solve/test_deviations.py`` compares them with the direct NumPy products); their cost is
-``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``, and no (B, m, n) temporaries.
+``2·B·m·r·(n + k)`` instead of about ``4·B·m·n²``, and no (B, m, n) temporaries.  With the dense
+solve's Grams (:mod:`.grams`) E_b and N_b are read off ``G_b = UᵀΔA_bV`` (only the blocks of G
+they need, through slices where the resolved directions are the leading ones); the curvature's
+``B·n·r²`` products run a part of the blocks per thread, and the noise's ``C`` is one symmetric
+product (``Y Yᵀ`` with ``Y = N·√(w τ²)``).
 
 When the deviations would exceed :data:`~.blockops.STREAM_BYTES` the solve hands over a
 :class:`~.blockops.DeviationStream` instead of the array, and the intervals ask for both only for
@@ -33,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .blockops import DeviationStream
-from .grams import BlockGrams
+from .grams import THREADED_OPS, BlockGrams, block_parts, map_parts
 
 __all__ = ["BlockDeviations"]
 
@@ -46,7 +50,7 @@ class BlockDeviations:
     ----------
     dAV : (B, m, n) block deviations in the basis V, in the units of the solved system ``A/a``
         (or a :class:`~.blockops.DeviationStream` regenerating them, or the dense solve's
-        :class:`~.grams.BlockGrams`: P and Q are then read off ``UᵀΔA_bV``)
+        :class:`~.grams.BlockGrams`: E_b and N_b are then gathered from ``UᵀΔA_bV``)
     scale : float
         a (a power of two): ``(A_b − A)V = a · dAV`` in the system's units (exact).
     V : (n, n) right singular vectors (columns); resolved : (n,) bool
@@ -65,24 +69,25 @@ class BlockDeviations:
         unres = self.V[:, ~self.resolved]
         return A_blocks is self.A_blocks and unres.shape == VU.shape and np.array_equal(unres, VU)
 
-    def _blocks(self, A):
-        """(P, Q): ``(AV_R)ᵀΔA_bV`` (B, r, n) and ``(AV_U)ᵀΔA_bV_R`` (B, k, r), system units."""
-        if "P" not in self._products and isinstance(self.dAV, BlockGrams):
-            P, Q = self.dAV.products(self.resolved, self.scale)
-            self._products.update(P=P, Q=Q)
-        if "P" not in self._products:
+    def _contractions(self, A):
+        """(E, N): ``E_b = (AV_R)ᵀΔA_bV_R`` (B, r, r) and
+        ``N_b = (AV_R)ᵀΔA_bV_U + ((AV_U)ᵀΔA_bV_R)ᵀ`` (B, r, k), system units (module docstring)."""
+        if "E" not in self._products and isinstance(self.dAV, BlockGrams):
+            E, N = self.dAV.contractions(self.resolved, self.scale)
+            self._products.update(E=E, N=N)
+        if "E" not in self._products:
             R = self.resolved
             AVR = np.ascontiguousarray((A @ self.V[:, R]).T)  # (r, m)
             AVU = np.ascontiguousarray((A @ self.V[:, ~R]).T)  # (k, m)
-            P = np.matmul(AVR, self.dAV)
+            P = np.matmul(AVR, self.dAV)  # (B, r, n)
             idx, B = np.flatnonzero(R), self.dAV.shape[0]
             Q = np.empty((B, AVU.shape[0], idx.size))
             for k in range(B):  # R's columns gathered block by block (no (B, m, r) copy)
                 Q[k] = AVU @ np.take(self.dAV[k], idx, axis=1)
-            P *= self.scale
-            Q *= self.scale
-            self._products.update(P=P, Q=Q)
-        return self._products["P"], self._products["Q"]
+            E = P[:, :, R] * self.scale
+            N = (P[:, :, ~R] + Q.transpose(0, 2, 1)) * self.scale
+            self._products.update(E=E, N=N)
+        return self._products["E"], self._products["N"]
 
     def _factor(self, Hp):
         """L = V_R K (n, r) with ``K = V_RᵀH⁺V_R`` (H⁺ = V_R K V_Rᵀ)."""
@@ -98,10 +103,20 @@ class BlockDeviations:
         ``cols`` given: for those parameters only (0 in the other columns; default all)."""
         if self.streamed:
             return self._restricted(A, Hp, np.arange(A.shape[1]) if cols is None else cols)
-        P, _ = self._blocks(A)
-        E = P[:, :, self.resolved]  # (B, r, r)
+        E, _ = self._contractions(A)
         L = self._factor(Hp)
-        return np.einsum("bjl,jl->bj", np.matmul(L, E), L)
+        B, r = E.shape[0], E.shape[1]
+        out = np.empty((B, L.shape[0]))
+
+        def part(bounds):  # the blocks' products on threads, as the Grams (one BLAS thread each)
+            lo, hi = bounds
+            out[lo:hi] = np.einsum("bjl,jl->bj", np.matmul(L, E[lo:hi]), L)
+
+        ops = 2 * B * L.shape[0] * r * r
+        workers = 1 if ops < THREADED_OPS else None
+        for _ in map_parts(part, block_parts(B, L.shape[0], r), workers):
+            pass
+        return out
 
     def unresolved_noise(self, A, Hp, tau2, w, cols=None):
         """(n,) ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` (module docstring); streamed with
@@ -109,12 +124,13 @@ class BlockDeviations:
         if self.streamed:
             cols = np.arange(A.shape[1]) if cols is None else cols
             return self._restricted(A, Hp, cols, tau2, w)
-        P, Q = self._blocks(A)
-        N = P[:, :, ~self.resolved] + Q.transpose(0, 2, 1)  # (B, r, k)
+        _, N = self._contractions(A)  # (B, r, k)
         B, r, k = N.shape
-        flat = N.transpose(1, 0, 2).reshape(r, B * k)
-        weights = (np.asarray(w, dtype=float)[:, None] * np.asarray(tau2)[None, :]).reshape(-1)
-        C = (flat * weights) @ flat.T / (B - 1)
+        weights = np.asarray(w, dtype=float)[:, None] * np.asarray(tau2, dtype=float)[None, :]
+        if not np.all(weights >= 0):  # block weights and variances: a caller's bug otherwise
+            raise ValueError("unresolved_noise: the block weights w and τ² must be ≥ 0")
+        Y = (N * np.sqrt(weights)[:, None, :]).transpose(1, 0, 2).reshape(r, B * k)
+        C = Y @ Y.T / (B - 1)  # one symmetric product (NumPy's syrk): w τ² ≥ 0
         L = self._factor(Hp)
         return _nonnegative(np.einsum("jr,jr->j", L @ C, L))
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from .blockops import CHUNK_BYTES, DeviationStream, is_dense, streamed
 
-__all__ = ["BlockGrams", "block_parts", "grams_apply"]
+__all__ = ["BlockGrams", "block_parts", "grams_apply", "map_parts"]
 
 
 def grams_apply(A, A_blocks):
@@ -50,9 +50,10 @@ def grams_apply(A, A_blocks):
 #: task of the thread pool.
 MAX_PARTS = 4
 
-#: Below this many floating-point operations (``3·B·m·n²``, about 10 ms on one core) the parts run
-#: on the calling thread: a small system's Grams take less than starting a thread pool (the
-#: bootstrap solves a system per resample).
+#: Below this many floating-point operations (the Grams' ``3·B·m·n²``, the intervals' curvature
+#: noise ``2·B·n·r²``; about 10 ms on one core) the parts run on the calling thread: a small
+#: system's products take less than starting a thread pool (the bootstrap solves a system per
+#: resample).
 THREADED_OPS = 3 * 10**8
 
 
@@ -78,6 +79,13 @@ def _workers(workers, n_parts):
 
         workers = numba.get_num_threads() // blas_limit()
     return max(1, min(int(workers), n_parts, MAX_PARTS))
+
+
+def map_parts(fn, parts, workers=None):
+    """``fn(part)`` for the parts (from :func:`block_parts`), yielded in their order, on the
+    threads :func:`_workers` allows (default: Numba's thread count over the BLAS threads);
+    ``workers=1``: on the calling thread."""
+    return _map(fn, parts, _workers(workers, len(parts)))
 
 
 def _map(fn, items, workers):
@@ -164,11 +172,35 @@ class BlockGrams:
         return DeviationStream(A_blocks, self.V, A @ self.V)
 
     # -- the intervals ---------------------------------------------------------------------------
-    def products(self, resolved, scale):
-        """(P, Q): ``(AV_R)ᵀΔA_bV`` (B, r, n) and ``(AV_U)ᵀΔA_bV_R`` (B, k, r) of the system
-        ``a·A`` (``scale`` = a: both products scale by a²)."""
+    def contractions(self, resolved, scale):
+        """(E, N): ``E_b = (AV_R)ᵀΔA_bV_R`` (B, r, r) and
+        ``N_b = (AV_R)ᵀΔA_bV_U + ((AV_U)ᵀΔA_bV_R)ᵀ`` (B, r, k) of the system ``a·A``
+        (``scale`` = a: both scale by a²), gathered from ``G`` without the (B, r, n) product."""
         R = np.asarray(resolved, dtype=bool)
+        iR, iU = np.flatnonzero(R), np.flatnonzero(~R)
         a2 = float(scale) ** 2
-        P = self.G[:, R, :] * (a2 * self.s[R])[None, :, None]
-        Q = self.G[:, ~R, :][:, :, R] * (a2 * self.s[~R])[None, :, None]
-        return P, Q
+        E = _block(self.G, iR, iR)
+        E *= (a2 * self.s[iR])[None, :, None]
+        N = _block(self.G, iR, iU)
+        N *= (a2 * self.s[iR])[None, :, None]
+        QT = _block(self.G, iU, iR)
+        QT *= (a2 * self.s[iU])[None, :, None]
+        N += QT.transpose(0, 2, 1)
+        return E, N
+
+
+def _block(G, rows, cols):
+    """``G[:, rows][:, :, cols]`` (B, |rows|, |cols|) as a new array of that size only: through
+    slices where the index sets are contiguous ranges (the resolved directions are mostly the
+    leading ones), else one gather of the block itself."""
+    r, c = _as_range(rows), _as_range(cols)
+    if isinstance(r, slice) and isinstance(c, slice):
+        return G[:, r, c].copy()
+    return G[:, np.asarray(rows)[:, None], np.asarray(cols)[None, :]]
+
+
+def _as_range(idx):
+    """A slice for sorted indices without gaps (empty: an empty slice), else the indices."""
+    if idx.size == 0:
+        return slice(0, 0)
+    return slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] == idx.size - 1 else idx

@@ -161,3 +161,49 @@ def test_grams_are_the_same_on_any_number_of_threads(B, monkeypatch):
             np.testing.assert_array_equal(many.G, one.G)
             np.testing.assert_array_equal(many.S, one.S)
         _close(one.S, sum(w[k] * (Ab[k] - A).T @ (Ab[k] - A) for k in range(B)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(2, 6),
+    n=st.integers(1, 8),
+    scale_exp=st.integers(-3, 3),
+)
+def test_contractions_equal_the_products_they_are_read_from(seed, B, n, scale_exp):
+    """E_b and N_b gathered from G for any resolved set (contiguous, gapped, empty, all) equal
+    ``(AV_R)ᵀΔA_bV_R`` and ``(AV_R)ᵀΔA_bV_U + ((AV_U)ᵀΔA_bV_R)ᵀ`` with ``AV = U diag(s)``,
+    formed by loops."""
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((B, n, n))
+    s = np.sort(rng.uniform(0.1, 3.0, n))[::-1]
+    R = rng.random(n) < rng.uniform(0.0, 1.0)
+    a = 2.0**scale_exp
+    grams = BlockGrams(G, np.eye(n), s, np.eye(n), np.full(B, 1 / B), (B, n, n))
+    E, N = grams.contractions(R, a)
+    iR, iU = np.flatnonzero(R), np.flatnonzero(~R)
+    for k in range(B):
+        P = a * a * s[:, None] * G[k]  # (AV)ᵀΔA_bV in the system a·A: rows scaled by s
+        np.testing.assert_array_equal(E[k], P[np.ix_(iR, iR)])
+        np.testing.assert_allclose(N[k], P[np.ix_(iR, iU)] + P[np.ix_(iU, iR)].T, rtol=1e-15)
+
+
+def test_curvature_noise_is_the_same_on_threads(monkeypatch):
+    """The intervals' curvature noise runs its blocks' products a part per thread above
+    THREADED_OPS: bit for bit the result on one thread, and the direct products."""
+    from dynosed_sym.solve import deviations as deviations_module
+
+    A, b, Ab, bb, counts = _system(5, 12, 40, 12)
+    est = solve_system(A, b, Ab, bb, counts, 1e-3)
+    assert isinstance(est.deviations.dAV, BlockGrams)
+    Hp = est.bread
+    monkeypatch.setattr(deviations_module, "THREADED_OPS", 0)
+    results = []
+    for workers in (1, 2, 3):
+        monkeypatch.setattr(grams_module, "_workers", lambda w, n_parts, k=workers: k)
+        est.deviations._products.clear()
+        results.append(est.deviations.curvature_noise(A, Hp))
+    np.testing.assert_array_equal(results[1], results[0])
+    np.testing.assert_array_equal(results[2], results[0])
+    want = [[(A @ Hp[:, j]) @ ((Ab[k] - A) @ Hp[:, j]) for j in range(12)] for k in range(12)]
+    _close(results[0], want, rtol=1e-8)
