@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .blockops import DeviationStream
-from .grams import THREADED_OPS, BlockGrams, block_parts, map_parts
+from .grams import BlockGrams, block_parts, map_parts
 
 __all__ = ["BlockDeviations"]
 
@@ -105,18 +105,14 @@ class BlockDeviations:
             return self._restricted(A, Hp, np.arange(A.shape[1]) if cols is None else cols)
         E, _ = self._contractions(A)
         L = self._factor(Hp)
-        B, r = E.shape[0], E.shape[1]
-        out = np.empty((B, L.shape[0]))
+        (B, r, _), n = E.shape, L.shape[0]
 
         def part(bounds):  # the blocks' products on threads, as the Grams (one BLAS thread each)
             lo, hi = bounds
-            out[lo:hi] = np.einsum("bjl,jl->bj", np.matmul(L, E[lo:hi]), L)
+            return np.einsum("bjl,jl->bj", np.matmul(L, E[lo:hi]), L)
 
-        ops = 2 * B * L.shape[0] * r * r
-        workers = 1 if ops < THREADED_OPS else None
-        for _ in map_parts(part, block_parts(B, L.shape[0], r), workers):
-            pass
-        return out
+        parts = map_parts(part, block_parts(B, n, r), 2 * B * n * r * r)
+        return np.concatenate(list(parts))  # (B, n), the parts in block order
 
     def unresolved_noise(self, A, Hp, tau2, w, cols=None):
         """(n,) ``Σ_b w_b Σ_i (H⁺M_b)_ji² τ_i² / (B − 1)`` (module docstring); streamed with

@@ -81,10 +81,13 @@ def _workers(workers, n_parts):
     return max(1, min(int(workers), n_parts, MAX_PARTS))
 
 
-def map_parts(fn, parts, workers=None):
+def map_parts(fn, parts, ops, workers=None):
     """``fn(part)`` for the parts (from :func:`block_parts`), yielded in their order, on the
-    threads :func:`_workers` allows (default: Numba's thread count over the BLAS threads);
-    ``workers=1``: on the calling thread."""
+    threads :func:`_workers` allows (default: Numba's thread count over the BLAS threads; on the
+    calling thread when the parts' ``ops`` floating-point operations are below
+    :data:`THREADED_OPS`, where a thread pool costs more); ``workers=1``: the calling thread."""
+    if workers is None and ops < THREADED_OPS:
+        workers = 1
     return _map(fn, parts, _workers(workers, len(parts)))
 
 
@@ -140,10 +143,8 @@ class BlockGrams:
             flat = D.reshape(-1, n)
             return flat.T @ flat  # one symmetric product (NumPy's syrk)
 
-        if workers is None and 3 * B * m * n * n < THREADED_OPS:  # a thread pool costs more
-            workers = 1
         S = np.zeros((n, n))
-        for Sp in _map(part, parts, _workers(workers, len(parts))):
+        for Sp in map_parts(part, parts, 3 * B * m * n * n, workers):
             S += Sp  # in part order, each as it arrives (not all parts' Grams held at once)
         return cls(G, S, np.asarray(s, dtype=float), V, np.asarray(w, dtype=float), (B, m, n))
 

@@ -191,13 +191,11 @@ def test_contractions_equal_the_products_they_are_read_from(seed, B, n, scale_ex
 def test_curvature_noise_is_the_same_on_threads(monkeypatch):
     """The intervals' curvature noise runs its blocks' products a part per thread above
     THREADED_OPS: bit for bit the result on one thread, and the direct products."""
-    from dynosed_sym.solve import deviations as deviations_module
-
     A, b, Ab, bb, counts = _system(5, 12, 40, 12)
     est = solve_system(A, b, Ab, bb, counts, 1e-3)
     assert isinstance(est.deviations.dAV, BlockGrams)
     Hp = est.bread
-    monkeypatch.setattr(deviations_module, "THREADED_OPS", 0)
+    monkeypatch.setattr(grams_module, "THREADED_OPS", 0)
     results = []
     for workers in (1, 2, 3):
         monkeypatch.setattr(grams_module, "_workers", lambda w, n_parts, k=workers: k)
