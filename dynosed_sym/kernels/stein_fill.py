@@ -4,7 +4,13 @@ generated ``stein_features`` kernel produces), compiled once for all models.
 
 Parallelism is over blocks of features: every thread owns whole rows of the partial sums and
 walks the samples in order, so there is no shared write and the result is bitwise identical for
-any number of threads.
+any number of threads.  The kernel itself is serial over a range of feature blocks
+(:func:`accumulate_blocks`); :func:`accumulate_stein` runs contiguous ranges of them on Python
+threads (the kernel releases the GIL), as the simulator runs its chains
+(:meth:`~dynosed_sym.codegen.loading.CompiledModel.run_chains`).  The ``prange`` loop it
+replaced ran as fast, but its parallel lowering took 5–7 s to compile against about 2 s for
+the serial kernel (a cold start from an empty cache compiles it once per machine;
+``python -m dynosed_sym.apps.bench --only network``).
 """
 
 import numba
@@ -14,9 +20,13 @@ from .jit import kernel
 from .trig import fold as _fold
 from .trig import sin_turns as _sin_turns
 
-__all__ = ["accumulate_stein", "phases", "FEATURE_BLOCK"]
+__all__ = ["accumulate_stein", "accumulate_blocks", "phases", "FEATURE_BLOCK", "SERIAL_PAIRS"]
 
 FEATURE_BLOCK = 128  # features per parallel task; rows of the partial sums stay in L1
+
+#: Below this many (sample, feature) pairs the fill runs on the calling thread (about a
+#: millisecond of work: less than starting threads; the gradient method fills once per step).
+SERIAL_PAIRS = 2**18
 
 
 @kernel(fastmath=True, inline="always")
@@ -57,14 +67,39 @@ def _add_one(P, phi, i, r):
             Pe[q] += r[q] * pe
 
 
-@kernel(parallel=True, fastmath=True)
-def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
-    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c.
+def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c, threads=None):
+    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c
+    (arguments as :func:`accumulate_blocks`), the feature blocks in contiguous parts on
+    ``threads`` threads (default: Numba's thread count; the calling thread alone below
+    :data:`SERIAL_PAIRS` pairs).  Every feature block is summed by the same code in the same
+    order whatever the split, so the result is the same bit for bit on any number of threads."""
+    nblk = Wt.shape[0]
+    if threads is not None and (int(threads) != threads or threads < 1):
+        raise ValueError(f"accumulate_stein: threads must be a positive integer, got {threads!r}")
+    workers = numba.get_num_threads() if threads is None else int(threads)
+    if threads is None and X.shape[0] * nblk * Wt.shape[2] < SERIAL_PAIRS:
+        workers = 1
+    workers = max(1, min(workers, nblk))
+    args = (X, phi_s, phi_c, edges, Wt, ct, P_s, P_c)
+    if workers == 1:
+        accumulate_blocks(*args, 0, nblk)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    cuts = [nblk * p // workers for p in range(workers + 1)]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda p: accumulate_blocks(*args, cuts[p], cuts[p + 1]), range(workers)))
+
+
+@kernel(fastmath=True)
+def accumulate_blocks(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c, lo, hi):
+    """Add Σ_i sin/cos(2π(ωᵀx_i + c)/2π) · phi[i] over each data block into P_s / P_c, for the
+    feature blocks ``lo ≤ blk < hi``.
 
     Arrays are block-major so that every inner loop runs over ``q in range(FB)``
     with a provably non-negative, contiguous index (a computed offset such as
     ``r0 + q`` makes LLVM emit gathers instead of vector loads).  All data blocks
-    are summed in one launch (one parallel region instead of one per block); each
+    are summed in one call (one thread start instead of one per block); each
     block's sums start from its own rows, so the arithmetic is that of one call
     per block.
 
@@ -76,11 +111,12 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
     Wt : (B, d, FB) frequencies in turns (ω/2π), feature r = blk·FB + q
     ct : (B, FB) phases in turns (c/2π)
     P_s, P_c : (G, B, K_sin, FB), (G, B, K_cos, FB) running sums, updated in place
+    lo, hi : the feature blocks summed here
     """
-    nblk, _, FB = Wt.shape
+    FB = Wt.shape[2]
     n_groups = edges.shape[0] - 1
     TI = 4  # samples contracted per load/store of the partial sums (unrolled below)
-    for blk in numba.prange(nblk):
+    for blk in range(lo, hi):
         Wb = Wt[blk]
         cb = ct[blk]
         t = np.empty(FB)
@@ -89,9 +125,9 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c):
         for g in range(n_groups):
             Ps = P_s[g, blk]
             Pc = P_c[g, blk]
-            hi = edges[g + 1]
-            for i0 in range(edges[g], hi, TI):
-                ni = min(TI, hi - i0)
+            end = edges[g + 1]
+            for i0 in range(edges[g], end, TI):
+                ni = min(TI, end - i0)
                 for a in range(ni):
                     phases(X[i0 + a], Wb, cb, t)
                     sa = sn[a]
