@@ -8,8 +8,8 @@ any number of threads.  The kernel itself is serial over a range of feature bloc
 (:func:`accumulate_blocks`); :func:`accumulate_stein` runs contiguous ranges of them on Python
 threads (the kernel releases the GIL), as the simulator runs its chains
 (:meth:`~dynosed_sym.codegen.loading.CompiledModel.run_chains`).  The ``prange`` loop it
-replaced ran as fast, but its parallel lowering took 5–7 s to compile against about 2 s for
-the serial kernel (a cold start from an empty cache compiles it once per machine;
+replaced ran as fast, but its parallel lowering took 5–7 s to compile against 2–3 s for the
+serial kernel (a cold start from an empty cache compiles it once per machine;
 ``python -m dynosed_sym.apps.bench --only network``).
 """
 
@@ -74,7 +74,7 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c, threads=None):
     :data:`SERIAL_PAIRS` pairs).  Every feature block is summed by the same code in the same
     order whatever the split, so the result is the same bit for bit on any number of threads."""
     nblk = Wt.shape[0]
-    if threads is not None and (int(threads) != threads or threads < 1):
+    if threads is not None and not (isinstance(threads, (int, np.integer)) and threads >= 1):
         raise ValueError(f"accumulate_stein: threads must be a positive integer, got {threads!r}")
     workers = numba.get_num_threads() if threads is None else int(threads)
     if threads is None and X.shape[0] * nblk * Wt.shape[2] < SERIAL_PAIRS:

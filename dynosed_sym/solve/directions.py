@@ -161,9 +161,8 @@ def directions_and_deviations(
         vSv, proj = dAV.vSv() / (B - 1), dAV.proj()
     else:
         vSv, proj, dAV = _deviations(A @ V, A_blocks, V, w, A)
-    vSv = np.maximum(
-        vSv, 0.0
-    )  # a quadratic form of a Gram: below 0 only by rounding (then NaN noise)
+    # a quadratic form of a Gram: below 0 only by rounding (its square root was NaN noise)
+    vSv = np.maximum(vSv, 0.0)
     kappa = s_full**2 - vSv
     proj = 2.0 * proj  # (B, n): block deviations of ‖A v_i‖²
     var = w @ proj**2 / (B - 1) + 2.0 * vSv**2 / dof

@@ -75,7 +75,8 @@ def test_default_threads_above_the_serial_size():
         assert np.array_equal(a, b)
 
 
-def test_threads_must_be_positive():
+@pytest.mark.parametrize("threads", [0, -1, 1.5, "2"])
+def test_threads_must_be_a_positive_integer(threads):
     problem = _problem(0, 10, 2, 2, 1, 1, 1)
-    with pytest.raises(ValueError, match="threads"):
-        _fill(problem, 0)
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        _fill(problem, threads)
