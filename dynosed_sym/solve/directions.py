@@ -96,10 +96,10 @@ def resolve_quantile(dof, threshold=RANK_THRESHOLD, n=1):
         return float(threshold)
     if dof < MIN_DOF:
         return float("inf")
-    from scipy import stats
+    from scipy.special import stdtrit  # scipy.stats.t.ppf's own function (see t_quantile)
 
     alpha = (1.0 - RESOLVE_LEVEL) / max(int(n), 1)
-    return float(stats.t.ppf(1.0 - alpha / 2.0, dof))
+    return float(stdtrit(dof, 1.0 - alpha / 2.0))
 
 
 def singular_directions(

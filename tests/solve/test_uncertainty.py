@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import dynosed_sym as ds
@@ -244,3 +246,22 @@ def test_misspecified_lorenz_detected(models):
     )
     assert np.mean(cons_true) >= 0.90 and np.mean(p_true >= 0.01) >= 0.90
     assert 1 - np.mean(cons_bad) >= 0.95 and np.mean(p_bad < 0.01) >= 0.95
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    level=st.floats(1e-6, 1 - 1e-9),
+    dof=st.one_of(st.integers(1, 10**6).map(float), st.floats(0.5, 1e4), st.just(np.inf)),
+    n=st.integers(1, 10**4),
+)
+def test_quantiles_are_scipy_stats_bit_for_bit(level, dof, n):
+    """t_quantile and resolve_quantile take scipy.special's functions (scipy.stats is slow to
+    import): the numbers of scipy.stats.t.ppf / norm.ppf, bit for bit."""
+    from dynosed_sym.solve.directions import MIN_DOF, RESOLVE_LEVEL, resolve_quantile
+
+    p = 0.5 + level / 2.0
+    want = stats.t.ppf(p, dof) if np.isfinite(dof) else stats.norm.ppf(p)
+    assert unc.t_quantile(level, dof) == float(want)
+    if np.isfinite(dof) and dof >= MIN_DOF:
+        alpha = (1.0 - RESOLVE_LEVEL) / n
+        assert resolve_quantile(dof, None, n) == float(stats.t.ppf(1.0 - alpha / 2.0, dof))
