@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from ..errors import CodegenError, DataError, ModelError
+from ..kernels.threads import map_ordered
 from ..progress import note_first_compile
 from . import trust
 from .files import (
@@ -289,14 +290,8 @@ class CompiledModel:
             lo, hi = parts[i]
             kernel(x0[lo:hi], *rest, keys[lo:hi], outs[i], status[lo:hi])
 
-        if len(parts) == 1:
-            run(0)
-            return outs[0], status
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-            list(pool.map(run, range(len(parts))))
-        return np.concatenate(outs, axis=1), status
+        list(map_ordered(run, range(len(parts)), len(parts)))
+        return (outs[0] if len(parts) == 1 else np.concatenate(outs, axis=1)), status
 
     def __repr__(self):
         return f"CompiledModel({self.model.name!r}, path={self.path!r})"

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from .jit import kernel
+from .threads import map_ordered
 from .trig import fold as _fold
 from .trig import sin_turns as _sin_turns
 
@@ -80,15 +81,12 @@ def accumulate_stein(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c, threads=None):
     if threads is None and X.shape[0] * nblk * Wt.shape[2] < SERIAL_PAIRS:
         workers = 1
     workers = max(1, min(workers, nblk))
-    args = (X, phi_s, phi_c, edges, Wt, ct, P_s, P_c)
-    if workers == 1:
-        accumulate_blocks(*args, 0, nblk)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
     cuts = [nblk * p // workers for p in range(workers + 1)]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(lambda p: accumulate_blocks(*args, cuts[p], cuts[p + 1]), range(workers)))
+
+    def part(p):  # contiguous feature blocks; writes only their rows of P_s, P_c
+        accumulate_blocks(X, phi_s, phi_c, edges, Wt, ct, P_s, P_c, cuts[p], cuts[p + 1])
+
+    list(map_ordered(part, range(workers), workers))
 
 
 @kernel(fastmath=True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.threads import map_ordered
 from .blockops import CHUNK_BYTES, DeviationStream, is_dense, streamed
 
 __all__ = ["BlockGrams", "block_parts", "grams_apply", "map_parts"]
@@ -88,19 +89,7 @@ def map_parts(fn, parts, ops, workers=None):
     :data:`THREADED_OPS`, where a thread pool costs more); ``workers=1``: the calling thread."""
     if workers is None and ops < THREADED_OPS:
         workers = 1
-    return _map(fn, parts, _workers(workers, len(parts)))
-
-
-def _map(fn, items, workers):
-    """``fn(x)`` for the items, yielded in their order, on ``workers`` threads when more than one
-    (NumPy's products release the GIL)."""
-    if workers == 1:
-        yield from (fn(x) for x in items)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(fn, items)
+    return map_ordered(fn, parts, _workers(workers, len(parts)))  # (NumPy's products free the GIL)
 
 
 class BlockGrams:
