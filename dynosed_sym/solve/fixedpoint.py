@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["anderson_fixed_point", "MEMORY"]
+__all__ = ["anderson_fixed_point", "unconverged_message", "MEMORY"]
 
 #: Number of past steps the Anderson update combines (at most the number of unknowns).
 MEMORY = 10
@@ -224,3 +224,31 @@ def _better(new, f_new, cur, f):
     if not cur[4] or new[2] is None:
         return True
     return bool(new[2] <= cur[2] + max(new[3], cur[3]))
+
+
+def unconverged_message(loop, theta0, theta, names):
+    """Why the corrected Gauss–Newton loop (:func:`~.ustat.corrected_gauss_newton`) stopped
+    unconverged, from :func:`anderson_fixed_point`'s ``loop`` record."""
+    head = (
+        f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
+        f"{loop['steps']} steps without converging"
+    )
+    tail = "; the estimate is provisional (its last accepted iterate)"
+    if loop["stop"] == "runaway":
+        names = names or [f"θ[{i}]" for i in range(theta.size)]
+        moved = np.abs(theta - theta0) / (np.abs(theta0) + 1e-12)
+        order = np.argsort(-moved)[: min(2, theta.size)]
+        path = ", ".join(f"{names[i]} {theta0[i]:.3g} → {theta[i]:.3g}" for i in order)
+        return (
+            f"{head}: the corrected loss kept falling for {RUNAWAY_STEPS} steps while the "
+            f"Gauss–Newton step grew (to {loop['step']:.3g} from {loop['first_step']:.3g}; "
+            f"{path}) — the loss appears to have no finite minimiser: it decreases toward a "
+            "limit of the parameters that the data do not determine (a parameter running off "
+            "while a combination of them stays fixed)" + tail
+        )
+    if loop["stop"] == "no descent":
+        return (
+            f"{head}: its step did not lower the corrected loss even when shortened "
+            f"{1 / MIN_DESCENT:.0f}-fold (last step {loop['step']:.3g})" + tail
+        )
+    return f"{head} (last step {loop['step']:.3g})" + tail

@@ -483,6 +483,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         q,
         free,
         deviations=estimate.deviations,
+        handover=estimate.handover,
     )
     se = wk.se
     tau, method, converged = found["tau"]

@@ -27,8 +27,10 @@ the Tikhonov solve, bit for bit).  ``"resolved"``: no regularisation on R,
     θ_R = V_R (V_Rᵀ(AᵀA − S)V_R)⁻¹ V_Rᵀ(Aᵀb − s),
 
 which estimates ``Qθ*`` with the resolution matrix ``Q = V_RV_Rᵀ``, plus the ridge's components
-along the unresolved directions and their coupling through S (:mod:`.weak`, "the fill"); what the
-data cannot separate enters the intervals (:mod:`.intervals`, :mod:`.weak`).
+along the unresolved directions and their coupling through S (:mod:`.weak`, "the fill"); along a
+direction just above the threshold (q < t < 2q) it hands over from the ridge's component to θ_R's
+(:mod:`.weak`, "Hand-over"); what the data cannot separate enters the intervals
+(:mod:`.intervals`, :mod:`.weak`).
 
 Second order.  The remaining O(1/N) bias of the corrected ratio is taken from the delete-one-block
 jackknife on R with the fill held on the right-hand side, or b̂₂ (the design-noise × residual-noise
@@ -53,7 +55,7 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import DeviationStream, each_rtimes, each_times, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
-from .fixedpoint import MIN_DESCENT, RUNAWAY_STEPS, anderson_fixed_point
+from .fixedpoint import anderson_fixed_point, unconverged_message
 from .jackknife import (
     MAX_RANK_PER_BLOCK,
     Jackknife,
@@ -66,7 +68,7 @@ from .jackknife import (
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
 from .threads import single_blas
-from .weak import Fill, fill_unresolved
+from .weak import Fill, Handover, fill_unresolved, hand_over
 
 __all__ = [
     "Estimate",
@@ -133,6 +135,8 @@ class Estimate:
     notes : list of str
     fill : :class:`~dynosed_sym.solve.weak.Fill` or None
         The components kept along the unresolved directions (resolved estimator).
+    handover : :class:`~dynosed_sym.solve.weak.Handover` or None
+        The just-resolved directions' share of the ridge's components (resolved estimator).
     directions : :class:`~dynosed_sym.solve.directions.Directions` or None
         The directions the estimate was computed on (in the system's units).
     left_vectors : (m, min(m, n)) or None
@@ -159,6 +163,7 @@ class Estimate:
     theta_resolved: np.ndarray | None = None
     notes: list = field(default_factory=list)
     fill: Fill | None = None
+    handover: Handover | None = None
     directions: Directions | None = None
     left_vectors: np.ndarray | None = None
     deviations: BlockDeviations | None = None
@@ -246,6 +251,7 @@ def solve_system(
     subspace=None,
     tikhonov=True,
     dof=None,
+    handover=True,
 ) -> Estimate:
     """θ̂ of ``A θ ≈ b`` by the chosen statistic and estimator (module docstring).
 
@@ -276,6 +282,9 @@ def solve_system(
     dof : float, optional
         Degrees of freedom of the noise estimate (default: blocks − 1; a design's grouped
         pseudo-blocks have fewer, :attr:`~dynosed_sym.solve.uncertainty.Grouping.dof`).
+    handover : bool
+        The just-resolved directions' hand-over (:func:`~dynosed_sym.solve.weak.hand_over`; not
+        in the corrected Gauss–Newton loop's steps, whose merit is the corrected loss).
 
     Returns
     -------
@@ -297,6 +306,7 @@ def solve_system(
             subspace=subspace,
             tikhonov=tikhonov,
             dof=dof,
+            handover=handover,
         )
     unit = beta / a  # θ in the system's units
     with np.errstate(over="ignore"):
@@ -321,6 +331,7 @@ def solve_system(
         ),
         theta_resolved=None if scaled.theta_resolved is None else scaled.theta_resolved * unit,
         fill=None if scaled.fill is None else _scaled_fill(scaled.fill, unit),
+        handover=None if scaled.handover is None else scaled.handover.scaled(unit),
         directions=None if scaled.directions is None else _scaled_directions(scaled.directions, a),
         deviations=_scaled_deviations(scaled.deviations, A_blocks, a),
     )
@@ -485,6 +496,7 @@ def _solve_unit(
     subspace,
     tikhonov,
     dof,
+    handover,
 ) -> Estimate:
     """:func:`solve_system` on a system of unit size."""
     statistic, estimator = estimator_options(statistic, estimator)
@@ -538,10 +550,11 @@ def _solve_unit(
             coupled,
         )
         theta = theta - b2
-    theta_resolved = theta
-    notes = []
-    fill = None
+    notes, fill, kept, theta_resolved = [], None, None, theta
     if estimator == "resolved" and subspace is None:
+        if handover:  # the just-resolved directions
+            theta, kept = hand_over(theta, A, b, dirs, lam)
+        theta_resolved, notes = theta, [] if kept is None else [kept.note()]
         scale = alpha if statistic == "u" else 0.0
 
         def S_times(v):  # the correction applied to a vector (the coupling of the fill)
@@ -563,6 +576,7 @@ def _solve_unit(
         theta_resolved=theta_resolved,
         notes=notes,
         fill=fill,
+        handover=kept,
         directions=dirs if subspace is None else None,
         left_vectors=None if usv is None else usv[0],
         deviations=None if fill is None else BlockDeviations(dAV, 1.0, dirs.V, dirs.resolved),
@@ -626,7 +640,7 @@ def corrected_gauss_newton(
         system = linearisation(theta)
         # each step: the corrected solve alone (the second-order term and the Tikhonov reference
         # are taken once, at the fixed point)
-        est = solve_system(*system, lam, second_order=False, tikhonov=False, **rule)
+        est = solve_system(*system, lam, second_order=False, tikhonov=False, handover=False, **rule)
         merit, slack = _corrected_loss(system, theta, est.statistic, est.alpha)
         if est.estimator != "resolved":  # the ridge's λ‖θ‖² is not in the merit
             return est.theta, None, merit, slack, False
@@ -640,7 +654,7 @@ def corrected_gauss_newton(
     steps, converged = loop["steps"], loop["converged"]
     system = linearisation(theta)
     est = solve_system(*system, lam, **rule)
-    msg = "" if converged else _unconverged_message(loop, np.asarray(theta0, float), theta, names)
+    msg = "" if converged else unconverged_message(loop, np.asarray(theta0, float), theta, names)
     if msg:
         # unconverged: report the last accepted iterate (the lowest loss reached, where the system
         # is linearised), not the step from it, which the loop did not accept
@@ -649,33 +663,6 @@ def corrected_gauss_newton(
         est.notes.append("WARNING: " + msg)
     info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}
     return est, system, info
-
-
-def _unconverged_message(loop, theta0, theta, names):
-    """Why the corrected Gauss–Newton loop stopped unconverged (:func:`anderson_fixed_point`)."""
-    head = (
-        f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "
-        f"{loop['steps']} steps without converging"
-    )
-    tail = "; the estimate is provisional (its last accepted iterate)"
-    if loop["stop"] == "runaway":
-        names = names or [f"θ[{i}]" for i in range(theta.size)]
-        moved = np.abs(theta - theta0) / (np.abs(theta0) + 1e-12)
-        order = np.argsort(-moved)[: min(2, theta.size)]
-        path = ", ".join(f"{names[i]} {theta0[i]:.3g} → {theta[i]:.3g}" for i in order)
-        return (
-            f"{head}: the corrected loss kept falling for {RUNAWAY_STEPS} steps while the "
-            f"Gauss–Newton step grew (to {loop['step']:.3g} from {loop['first_step']:.3g}; "
-            f"{path}) — the loss appears to have no finite minimiser: it decreases toward a "
-            "limit of the parameters that the data do not determine (a parameter running off "
-            "while a combination of them stays fixed)" + tail
-        )
-    if loop["stop"] == "no descent":
-        return (
-            f"{head}: its step did not lower the corrected loss even when shortened "
-            f"{1 / MIN_DESCENT:.0f}-fold (last step {loop['step']:.3g})" + tail
-        )
-    return f"{head} (last step {loop['step']:.3g})" + tail
 
 
 def _corrected_loss(system, theta, statistic, alpha=1.0):

@@ -230,8 +230,10 @@ def test_tanh_fit_converges_to_the_plain_iterations_fixed_point(tmp_path, monkey
     ((linearisation, theta0, lam, rule),) = calls
 
     def G(theta):
-        est = solve_system(*linearisation(theta), lam, second_order=False, tikhonov=False, **rule)
-        VR = est.subspace
+        est = solve_system(
+            *linearisation(theta), lam, second_order=False, tikhonov=False, handover=False, **rule
+        )
+        VR = est.subspace  # the loop's step: no hand-over (its merit is the corrected loss)
         return est.theta_resolved + theta - VR @ (VR.T @ theta)
 
     theta, steps = theta0, []

@@ -97,13 +97,17 @@ def _weak_system(seed, m=80, n=12):
 def test_jackknife_removes_most_of_the_bias_of_the_corrected_ratio(seed):
     """Over 300 independent data sets of a linear system with known truth and moderately resolved
     directions, the U-estimate without the jackknife is biased (its mean error several standard
-    errors from 0); with it (the default) the mean error is at most 0.75 of that (measured
-    0.46–0.61: the jackknife removes the O(1/N) term, not the higher ones), far below the
-    V-statistic's attenuation, and its RMSE is not larger than the uncorrected one's."""
+    errors from 0); with it the mean error is at most 0.75 of that (measured 0.34–0.61: the
+    jackknife removes the O(1/N) term, not the higher ones), far below the V-statistic's
+    attenuation, and its RMSE is not larger than the uncorrected one's.  (Without the hand-over
+    of the just-resolved directions, which takes part of the ridge's attenuated component where
+    t < 2q: with it, the default, the mean error is 0.95 / 0.65 of the uncorrected one's and
+    still below a quarter of the V-statistic's, and the RMSE is lower than the jackknifed one's,
+    0.176 / 0.125 against 0.186 / 0.134 — the hand-over trades bias for variance.)"""
     A0, theta = _weak_system(seed)
     m, n = A0.shape
     B, sd = 32, 0.35 * np.sqrt(32 / A0.shape[0])
-    err = {"plain": [], "default": [], "v": []}
+    err = {"plain": [], "jackknifed": [], "default": [], "v": []}
     full = 0  # data sets with every direction resolved
     for rep in range(300):
         rng = np.random.default_rng(10_000 * (seed + 1) + rep)
@@ -114,7 +118,8 @@ def test_jackknife_removes_most_of_the_bias_of_the_corrected_ratio(seed):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             fits = {
-                "plain": solve_system(A, b, Ab, bb, counts, second_order=False),
+                "plain": solve_system(A, b, Ab, bb, counts, second_order=False, handover=False),
+                "jackknifed": solve_system(A, b, Ab, bb, counts, handover=False),
                 "default": solve_system(A, b, Ab, bb, counts),
                 "v": solve_system(A, b, Ab, bb, counts, statistic="v", estimator="resolved"),
             }
@@ -126,9 +131,11 @@ def test_jackknife_removes_most_of_the_bias_of_the_corrected_ratio(seed):
     rmse = {k: np.sqrt(np.mean(np.square(v))) for k, v in err.items()}
     e = np.array(err["plain"])
     assert np.max(np.abs(e.mean(0)) / (e.std(0) / np.sqrt(len(e)))) > 4  # the bias is there
-    assert mean["default"] <= 0.75 * mean["plain"]
+    assert mean["jackknifed"] <= 0.75 * mean["plain"]
+    assert mean["jackknifed"] <= 0.25 * mean["v"]
+    assert rmse["jackknifed"] <= rmse["plain"]
     assert mean["default"] <= 0.25 * mean["v"]
-    assert rmse["default"] <= rmse["plain"]
+    assert rmse["default"] <= rmse["jackknifed"]
 
 
 def test_the_gain_falls_from_full_to_none_between_the_two_thresholds():
