@@ -502,11 +502,59 @@ def thomas():
     )
 
 
+def switch():
+    """Bistable autoactivation switch f = a + b x²/(1 + x²) − g x, (a, b, g) = (0.05, 2, 1), with
+    chemical-Langevin-type noise D(x) = (a + b x²/(1 + x²) + g x)/(2Ω) at the true rates, Ω = 20
+    (wells at 0.06 and 1.8, 3 % of the mass in the upper one); exact 1-D law p ∝ exp(∫ f/D)/D on
+    x > x₀ ≈ −0.0563, the zero of D (an entrance boundary: p → 0 there).  Found while trying to
+    break the method: its just-resolved direction is where the hand-over (docs/design-statistics.md
+    §8) was built.  Exact draws only (an Euler step can cross the zero of D)."""
+    x = sp.Symbol("x", real=True)
+    a, b, g = sp.symbols("a b g", real=True)
+    hill = 2 * x**2 / (1 + x**2)
+    lo = -0.056324929554168  # the zero of D (brentq on D)
+    u = np.linspace(lo, 5.0, 400_001)
+    Du = (0.05 + 2 * u**2 / (1 + u**2) + u) / 40
+    ratio = (0.05 + 2 * u**2 / (1 + u**2) - u) / Du
+    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
+    exact = _grid_sampler(lambda v: np.interp(v, u, phi - np.log(Du)), lo, 5.0)
+    return _family(
+        "heldout_switch",
+        [x],
+        [a, b, g],
+        [a + b * x**2 / (1 + x**2) - g * x],
+        [0.05, 2.0, 1.0],
+        [(R(1, 20) + hill + x) / 40],
+        sampler="exact",
+        exact=exact,
+    )
+
+
+def logistic():
+    """Stochastic logistic growth f = a x − c x², (a, c) = (1, 1/2), with multiplicative noise
+    D(x) = x²/20: the stationary law is Gamma(a/0.05 − 1, c/0.05) = Gamma(19, rate 10), drawn
+    exactly (exact draws only: an Euler step can leave x > 0)."""
+    x = sp.Symbol("x", real=True)
+    a, c = sp.symbols("a c", real=True)
+    return _family(
+        "heldout_logistic",
+        [x],
+        [a, c],
+        [a * x - c * x**2],
+        [1.0, 0.5],
+        [x**2 / 20],
+        sampler="exact",
+        exact=lambda n, rng: rng.gamma(19.0, 0.1, size=(int(n), 1)),
+    )
+
+
 HELD_OUT = {
     "bruss_cycle": brusselator_cycle,
     "goodwin": goodwin,
     "mm": michaelis_menten,
     "thomas": thomas,
+    "switch": switch,
+    "logistic": logistic,
 }
 
 
