@@ -500,6 +500,10 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
         wk = replace(wk, ci=ci, bounded=bounded)
     Q = resolution_matrix(V, resolved)
+    # the status reads the unresolved directions' part of β_j: the hand-over's move, also in β_j,
+    # is not a combination the data leave open
+    moved2 = 0.0 if estimate.handover is None else estimate.handover.bias2()
+    unres_sd = np.sqrt(np.maximum(wk.bias_sd**2 - moved2, 0.0))
     status, combos = [], []
     names = tuple(str(nm) for nm in names)  # shared by every combination stated
     c_est = np.full(n, np.nan)
@@ -508,12 +512,12 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         if free[j] or not wk.bounded[j]:
             status.append(NOT_IDENTIFIABLE)
             combos.append(None)
-        elif wk.bias_sd[j] > se[j] and wk.noise[j] > COMBINATION_NOISE * se[j] ** 2:
+        elif unres_sd[j] > se[j] and wk.noise[j] > COMBINATION_NOISE * se[j] ** 2:
             # the unresolved components put noise into this estimate in proportion to their
             # unknown size: a combination is stated only when that noise is small beside its own
             status.append(COMBINATION)
             combos.append(None)
-        elif wk.bias_sd[j] > se[j]:
+        elif unres_sd[j] > se[j]:
             status.append(COMBINATION)
             c_est[j] = theta_R[j] / Q[j, j]
             half = q * np.sqrt(se[j] ** 2 + wk.noise[j])

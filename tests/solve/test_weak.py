@@ -186,6 +186,39 @@ def test_hand_over_blends_each_just_resolved_component_linearly_in_t(seed, ts, l
         assert v @ hand_over(theta_R, A, b, d2, lam)[0] == pytest.approx(target, rel=1e-9, abs=1e-9)
 
 
+def test_hand_over_move_widens_intervals_but_is_no_open_combination(rng, monkeypatch):
+    """The hand-over's move enters β_j (the interval widens by it, in quadrature) but not the
+    status: with every direction resolved a parameter stays "identified" however large the
+    move (here forced to 20 × its standard error by scaling the Handover), never "only in
+    combination" with a combination that would be the parameter itself."""
+    from dynosed_sym.solve import ustat, weak
+    from dynosed_sym.solve.linear import unit_scale
+
+    B, m, n = 32, 40, 3
+    A0 = rng.standard_normal((m, n))
+    A, b, Ab, bb, counts = _blocks(rng, A0, A0 @ np.array([1.0, -2.0, 0.5]), B, 0.05)
+    names = ["p0", "p1", "p2"]
+    base = solve_system(A, b, Ab, bb, counts)
+    assert base.handover is None and base.directions.resolved.all()
+    rep0 = analyse(A, b, base.theta, 0.0, names, Ab, bb, counts, estimate=base)
+    se = np.asarray(rep0.std_errors, dtype=float)
+    move = 20.0 * se
+
+    unit = unit_scale(b, even=True) / unit_scale(A, even=True)  # θ of the unit-size solve × unit
+
+    def forced(theta_R, A_, b_, dirs, lam):
+        shift = np.diag(move / unit)  # one "direction" per parameter, moved by 20 se
+        return theta_R, weak.Handover(np.full(n, 0.5), np.full(n, 3.0), 2.5, shift)
+
+    monkeypatch.setattr(ustat, "hand_over", forced)
+    est = solve_system(A, b, Ab, bb, counts)
+    rep = analyse(A, b, est.theta, 0.0, names, Ab, bb, counts, estimate=est)
+    assert list(rep.status) == list(rep0.status) == ["identified"] * n
+    np.testing.assert_allclose(est.handover.bias2(), move**2, rtol=1e-12)
+    np.testing.assert_allclose(rep.bias_sd, np.sqrt(np.asarray(rep0.bias_sd) ** 2 + move**2))
+    assert np.all(rep.ci[:, 1] - rep.ci[:, 0] > 10 * (rep0.ci[:, 1] - rep0.ci[:, 0]))
+
+
 @pytest.mark.slow
 def test_bistable_switch_just_resolved_is_not_confidently_wrong(tmp_path, monkeypatch):
     """A bistable autoactivation switch with state-dependent (CLE-type) noise, a model the method
