@@ -283,8 +283,8 @@ def solve_system(
         Degrees of freedom of the noise estimate (default: blocks − 1; a design's grouped
         pseudo-blocks have fewer, :attr:`~dynosed_sym.solve.uncertainty.Grouping.dof`).
     handover : bool
-        The just-resolved directions' hand-over (:func:`~dynosed_sym.solve.weak.hand_over`; not
-        in the corrected Gauss–Newton loop's steps, whose merit is the corrected loss).
+        The just-resolved directions' hand-over (:func:`~dynosed_sym.solve.weak.hand_over`;
+        ``statistic="u"`` only, and not in the corrected Gauss–Newton loop's steps).
 
     Returns
     -------
@@ -552,7 +552,7 @@ def _solve_unit(
         theta = theta - b2
     notes, fill, kept, theta_resolved = [], None, None, theta
     if estimator == "resolved" and subspace is None:
-        if handover:  # the just-resolved directions
+        if handover and statistic == "u":  # the just-resolved directions (module docstring)
             theta, kept = hand_over(theta, A, b, dirs, lam)
         theta_resolved, notes = theta, [] if kept is None else [kept.note()]
         scale = alpha if statistic == "u" else 0.0

@@ -151,9 +151,9 @@ class Handover:
             shares = f"{100 * self.weights.min():.0f}–{100 * self.weights.max():.0f} %"
         return (
             f"note: {self.t.size} direction(s) just above the resolution threshold ({ts} against "
-            f"q = {self.q:.3g}; the U-statistic's component is a ratio over a curvature known to "
-            f"1/t): the estimate keeps {shares} of the U-statistic's component along them and "
-            "the rest of the ridge's (all of it from t = 2q); bias.sd counts the move"
+            f"q = {self.q:.3g}; the resolved estimate's component is a ratio over a curvature "
+            f"known to 1/t): the estimate keeps {shares} of that component along them and the "
+            "rest of the ridge's (all of it from t = 2q); bias.sd counts the move"
         )
 
 
