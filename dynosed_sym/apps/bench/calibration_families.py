@@ -62,6 +62,17 @@ def _grid_sampler(logp, lo, hi, m=200_001):
     return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
 
 
+def _law_1d(f, D, lo, hi):
+    """Sampler of the exact stationary law of a 1-D model, ``p ∝ exp(∫ f/D)/D`` (zero flux), with
+    ``∫ f/D`` by the trapezoid rule on 400,001 points of [lo, hi] (f, D: NumPy callables at the
+    true parameters), drawn by :func:`_grid_sampler`."""
+    u = np.linspace(lo, hi, 400_001)
+    Du = D(u)
+    ratio = f(u) / Du
+    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
+    return _grid_sampler(lambda v: np.interp(v, u, phi - np.log(Du)), lo, hi)
+
+
 def _family(name, state, params, drift, truth, diffusion=None, noise=None, **protocol):
     """``(model, truth, Protocol(**protocol))`` of a family whose SDE is declared as a user would:
     ``ds.SDEModel(state, params, drift, diffusion, noise=noise, name=name)``."""
@@ -254,11 +265,8 @@ def schlogl():
     k = sp.symbols("k1:5", real=True)
     t = [sp.nsimplify(v) for v in _SCHLOGL]
     Dx = (t[0] * x**2 + t[1] * x**3 + t[2] + t[3] * x) / (2 * _OMEGA)
-    u = np.linspace(-0.5, 9.0, 400_001)
     k1, k2, k3, k4 = _SCHLOGL
-    ratio = (k1 * u**2 - k2 * u**3 + k3 - k4 * u) / _schlogl_D(u)
-    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
-    exact = _grid_sampler(lambda v: np.interp(v, u, phi - np.log(_schlogl_D(u))), -0.5, 9.0)
+    exact = _law_1d(lambda u: k1 * u**2 - k2 * u**3 + k3 - k4 * u, _schlogl_D, -0.5, 9.0)
     return _family(
         "sweep_schlogl",
         [x],
@@ -512,12 +520,12 @@ def switch():
     x = sp.Symbol("x", real=True)
     a, b, g = sp.symbols("a b g", real=True)
     hill = 2 * x**2 / (1 + x**2)
-    lo = -0.056324929554168  # the zero of D (brentq on D)
-    u = np.linspace(lo, 5.0, 400_001)
-    Du = (0.05 + 2 * u**2 / (1 + u**2) + u) / 40
-    ratio = (0.05 + 2 * u**2 / (1 + u**2) - u) / Du
-    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
-    exact = _grid_sampler(lambda v: np.interp(v, u, phi - np.log(Du)), lo, 5.0)
+    exact = _law_1d(
+        lambda u: 0.05 + 2 * u**2 / (1 + u**2) - u,
+        lambda u: (0.05 + 2 * u**2 / (1 + u**2) + u) / 40,
+        -0.056324929554168,  # the zero of D (brentq on D)
+        5.0,
+    )
     return _family(
         "heldout_switch",
         [x],
