@@ -170,8 +170,7 @@ def hand_over(theta_R, A, b, dirs, lam):
         return theta_R, None
     w = np.clip((t[zone] - q) / ((HANDOVER - 1.0) * q), 0.0, 1.0)
     VH = dirs.V[:, zone]
-    s2 = dirs.singular_values[zone] ** 2
-    z_ridge = (VH.T @ (A.T @ b)) / (s2 + lam)
+    z_ridge = ridge_components(A, b, dirs, lam, zone)[1]  # what the fill keeps below q
     shift = VH * ((1.0 - w) * (z_ridge - VH.T @ theta_R))[None, :]
     return theta_R + shift.sum(axis=1), Handover(w, t[zone], q, shift)
 
@@ -210,11 +209,11 @@ def fill_unresolved(A, b, theta_R, system_blocks, dirs, Hp, S, lam) -> Fill:
     return Fill(VU, z_ls, t, z, shift, se, contradicted, atten)
 
 
-def ridge_components(A, b, dirs, lam):
-    """Along the unresolved directions: (ẑ the least-squares components, z the kept ones
-    ``σ_i²/(σ_i² + λ)·ẑ_i``, live (directions above the floating-point floor; ẑ = 0 on the
-    others), σ_i² (1 where not live))."""
-    unres = ~dirs.resolved
+def ridge_components(A, b, dirs, lam, cols=None):
+    """Along the unresolved directions (or the directions ``cols``, a boolean mask): (ẑ the
+    least-squares components, z the kept ones ``σ_i²/(σ_i² + λ)·ẑ_i`` — the ridge's —, live
+    (directions above the floating-point floor; ẑ = 0 on the others), σ_i² (1 where not live))."""
+    unres = ~dirs.resolved if cols is None else cols
     VU = dirs.V[:, unres]
     sU = dirs.singular_values[unres]
     floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
