@@ -131,6 +131,8 @@ def test_jackknife_removes_most_of_the_bias_of_the_corrected_ratio(seed):
     assert full >= 270 and handed >= 150  # (directions at t ≈ 4–14, q ≈ 3.1: most sets)
     mean = {k: np.linalg.norm(np.mean(v, axis=0)) for k, v in err.items()}
     rmse = {k: np.sqrt(np.mean(np.square(v))) for k, v in err.items()}
+    table = "; ".join(f"{k} {mean[k]:.4f} / {rmse[k]:.4f}" for k in err)
+    print(f"\nseed {seed}, |mean error| / RMSE: {table}")  # (pytest -s: the docs' figures)
     e = np.array(err["plain"])
     assert np.max(np.abs(e.mean(0)) / (e.std(0) / np.sqrt(len(e)))) > 4  # the bias is there
     assert mean["jackknifed"] <= 0.75 * mean["plain"]
