@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Test processes (pytest-xdist; 0: one process).  Two halve the suite's wall time on the 2-core CI
+# machine: most of it is single-threaded (Numba compiles, SymPy, NumPy on small arrays).  Files
+# are the unit of distribution (--dist loadfile): a file's tests share its fixtures' compiles.
+TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: demo test test-fast test-explore bench bench-peers golden docs clean
 
@@ -16,13 +21,13 @@ demo: $(STAMP)
 	$(PY) -m dynosed_sym.apps.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 test-explore: $(STAMP)  ## the fast suite with fresh Hypothesis draws (make test's are the same every run)
-	HYPOTHESIS_PROFILE=dynosed-explore $(PY) -m pytest -q -m "not slow"
+	HYPOTHESIS_PROFILE=dynosed-explore $(PYTEST) -m "not slow"
 
 bench: $(STAMP)
 	$(PY) -m dynosed_sym.apps.bench
