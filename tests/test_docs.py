@@ -4,7 +4,9 @@ Code blocks of README.md and docs/*.md, by the fence's info string:
 
 * ```` ```python ````: run by the suite.  The blocks of one page run in order in one namespace,
   with the repository root as working directory (so ``models/…`` paths work); files a page writes
-  at the root are removed afterwards (write folders elsewhere).
+  at the root are removed afterwards (write folders elsewhere).  One page runs at a time across
+  the test processes (a lock file): a page's cleanup must not remove what another page, running
+  in the other process of ``pytest -n 2``, has just written there.
 * ```` ```python slow ````: longer examples, run (after the page's fast blocks they follow)
   by the page's ``@pytest.mark.slow`` test.
 * ```` ```python no-run ````: not run (the text beside it says why: it needs a cluster, it is a
@@ -22,10 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import fcntl
+import hashlib
 import io
 import os
 import pathlib
 import re
+import tempfile
 import time
 
 import pytest
@@ -61,11 +66,29 @@ def _rel(page):
     return str(page.relative_to(ROOT))
 
 
+@contextlib.contextmanager
+def _root_lock():
+    """Hold an exclusive lock shared by every test process (pytest-xdist) while a page runs in the
+    repository root: the pages' file cleanup compares the root's listing before and after."""
+    digest = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]  # one lock per checkout
+    with open(pathlib.Path(tempfile.gettempdir()) / f"dynosed-docs-{digest}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _run_page(page, kinds, monkeypatch):
     """Run the page's blocks of the given kinds in one namespace; compare shown output."""
     blocks = [b for b in _blocks(page) if b[0] in kinds]
     if not blocks:
         pytest.skip(f"{_rel(page)} has no {'/'.join(kinds)} Python blocks")
+    with _root_lock():
+        _run_blocks(page, blocks, monkeypatch)
+
+
+def _run_blocks(page, blocks, monkeypatch):
     monkeypatch.chdir(ROOT)
     before = set(os.listdir(ROOT))
     checker = doctest.OutputChecker()
