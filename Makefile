@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Test processes (pytest-xdist; 0: one process).  Two halve the suite's wall time on the 2-core CI
-# machine: most of it is single-threaded (Numba compiles, SymPy, NumPy on small arrays).  Files
-# are the unit of distribution (--dist loadfile): a file's tests share its fixtures' compiles.
+# Test processes (pytest-xdist; 0: one process).  Two take about two thirds of one's wall time on
+# the 2-core CI machine: most of the suite is single-threaded (Numba compiles, SymPy, NumPy on small
+# arrays).  Files are the unit of distribution (--dist loadfile): a file's tests share its
+# fixtures' compiles.
 TEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
