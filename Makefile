@@ -6,10 +6,9 @@ STAMP  := $(VENV)/.installed
 # Test processes (pytest-xdist; 0: one process).  Two take about two thirds of one's wall time on
 # the 2-core CI machine: most of the suite is single-threaded (Numba compiles, SymPy, NumPy on small
 # arrays).  Files are the unit of distribution (--dist loadfile): a file's tests share its
-# fixtures' compiles; files with slow tests are handed out first (tests/conftest.py), not the
-# files with the most tests (xdist's default order).
+# fixtures' compiles.
 TEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: demo test test-fast test-explore bench bench-peers golden docs clean
 

@@ -68,19 +68,6 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dynosed"))
 
 
-# --------------------------------------------------------------------------- test processes
-def pytest_collection_modifyitems(config, items):
-    """In a test process of pytest-xdist (``make test``: ``--dist loadfile
-    --no-loadscope-reorder``), the files holding slow-marked tests come first, so they are handed
-    out first: the longest work starts first and the two processes finish together, rather than
-    one running a long file alone at the end.  The order within a file, and among the other
-    files, is kept (a stable sort); in a single process nothing is reordered."""
-    if not hasattr(config, "workerinput"):
-        return
-    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
-
-
 # --------------------------------------------------------------------------- parametrisation
 def pytest_generate_tests(metafunc):
     """``model_name``: one test per model file in models/ (file stem)."""
