@@ -64,6 +64,7 @@ from .scores.bandwidth import (
     U_REFUSE,
     auto_temperature,
     refuse_wide_kernel,
+    saturation_factor,
     smoothing_bias,
     smoothing_ratio,
     widen_intervals,
@@ -573,16 +574,13 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         B = comp.n_blocks if comp.n_blocks >= 2 else 0
         sys_c = _pseudo(A_all, b_all, B)
         thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
-    bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method)
+    bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=np.max(u))
     widen_intervals(report, theta, bias)
     report.notes.append(
         f"kernel smoothing: kernel variance 1/T = {1 / T:.3g} is {np.median(u):.3g} × the data's "
         f"narrowest local variance around the probes (median; max {np.max(u):.3g}); its "
         "estimated smoothing bias ("
-        + (
-            "kernel vs local Gaussian fit at T, local Gaussian at T/2 vs T"
-            if estimator.method == "kernel"
-            else "local Gaussian at T/2 vs T"
-        )
-        + f"; largest {np.nanmax(bias):.3g}) is in bias.sd and the intervals"
+        + ("kernel vs local Gaussian fit at T, " if estimator.method == "kernel" else "")
+        + f"local Gaussian at T/2 vs T × {saturation_factor(np.max(u)):.3g} = 1 + 2·u_max for "
+        + f"its saturation; largest {np.nanmax(bias):.3g}) is in bias.sd and the intervals"
     )
