@@ -34,6 +34,8 @@ from .common import ROOT
 
 __all__ = [
     "Protocol",
+    "declare_family",
+    "grid_sampler",
     "BASE_SEED",
     "data_seed",
     "default_cache_dir",
@@ -104,6 +106,24 @@ class Protocol:
             f"({units:g} time units = {units / self.relaxation:.0f}"
             f" × relaxation time {self.relaxation:.3g}: {self.relaxation_note}), {start}"
         )
+
+
+def declare_family(name, state, params, drift, truth, diffusion=None, noise=None, **protocol):
+    """``(model, truth, Protocol(**protocol))`` of a family whose SDE is declared as a user would:
+    ``ds.SDEModel(state, params, drift, diffusion, noise=noise, name=name)``."""
+    model = ds.SDEModel(list(state), list(params), drift, diffusion, noise=noise, name=name)
+    return model, np.asarray(truth, float), Protocol(**protocol)
+
+
+def grid_sampler(logp, lo, hi, m=200_001):
+    """Inverse-CDF sampler of a 1-D density ∝ exp(logp(x)) on [lo, hi] (linear interpolation of
+    the CDF on m grid points; the tails beyond carry < 1e-12 of the mass for the laws used)."""
+    x = np.linspace(lo, hi, m)
+    lp = logp(x)
+    w = np.exp(lp - lp.max())
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(x))])
+    cdf /= cdf[-1]
+    return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
 
 
 @cache

@@ -24,7 +24,10 @@ import sympy as sp
 
 import dynosed_sym as ds
 
+from .calibration_breaks import BREAKS
 from .calibration_data import Protocol
+from .calibration_data import declare_family as _family
+from .calibration_data import grid_sampler as _grid_sampler
 from .calibration_networks import net10, net20
 
 __all__ = ["Protocol", "FAMILIES", "HELD_OUT", "family", "family_names", "ou_stationary_cov"]
@@ -51,17 +54,6 @@ def _exact_gaussian(M, D, **protocol):
     return Protocol(sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D)), **protocol)
 
 
-def _grid_sampler(logp, lo, hi, m=200_001):
-    """Inverse-CDF sampler of a 1-D density ∝ exp(logp(x)) on [lo, hi] (linear interpolation of
-    the CDF on m grid points; the tails beyond carry < 1e-12 of the mass for the laws used)."""
-    x = np.linspace(lo, hi, m)
-    lp = logp(x)
-    w = np.exp(lp - lp.max())
-    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(x))])
-    cdf /= cdf[-1]
-    return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
-
-
 def _law_1d(f, D, lo, hi):
     """Sampler of the exact stationary law of a 1-D model, ``p ∝ exp(∫ f/D)/D`` (zero flux), with
     ``∫ f/D`` by the trapezoid rule on 400,001 points of [lo, hi] (f, D: NumPy callables at the
@@ -71,13 +63,6 @@ def _law_1d(f, D, lo, hi):
     ratio = f(u) / Du
     phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
     return _grid_sampler(lambda v: np.interp(v, u, phi - np.log(Du)), lo, hi)
-
-
-def _family(name, state, params, drift, truth, diffusion=None, noise=None, **protocol):
-    """``(model, truth, Protocol(**protocol))`` of a family whose SDE is declared as a user would:
-    ``ds.SDEModel(state, params, drift, diffusion, noise=noise, name=name)``."""
-    model = ds.SDEModel(list(state), list(params), drift, diffusion, noise=noise, name=name)
-    return model, np.asarray(truth, float), Protocol(**protocol)
 
 
 def _ou_model(name, M, D, free):
@@ -567,6 +552,7 @@ HELD_OUT = {
     "thomas": thomas,
     "switch": switch,
     "logistic": logistic,
+    **BREAKS,  # the second round (calibration_breaks)
 }
 
 
