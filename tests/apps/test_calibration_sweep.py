@@ -364,10 +364,9 @@ def test_kramers_exact_draws_satisfy_the_stein_identity_with_a_singular_diffusio
     assert worst(wrong) > 20.0
 
 
-@pytest.mark.parametrize("name", ["goodwin", "mm", "predprey", "lvcomp"])
-def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
-    """Oracle: the stated relaxation time is 1/|Re λ|max of the drift's Jacobian at its fixed
-    point (SymPy's Jacobian, SciPy's root from the chains' start)."""
+def _fixed_point_eigenvalues(name):
+    """(the drift's root from the chains' start x0 — SciPy's ``fsolve`` on SymPy's lambdified
+    drift at the truth —, x0, the eigenvalues of SymPy's Jacobian there)."""
     import sympy as sp
     from scipy.optimize import fsolve
 
@@ -376,9 +375,18 @@ def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
     x = list(model.state)
     F = sp.lambdify([x], list(f), "numpy")
     J = sp.lambdify([x], f.jacobian(x), "numpy")
-    xs = fsolve(lambda v: np.asarray(F(v), float), np.asarray(proto.x0, float), xtol=1e-12)
+    x0 = np.asarray(proto.x0, float)
+    xs = fsolve(lambda v: np.asarray(F(v), float), x0, xtol=1e-12)
     assert np.abs(np.asarray(F(xs), float)).max() < 1e-9
-    lam = np.linalg.eigvals(np.asarray(J(xs), float))
+    return xs, x0, np.linalg.eigvals(np.asarray(J(xs), float))
+
+
+@pytest.mark.parametrize("name", ["goodwin", "mm", "predprey", "lvcomp"])
+def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
+    """Oracle: the stated relaxation time is 1/|Re λ|max of the drift's Jacobian at its fixed
+    point (SymPy's Jacobian, SciPy's root from the chains' start)."""
+    proto = fams.family(name)[2]
+    _, _, lam = _fixed_point_eigenvalues(name)
     assert lam.real.max() < 0  # a stable point
     assert proto.relaxation == pytest.approx(1.0 / abs(lam.real.max()), rel=0.05)
 
@@ -388,14 +396,6 @@ def test_held_out_cycles_start_at_an_unstable_fixed_point(name):
     """Oracle: the limit-cycle families' start is their (unique) fixed point, and it is unstable
     (an eigenvalue of SymPy's Jacobian there with positive real part): the chains leave it for the
     cycle."""
-    import sympy as sp
-    from scipy.optimize import fsolve
-
-    model, truth, proto = fams.family(name)
-    f = sp.Matrix(model.drift).subs(dict(zip(model.params, truth)))
-    x = list(model.state)
-    F = sp.lambdify([x], list(f), "numpy")
-    J = sp.lambdify([x], f.jacobian(x), "numpy")
-    xs = fsolve(lambda v: np.asarray(F(v), float), np.asarray(proto.x0, float), xtol=1e-12)
-    assert np.abs(xs - np.asarray(proto.x0, float)).max() < 0.01
-    assert np.linalg.eigvals(np.asarray(J(xs), float)).real.max() > 0
+    xs, x0, lam = _fixed_point_eigenvalues(name)
+    assert np.abs(xs - x0).max() < 0.01
+    assert lam.real.max() > 0
