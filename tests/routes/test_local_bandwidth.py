@@ -22,6 +22,8 @@ from dynosed_sym.routes.scores.bandwidth import (
     N_EFF_MIN,
     U_REFUSE,
     auto_temperature,
+    saturation_factor,
+    smoothing_bias,
     smoothing_ratio,
 )
 
@@ -199,6 +201,29 @@ def test_refusal_threshold(narrow):
     assert fit.info["smoothing"] < U_REFUSE
     with pytest.raises(ds.DataError, match="wider"):
         ds.fit_local(m, X, 10, scores=ds.Scores(temperature=lam / (2 * U_REFUSE)))
+
+
+@given(
+    u=st.floats(1e-3, 50.0),
+    c=st.floats(-10.0, 10.0).filter(lambda v: abs(v) > 1e-6),
+    part1=st.floats(-5.0, 5.0),
+)
+@settings(max_examples=60, deadline=None)
+def test_saturation_factor_recovers_a_saturating_bias(u, c, part1):
+    """Exact identity behind the factor: for a bias of the form B(u) = c·u/(1 + u) (u the kernel's
+    variance over the local spread; the T/2 companion sees 2u) the companion difference times
+    1 + 2u is B(u) itself; ``smoothing_bias`` adds it to |part₁| for the kernel, alone for the
+    local Gaussian fit, and falls back to the first-order term for u_max ≤ 0 or not finite."""
+    B = lambda v: c * v / (1.0 + v)  # noqa: E731
+    lg, lg_half = np.array([1.0]), np.array([1.0 + B(2 * u) - B(u)])
+    theta = lg + part1
+    got = smoothing_bias(theta, lg, lg_half, "local_gaussian", u_max=u)
+    assert got[0] == pytest.approx(abs(B(u)), rel=1e-9, abs=1e-12)
+    kern = smoothing_bias(theta, lg, lg_half, "kernel", u_max=u)
+    assert kern[0] == pytest.approx(abs(part1) + abs(B(u)), rel=1e-9, abs=1e-12)
+    for bad in (0.0, -1.0, np.nan, np.inf):
+        assert saturation_factor(bad) == 1.0
+    assert np.isnan(smoothing_bias(theta, None, lg_half, "kernel", u_max=u)).all()
 
 
 def _calibration_case(name):
