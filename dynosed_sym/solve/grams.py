@@ -182,11 +182,16 @@ class BlockGrams:
 def _block(G, rows, cols):
     """``G[:, rows][:, :, cols]`` (B, |rows|, |cols|) as a new array of that size only: through
     slices where the index sets are contiguous ranges (the resolved directions are mostly the
-    leading ones), else one gather of the block itself."""
+    leading ones), else block by block, rows then columns with ``take`` (a 3-D fancy index
+    gathers element by element: 4× slower at n = 900)."""
     r, c = _as_range(rows), _as_range(cols)
     if isinstance(r, slice) and isinstance(c, slice):
         return G[:, r, c].copy()
-    return G[:, np.asarray(rows)[:, None], np.asarray(cols)[None, :]]
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    out = np.empty((G.shape[0], rows.size, cols.size))
+    for b in range(G.shape[0]):
+        out[b] = G[b].take(rows, axis=0).take(cols, axis=1)
+    return out
 
 
 def _as_range(idx):

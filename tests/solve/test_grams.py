@@ -205,3 +205,21 @@ def test_curvature_noise_is_the_same_on_threads(monkeypatch):
     np.testing.assert_array_equal(results[2], results[0])
     want = [[(A @ Hp[:, j]) @ ((Ab[k] - A) @ Hp[:, j]) for j in range(12)] for k in range(12)]
     _close(results[0], want, rtol=1e-8)
+
+
+@given(
+    n=st.integers(1, 12),
+    B=st.integers(1, 4),
+    data=st.data(),
+)
+@settings(max_examples=60, deadline=None)
+def test_block_gather_equals_fancy_indexing(n, B, data):
+    """``_block`` (slices for ranges, per-block ``take`` otherwise) is NumPy's fancy index
+    ``G[:, rows[:, None], cols[None, :]]`` bit for bit, for any sorted index sets (empty too)."""
+    G = np.random.default_rng(n * 10 + B).standard_normal((B, n, n))
+    idx = st.lists(st.integers(0, n - 1), unique=True).map(sorted)
+    rows, cols = np.array(data.draw(idx), int), np.array(data.draw(idx), int)
+    got = grams_module._block(G, rows, cols)
+    want = G[:, rows[:, None], cols[None, :]]
+    assert got.shape == want.shape
+    assert np.array_equal(got, want)
