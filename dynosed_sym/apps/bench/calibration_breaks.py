@@ -23,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-import dynosed_sym as ds
+from .calibration_data import declare_family, grid_sampler
+from .calibration_networks import network_model, network_protocol
 
-from .calibration_data import Protocol, declare_family, grid_sampler
-
-__all__ = ["BREAKS", "KRAMERS_T"]
+__all__ = ["BREAKS", "KRAMERS_T", "kramers_sampler"]
 
 R = sp.Rational
 
@@ -35,12 +34,17 @@ R = sp.Rational
 KRAMERS_T = 0.25
 
 
-def _kramers_exact(n, rng):
-    """Exact draws of p(x, v) ∝ exp(−(v²/2 + V(x))/T), V(x) = −x²/2 + x⁴/4: x by the inverse CDF
-    of its marginal on [−4, 4], v ~ N(0, T) independent of it."""
-    T = KRAMERS_T
-    xs = grid_sampler(lambda u: -(-(u**2) / 2 + u**4 / 4) / T, -4.0, 4.0)(n, rng)[:, 0]
-    return np.column_stack([xs, np.sqrt(T) * rng.standard_normal(xs.size)])
+def kramers_sampler(T=KRAMERS_T):
+    """Exact sampler ``(n, rng) -> (n, 2)`` of p(x, v) ∝ exp(−(v²/2 + V(x))/T), V(x) = −x²/2 +
+    x⁴/4: x by the inverse CDF of its marginal on [−4, 4] (the grid built once), v ~ N(0, T)
+    independent of it."""
+    marginal = grid_sampler(lambda u: -(-(u**2) / 2 + u**4 / 4) / T, -4.0, 4.0)
+
+    def draw(n, rng):
+        xs = marginal(n, rng)[:, 0]
+        return np.column_stack([xs, np.sqrt(T) * rng.standard_normal(xs.size)])
+
+    return draw
 
 
 def kramers():
@@ -60,7 +64,7 @@ def kramers():
         burn_in=4000,
         relaxation=4.0,
         x0="exact",
-        exact=_kramers_exact,
+        exact=kramers_sampler(),
         relaxation_note="1/|Re λ| = 2/g in the wells (eigenvalues −g/2 ± i√(2 − g²/4)); starts "
         "drawn from the exact law",
     )
@@ -131,26 +135,17 @@ def net20_repressive(d=20, seed=20_261_128):
     """d genes (default 20, n = 400), drift ``Σ_k W[j,k]/(1 + x_k²) − x_j + 1/4``, D = 1/20; the
     truth has two inputs per gene off the diagonal, ±U(0.3, 1.2), drawn from ``seed`` (a date).
     The drift is −x plus a bounded term, so every W has a stationary law; the feedback
-    ``|h'| ≤ 0.65·|W|`` is checked by the sweep's stationarity check.  Chains start at x = 1/2."""
-    x = sp.symbols(f"x0:{d}", real=True)
-    W = sp.MatrixSymbol("W", d, d)
-    drift = [sum(W[i, j] / (1 + x[j] ** 2) for j in range(d)) - x[i] + R(1, 4) for i in range(d)]
-    model = ds.SDEModel(list(x), W, drift, diffusion=R(1, 20), name=f"heldout_net{d}rep")
-    rng = np.random.default_rng([seed, d])
-    truth = np.zeros((d, d))
-    for i in range(d):
-        js = rng.choice([j for j in range(d) if j != i], 2, replace=False)
-        truth[i, js] = rng.choice([-1.0, 1.0], 2) * rng.uniform(0.3, 1.2, 2)
-    protocol = Protocol(
-        sizes=(20_000,),
-        dt=0.02,
-        burn_in=500,
-        relaxation=1.0,
-        x0=(0.5,) * d,
-        local_probes=800,
-        relaxation_note="the −x decay (bounded feedback; checked empirically)",
+    ``|h'| ≤ 0.65·|W|`` is checked by the sweep's stationarity check.  Chains start at x = 1/2.
+    Built by the sweep's own network helpers (:mod:`.calibration_networks`)."""
+    model, truth = network_model(
+        d,
+        seed,
+        inputs=lambda xi: 1 / (1 + xi**2),
+        offset=R(1, 4),
+        weights=(0.3, 1.2),
+        name=f"heldout_net{d}rep",
     )
-    return model, truth.ravel(), protocol
+    return model, truth, network_protocol((20_000,), 800, x0=(0.5,) * d)
 
 
 BREAKS = {

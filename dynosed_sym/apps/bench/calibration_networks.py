@@ -17,29 +17,47 @@ import dynosed_sym as ds
 
 from .calibration_data import Protocol
 
-__all__ = ["network_model", "net10", "net20"]
+__all__ = ["activation", "network_model", "network_protocol", "net10", "net20"]
 
 #: Base seed of the sparse truths (documented; nobody tuned on it).
 NETWORK_SEED = 19_2026
+#: Constant input of every gene in the sweep's networks.
+OFFSET = sp.Rational(1, 2)
 
 
-def network_model(d, seed=NETWORK_SEED):
-    """``(model, truth)``: d genes, W a d × d MatrixSymbol; the truth has two nonzero inputs per
-    gene (off the diagonal, ±U(0.5, 1.5), drawn from ``seed``) and zeros elsewhere."""
+def activation(x):
+    """The Hill activation h(x) = x²/(1 + x²) of the sweep's networks."""
+    return x**2 / (1 + x**2)
+
+
+def network_model(
+    d,
+    seed=NETWORK_SEED,
+    *,
+    inputs=activation,
+    offset=OFFSET,
+    weights=(0.5, 1.5),
+    name=None,
+):
+    """``(model, truth)``: d genes, drift ``Σ_j W[i,j]·inputs(x_j) − x_i + offset``, D = 1/20, W a
+    d × d MatrixSymbol; the truth has two nonzero inputs per gene (off the diagonal,
+    ±U(*weights), drawn from ``seed``) and zeros elsewhere.  ``name`` defaults to
+    ``sweep_net{d}``."""
     x = sp.symbols(f"x0:{d}", real=True)
     W = sp.MatrixSymbol("W", d, d)
-    h = sp.Matrix([xi**2 / (1 + xi**2) for xi in x])
-    drift = [sum(W[i, j] * h[j] for j in range(d)) - x[i] + sp.Rational(1, 2) for i in range(d)]
-    model = ds.SDEModel(list(x), W, drift, diffusion=sp.Rational(1, 20), name=f"sweep_net{d}")
+    h = sp.Matrix([inputs(xi) for xi in x])
+    drift = [sum(W[i, j] * h[j] for j in range(d)) - x[i] + offset for i in range(d)]
+    name = f"sweep_net{d}" if name is None else name
+    model = ds.SDEModel(list(x), W, drift, diffusion=sp.Rational(1, 20), name=name)
     rng = np.random.default_rng([seed, d])
     truth = np.zeros((d, d))
     for i in range(d):
         js = rng.choice([j for j in range(d) if j != i], 2, replace=False)
-        truth[i, js] = rng.choice([-1.0, 1.0], 2) * rng.uniform(0.5, 1.5, 2)
+        truth[i, js] = rng.choice([-1.0, 1.0], 2) * rng.uniform(*weights, 2)
     return model, truth.ravel()
 
 
-def _protocol(sizes, probes):
+def network_protocol(sizes, probes, x0=None):
     # dt = 0.02: the drift's Lipschitz constant is about 1 (RK4 error ~ 1e-8 per step, the
     # Euler–Maruyama noise inflates the stationary variance by ≈ λ·dt/2 = 1 %); 500 steps are
     # 10 relaxation times.  (dt = 0.01 with 2000 steps took 5 min per 5000-chain set at d = 20.)
@@ -48,6 +66,7 @@ def _protocol(sizes, probes):
         dt=0.02,
         burn_in=500,
         relaxation=1.0,
+        x0=x0,
         local_probes=probes,
         relaxation_note="the −x decay (bounded feedback; checked empirically)",
     )
@@ -56,11 +75,11 @@ def _protocol(sizes, probes):
 def net10():
     """10 genes, n = 100."""
     model, truth = network_model(10)
-    return model, truth, _protocol((5000, 10_000), 200)
+    return model, truth, network_protocol((5000, 10_000), 200)
 
 
 def net20():
     """20 genes, n = 400: one N (a global fit takes about a minute on the shared 2-core machine;
     ``--families net20 --sizes 5000,20000`` adds more)."""
     model, truth = network_model(20)
-    return model, truth, _protocol((5000,), 800)
+    return model, truth, network_protocol((5000,), 800)
