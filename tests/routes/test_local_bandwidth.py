@@ -303,17 +303,6 @@ def test_kernel_interval_calibration_on_other_models(gen_dir, name):
     assert covered >= 0.85 * n and n >= 10
 
 
-def _kramers_draws(n, rng, T=0.25):
-    """Exact draws of the Kramers oscillator's law ∝ exp(−(v²/2 + V(x))/T), V = −x²/2 + x⁴/4 (x by
-    the inverse CDF of its marginal on a grid, v ~ N(0, T))."""
-    grid = np.linspace(-4.0, 4.0, 200_001)
-    lp = -(-(grid**2) / 2 + grid**4 / 4) / T
-    w = np.exp(lp - lp.max())
-    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(grid))])
-    xs = np.interp(rng.random(n), cdf / cdf[-1], grid)
-    return np.column_stack([xs, np.sqrt(T) * rng.standard_normal(n)])
-
-
 @pytest.mark.slow
 def test_kramers_many_probes_saturating_smoothing_bias(gen_dir, monkeypatch):
     """The underdamped Kramers oscillator (x' = v, v' = −g v + a x − b x³, noise on v only,
@@ -323,19 +312,15 @@ def test_kramers_many_probes_saturating_smoothing_bias(gen_dir, monkeypatch):
     (routes/scores/bandwidth.py).  With the saturation factor 1 + 2·u_max the finite 95 %
     intervals cover ≥ 90 % over 10 data sets; the first-order term alone is printed beside."""
     import dynosed_sym.routes.scores.bandwidth as bw
+    from dynosed_sym.apps.bench.calibration_families import family
 
-    x, v = sp.symbols("x v", real=True)
-    g, a, b = sp.symbols("g a b", real=True)
-    m = ds.SDEModel(
-        [x, v], [g, a, b], [v, -g * v + a * x - b * x**3], [0, sp.Rational(1, 8)], name="kramers"
-    )
-    th = np.array([0.5, 1.0, 1.0])
+    m, th, proto = family("kramers")  # the held-out family: its model and exact sampler
     ex = ds.Execution(out_dir=gen_dir)
 
     def coverage():
         covered = n = 0
         for s in range(10):
-            X = _kramers_draws(2000, np.random.default_rng(2000 + s))
+            X = proto.exact(2000, np.random.default_rng(2000 + s))
             fit = ds.fit_local(m, X, ds.choose_probes(X, 40, seed=s), execution=ex)
             ci = fit.conf_int()
             finite = np.isfinite(ci).all(axis=1)
