@@ -574,13 +574,14 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         B = comp.n_blocks if comp.n_blocks >= 2 else 0
         sys_c = _pseudo(A_all, b_all, B)
         thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
-    bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=np.max(u))
+    u_max = float(np.max(u))
+    bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=u_max)
     widen_intervals(report, theta, bias)
     report.notes.append(
         f"kernel smoothing: kernel variance 1/T = {1 / T:.3g} is {np.median(u):.3g} × the data's "
-        f"narrowest local variance around the probes (median; max {np.max(u):.3g}); its "
+        f"narrowest local variance around the probes (median; max {u_max:.3g}); its "
         "estimated smoothing bias ("
         + ("kernel vs local Gaussian fit at T, " if estimator.method == "kernel" else "")
-        + f"local Gaussian at T/2 vs T × {saturation_factor(np.max(u)):.3g} = 1 + 2·u_max for "
+        + f"local Gaussian at T/2 vs T × {saturation_factor(u_max):.3g} = 1 + 2·u_max for "
         + f"its saturation; largest {np.nanmax(bias):.3g}) is in bias.sd and the intervals"
     )
