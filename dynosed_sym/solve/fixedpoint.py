@@ -52,6 +52,12 @@ way to a minimiser where the loss flattens: a tanh fit with a local minimum at k
 step for 8 steps, to 0.45 at θ ≈ 3.) An evaluation where G is no descent step (a direction
 unresolved there, whose component G keeps: a fixed point of that kind may lie ahead) restarts the
 count.  This is evidence, not proof: it is what the iteration saw.
+
+Undefined candidates.  G may be undefined at a candidate (its ``g`` not finite: a drift
+``a·exp(−b·x)`` overflows at the data once b is far enough from the start, or a Hill constant
+crosses a sample).  Such a candidate is treated as a refused step — an extrapolation drops the
+history, a plain step is halved and tried again from x — so the iteration stays where G is defined
+(it stopped the corrected Gauss–Newton loop with the drift's DataError before).
 """
 
 from __future__ import annotations
@@ -145,11 +151,12 @@ def anderson_fixed_point(G, x0, max_steps, tol, memory=MEMORY):
         f_new = new[0] - cand
         if not new[4]:  # G is not a descent step there (a direction unresolved): no runaway
             run.growing = 0
-        if extrapolate and not _better(new, f_new, cur, f):
+        if extrapolate and not _better(new, f_new, cur, f):  # (also: G undefined there)
             run.rejected += 1
             hist_x, hist_f, wait = [], [], PLAIN_AFTER_REJECTION  # next: plain steps from x
             continue
-        if not extrapolate and _rises(new, cur):  # shorten the plain step, from x again
+        if not extrapolate and (_rises(new, cur) or not np.isfinite(f_new).all()):
+            # shorten the plain step, from x again
             run.backtracked += 1
             run.damp *= 0.5
             hist_x, hist_f = [], []

@@ -637,7 +637,10 @@ def corrected_gauss_newton(
         raise TypeError(f"corrected_gauss_newton() got unexpected keyword(s) {unknown}")
 
     def step(theta):
-        system = linearisation(theta)
+        try:
+            system = linearisation(theta)
+        except DataError:  # the drift is not finite at the data there: a refused candidate
+            return np.full(np.size(theta), np.nan), None, None, 0.0, False
         # each step: the corrected solve alone (the second-order term and the Tikhonov reference
         # are taken once, at the fixed point)
         est = solve_system(*system, lam, second_order=False, tikhonov=False, handover=False, **rule)

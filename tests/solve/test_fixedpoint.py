@@ -4,7 +4,7 @@ linear solve, the Dottie number (cos x = x), and maps with no fixed point."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dynosed_sym.solve.fixedpoint import anderson_fixed_point
@@ -180,6 +180,30 @@ def test_a_merit_falling_toward_infinity_is_a_runaway():
 
     x, info = anderson_fixed_point(G_small, np.array([1.0, 0.0]), 50, TOL)
     assert not info["converged"] and info["stop"] == "max_steps", info
+
+
+@example(slope=-0.8, edge=1.5, start=-2.0)  # the first plain step lands at 3.4 > 1.5
+@given(
+    slope=st.floats(-0.9, -0.3),
+    edge=st.floats(1.2, 3.0),
+    start=st.floats(-3.0, -1.0),
+)
+@settings(max_examples=40, deadline=None)
+def test_candidates_where_the_map_is_undefined_are_refused(slope, edge, start):
+    """G(x) = 1 + slope·(x − 1) on x ≤ edge, undefined (NaN) beyond — a drift that overflows at
+    the data past some parameter value.  From a start whose full step lands past the edge, the
+    undefined candidate is refused like a rising one (the step halved) and the iteration reaches
+    the fixed point 1; it used to accept the NaN and stop "not finite"."""
+
+    def G(x):
+        return np.where(x <= edge, 1.0 + slope * (x - 1.0), np.nan)
+
+    x, info = anderson_fixed_point(G, np.array([start]), 60, TOL)
+    assert info["converged"] and info["stop"] == "converged"
+    assert abs(x[0] - 1.0) <= 1e-8
+    lands = start + (1.0 + slope * (start - 1.0) - start)
+    if lands > edge:
+        assert info["backtracked"] >= 1
 
 
 @pytest.mark.parametrize(
