@@ -29,6 +29,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
+from ..solve.profile import attach as attach_profile
 from ..solve.threads import limited_blas
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .designs import fit_global_design
@@ -164,7 +165,7 @@ def fit_global(
         finally:
             source.close()
         clock.append(time.perf_counter())
-        estimate, gn = None, None
+        estimate, gn, theta_v = None, None, theta  # (theta_v: the gradient search's optimum)
         if not gradient:
             estimate = solve_system(*system, solver.lam, statistic=statistic, estimator=estimator)
             theta = estimate.theta
@@ -182,6 +183,8 @@ def fit_global(
         clock.append(time.perf_counter())
         options = dict(estimate=estimate, prior_scale=prior_scale)
         report = report_on(system, theta, solver.lam, model.param_names, **options)
+        if gradient and solver.profile:  # the linearised intervals widened to the loss's profile
+            report = attach_profile(report, prob, solver.lam, theta_v, theta)
         clock.append(time.perf_counter())
         A, b = system[0], system[1]
         info = run.info(source, statistic, estimator, ginfo, gn)

@@ -53,6 +53,7 @@ from ..progress import progress_bar, progress_enabled
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
+from ..solve.profile import attach as attach_profile
 from ..solve.threads import limited_blas
 from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
 from .local_designs import fit_local_design
@@ -282,8 +283,9 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
             "iterations without converging (valid probes, but not k-means centres)"
         )
     rule = (solver.lam, statistic, solve_as, prior_scale)
+    searched = None  # (problem, optimum) of the gradient method's search, for the profile
     if gradient:
-        theta, system, estimate = _gradient_local(cm, at, B, solver, rule, start)
+        theta, system, estimate, searched = _gradient_local(cm, at, B, solver, rule, start)
     else:
         A_all, b_all = _rows_all(cm, model, at.P, at.g, est)
         system_scale(A_all[0], b_all[0], "local")
@@ -309,6 +311,8 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     if at.companions is not None:
         where = (cm, model, at.P, at.g)
         _smoothing(report, theta, at.companions, gradient, at.estimator, info, where, rule)
+    if searched is not None and solver.profile:  # the linearised intervals, to the profile
+        report = attach_profile(report, searched[0], solver.lam, searched[1], theta)
     if A_blocks is None and at.arrays:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
         report.notes.append(
@@ -325,7 +329,8 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
 
 
 def _gradient_local(cm, at, B, solver, rule, start):
-    """The gradient method on the local loss → (θ̂, system, estimate or None).
+    """The gradient method on the local loss → (θ̂, system, estimate or None, (problem, the
+    search's optimum)).
 
     The scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
     for the full-data scores and each delete-one-block replicate (jackknife)."""
@@ -352,6 +357,7 @@ def _gradient_local(cm, at, B, solver, rule, start):
     system = pseudo(*prob.linearisation(theta))
     system_scale(system[0], system[1], "local")
     estimate = gn = None
+    theta_v = theta
     if (statistic, solve_as) != ("v", "ridge") and system[2] is not None:
         estimate, system, gn = corrected_gauss_newton(
             lambda th: pseudo(*prob.linearisation(th)),
@@ -363,7 +369,7 @@ def _gradient_local(cm, at, B, solver, rule, start):
         )
         theta = estimate.theta
     at.info.update(gradient_info(ginfo, gn))
-    return theta, system, estimate
+    return theta, system, estimate, (prob, theta_v)
 
 
 class _AtProbes:

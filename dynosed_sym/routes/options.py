@@ -115,12 +115,16 @@ class Solver:
     seed : int, optional
         Gradient method: seeds the perturbed starts.  None (default): ``Features.seed`` on the
         global route, 0 on the local one.
+    profile : bool
+        Gradient method: widen each linearised interval to the loss's profile where the loss is
+        not quadratic over it (default True; a few constrained fits per parameter,
+        :mod:`dynosed_sym.solve.profile`, docs/nonaffine.md).  False: the linearisation's.
 
     Examples
     --------
     >>> Solver(method="gradient", n_starts=4)
     Solver(method='gradient', lam=1e-06, statistic=None, estimator=None, prior_scale='ml',
-           theta0=None, projection=True, n_starts=4, max_nfev=None, seed=None)
+           theta0=None, projection=True, n_starts=4, max_nfev=None, seed=None, profile=True)
     >>> Solver(lam=-1)
     Traceback (most recent call last):
     ...
@@ -137,6 +141,7 @@ class Solver:
     n_starts: int = 1
     max_nfev: int | None = None
     seed: int | None = None
+    profile: bool = True
 
     def __post_init__(self):
         arguments.check_field(self, "method", arguments.choice, allowed=SOLVER_METHODS)
@@ -144,6 +149,7 @@ class Solver:
         arguments.check_field(self, "statistic", arguments.choice, allowed=STATISTICS)
         arguments.check_field(self, "estimator", arguments.choice, allowed=ESTIMATORS)
         arguments.check_field(self, "projection", arguments.flag)
+        arguments.check_field(self, "profile", arguments.flag)
         arguments.check_field(self, "n_starts", arguments.integer, minimum=1)
         if self.max_nfev is not None:
             arguments.check_field(self, "max_nfev", arguments.integer, minimum=1)

@@ -156,6 +156,11 @@ class LocalProblem:
         return A, b
 
 
+#: Largest (N, m) matrix of feature sines :meth:`GlobalProblem.dense` holds (N = 32,768 at
+#: m = 2048).
+DENSE_BYTES = 512 * 2**20
+
+
 class GlobalProblem:
     """Stein mean r(θ) and Jacobian J(θ) of the global route over samples X with noise blocks.
 
@@ -234,6 +239,15 @@ class GlobalProblem:
         r, J = self.sums(theta, cols)
         return r.sum(0) / self.N, J.sum(0) / self.N
 
+    def dense(self, max_bytes=DENSE_BYTES):
+        """The same means from the sines of the features held as an (N, m) matrix (one BLAS
+        product per evaluation instead of the fill's N·m sines): :class:`DenseGlobal`, or None
+        when that matrix would exceed ``max_bytes``.  For the many evaluations of a profile
+        (:mod:`.profile`); equal to :meth:`evaluate` up to rounding."""
+        if 8 * self.N * self.feats.m > max_bytes:
+            return None
+        return DenseGlobal(self)
+
     def linearisation(self, theta):
         """A = J(θ), b = Jθ − r and their per-block means, for :func:`.report.analyse`."""
         r_s, J_s = self.sums(theta)
@@ -247,6 +261,38 @@ class GlobalProblem:
         if not (np.isfinite(A).all() and np.isfinite(b).all()):
             raise DataError("the linearised system at the optimum is not finite")
         return A, b, A_blocks, b_blocks, self.counts.copy()
+
+
+class DenseGlobal:
+    """:meth:`GlobalProblem.evaluate` with the feature sines ``sin(Xωᵀ + c)`` (N, m) held: the
+    Stein mean and its Jacobian as one product of the per-sample factors with them."""
+
+    def __init__(self, prob):
+        self.cm, self.model, self.X = prob.cm, prob.model, prob.X
+        feats = prob.feats
+        self.Om, self.scale, self.N = feats.omega, prob.scale, prob.N
+        self.sines = np.sin(self.X @ feats.omega.T + feats.phase[None, :])
+        self.c_sum = prob.c_sums.sum(0)
+
+    def evaluate(self, theta, cols=None):
+        """r (m,), J (m, len(cols)) (module docstring's formulas)."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        d, n, N = self.model.d, self.model.n, self.N
+        cols = list(range(n)) if cols is None else list(cols)
+        F = np.empty((N, d))
+        self.cm.module.drift(self.X, theta, F)
+        check_finite_output(F, "the drift", self.X)
+        nc = len(cols)
+        if nc:
+            Jf = np.empty((N, d, n))
+            self.cm.module.drift_jacobian(self.X, theta, Jf)
+            Jf = Jf[:, :, cols].reshape(N, d * nc)
+            check_finite_output(Jf, "the drift's parameter Jacobian", self.X)
+            F = np.concatenate([F, Jf], axis=1)
+        S = F.T @ self.sines  # (d + d·nc, m): one pass over the sines (the product is memory-bound)
+        r = -self.scale * (np.einsum("rj,jr->r", self.Om, S[:d]) + self.c_sum) / N
+        J = -self.scale * np.einsum("rj,jkr->rk", self.Om, S[d:].reshape(d, nc, S.shape[1])) / N
+        return r, J
 
 
 def diffusion_scale(c, lengthscale):

@@ -52,6 +52,7 @@ from .intervals import (
     widened,
 )
 from .misspecification import TailProbability, birge_ratio, misspecification_profile
+from .profile import hull
 from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
@@ -189,6 +190,10 @@ class IdentifiabilityReport:
         The parameters whose interval is the whole line at every level (infinite standard error,
         loading ≥ 0.5, an open scale, or no finite minimiser): the one mask
         :meth:`intervals` reads, set where the intervals are made.
+    profile : list of (ProfileTrace or None) or None
+        A drift not affine in θ: each parameter's profile of the loss
+        (:mod:`~dynosed_sym.solve.profile`); the intervals are the hull of the linearised ones and
+        the profile's.
     data_factor : (n,) array or None
         Per parameter, the factor of data that would resolve the directions it loads on
         (:func:`~dynosed_sym.solve.intervals.data_factors`); ``strength`` its label.
@@ -247,6 +252,7 @@ class IdentifiabilityReport:
     fieller: tuple | None = None
     scale: np.ndarray | None = None
     whole_line: np.ndarray | None = None
+    profile: list | None = None
     _blocks: tuple | None = field(default=None, repr=False)
     _grouping: object = field(default=None, repr=False)
     _solve: object = field(default=None, repr=False)
@@ -302,7 +308,8 @@ class IdentifiabilityReport:
         else:
             a = np.where(np.isinf(se), 0.0, se) ** 2 + bias**2
             ci = fieller(theta, a, *self.fieller, q, free)[0]
-        return widen_about(theta, ci, self.interval_scale)
+        ci = widen_about(theta, ci, self.interval_scale)
+        return ci if self.profile is None else hull(ci, self.profile, q)
 
     def combination_lines(self):
         """Lines naming each parameter determined only in combination, with its interval."""
