@@ -487,6 +487,17 @@ def _pseudo(A_all, b_all, B):
     return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
 
 
+def _linearised_rows(cm, model, P, g, est, theta):
+    """:func:`_rows_all` for a drift not affine in θ: the rows of the residual linearised at θ
+    (:meth:`~dynosed_sym.solve.gradient.LocalProblem.linearisation`)."""
+    B = est.n_blocks if est.n_blocks >= 2 else 0
+    S_all, J_all = est.score[None], est.jacobian[None]
+    if B:
+        S_all = np.concatenate([S_all, est.score_blocks])
+        J_all = np.concatenate([J_all, est.jacobian_blocks])
+    return LocalProblem(cm, P, S_all, J_all, g).linearisation(theta)
+
+
 def _rows_all(cm, model, P, g, est):
     """Rows (B + 1, M, n) and (B + 1, M) of the full-data system and the B delete-one-block
     systems of a score estimate, scaled by 1/√M, in one kernel call."""
@@ -564,19 +575,21 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         return
     u = smoothing_ratio(lg, T)
     info["smoothing"] = round(float(np.median(u)), 4)
-    if gradient or lg_half is None:
+    if lg_half is None:
         report.notes.append(
             f"note: kernel variance 1/T is {np.median(u):.3g} × the data's local variance "
-            "(median over probes); its smoothing bias was not estimated "
-            + ("(drift not affine in θ)" if gradient else "(degenerate local fit at T/2)")
-            + " and is not in the intervals"
+            "(median over probes); its smoothing bias was not estimated (degenerate local fit "
+            "at T/2) and is not in the intervals"
         )
         return
     cm, model, P, g = where
     lam, statistic, solve_as, prior_scale = solve
     thetas = []
     for comp in (lg, lg_half):
-        A_all, b_all = _rows_all(cm, model, P, g, comp)
+        if gradient:  # the companions' rows linearised at θ̂: one Gauss–Newton step each
+            A_all, b_all = _linearised_rows(cm, model, P, g, comp, theta)
+        else:
+            A_all, b_all = _rows_all(cm, model, P, g, comp)
         B = comp.n_blocks if comp.n_blocks >= 2 else 0
         sys_c = _pseudo(A_all, b_all, B)
         thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
@@ -589,5 +602,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         "estimated smoothing bias ("
         + ("kernel vs local Gaussian fit at T, " if estimator.method == "kernel" else "")
         + f"local Gaussian at T/2 vs T × {saturation_factor(u_max):.3g} = 1 + 2·u_max for "
-        + f"its saturation; largest {np.nanmax(bias):.3g}) is in bias.sd and the intervals"
+        + f"its saturation; largest {np.nanmax(bias):.3g}"
+        + ("; drift not affine in θ: both fits linearised at θ̂" if gradient else "")
+        + ") is in bias.sd and the intervals"
     )

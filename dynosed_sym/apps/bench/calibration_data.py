@@ -36,6 +36,7 @@ __all__ = [
     "Protocol",
     "declare_family",
     "grid_sampler",
+    "law_1d",
     "BASE_SEED",
     "data_seed",
     "default_cache_dir",
@@ -108,10 +109,15 @@ class Protocol:
         )
 
 
-def declare_family(name, state, params, drift, truth, diffusion=None, noise=None, **protocol):
+def declare_family(
+    name, state, params, drift, truth, diffusion=None, noise=None, nominal=None, **protocol
+):
     """``(model, truth, Protocol(**protocol))`` of a family whose SDE is declared as a user would:
-    ``ds.SDEModel(state, params, drift, diffusion, noise=noise, name=name)``."""
-    model = ds.SDEModel(list(state), list(params), drift, diffusion, noise=noise, name=name)
+    ``ds.SDEModel(state, params, drift, diffusion, noise=noise, name=name, nominal=nominal)``
+    (``nominal``: the start of the gradient search of a drift not affine in θ)."""
+    model = ds.SDEModel(
+        list(state), list(params), drift, diffusion, noise=noise, name=name, nominal=nominal
+    )
     return model, np.asarray(truth, float), Protocol(**protocol)
 
 
@@ -124,6 +130,17 @@ def grid_sampler(logp, lo, hi, m=200_001):
     cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(x))])
     cdf /= cdf[-1]
     return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
+
+
+def law_1d(f, D, lo, hi):
+    """Sampler of the exact stationary law of a 1-D model, ``p ∝ exp(∫ f/D)/D`` (zero flux), with
+    ``∫ f/D`` by the trapezoid rule on 400,001 points of [lo, hi] (f, D: NumPy callables at the
+    true parameters), drawn by :func:`grid_sampler`."""
+    u = np.linspace(lo, hi, 400_001)
+    Du = D(u)
+    ratio = f(u) / Du
+    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
+    return grid_sampler(lambda v: np.interp(v, u, phi - np.log(Du)), lo, hi)
 
 
 @cache

@@ -28,7 +28,9 @@ from .calibration_breaks import BREAKS
 from .calibration_data import Protocol
 from .calibration_data import declare_family as _family
 from .calibration_data import grid_sampler as _grid_sampler
+from .calibration_data import law_1d as _law_1d
 from .calibration_networks import net10, net20
+from .calibration_nonaffine import NONAFFINE
 
 __all__ = ["Protocol", "FAMILIES", "HELD_OUT", "family", "family_names", "ou_stationary_cov"]
 
@@ -52,17 +54,6 @@ def _gaussian_sampler(S):
 def _exact_gaussian(M, D, **protocol):
     """The Protocol of an OU family drawn exactly from its Gaussian stationary law."""
     return Protocol(sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D)), **protocol)
-
-
-def _law_1d(f, D, lo, hi):
-    """Sampler of the exact stationary law of a 1-D model, ``p ∝ exp(∫ f/D)/D`` (zero flux), with
-    ``∫ f/D`` by the trapezoid rule on 400,001 points of [lo, hi] (f, D: NumPy callables at the
-    true parameters), drawn by :func:`_grid_sampler`."""
-    u = np.linspace(lo, hi, 400_001)
-    Du = D(u)
-    ratio = f(u) / Du
-    phi = np.concatenate([[0.0], np.cumsum(0.5 * (ratio[1:] + ratio[:-1]) * np.diff(u))])
-    return _grid_sampler(lambda v: np.interp(v, u, phi - np.log(Du)), lo, hi)
 
 
 def _ou_model(name, M, D, free):
@@ -553,6 +544,7 @@ HELD_OUT = {
     "switch": switch,
     "logistic": logistic,
     **BREAKS,  # the second round (calibration_breaks)
+    **NONAFFINE,  # the third: drifts not affine in θ (calibration_nonaffine)
 }
 
 
