@@ -275,7 +275,7 @@ def test_a_runaway_corrected_fixed_point_falls_back_to_the_v_optimum(tmp_path):
 
     model, truth, protocol = family("exp_rate")
     X = draw(model, truth, protocol, max(protocol.sizes), data_seed("exp_rate", 12))[:2000]
-    with pytest.warns(ds.ConvergenceWarning, match="not the U-statistic's trade"):
+    with pytest.warns(ds.ConvergenceWarning, match="not the estimator's trade"):
         fit = ds.fit_global(
             model, X, features=ds.Features(seed=12), execution=ds.Execution(out_dir=str(tmp_path))
         )
@@ -283,3 +283,21 @@ def test_a_runaway_corrected_fixed_point_falls_back_to_the_v_optimum(tmp_path):
     ci = fit.conf_int()
     assert np.all((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
     assert np.all(np.abs(fit.theta) < 10)
+
+
+def test_local_corrected_loop_out_of_the_drifts_range_falls_back(tmp_path):
+    """The same model on the local route (the sweep's data set 2 at N = 2000, its 20 k-means
+    probes): the loop's candidates overflowed the local residual (an SVD that did not converge),
+    then its last iterate b = −197 overflowed the report.  Such candidates are refused and such a
+    fixed point falls back to the V-statistic optimum: a finite fit, with the warning."""
+    from dynosed_sym.apps.bench.calibration_data import data_seed, draw
+    from dynosed_sym.apps.bench.calibration_families import family
+    from dynosed_sym.apps.bench.calibration_sweep import _probes
+
+    model, truth, protocol = family("exp_rate")
+    X = draw(model, truth, protocol, max(protocol.sizes), data_seed("exp_rate", 2))[:2000]
+    ex = ds.Execution(out_dir=str(tmp_path))
+    with pytest.warns(ds.ConvergenceWarning, match="not the estimator's trade"):
+        fit = ds.fit_local(model, X, _probes(X, protocol, 2), execution=ex)
+    assert fit.info["gn_stop"] == "fell back"
+    assert np.all(np.isfinite(fit.theta)) and np.all(np.abs(fit.theta) < 10)
