@@ -69,8 +69,8 @@ from dynosed_sym.reference import local_rows_reference
 from dynosed_sym.routes import global_route, local_route
 from dynosed_sym.routes.global_route import MOVED as GLOBAL_OPTIONS
 from dynosed_sym.routes.local_route import MOVED as LOCAL_OPTIONS
+from dynosed_sym.solve.gauss_newton import corrected_gauss_newton
 from dynosed_sym.solve.gradient import GlobalProblem
-from dynosed_sym.solve.ustat import corrected_gauss_newton
 
 
 # --------------------------------------------------------------------------- strategies

@@ -26,12 +26,13 @@ from ..errors import DataError
 from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
+from ..solve.gauss_newton import corrected_gauss_newton
 from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
 from ..solve.profile import attach as attach_profile
 from ..solve.threads import limited_blas
-from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
+from ..solve.ustat import estimator_options, solve_system
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, moved_to
 from .result import FitResult, gradient_info, report_on

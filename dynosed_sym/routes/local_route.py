@@ -50,12 +50,13 @@ from ..errors import DataError
 from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
+from ..solve.gauss_newton import corrected_gauss_newton
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
 from ..solve.profile import attach as attach_profile
 from ..solve.threads import limited_blas
-from ..solve.ustat import corrected_gauss_newton, estimator_options, solve_system
+from ..solve.ustat import estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, moved_to
 from .probes import as_probes

@@ -1,12 +1,12 @@
 """A fixed point x = G(x) by safeguarded Anderson acceleration (type II).
 
-Used by :func:`~dynosed_sym.solve.ustat.corrected_gauss_newton`, whose map G (re-linearise, solve
-the corrected system) is a Gauss–Newton step: it neglects the second derivatives of the residual
-and the derivative of the U-statistic correction, so its Jacobian at the fixed point is
-``I − H⁻¹∇²L/2 = −H⁻¹M`` (M the neglected terms), not 0.  When the residual is large and a
-direction weakly resolved, M is not small: the plain iteration then converges only linearly, and
-with an eigenvalue of G' near −1 it oscillates (−0.71 on the tanh model of tests/test_fuzz.py:
-50 steps reach a step of 7·10⁻⁹ only); below −1 it would not converge at all.
+Used by :func:`~dynosed_sym.solve.gauss_newton.corrected_gauss_newton`, whose map G (re-linearise,
+solve the corrected system) is a Gauss–Newton step: it neglects the second derivatives of the
+residual and the derivative of the U-statistic correction, so its Jacobian at the fixed point is
+``I − H⁻¹∇²L/2 = −H⁻¹M`` (M the neglected terms), not 0. When the residual is large and a direction
+weakly resolved, M is not small: the plain iteration then converges only linearly, and with an
+eigenvalue of G' near −1 it oscillates (−0.71 on the tanh model of tests/test_fuzz.py: 50 steps
+reach a step of 7·10⁻⁹ only); below −1 it would not converge at all.
 
 Anderson acceleration (Walker & Ni 2011) takes, instead of the plain step x + f (f = G(x) − x),
 the combination of the last m steps whose residual is smallest in the linearised sense,
@@ -234,7 +234,7 @@ def _better(new, f_new, cur, f):
 
 
 def unconverged_message(loop, theta0, theta, names):
-    """Why the corrected Gauss–Newton loop (:func:`~.ustat.corrected_gauss_newton`) stopped
+    """Why the corrected Gauss–Newton loop (:func:`~.gauss_newton.corrected_gauss_newton`) stopped
     unconverged, from :func:`anderson_fixed_point`'s ``loop`` record."""
     head = (
         f"the corrected Gauss–Newton iteration (U-statistic, non-affine drift) stopped after "

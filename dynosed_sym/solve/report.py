@@ -494,9 +494,10 @@ def analyse(
 
 
 def _no_minimiser(rep):
-    """A runaway of the corrected Gauss–Newton loop (:func:`.ustat.corrected_gauss_newton`): the
-    loss appears to have no finite minimiser, so the last iterate is no estimate and intervals
-    taken at its linearisation say nothing: every interval is the whole line."""
+    """A runaway of the corrected Gauss–Newton loop
+    (:func:`.gauss_newton.corrected_gauss_newton`): the loss appears to have no finite
+    minimiser, so the last iterate is no estimate and intervals taken at its linearisation say
+    nothing: every interval is the whole line."""
     n = len(rep.param_names)
     rep.unique = False
     rep.free_params = list(rep.param_names)

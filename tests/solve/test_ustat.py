@@ -19,8 +19,9 @@ from dynosed_sym.assembly.features import draw_features
 from dynosed_sym.assembly.stein import assemble_array
 from dynosed_sym.reference import lambdified, stein_system_reference
 from dynosed_sym.solve import uncertainty as unc
+from dynosed_sym.solve.gauss_newton import corrected_gauss_newton
 from dynosed_sym.solve.linear import hinv, solve_tikhonov
-from dynosed_sym.solve.ustat import block_covariance, corrected_gauss_newton, solve_system
+from dynosed_sym.solve.ustat import block_covariance, solve_system
 
 x = sp.Symbol("x", real=True)
 a_ = sp.Symbol("a", real=True)

@@ -105,7 +105,7 @@ def toggle_k():
         truth,
         R(1, 20),
         nominal=dict(zip(["a1", "K1", "g1", "a2", "K2", "g2"], [1.95, 1.3, 1.3, 1.95, 1.3, 1.3])),
-        burn_in=5000,
+        burn_in=7000,
         relaxation=1 / 0.15,
         x0=(0.86, 0.86),
         relaxation_note="1/|λ| slowest at the stable state; starts there",
