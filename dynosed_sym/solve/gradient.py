@@ -156,6 +156,23 @@ class LocalProblem:
         return A, b
 
 
+def sample_factors(cm, X, theta, cols):
+    """(N, d + d·len(cols)): per sample the drift f(x; θ) and its θ-Jacobian's columns ``cols``
+    (``∂f_j/∂θ_k`` in j-major order), from the generated ``drift`` and ``drift_jacobian``
+    kernels, checked finite (DataError otherwise)."""
+    N, d = X.shape[0], cm.model.d
+    F = np.empty((N, d))
+    cm.module.drift(X, theta, F)
+    check_finite_output(F, "the drift", X)
+    if not cols:
+        return F
+    Jf = np.empty((N, d, cm.model.n))
+    cm.module.drift_jacobian(X, theta, Jf)
+    Jf = Jf[:, :, cols]
+    check_finite_output(Jf, "the drift's parameter Jacobian", X)
+    return np.ascontiguousarray(np.concatenate([F, Jf.reshape(N, d * len(cols))], axis=1))
+
+
 #: Largest (N, m) matrix of feature sines :meth:`GlobalProblem.dense` holds (N = 32,768 at
 #: m = 2048).
 DENSE_BYTES = 512 * 2**20
@@ -212,18 +229,8 @@ class GlobalProblem:
         theta = np.ascontiguousarray(theta, dtype=float)
         d, n, N = model.d, model.n, self.N
         cols = list(range(n)) if cols is None else list(cols)
-        F = np.empty((N, d))
-        self.cm.module.drift(self.X, theta, F)
-        check_finite_output(F, "the drift", self.X)
         nc = len(cols)
-        if nc:
-            Jf = np.empty((N, d, n))
-            self.cm.module.drift_jacobian(self.X, theta, Jf)
-            Jf = Jf[:, :, cols]
-            check_finite_output(Jf, "the drift's parameter Jacobian", self.X)
-            phi_s = np.ascontiguousarray(np.concatenate([F, Jf.reshape(N, d * nc)], axis=1))
-        else:
-            phi_s = F
+        phi_s = sample_factors(self.cm, self.X, theta, cols)
         K = phi_s.shape[1]
         P_s = np.zeros((self.G, feats.n_blocks, K, FEATURE_BLOCK))
         P_c = np.zeros((self.G, feats.n_blocks, 0, FEATURE_BLOCK))
@@ -279,16 +286,8 @@ class DenseGlobal:
         theta = np.ascontiguousarray(theta, dtype=float)
         d, n, N = self.model.d, self.model.n, self.N
         cols = list(range(n)) if cols is None else list(cols)
-        F = np.empty((N, d))
-        self.cm.module.drift(self.X, theta, F)
-        check_finite_output(F, "the drift", self.X)
         nc = len(cols)
-        if nc:
-            Jf = np.empty((N, d, n))
-            self.cm.module.drift_jacobian(self.X, theta, Jf)
-            Jf = Jf[:, :, cols].reshape(N, d * nc)
-            check_finite_output(Jf, "the drift's parameter Jacobian", self.X)
-            F = np.concatenate([F, Jf], axis=1)
+        F = sample_factors(self.cm, self.X, theta, cols)
         S = F.T @ self.sines  # (d + d·nc, m): one pass over the sines (the product is memory-bound)
         r = -self.scale * (np.einsum("rj,jr->r", self.Om, S[:d]) + self.c_sum) / N
         J = -self.scale * np.einsum("rj,jkr->rk", self.Om, S[d:].reshape(d, nc, S.shape[1])) / N
