@@ -336,11 +336,7 @@ def _gradient_local(cm, at, B, solver, rule, start):
     The scores are fixed; only θ is searched.  The report is taken on the linearisation at θ̂,
     for the full-data scores and each delete-one-block replicate (jackknife)."""
     lam, statistic, solve_as, prior_scale = rule
-    est = at.est
-    S_all, J_all = est.score[None], est.jacobian[None]
-    if B:
-        S_all = np.concatenate([S_all, est.score_blocks])
-        J_all = np.concatenate([J_all, est.jacobian_blocks])
+    S_all, J_all, _ = _score_stack(at.est)  # (its B is the caller's: the same rule)
 
     def pseudo(A_all, b_all):
         return _pseudo(A_all, b_all, B)
@@ -488,14 +484,21 @@ def _pseudo(A_all, b_all, B):
     return A, b, pa - pa.mean(axis=0) + A[None], pb - pb.mean(axis=0) + b[None], np.ones(B)
 
 
-def _linearised_rows(cm, model, P, g, est, theta):
-    """:func:`_rows_all` for a drift not affine in θ: the rows of the residual linearised at θ
-    (:meth:`~dynosed_sym.solve.gradient.LocalProblem.linearisation`)."""
+def _score_stack(est):
+    """``(S_all, J_all, B)``: the full-data scores and Jacobians of a score estimate followed by
+    its B delete-one-block replicates (B = 0 without at least two blocks)."""
     B = est.n_blocks if est.n_blocks >= 2 else 0
     S_all, J_all = est.score[None], est.jacobian[None]
     if B:
         S_all = np.concatenate([S_all, est.score_blocks])
         J_all = np.concatenate([J_all, est.jacobian_blocks])
+    return S_all, J_all, B
+
+
+def _linearised_rows(cm, P, g, est, theta):
+    """:func:`_rows_all` for a drift not affine in θ: the rows of the residual linearised at θ
+    (:meth:`~dynosed_sym.solve.gradient.LocalProblem.linearisation`)."""
+    S_all, J_all, _ = _score_stack(est)
     return LocalProblem(cm, P, S_all, J_all, g).linearisation(theta)
 
 
@@ -503,11 +506,7 @@ def _rows_all(cm, model, P, g, est):
     """Rows (B + 1, M, n) and (B + 1, M) of the full-data system and the B delete-one-block
     systems of a score estimate, scaled by 1/√M, in one kernel call."""
     M = P.shape[0]
-    B = est.n_blocks if est.n_blocks >= 2 else 0
-    S_all, J_all = est.score[None], est.jacobian[None]
-    if B:
-        S_all = np.concatenate([S_all, est.score_blocks])
-        J_all = np.concatenate([J_all, est.jacobian_blocks])
+    S_all, J_all, B = _score_stack(est)
     with np.errstate(invalid="ignore", over="ignore"):
         A_all, b_all = local_rows(
             cm,
@@ -588,7 +587,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
     thetas = []
     for comp in (lg, lg_half):
         if gradient:  # the companions' rows linearised at θ̂: one Gauss–Newton step each
-            A_all, b_all = _linearised_rows(cm, model, P, g, comp, theta)
+            A_all, b_all = _linearised_rows(cm, P, g, comp, theta)
         else:
             A_all, b_all = _rows_all(cm, model, P, g, comp)
         B = comp.n_blocks if comp.n_blocks >= 2 else 0

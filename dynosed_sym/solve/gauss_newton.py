@@ -83,10 +83,22 @@ def corrected_gauss_newton(
     if unknown:
         raise TypeError(f"corrected_gauss_newton() got unexpected keyword(s) {unknown}")
 
+    theta0 = np.asarray(theta0, dtype=float)
+    first = {}
+
+    def linearised(theta):
+        """``linearisation(θ)``, the one at θ₀ taken once: the loop's first evaluation, the
+        reference of :func:`_trade` and the system of :func:`_fall_back`."""
+        if not np.array_equal(theta, theta0):
+            return linearisation(theta)
+        if "system" not in first:
+            first["system"] = linearisation(theta0)
+        return first["system"]
+
     def step(theta):
         undefined = np.full(np.size(theta), np.nan), None, None, 0.0, False
         try:
-            system = linearisation(theta)
+            system = linearised(theta)
         except DataError:  # the drift is not finite at the data there: a refused candidate
             return undefined
         if not (np.isfinite(system[0]).all() and np.isfinite(system[1]).all()):
@@ -109,14 +121,14 @@ def corrected_gauss_newton(
     with np.errstate(over="ignore", invalid="ignore"):
         theta, loop = anderson_fixed_point(step, theta0, max_steps, tol)
     steps, converged = loop["steps"], loop["converged"]
-    theta0 = np.asarray(theta0, dtype=float)
     with np.errstate(over="ignore", invalid="ignore"):  # (as above, until _trade has judged)
-        system = linearisation(theta)
+        system = linearised(theta)
         est = solve_system(*system, lam, **rule)
-        traded = np.array_equal(theta, theta0) or _trade(system, theta, linearisation, theta0, est)
+        traded = np.array_equal(theta, theta0)
+        traded = traded or _trade(system, theta, linearised(theta0), theta0, est)
     if not traded:
-        return _fall_back(linearisation, theta0, lam, loop)
-    msg = "" if converged else unconverged_message(loop, np.asarray(theta0, float), theta, names)
+        return _fall_back(linearised(theta0), theta0, lam, loop)
+    msg = "" if converged else unconverged_message(loop, theta0, theta, names)
     if msg:
         # unconverged: report the last accepted iterate (the lowest loss reached, where the system
         # is linearised), not the step from it, which the loop did not accept
@@ -127,15 +139,14 @@ def corrected_gauss_newton(
     return est, system, info
 
 
-def _trade(system, theta, linearisation, theta0, est):
+def _trade(system, theta, system0, theta0, est):
     """Whether the corrected fixed point θ is a trade the estimator makes against the
     V-statistic optimum θ₀: its plain loss ‖r‖² above θ₀'s by less than ten times the whole
     noise term at θ₀ (the U-statistic removes that noise, it cannot account for more; the
     resolved V-statistic estimate only drops λ), and for the U-statistic its corrected loss not
     above θ₀'s (beyond rounding).  Found on ``a·e^{−bx} − g·x`` at N = 2000: the global loop
     stopped at b = −107, a ≈ 0, where the residual is 10⁸² and every direction unresolved, the
-    local one (V-statistic) where its report overflowed."""
-    system0 = linearisation(theta0)
+    local one (V-statistic) where its report overflowed.  ``system0``: the linearisation at θ₀."""
     v1, slack1 = _corrected_loss(system, theta, "v")
     v0, slack0 = _corrected_loss(system0, theta0, "v")
     noise0 = max(v0 - _corrected_loss(system0, theta0, "u")[0], 0.0)
@@ -148,10 +159,9 @@ def _trade(system, theta, linearisation, theta0, est):
     return bool(np.isfinite(u1) and u1 <= u0 + max(slack0, slack1))
 
 
-def _fall_back(linearisation, theta0, lam, loop):
-    """The V-statistic optimum θ₀ with the ridge's report, a note and a warning: the corrected
-    loop's fixed point failed :func:`_trade`."""
-    system = linearisation(theta0)
+def _fall_back(system, theta0, lam, loop):
+    """The V-statistic optimum θ₀ with the ridge's report (``system``: the linearisation at θ₀),
+    a note and a warning: the corrected loop's fixed point failed :func:`_trade`."""
     est = solve_system(*system, lam, statistic="v", estimator="ridge")
     est = replace(est, theta=theta0.copy())
     msg = (

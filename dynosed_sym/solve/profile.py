@@ -225,7 +225,7 @@ def _constrained(loss, t, starts, tol, S):
             mu = mu / 4.0 if mu > 1e-6 else 0.0
         else:
             mu = max(4.0 * mu, 1e-3)
-    return _minpack(loss, t, u, L, tol)
+    return _minpack(loss, t, u, L, tol, res.size)
 
 
 def _solve(H, g):
@@ -237,11 +237,10 @@ def _solve(H, g):
     return step if np.isfinite(step).all() else None
 
 
-def _minpack(loss, t, u, L, tol):
-    """MINPACK's Levenberg–Marquardt from u (the Newton steps' fallback)."""
+def _minpack(loss, t, u, L, tol, size):
+    """MINPACK's Levenberg–Marquardt from u (the Newton steps' fallback; ``size`` the
+    residual's)."""
     from scipy.optimize import least_squares
-
-    size = loss(u, t)[0].size
 
     def fun(v):
         out = loss(v, t)
@@ -374,13 +373,12 @@ def profile_traces(prob, lam, theta_v, theta, ci, q):
             traces.append(None)
             continue
         loss = _Loss(prob, lam, j, n)
-        free = loss.free
+        S_ff = S[np.ix_(loss.free, loss.free)]
+        path = Hinv[:, j] / Hinv[j, j]
         sides = []
         for direction, side_half in ((-1, theta[j] - lo), (1, hi - theta[j])):
             side_half = max(float(side_half), 1e-12 * (1.0 + abs(theta_v[j])))
             c_gn = Hinv_gn[j, j] / (side_half / q) ** 2
-            path = Hinv[:, j] / Hinv[j, j]
-            S_ff = S[np.ix_(free, free)]
             sides.append(_side(loss, theta_v, L0, direction, side_half, q, path, c_gn, S_ff))
         traces.append(ProfileTrace(float(theta_v[j]), *sides))
     return traces
