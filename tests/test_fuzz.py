@@ -1083,11 +1083,12 @@ def test_nonaffine_exact_law_and_a_zero_parameter(nonaffine_compiled, a, k, star
 
 
 def _recording(calls):
-    """corrected_gauss_newton, recording (linearisation, start, loop's θ) of each call."""
+    """corrected_gauss_newton, recording (linearisation, start, loop's last iterate) of each
+    call."""
 
     def recorded(linearisation, theta0, lam, **kw):
         out = corrected_gauss_newton(linearisation, theta0, lam, **kw)
-        calls.append((linearisation, np.array(theta0, dtype=float), out[0].theta))
+        calls.append((linearisation, np.array(theta0, dtype=float), out[2]["last"]))
         return out
 
     return recorded

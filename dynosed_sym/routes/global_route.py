@@ -179,6 +179,7 @@ def fit_global(
                 statistic=statistic,
                 estimator=estimator,
                 names=model.param_names,
+                temper=solver.temper and not cm.is_affine,  # (an affine fit: the linear one)
             )
             theta = estimate.theta
         clock.append(time.perf_counter())

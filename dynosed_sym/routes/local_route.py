@@ -363,6 +363,7 @@ def _gradient_local(cm, at, B, solver, rule, start):
             statistic=statistic,
             estimator=solve_as,
             names=prob.model.param_names,
+            temper=solver.temper and not cm.is_affine,  # (an affine fit: the linear one)
         )
         theta = estimate.theta
     at.info.update(gradient_info(ginfo, gn))

@@ -119,12 +119,18 @@ class Solver:
         Gradient method: widen each linearised interval to the loss's profile where the loss is
         not quadratic over it (default True; a few constrained fits per parameter,
         :mod:`dynosed_sym.solve.profile`, docs/nonaffine.md).  False: the linearisation's.
+    temper : bool
+        A drift not affine in θ, U-statistic: temper the corrected fit towards the V-statistic
+        optimum, direction by direction, where its correction adds more noise than the bias it
+        removes (default True; :mod:`dynosed_sym.solve.temper`, docs/nonaffine.md; the intervals
+        count the move not taken).  False: the corrected fixed point itself.
 
     Examples
     --------
     >>> Solver(method="gradient", n_starts=4)
     Solver(method='gradient', lam=1e-06, statistic=None, estimator=None, prior_scale='ml',
-           theta0=None, projection=True, n_starts=4, max_nfev=None, seed=None, profile=True)
+           theta0=None, projection=True, n_starts=4, max_nfev=None, seed=None, profile=True,
+           temper=True)
     >>> Solver(lam=-1)
     Traceback (most recent call last):
     ...
@@ -142,6 +148,7 @@ class Solver:
     max_nfev: int | None = None
     seed: int | None = None
     profile: bool = True
+    temper: bool = True
 
     def __post_init__(self):
         arguments.check_field(self, "method", arguments.choice, allowed=SOLVER_METHODS)
@@ -150,6 +157,7 @@ class Solver:
         arguments.check_field(self, "estimator", arguments.choice, allowed=ESTIMATORS)
         arguments.check_field(self, "projection", arguments.flag)
         arguments.check_field(self, "profile", arguments.flag)
+        arguments.check_field(self, "temper", arguments.flag)
         arguments.check_field(self, "n_starts", arguments.integer, minimum=1)
         if self.max_nfev is not None:
             arguments.check_field(self, "max_nfev", arguments.integer, minimum=1)

@@ -411,7 +411,8 @@ def _resolution_notes(rep, widened):
         out.append(
             "identifiable: yes ±p% (interval half-width against |estimate|); no (≈k× N): about "
             "k times the data would resolve the directions it loads on; no (flat): no curvature "
-            "seen along them at this N"
+            "seen along them at this N; no (open profile): the loss's profile flattens on one side "
+            "(drift not affine in θ)"
         )
     return out
 

@@ -251,7 +251,8 @@ def unconverged_message(loop, theta0, theta, names):
             f"Gauss–Newton step grew (to {loop['step']:.3g} from {loop['first_step']:.3g}; "
             f"{path}) — the loss appears to have no finite minimiser: it decreases toward a "
             "limit of the parameters that the data do not determine (a parameter running off "
-            "while a combination of them stays fixed)" + tail
+            "while a combination of them stays fixed); the estimate reported is the one it "
+            "started from (the search's optimum, with the ridge's λ), with no finite interval"
         )
     if loop["stop"] == "no descent":
         return (

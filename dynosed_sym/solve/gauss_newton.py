@@ -18,6 +18,7 @@ from ..errors import ConvergenceWarning, DataError
 from .blockops import each_times
 from .fixedpoint import anderson_fixed_point, unconverged_message
 from .misspecification import block_weights
+from .temper import temper as temper_towards
 from .threads import single_blas
 from .ustat import solve_system
 
@@ -32,7 +33,15 @@ GN_TOL = 1e-10
 
 @single_blas
 def corrected_gauss_newton(
-    linearisation, theta0, lam, *, max_steps=GN_MAX_STEPS, tol=GN_TOL, names=None, **rule
+    linearisation,
+    theta0,
+    lam,
+    *,
+    max_steps=GN_MAX_STEPS,
+    tol=GN_TOL,
+    names=None,
+    temper=True,
+    **rule,
 ):
     """Non-affine drift: the corrected fit by re-linearisation (module docstring).
 
@@ -74,10 +83,11 @@ def corrected_gauss_newton(
     system : tuple
         The linearisation at the fixed point (what the report is taken on).
     info : dict
-        ``steps``, ``converged``, ``message`` (empty when converged) and ``stop`` (why it
-        stopped, :func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`); unconverged, a
-        :class:`~dynosed_sym.errors.ConvergenceWarning` is issued and the estimate is taken at
-        the last accepted iterate.
+        ``steps``, ``converged``, ``message`` (empty when converged), ``stop`` (why it
+        stopped, :func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`) and ``last`` (the
+        last accepted iterate); unconverged, a :class:`~dynosed_sym.errors.ConvergenceWarning`
+        is issued and the estimate is taken at the last accepted iterate — after a runaway (no
+        finite minimiser) at the start θ₀ instead, with no finite interval.
     """
     unknown = sorted(set(rule) - {"statistic", "estimator", "rank_threshold"})
     if unknown:
@@ -129,14 +139,50 @@ def corrected_gauss_newton(
     if not traded:
         return _fall_back(linearised(theta0), theta0, lam, loop)
     msg = "" if converged else unconverged_message(loop, theta0, theta, names)
-    if msg:
+    if msg and loop["stop"] == "runaway":
+        # no finite minimiser: the last iterate is only where the loop noticed (it depends on
+        # when), so the start is reported — the search's optimum, which exists (λ‖θ‖²) — on its
+        # own linearisation, with no finite interval (report: no_minimiser)
+        system = linearised(theta0)
+        est = solve_system(*system, lam, **rule)
+        est = replace(est, theta=theta0.copy(), no_minimiser=True)
+    elif msg:
         # unconverged: report the last accepted iterate (the lowest loss reached, where the system
         # is linearised), not the step from it, which the loop did not accept
-        est = replace(est, theta=theta.copy(), no_minimiser=loop["stop"] == "runaway")
+        est = replace(est, theta=theta.copy())
+    if msg:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
+    if temper and loop["stop"] != "runaway":
+        est = _tempered(est, system, linearised, theta0, lam, names)
     info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}
+    info["last"] = theta.copy()  # the loop's last accepted iterate (its fixed point if converged)
     return est, system, info
+
+
+def _tempered(est, system, linearised, theta0, lam, names):
+    """The fixed point's estimate tempered towards θ₀ (:func:`~.temper.temper`), if the tempered
+    point is one the fit may report: the drift finite at the data there and its plain loss within
+    :func:`_trade`'s bound (per-direction shares put it in the box the two ends span, not on
+    the segment between them); else ``est`` unchanged."""
+    system0 = linearised(theta0)
+    tempered = temper_towards(est, system, theta0, system0, lam, names)
+    if tempered.temper is None:
+        return est
+    try:
+        system_t = linearised(tempered.theta)
+    except DataError:
+        return est
+    return tempered if _plain_within(system_t, tempered.theta, system0, theta0) else est
+
+
+def _plain_within(system, theta, system0, theta0):
+    """Whether the plain loss ‖r‖² at θ is finite and above θ₀'s by less than ten times the whole
+    noise term at θ₀ (the first condition of :func:`_trade`)."""
+    v1, slack1 = _corrected_loss(system, theta, "v")
+    v0, slack0 = _corrected_loss(system0, theta0, "v")
+    noise0 = max(v0 - _corrected_loss(system0, theta0, "u")[0], 0.0)
+    return bool(np.isfinite(v1) and v1 <= v0 + 10.0 * noise0 + max(slack0, slack1))
 
 
 def _trade(system, theta, system0, theta0, est):
@@ -147,10 +193,7 @@ def _trade(system, theta, system0, theta0, est):
     above θ₀'s (beyond rounding).  Found on ``a·e^{−bx} − g·x`` at N = 2000: the global loop
     stopped at b = −107, a ≈ 0, where the residual is 10⁸² and every direction unresolved, the
     local one (V-statistic) where its report overflowed.  ``system0``: the linearisation at θ₀."""
-    v1, slack1 = _corrected_loss(system, theta, "v")
-    v0, slack0 = _corrected_loss(system0, theta0, "v")
-    noise0 = max(v0 - _corrected_loss(system0, theta0, "u")[0], 0.0)
-    if not (np.isfinite(v1) and v1 <= v0 + 10.0 * noise0 + max(slack0, slack1)):
+    if not _plain_within(system, theta, system0, theta0):
         return False
     if est.statistic != "u":
         return True

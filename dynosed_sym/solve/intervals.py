@@ -483,7 +483,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         q,
         free,
         deviations=estimate.deviations,
-        handover=estimate.handover,
+        moved2=estimate.moved2(),
     )
     se = wk.se
     tau, method, converged = found["tau"]
@@ -500,9 +500,9 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
         wk = replace(wk, ci=ci, bounded=bounded)
     Q = resolution_matrix(V, resolved)
-    # the status reads the unresolved directions' part of β_j: the hand-over's move, also in β_j,
-    # is not a combination the data leave open
-    moved2 = 0.0 if estimate.handover is None else estimate.handover.bias2()
+    # the status reads the unresolved directions' part of β_j: the hand-over's and the tempering's
+    # moves, also in β_j, are not combinations the data leave open
+    moved2 = estimate.moved2()
     unres_sd = np.sqrt(np.maximum(wk.bias_sd**2 - moved2, 0.0))
     status, combos = [], []
     names = tuple(str(nm) for nm in names)  # shared by every combination stated

@@ -65,6 +65,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
+from .intervals import strength_labels
 from .uncertainty import t_quantile
 
 __all__ = ["MAX_PARAMS", "ProfileSide", "ProfileTrace", "attach", "hull", "profile_traces"]
@@ -428,7 +429,18 @@ def attach(report, prob, lam, theta_v, theta):
         )
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         notes.append("WARNING: " + msg)
-    return replace(report, profile=traces, ci=ci, notes=notes)
+    strength = report.strength
+    if strength is not None:  # the labels of the intervals the profile changed, read again
+        fresh = strength_labels(theta, ci, report.data_factor)
+        strength = [
+            label
+            if np.array_equal(ci[j], report.ci[j])
+            else "no (open profile)"
+            if not np.isfinite(ci[j]).all()
+            else fresh[j]
+            for j, label in enumerate(strength)
+        ]
+    return replace(report, profile=traces, ci=ci, notes=notes, strength=strength)
 
 
 def _fmt(v):

@@ -496,8 +496,8 @@ def analyse(
 def _no_minimiser(rep):
     """A runaway of the corrected Gauss–Newton loop
     (:func:`.gauss_newton.corrected_gauss_newton`): the loss appears to have no finite
-    minimiser, so the last iterate is no estimate and intervals taken at its linearisation say
-    nothing: every interval is the whole line."""
+    minimiser, so no point is an estimate the data bound (the search's optimum is reported) and
+    intervals taken at a linearisation say nothing: every interval is the whole line."""
     n = len(rep.param_names)
     rep.unique = False
     rep.free_params = list(rep.param_names)
@@ -515,8 +515,8 @@ def _no_minimiser(rep):
     rep.whole_line = np.ones(n, dtype=bool)
     rep.notes.append(
         "no finite interval: the corrected loss appears to have no finite minimiser (the "
-        "iteration ran off, see the warning above); the rank and tests describe the "
-        "linearisation at its last iterate only"
+        "iteration ran off, see the warning above); the estimate is the search's optimum it "
+        "started from, and the rank and tests describe the linearisation there only"
     )
 
 

@@ -138,6 +138,9 @@ class Estimate:
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations` or None
         The block deviations ``(A_b − A)V`` of the resolved estimator, read by its intervals
         (:func:`~dynosed_sym.solve.report.analyse` releases them once read: B·m·n floats).
+    temper : :class:`~dynosed_sym.solve.temper.Temper` or None
+        The part of the corrected Gauss–Newton fit's move not taken
+        (:func:`~dynosed_sym.solve.temper.temper`; drifts not affine in θ).
     no_minimiser : bool
         The corrected Gauss–Newton loop stopped as a runaway
         (:func:`~.gauss_newton.corrected_gauss_newton`): the loss appears to have no finite
@@ -160,7 +163,17 @@ class Estimate:
     left_vectors: np.ndarray | None = None
     deviations: BlockDeviations | None = None
     jackknife: Jackknife | None = None
+    temper: object = None
     no_minimiser: bool = False
+
+    def moved2(self):
+        """(n,) the squared moves of the estimate the intervals count as a possible bias: the
+        hand-over's (:mod:`.weak`) and the tempering's (:mod:`.temper`); zeros without."""
+        out = np.zeros(np.size(self.theta))
+        for move in (self.handover, self.temper):
+            if move is not None:
+                out = out + move.bias2()
+        return out
 
 
 def block_covariance(A, b, A_blocks, b_blocks, counts):

@@ -310,7 +310,7 @@ def _curvature_noise(A, dA, Hp):
 
 
 def weak_intervals(
-    A, b, theta_R, estimate, system_blocks, Hp, fill, tau, q, free, deviations=None, handover=None
+    A, b, theta_R, estimate, system_blocks, Hp, fill, tau, q, free, deviations=None, moved2=None
 ) -> WeakIntervals:
     """The intervals of the resolved estimator (module docstring).
 
@@ -333,8 +333,10 @@ def weak_intervals(
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations`, optional
         The solve's ``(A_b − A)V`` of these blocks (``H⁺`` then lives on its resolved
         directions): the block contractions are taken from it, O(B·m·r·n) instead of O(B·m·n²).
-    handover : :class:`Handover`, optional
-        The just-resolved directions' move (:func:`hand_over`), added to β_j² as a bias.
+    moved2 : (n,) array, optional
+        Squared moves of the estimate added to β_j² as a bias: the just-resolved directions'
+        (:func:`hand_over`) and the tempering's (:mod:`.temper`),
+        :meth:`~dynosed_sym.solve.ustat.Estimate.moved2`.
     """
     A_blocks, b_blocks, counts = system_blocks
     n = A.shape[1]
@@ -369,8 +371,8 @@ def weak_intervals(
         else:
             noise = _unresolved_noise(A, dA, Hp, VU, tau2, w)
         bias2 = (VU * VU) @ tau2 + noise
-    if handover is not None:
-        bias2 = bias2 + handover.bias2()
+    if moved2 is not None:
+        bias2 = bias2 + moved2
     ci, bounded = fieller(estimate, a0 + bias2, c, gam, q, free)
     return WeakIntervals(ci, np.sqrt(a0), np.sqrt(bias2), noise, bounded, c, gam, tau, tau_dirs)
 

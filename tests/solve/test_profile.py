@@ -301,3 +301,33 @@ def test_local_corrected_loop_out_of_the_drifts_range_falls_back(tmp_path):
         fit = ds.fit_local(model, X, _probes(X, protocol, 2), execution=ex)
     assert fit.info["gn_stop"] == "fell back"
     assert np.all(np.isfinite(fit.theta)) and np.all(np.abs(fit.theta) < 10)
+
+
+def test_an_open_profile_labels_the_parameter_unbounded():
+    """attach() on the flat-sided residual above: the interval shown is open above, and its
+    identifiability label says so instead of the linearised interval's ``yes ±50%``."""
+    from dataclasses import replace
+
+    from dynosed_sym.solve.report import IdentifiabilityReport
+
+    u = np.array([1.0, 1.0])
+
+    def fun(th):
+        e = np.exp(-th[0])
+        return (th[0] - 1.0) * e * u, ((1.0 - (th[0] - 1.0)) * e * u)[:, None]
+
+    fields = {f: None for f in IdentifiabilityReport.__dataclass_fields__}
+    rep = IdentifiabilityReport(**fields)
+    rep = replace(
+        rep,
+        param_names=["a"],
+        ci=np.array([[0.5, 1.5]]),
+        ci_level=0.95,
+        dof=31.0,
+        notes=[],
+        strength=["yes ±50%"],
+        data_factor=np.array([np.nan]),
+    )
+    out = P.attach(rep, _Residual(1, fun), 0.0, np.array([1.0]), np.array([1.0]))
+    assert out.ci[0, 1] == np.inf and out.strength == ["no (open profile)"]
+    assert "no bound on the open side" in out.notes[-1]
