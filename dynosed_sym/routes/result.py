@@ -459,6 +459,8 @@ def gradient_info(ginfo, gn=None):
     if gn is not None:
         info["gn_steps"], info["gn_converged"] = gn["steps"], gn["converged"]
         info["gn_stop"] = gn["stop"]  # why it stopped (solve.fixedpoint.anderson_fixed_point)
+        if gn.get("tempered"):  # directions along which the move was tempered (solve.temper)
+            info["gn_tempered"] = gn["tempered"]
     return info
 
 

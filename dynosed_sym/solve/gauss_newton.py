@@ -84,10 +84,11 @@ def corrected_gauss_newton(
         The linearisation at the fixed point (what the report is taken on).
     info : dict
         ``steps``, ``converged``, ``message`` (empty when converged), ``stop`` (why it
-        stopped, :func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`) and ``last`` (the
-        last accepted iterate); unconverged, a :class:`~dynosed_sym.errors.ConvergenceWarning`
-        is issued and the estimate is taken at the last accepted iterate — after a runaway (no
-        finite minimiser) at the start θ₀ instead, with no finite interval.
+        stopped, :func:`~dynosed_sym.solve.fixedpoint.anderson_fixed_point`), ``last`` (the
+        last accepted iterate) and ``tempered`` (directions tempered, :mod:`.temper`);
+        unconverged, a :class:`~dynosed_sym.errors.ConvergenceWarning` is issued and the
+        estimate is taken at the last accepted iterate — after a runaway (no finite minimiser)
+        at the start θ₀ instead, with no finite interval.
     """
     unknown = sorted(set(rule) - {"statistic", "estimator", "rank_threshold"})
     if unknown:
@@ -157,6 +158,7 @@ def corrected_gauss_newton(
         est = _tempered(est, system, linearised, theta0, lam, names)
     info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}
     info["last"] = theta.copy()  # the loop's last accepted iterate (its fixed point if converged)
+    info["tempered"] = 0 if est.temper is None else int(est.temper.weights.size)
     return est, system, info
 
 

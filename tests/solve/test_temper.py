@@ -92,6 +92,7 @@ def test_flat_valley_keeps_the_v_optimum_and_counts_the_move(gen):
     text = fit.summary()
     assert "adds more noise than the bias it removes" in text and "bias.sd" in text
     assert "temper" not in raw.summary().split("profile")[0]
+    assert fit.info["gn_tempered"] == 2 and "gn_tempered" not in raw.info
     ci = fit.conf_int()
     # (k's interval misses its truth on this set, tempered or not: one of the cell's 60)
     assert np.all((ci[1:, 0] <= truth[1:]) & (truth[1:] <= ci[1:, 1]))
