@@ -168,14 +168,23 @@ def _tempered(est, system, linearised, theta0, lam, names):
     :func:`_trade`'s bound (per-direction shares put it in the box the two ends span, not on
     the segment between them); else ``est`` unchanged."""
     system0 = linearised(theta0)
-    tempered = temper_towards(est, system, theta0, system0, lam, names)
-    if tempered.temper is None:
+    try:  # (the two reports it reads: a failure there leaves the fixed point, said below)
+        tempered = temper_towards(est, system, theta0, system0, lam, names)
+    except (DataError, np.linalg.LinAlgError):
+        tempered = None
+    if tempered is not None and tempered.temper is None:
         return est
     try:
-        system_t = linearised(tempered.theta)
+        system_t = None if tempered is None else linearised(tempered.theta)
     except DataError:
-        return est
-    return tempered if _plain_within(system_t, tempered.theta, system0, theta0) else est
+        system_t = None
+    if system_t is not None and _plain_within(system_t, tempered.theta, system0, theta0):
+        return tempered
+    est.notes.append(
+        "note: the fixed point is reported untempered (the tempering's reports failed, or its "
+        "point left the drift's range or raised the plain loss beyond the trade check's bound)"
+    )
+    return est
 
 
 def _plain_within(system, theta, system0, theta0):

@@ -67,8 +67,11 @@ class Temper:
     shift: np.ndarray
 
     def bias2(self):
-        """(n,) ``Σ_i shift_ji²``: the variance the intervals add for the move not taken."""
-        return (self.shift * self.shift).sum(axis=1)
+        """(n,) ``(Σ_i shift_ji)²``: the variance the intervals add for the move not taken — the
+        whole gap to the fixed point in each parameter (not the sum of the directions' squares,
+        which is smaller where the directions' shifts add up), so that the intervals reach it."""
+        gap = self.shift.sum(axis=1)
+        return gap * gap
 
     def note(self, names):
         """The summary's line."""
@@ -111,7 +114,8 @@ def temper(est, system, theta_v, system_v, lam, names=None):
     names = list(names) if names is not None else [f"θ{j}" for j in range(theta_v.size)]
     covs = []
     # the two reports are read for their sandwich covariances only; what they warn about is the
-    # final report's to say (it is taken again on the tempered estimate)
+    # final report's to say (taken on the fixed point's linearisation, centred at the tempered
+    # estimate, with the move not taken as a bias)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for sysm, e in ((system, est), (system_v, ridge)):
@@ -135,4 +139,8 @@ def temper(est, system, theta_v, system_v, lam, names=None):
     tempered = Temper(w[part], shift)
     theta = est.theta + shift.sum(axis=1)
     notes = [*est.notes, tempered.note(names)]
-    return replace(est, theta=theta, temper=tempered, notes=notes)
+    # the resolved estimate moves with it (the residual, the sandwich's influences and the
+    # estimable combinations are read there); the shift lies along directions with finite
+    # standard errors on both sides, the resolved ones
+    theta_r = None if est.theta_resolved is None else est.theta_resolved + shift.sum(axis=1)
+    return replace(est, theta=theta, theta_resolved=theta_r, temper=tempered, notes=notes)
