@@ -120,10 +120,11 @@ class Solver:
         not quadratic over it (default True; a few constrained fits per parameter,
         :mod:`dynosed_sym.solve.profile`, docs/nonaffine.md).  False: the linearisation's.
     temper : bool
-        A drift not affine in θ, U-statistic: temper the corrected fit towards the V-statistic
-        optimum, direction by direction, where its correction adds more noise than the bias it
-        removes (default True; :mod:`dynosed_sym.solve.temper`, docs/nonaffine.md; the intervals
-        count the move not taken).  False: the corrected fixed point itself.
+        A drift not affine in θ, resolved estimator: temper the fit towards the ridge's optimum
+        the gradient search found, direction by direction, where its move from there (the
+        U-statistic's correction, or the V-statistic's removal of λ) adds more noise than the
+        bias it removes (default True; :mod:`dynosed_sym.solve.temper`, docs/nonaffine.md; the
+        intervals count the move not taken).  False: the resolved fixed point itself.
 
     Examples
     --------

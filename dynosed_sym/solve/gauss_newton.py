@@ -20,7 +20,7 @@ from .fixedpoint import anderson_fixed_point, unconverged_message
 from .misspecification import block_weights
 from .temper import temper as temper_towards
 from .threads import single_blas
-from .ustat import solve_system
+from .ustat import ridge_at, solve_system
 
 __all__ = ["corrected_gauss_newton", "GN_MAX_STEPS", "GN_TOL"]
 
@@ -135,8 +135,9 @@ def corrected_gauss_newton(
     with np.errstate(over="ignore", invalid="ignore"):  # (as above, until _trade has judged)
         system = linearised(theta)
         est = solve_system(*system, lam, **rule)
+        bound0 = _plain_bound(linearised(theta0), theta0)  # (for _trade and _tempered)
         traded = np.array_equal(theta, theta0)
-        traded = traded or _trade(system, theta, linearised(theta0), theta0, est)
+        traded = traded or _trade(system, theta, linearised(theta0), theta0, est, bound0)
     if not traded:
         return _fall_back(linearised(theta0), theta0, lam, loop)
     msg = "" if converged else unconverged_message(loop, theta0, theta, names)
@@ -155,20 +156,20 @@ def corrected_gauss_newton(
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
     if temper and loop["stop"] != "runaway":
-        est = _tempered(est, system, linearised, theta0, lam, names)
+        est = _tempered(est, system, linearised, theta0, lam, names, bound0)
     info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}
     info["last"] = theta.copy()  # the loop's last accepted iterate (its fixed point if converged)
     info["tempered"] = 0 if est.temper is None else int(est.temper.weights.size)
     return est, system, info
 
 
-def _tempered(est, system, linearised, theta0, lam, names):
+def _tempered(est, system, linearised, theta0, lam, names, bound0):
     """The fixed point's estimate tempered towards θ₀ (:func:`~.temper.temper`), if the tempered
     point is one the fit may report: the drift finite at the data there and its plain loss within
-    :func:`_trade`'s bound (per-direction shares put it in the box the two ends span, not on
-    the segment between them); else ``est`` unchanged."""
+    :func:`_trade`'s bound ``bound0`` (per-direction shares put it in the box the two ends
+    span, not on the segment between them); else ``est`` unchanged."""
     system0 = linearised(theta0)
-    try:  # (the two reports it reads: a failure there leaves the fixed point, said below)
+    try:  # (its ridge solve and covariances: a failure there leaves the fixed point, said below)
         tempered = temper_towards(est, system, theta0, system0, lam, names)
     except (DataError, np.linalg.LinAlgError):
         tempered = None
@@ -178,33 +179,42 @@ def _tempered(est, system, linearised, theta0, lam, names):
         system_t = None if tempered is None else linearised(tempered.theta)
     except DataError:
         system_t = None
-    if system_t is not None and _plain_within(system_t, tempered.theta, system0, theta0):
+    if system_t is not None and _plain_within(system_t, tempered.theta, bound0):
         return tempered
     est.notes.append(
-        "note: the fixed point is reported untempered (the tempering's reports failed, or its "
+        "note: the fixed point is reported untempered (the tempering's solve failed, or its "
         "point left the drift's range or raised the plain loss beyond the trade check's bound)"
     )
     return est
 
 
-def _plain_within(system, theta, system0, theta0):
-    """Whether the plain loss ‖r‖² at θ is finite and above θ₀'s by less than ten times the whole
-    noise term at θ₀ (the first condition of :func:`_trade`)."""
-    v1, slack1 = _corrected_loss(system, theta, "v")
+def _plain_bound(system0, theta0):
+    """``(bound, rounding)``: the plain loss ‖r‖² at θ₀ plus ten times the whole noise term there
+    (the U-statistic removes that noise, it cannot account for more), and that loss's rounding;
+    ``system0``: the linearisation at θ₀."""
     v0, slack0 = _corrected_loss(system0, theta0, "v")
     noise0 = max(v0 - _corrected_loss(system0, theta0, "u")[0], 0.0)
-    return bool(np.isfinite(v1) and v1 <= v0 + 10.0 * noise0 + max(slack0, slack1))
+    return v0 + 10.0 * noise0, slack0
 
 
-def _trade(system, theta, system0, theta0, est):
+def _plain_within(system, theta, bound0):
+    """Whether the plain loss ‖r‖² at θ is finite and within ``bound0`` (:func:`_plain_bound`;
+    the first condition of :func:`_trade`)."""
+    v1, slack1 = _corrected_loss(system, theta, "v")
+    bound, slack0 = bound0
+    return bool(np.isfinite(v1) and v1 <= bound + max(slack0, slack1))
+
+
+def _trade(system, theta, system0, theta0, est, bound0):
     """Whether the corrected fixed point θ is a trade the estimator makes against the
     V-statistic optimum θ₀: its plain loss ‖r‖² above θ₀'s by less than ten times the whole
     noise term at θ₀ (the U-statistic removes that noise, it cannot account for more; the
     resolved V-statistic estimate only drops λ), and for the U-statistic its corrected loss not
     above θ₀'s (beyond rounding).  Found on ``a·e^{−bx} − g·x`` at N = 2000: the global loop
     stopped at b = −107, a ≈ 0, where the residual is 10⁸² and every direction unresolved, the
-    local one (V-statistic) where its report overflowed.  ``system0``: the linearisation at θ₀."""
-    if not _plain_within(system, theta, system0, theta0):
+    local one (V-statistic) where its report overflowed.  ``system0``: the linearisation at θ₀,
+    ``bound0`` its :func:`_plain_bound`."""
+    if not _plain_within(system, theta, bound0):
         return False
     if est.statistic != "u":
         return True
@@ -216,8 +226,7 @@ def _trade(system, theta, system0, theta0, est):
 def _fall_back(system, theta0, lam, loop):
     """The V-statistic optimum θ₀ with the ridge's report (``system``: the linearisation at θ₀),
     a note and a warning: the corrected loop's fixed point failed :func:`_trade`."""
-    est = solve_system(*system, lam, statistic="v", estimator="ridge")
-    est = replace(est, theta=theta0.copy())
+    est = ridge_at(system, theta0, lam)
     msg = (
         f"the corrected Gauss–Newton iteration (non-affine drift) ended after {loop['steps']} "
         "steps at a point that is not the estimator's trade against the V-statistic optimum (its "

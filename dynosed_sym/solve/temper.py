@@ -41,13 +41,12 @@ N = 300).  ``Solver(temper=False)`` reports the fixed point itself.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .report import analyse
-from .ustat import solve_system
+from .uncertainty import sandwich_covariance
+from .ustat import ridge_at
 
 __all__ = ["Temper", "temper", "temper_weights"]
 
@@ -109,24 +108,14 @@ def temper(est, system, theta_v, system_v, lam, names=None):
         return est
     if system[2] is None:
         return est
-    ridge = solve_system(*system_v, lam, statistic="v", estimator="ridge")
-    ridge = replace(ridge, theta=theta_v.copy())
+    ridge = ridge_at(system_v, theta_v, lam)
     names = list(names) if names is not None else [f"θ{j}" for j in range(theta_v.size)]
-    covs = []
-    # the two reports are read for their sandwich covariances only; what they warn about is the
-    # final report's to say (taken on the fixed point's linearisation, centred at the tempered
-    # estimate, with the move not taken as a bias)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for sysm, e in ((system, est), (system_v, ridge)):
-            A, b, A_blocks, b_blocks, counts = sysm
-            # (a copy: analyse releases the estimate's block deviations, which the final report
-            # of ``est`` still reads)
-            copy = replace(e, notes=[])
-            rep = analyse(A, b, e.theta, lam, names, A_blocks, b_blocks, counts, estimate=copy)
-            covs.append(rep.covariance)
-    if any(c is None for c in covs):
-        return est
+    # the two fits' sandwich covariances, as their reports take them (report._attach_uncertainty:
+    # the influences at the resolved estimate, each estimator's own bread)
+    covs = [
+        sandwich_covariance(*sysm[:2], at, lam, *sysm[2:], Hinv=e.bread)
+        for sysm, e, at in ((system, est, _resolved(est)), (system_v, ridge, _resolved(ridge)))
+    ]
     V = est.directions.V
     delta = V.T @ (est.theta - theta_v)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -144,3 +133,8 @@ def temper(est, system, theta_v, system_v, lam, names=None):
     # standard errors on both sides, the resolved ones
     theta_r = None if est.theta_resolved is None else est.theta_resolved + shift.sum(axis=1)
     return replace(est, theta=theta, theta_resolved=theta_r, temper=tempered, notes=notes)
+
+
+def _resolved(est):
+    """Where the report takes an estimate's sandwich: its resolved estimate, if it has one."""
+    return est.theta if est.theta_resolved is None else est.theta_resolved

@@ -176,6 +176,15 @@ class Estimate:
         return out
 
 
+def ridge_at(system, theta, lam):
+    """The ridge's estimate on ``system`` (a linearisation at ``theta``, the gradient search's
+    optimum of the same loss) held at ``theta``: its bread and report are the linearisation's,
+    its point the optimum itself (the non-affine fall-back and tempering, :mod:`.gauss_newton`,
+    :mod:`.temper`)."""
+    est = solve_system(*system, lam, statistic="v", estimator="ridge")
+    return replace(est, theta=np.asarray(theta, dtype=float).copy())
+
+
 def block_covariance(A, b, A_blocks, b_blocks, counts):
     """(S (n, n), s (n,)): block estimates of Cov(A) and Cov(A, b) contracted over rows.
 
