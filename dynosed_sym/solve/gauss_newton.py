@@ -152,11 +152,16 @@ def corrected_gauss_newton(
         # unconverged: report the last accepted iterate (the lowest loss reached, where the system
         # is linearised), not the step from it, which the loop did not accept
         est = replace(est, theta=theta.copy())
+    if temper and loop["stop"] != "runaway":
+        est = _tempered(est, system, linearised, theta0, lam, names, bound0)
+    if msg and est.temper is not None:  # the iterate the warning names is not the one reported
+        msg += (
+            f", tempered towards the search's optimum along {est.temper.weights.size} "
+            "direction(s) (its note says how far)"
+        )
     if msg:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
         est.notes.append("WARNING: " + msg)
-    if temper and loop["stop"] != "runaway":
-        est = _tempered(est, system, linearised, theta0, lam, names, bound0)
     info = {"steps": steps, "converged": converged, "message": msg, "stop": loop["stop"]}
     info["last"] = theta.copy()  # the loop's last accepted iterate (its fixed point if converged)
     info["tempered"] = 0 if est.temper is None else int(est.temper.weights.size)

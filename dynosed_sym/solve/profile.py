@@ -65,7 +65,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
-from .intervals import strength_labels
+from .intervals import NOT_IDENTIFIABLE, strength_labels
 from .uncertainty import t_quantile
 
 __all__ = ["MAX_PARAMS", "ProfileSide", "ProfileTrace", "attach", "hull", "profile_traces"]
@@ -440,7 +440,11 @@ def attach(report, prob, lam, theta_v, theta):
             else fresh[j]
             for j, label in enumerate(strength)
         ]
-    return replace(report, profile=traces, ci=ci, notes=notes, strength=strength)
+    status = report.status
+    if status is not None:  # an interval the profile opened: not identifiable on that side
+        opened = ~np.isfinite(ci).all(axis=1) & np.isfinite(report.ci).all(axis=1)
+        status = [NOT_IDENTIFIABLE if opened[j] else st for j, st in enumerate(status)]
+    return replace(report, profile=traces, ci=ci, notes=notes, strength=strength, status=status)
 
 
 def _fmt(v):

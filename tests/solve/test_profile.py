@@ -326,8 +326,10 @@ def test_an_open_profile_labels_the_parameter_unbounded():
         dof=31.0,
         notes=[],
         strength=["yes ±50%"],
+        status=["identified"],
         data_factor=np.array([np.nan]),
     )
     out = P.attach(rep, _Residual(1, fun), 0.0, np.array([1.0]), np.array([1.0]))
     assert out.ci[0, 1] == np.inf and out.strength == ["no (open profile)"]
+    assert out.status == ["not identifiable"]  # the status the summary and to_frame read
     assert "no bound on the open side" in out.notes[-1]

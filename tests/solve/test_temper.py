@@ -100,6 +100,26 @@ def test_flat_valley_keeps_the_v_optimum_and_counts_the_move(gen):
     assert np.all((ci[:, 0] <= raw.theta) & (raw.theta <= ci[:, 1]))
 
 
+def test_unconverged_warning_names_the_tempering(gen, monkeypatch):
+    """A loop stopped before its fixed point (four steps on MM set 8, which runs K from 5.8 to
+    15.7) reports its last iterate tempered: the warning says so, not only "last accepted
+    iterate"."""
+    import functools
+
+    from dynosed_sym.errors import ConvergenceWarning
+    from dynosed_sym.routes import global_route
+    from dynosed_sym.solve.gauss_newton import corrected_gauss_newton
+
+    short = functools.partial(corrected_gauss_newton, max_steps=4)
+    monkeypatch.setattr(global_route, "corrected_gauss_newton", short)
+    model, _, X = _mm(8)
+    with pytest.warns(ConvergenceWarning, match="without converging") as rec:
+        fit = ds.fit_global(model, X, features=ds.Features(seed=8), execution=gen)
+    assert not fit.info["gn_converged"] and fit.info.get("gn_tempered", 0) > 0
+    msg = next(str(w.message) for w in rec if "without converging" in str(w.message))
+    assert "tempered towards the search's optimum" in msg
+
+
 def test_solver_temper_flag_is_checked():
     with pytest.raises(DataError, match="temper"):
         ds.Solver(temper="no")
