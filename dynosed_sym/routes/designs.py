@@ -313,6 +313,7 @@ def fit_global_design(model, design, features, solver, execution, order=None) ->
         settings["snapshots"] = len(snaps)
     fit = FitResult(model, theta, A, b, report, "global", N, settings, names=names, design=info)
     fit.features = feats  # the shared feature draw (design advice assembles candidates with it)
+    fit.lengthscale = float(ell)
     return fit
 
 

@@ -33,6 +33,7 @@ from ..solve.linear import system_scale
 from ..solve.profile import attach as attach_profile
 from ..solve.threads import limited_blas
 from ..solve.ustat import estimator_options, solve_system
+from .bandwidth import fit_auto, replayable
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, moved_to
 from .result import FitResult, gradient_info, report_on
@@ -143,6 +144,23 @@ def fit_global(
         given["execution"] = (execution, Execution)
         objects = resolve_options("fit_global", moved, given, MOVED)
         features, solver = objects["features"], objects["solver"]
+        if features.bandwidth == "auto":  # fits at candidate length scales (routes.bandwidth)
+
+            def fit_at(candidate):
+                return fit_global(
+                    model,
+                    X,
+                    inputs=inputs,
+                    env_column=env_column,
+                    time_column=time_column,
+                    order=order,
+                    dlogp_dt=dlogp_dt,
+                    features=candidate,
+                    solver=solver,
+                    execution=objects["execution"],
+                )
+
+            return fit_auto(fit_at, features, replayable(X))
         ex = objects["execution"].at_least(1)
         require_parameters(model)
         check_assembly_memory(model, features.n_features, ex.n_blocks)  # before anything m-sized
@@ -192,6 +210,7 @@ def fit_global(
         info = run.info(source, statistic, estimator, ginfo, gn)
         fit = FitResult(model, theta, A, b, report, "global", run.N, info)
         fit = flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
+        fit.lengthscale = float(run.ell)
         clock.append(time.perf_counter())
         # wall seconds per stage (the gradient solver's search is in "assembly"; "checks": the
         # stationarity check of the fitted drift on the data); not in the summary

@@ -37,11 +37,15 @@ class Features:
     ----------
     n_features : int
         Number m of random Fourier features (default 2048).
-    bandwidth : "median" or float
-        Length scale ℓ of the Gaussian kernel; "median" (default) uses the median pairwise
-        distance of a seeded subsample (≤ 1000 rows) of the first ``options.BANDWIDTH_ROWS``
-        (65,536) rows — the same rows for every kind of input.  A given ℓ below 1e-150 is
-        refused (the squared kernel frequencies ω² ~ 1/ℓ² would overflow).
+    bandwidth : "auto", "median" or float
+        Length scale ℓ of the Gaussian kernel.  "median" uses the median pairwise distance of a
+        seeded subsample (≤ 1000 rows) of the first ``options.BANDWIDTH_ROWS`` (65,536) rows —
+        the same rows for every kind of input.  "auto" (default) is the median's fit when it
+        resolves every direction, else the fit at 0.5, 2 or 0.25 × the median that resolves
+        the most (:mod:`dynosed_sym.routes.bandwidth`; up to three more fits, models with at
+        most 64 parameters; ``fit.info["bandwidth_search"]`` and a summary note say what was
+        tried).  A given ℓ below 1e-150 is refused (the squared kernel frequencies ω² ~ 1/ℓ²
+        would overflow).
     seed : int
         Seeds the bandwidth subsample, the random features and the perturbed starts of the
         gradient method (default 0).
@@ -49,15 +53,15 @@ class Features:
     Examples
     --------
     >>> Features(n_features=512, seed=3)
-    Features(n_features=512, bandwidth='median', seed=3)
+    Features(n_features=512, bandwidth='auto', seed=3)
     >>> Features(bandwidth="mean")
     Traceback (most recent call last):
     ...
-    dynosed_sym.errors.DataError: Features.bandwidth must be 'median' or a positive number, got...
+    dynosed_sym.errors.DataError: Features.bandwidth must be 'auto', 'median' or a positive...
     """
 
     n_features: int = 2048
-    bandwidth: str | float = "median"
+    bandwidth: str | float = "auto"
     seed: int = 0
 
     def __post_init__(self):
@@ -68,9 +72,9 @@ class Features:
 
 def _bandwidth(value, name):
     if isinstance(value, str):
-        if value != "median":
+        if value not in ("auto", "median"):
             raise arguments.DataError(
-                f"{name} must be 'median' or a positive number, got {value!r}"
+                f"{name} must be 'auto', 'median' or a positive number, got {value!r}"
             )
         return value
     # (below 1e-150 the squared kernel frequencies ω² ~ 1/ℓ² overflow: named here, when built)

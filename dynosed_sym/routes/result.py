@@ -41,6 +41,9 @@ class FitResult:
     converged : bool
         False when the gradient search stopped before meeting its tolerances (True for the
         linear solve).
+    lengthscale : float or None
+        The global route's kernel length scale ℓ, exact (``info["bandwidth"]`` is rounded):
+        ``Features(bandwidth=fit.lengthscale)`` reproduces the fit; None on the local route.
     """
 
     def __init__(self, model, theta, A, b, report, route, n_samples, info, names=None, design=None):
@@ -53,6 +56,7 @@ class FitResult:
         self.info = dict(info)
         self.param_names = list(model.param_names if names is None else names)
         self.design = design
+        self.lengthscale = None
 
     @property
     def converged(self) -> bool:
@@ -159,7 +163,9 @@ class FitResult:
         lines = [
             f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
             + ", ".join(
-                f"{k} = {v}" for k, v in self.info.items() if k not in ("message", "timings")
+                f"{k} = {v}"
+                for k, v in self.info.items()
+                if k not in ("message", "timings", "bandwidth_search")
             )
         ]
         if not self.converged:

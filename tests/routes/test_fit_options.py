@@ -104,7 +104,7 @@ def test_a_keyword_next_to_its_object_an_unknown_keyword_and_a_wrong_type(ou_dat
     [
         (lambda: Features(n_features=0), r"^Features\.n_features must be at least 1, got 0$"),
         (lambda: Features(bandwidth=-1.0), r"^Features\.bandwidth must be positive"),
-        (lambda: Features(bandwidth="mean"), r"^Features\.bandwidth must be 'median' or a"),
+        (lambda: Features(bandwidth="mean"), r"^Features\.bandwidth must be 'auto', 'median' or a"),
         (lambda: Features(seed=-3), r"^Features\.seed must be at least 0"),
         (lambda: Solver(method="newton"), r"^Solver\.method must be one of None, 'linear'"),
         (lambda: Solver(lam=float("inf")), r"^Solver\.lam must be finite"),

@@ -84,8 +84,9 @@ feature_options = group(
     ),
     typed_option(
         "--bandwidth",
-        default="median",
-        help="[global] Kernel length scale ℓ: 'median' or a positive number.",
+        default="auto",
+        help="[global] Kernel length scale ℓ: 'auto' (the median's, or a multiple of it that "
+        "resolves more directions), 'median' or a positive number.",
     ),
 )
 
@@ -95,12 +96,13 @@ def features_from(opts, seed):
     from ...routes.options import Features
 
     bandwidth = opts["bandwidth"]
-    if bandwidth != "median":
+    if bandwidth not in ("auto", "median"):
         try:
             bandwidth = float(bandwidth)
         except ValueError:
             raise click.BadParameter(
-                f"expected 'median' or a number, got {bandwidth!r}", param_hint="--bandwidth"
+                f"expected 'auto', 'median' or a number, got {bandwidth!r}",
+                param_hint="--bandwidth",
             ) from None
     return Features(n_features=opts["n_features"], bandwidth=bandwidth, seed=seed)
 

@@ -1,0 +1,148 @@
+"""Features(bandwidth="auto"): the rule against a brute-force oracle, and on FitzHugh–Nagumo,
+whose drift's overall scale the median length scale does not resolve at N = 2000."""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dynosed_sym as ds
+from dynosed_sym.errors import DataError
+from dynosed_sym.routes import bandwidth as bw
+
+
+# ------------------------------------------------------------------ the rule, on stand-in fits
+def _fake_fit(rank, n, ell, judged=True):
+    report = SimpleNamespace(rank=rank, notes=[], singular_noise=1.0 if judged else None)
+    return SimpleNamespace(
+        report=report, param_names=[f"p{i}" for i in range(n)], info={}, lengthscale=ell
+    )
+
+
+def _fitter(ranks, n, median=1.5, fail=(), warn=False):
+    """fit_at over a table {factor: rank}; records the factors asked for."""
+    asked = []
+
+    def fit_at(features):
+        factor = 1.0 if features.bandwidth == "median" else features.bandwidth / median
+        asked.append(factor)
+        if factor in fail:
+            raise DataError("X: the features lose precision at this scale")
+        if warn:
+            warnings.warn(f"fit at × {factor:g}", UserWarning, stacklevel=2)
+        return _fake_fit(ranks[factor], n, median * factor)
+
+    return fit_at, asked
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 8),
+    data=st.data(),
+)
+def test_the_kept_fit_resolves_the_most_in_the_order_of_preference(n, data):
+    """Oracle: among the factors a full search would try (median, then FACTORS in order, stopping
+    at the first full rank), the kept one has the largest rank and is the earliest with it."""
+    order = (1.0, *bw.FACTORS)
+    ranks = {f: data.draw(st.integers(0, n), label=f"rank×{f:g}") for f in order}
+    fit_at, asked = _fitter(ranks, n)
+    fit = bw.fit_auto(fit_at, ds.Features())
+    expected_asked = []
+    for f in order:
+        expected_asked.append(f)
+        if ranks[f] == n:
+            break
+    assert asked == expected_asked
+    top = max(ranks[f] for f in expected_asked)
+    chosen = next(f for f in expected_asked if ranks[f] == top)
+    assert fit.lengthscale == pytest.approx(1.5 * chosen)
+    record = fit.info["bandwidth_search"]
+    assert record["factor"] == chosen and record["median"] == 1.5
+    if len(asked) > 1:
+        assert record["ranks"] == {f: ranks[f] for f in asked}
+        assert fit.report.notes and "bandwidth 'auto'" in fit.report.notes[-1]
+    else:
+        assert record["why"] == "every direction resolved at the median" and not fit.report.notes
+
+
+def test_no_search_where_it_cannot_help_or_is_too_costly():
+    n = bw.MAX_PARAMS + 1
+    fit_at, asked = _fitter({1.0: 3}, n)
+    assert bw.fit_auto(fit_at, ds.Features()).info["bandwidth_search"]["why"].startswith("more")
+    fit_at, asked = _fitter({1.0: 1}, 3)
+    fit = bw.fit_auto(fit_at, ds.Features(), readable=False)
+    assert asked == [1.0] and "read once" in fit.info["bandwidth_search"]["why"]
+    fit_at, asked = _fitter({1.0: 0}, 3)
+    fit_at_unjudged = lambda f: (asked.append(1.0), _fake_fit(0, 3, 1.5, judged=False))[1]  # noqa: E731
+    fit = bw.fit_auto(fit_at_unjudged, ds.Features())
+    assert "not judged" in fit.info["bandwidth_search"]["why"]
+
+
+def test_a_scale_the_data_cannot_take_is_skipped_and_only_the_kept_fits_warnings_are_issued():
+    ranks = {1.0: 1, 0.5: 2, 2.0: 3, 0.25: 3}
+    fit_at, asked = _fitter(ranks, 3, fail=(0.5,), warn=True)
+    with pytest.warns(UserWarning) as rec:
+        fit = bw.fit_auto(fit_at, ds.Features())
+    assert asked == [1.0, 0.5, 2.0]  # 2 × resolves all three: the search ends there
+    assert fit.info["bandwidth_search"]["ranks"] == {1.0: 1, 0.5: None, 2.0: 3}
+    assert [str(w.message) for w in rec] == ["fit at × 2"]
+    assert "× 0.5: failed" in fit.report.notes[-1]
+
+
+def test_replayable_inputs():
+    X = np.zeros((3, 2))
+    assert bw.replayable(X) and bw.replayable({"A": X, "B": X}) and bw.replayable([X, X])
+    assert not bw.replayable(iter([X])) and not bw.replayable({"A": iter([X])})
+    assert not bw.replayable(x for x in [X])
+
+
+# ------------------------------------------------------------------ on a model
+@pytest.fixture(scope="module")
+def fhn(tmp_path_factory):
+    """FitzHugh–Nagumo (written affine) at its stable focus, 2000 independent stationary chains
+    (the calibration sweep's protocol: dt 0.01, 60 time units of burn-in)."""
+    x, y = sp.symbols("x y", real=True)
+    c = sp.symbols("c1:6", real=True)
+    drift = [c[0] * (x - x**3 / 3 - y) + c[1], c[2] * x + c[3] - c[4] * y]
+    model = ds.SDEModel([x, y], c, drift, diffusion=[sp.Rational(1, 20)] * 2, name="fhn_bw")
+    truth = np.array([3.0, 0.5, 0.3, 0.2, 0.24])
+    ex = ds.Execution(out_dir=str(tmp_path_factory.mktemp("gen_bw")))
+    X = ds.simulate(model, truth, 2000, n_chains=2000, dt=0.01, burn_in=6000, seed=3, execution=ex)
+    return model, truth, X, ex
+
+
+def test_fhn_small_n_resolves_its_scale_at_a_shorter_length_scale(fhn):
+    """At the median length scale the drift's overall scale is not resolved (rank 4 of 5, no
+    finite interval); "auto" finds a shorter scale where it is, and the intervals there cover."""
+    model, truth, X, ex = fhn
+    median = ds.fit_global(model, X, features=ds.Features(bandwidth="median"), execution=ex)
+    assert median.report.rank == 4
+    assert not np.isfinite(median.conf_int()).all(axis=1).any()
+    fit = ds.fit_global(model, X, execution=ex)
+    record = fit.info["bandwidth_search"]
+    assert record["median"] == median.lengthscale and record["factor"] < 1
+    assert fit.report.rank == 5 and record["ranks"][1.0] == 4
+    ci = fit.conf_int()
+    assert np.isfinite(ci).all() and np.all((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
+    assert "bandwidth 'auto'" in fit.summary()
+    again = ds.fit_global(model, X, features=ds.Features(bandwidth=fit.lengthscale), execution=ex)
+    assert np.array_equal(again.theta, fit.theta) and np.array_equal(again.conf_int(), ci)
+
+
+def test_a_fully_resolved_fit_is_the_medians_bit_for_bit(fhn):
+    """Every direction resolved at the median: no other fit, the same numbers as "median"."""
+    _, _, _, ex = fhn
+    x, k = sp.symbols("x k", real=True)
+    model = ds.SDEModel([x], [k], [-k * x], diffusion=1.0, name="ou_bw")
+    X = np.random.default_rng(5).normal(0.0, 0.5, size=(4000, 1))  # exact draws, k = 4
+    fit = ds.fit_global(model, X, execution=ex)
+    med = ds.fit_global(model, X, features=ds.Features(bandwidth="median"), execution=ex)
+    assert fit.report.rank == 1 and not any("bandwidth 'auto'" in n for n in fit.report.notes)
+    assert fit.info["bandwidth_search"]["why"] == "every direction resolved at the median"
+    assert np.array_equal(fit.theta, med.theta) and np.array_equal(fit.conf_int(), med.conf_int())
