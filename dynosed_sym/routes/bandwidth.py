@@ -15,7 +15,11 @@ directions, the earliest in the order (median first) among equals; a fit resolvi
 the search.  The criterion is the rank — the curvature of each direction against its noise, a
 statistic of A alone, like the first-stage strength of an instrument — not the estimate or its
 intervals, so the choice does not seek the narrowest intervals; the chosen fit's intervals are
-its own.  The candidates share the random directions (ω = z/ℓ, the same seed).
+its own.  A candidate's directions count at the family-wise level over all K = 4 scales
+(:func:`strict_rank`: the t quantile at 0.05/(n·K) instead of 0.05/n), so that trying four
+kernels does not quadruple the chance of calling a direction without curvature resolved (a
+structurally free direction, like the rotation of an isotropic limit cycle).  The candidates
+share the random directions (ω = z/ℓ, the same seed).
 
 **When it does not search.**  Models with more than :data:`MAX_PARAMS` parameters (each
 candidate is a whole fit; at network size give a bandwidth), data read once (an iterator of
@@ -33,9 +37,12 @@ from __future__ import annotations
 import warnings
 from dataclasses import replace
 
-from ..errors import DynosedError
+import numpy as np
 
-__all__ = ["FACTORS", "MAX_PARAMS", "fit_auto", "replayable"]
+from ..errors import DynosedError
+from ..solve.directions import resolve_quantile
+
+__all__ = ["FACTORS", "MAX_PARAMS", "fit_auto", "replayable", "strict_rank"]
 
 #: Multiples of the median length scale tried, in order of preference after the median itself.
 FACTORS = (0.5, 2.0, 0.25)
@@ -71,7 +78,7 @@ def fit_auto(fit_at, features, readable=True):
         except (DynosedError, FloatingPointError):  # (a scale the data cannot take: skipped)
             ranks[factor] = None
             continue
-        ranks[factor] = int(candidate[0].report.rank)
+        ranks[factor] = strict_rank(candidate[0].report, n_params)
         if ranks[factor] > ranks[best]:
             best, (fit, caught) = factor, candidate
         del candidate
@@ -81,6 +88,19 @@ def fit_auto(fit_at, features, readable=True):
     fit.info["bandwidth_search"] = {"median": ell, "factor": best, "ranks": ranks}
     fit.report.notes.append(_note(ell, best, ranks, n_params, fit.lengthscale))
     return fit
+
+
+def strict_rank(report, n_params):
+    """The directions a candidate resolves at the family-wise level over every length scale
+    the search may try: ``t_i`` above the Student-t quantile at ``1 − 0.05/(n·K)``, K = 1 +
+    len(FACTORS) — so that trying K scales does not multiply the chance of calling a direction
+    without curvature resolved (its own report keeps the usual level)."""
+    t = report.direction_t
+    if t is None:
+        return int(report.rank)
+    q = resolve_quantile(report.dof, None, n_params * (1 + len(FACTORS)))
+    q = max(q, float(report.resolve_threshold))
+    return int(np.count_nonzero(np.asarray(t, dtype=float) > q))
 
 
 def _no_search(fit, n_params, readable):

@@ -19,7 +19,8 @@ from dynosed_sym.routes import bandwidth as bw
 
 # ------------------------------------------------------------------ the rule, on stand-in fits
 def _fake_fit(rank, n, ell, judged=True):
-    report = SimpleNamespace(rank=rank, notes=[], singular_noise=1.0 if judged else None)
+    noise = 1.0 if judged else None
+    report = SimpleNamespace(rank=rank, notes=[], singular_noise=noise, direction_t=None)
     return SimpleNamespace(
         report=report, param_names=[f"p{i}" for i in range(n)], info={}, lengthscale=ell
     )
@@ -93,6 +94,24 @@ def test_a_scale_the_data_cannot_take_is_skipped_and_only_the_kept_fits_warnings
     assert fit.info["bandwidth_search"]["ranks"] == {1.0: 1, 0.5: None, 2.0: 3}
     assert [str(w.message) for w in rec] == ["fit at × 2"]
     assert "× 0.5: failed" in fit.report.notes[-1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    t=st.lists(st.floats(-3.0, 30.0), min_size=1, max_size=6),
+    dof=st.integers(4, 200),
+)
+def test_strict_rank_counts_at_the_level_over_every_scale(t, dof):
+    """Oracle: SciPy's Student-t quantile at 1 − 0.05/(2·n·K), K = 4 length scales."""
+    from scipy import stats
+
+    n = len(t)
+    q_plain = stats.t.ppf(1 - 0.05 / (2 * n), dof)
+    report = SimpleNamespace(direction_t=np.array(t), dof=dof, resolve_threshold=q_plain, rank=0)
+    q = stats.t.ppf(1 - 0.05 / (2 * n * 4), dof)
+    expected = sum(v > q * (1 + 1e-12) for v in t)
+    assert abs(bw.strict_rank(report, n) - expected) <= sum(abs(v - q) < 1e-9 * q for v in t)
+    assert bw.strict_rank(report, n) <= sum(v > q_plain for v in t)
 
 
 def test_replayable_inputs():
