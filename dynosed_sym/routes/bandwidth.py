@@ -29,7 +29,10 @@ given number or ``"median"``.
 **What it reports.**  ``fit.info["bandwidth_search"]``: the median ℓ, the factor kept and each
 tried factor's rank; a note in the summary when it searched;
 ``Features(bandwidth=fit.lengthscale)`` reproduces the fit.  Warnings of the candidates not kept
-are dropped (they are about fits not reported); those of the kept fit are issued again.
+are dropped (they are about fits not reported); those of the kept fit are issued again.  A
+candidate that fails (a scale at which the features lose precision, say) is skipped, its error
+recorded in ``info["bandwidth_search"]["errors"]``: the search never fails a fit the median's
+would give.  Memory: the best fit so far is held while the next is fitted.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import DynosedError
 from ..solve.directions import resolve_quantile
 
 __all__ = ["FACTORS", "MAX_PARAMS", "fit_auto", "replayable", "strict_rank"]
@@ -72,11 +74,12 @@ def fit_auto(fit_at, features, readable=True):
     ranks = {1.0: int(first.report.rank)}
     best, (fit, caught) = 1.0, (first, caught)  # (only the best fit so far is held)
     del first
+    errors = {}
     for factor in FACTORS:
         try:
             candidate = _recorded(fit_at, replace(features, bandwidth=factor * ell))
-        except (DynosedError, FloatingPointError):  # (a scale the data cannot take: skipped)
-            ranks[factor] = None
+        except Exception as exc:  # noqa: BLE001 — a candidate never fails the median's fit
+            ranks[factor], errors[factor] = None, f"{type(exc).__name__}: {exc}"
             continue
         ranks[factor] = strict_rank(candidate[0].report, n_params)
         if ranks[factor] > ranks[best]:
@@ -86,6 +89,8 @@ def fit_auto(fit_at, features, readable=True):
             break
     _reissue(caught)
     fit.info["bandwidth_search"] = {"median": ell, "factor": best, "ranks": ranks}
+    if errors:  # (a scale the data cannot take — features out of precision —, or a failure)
+        fit.info["bandwidth_search"]["errors"] = errors
     fit.report.notes.append(_note(ell, best, ranks, n_params, fit.lengthscale))
     return fit
 

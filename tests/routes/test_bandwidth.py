@@ -92,6 +92,9 @@ def test_a_scale_the_data_cannot_take_is_skipped_and_only_the_kept_fits_warnings
         fit = bw.fit_auto(fit_at, ds.Features())
     assert asked == [1.0, 0.5, 2.0]  # 2 × resolves all three: the search ends there
     assert fit.info["bandwidth_search"]["ranks"] == {1.0: 1, 0.5: None, 2.0: 3}
+    assert fit.info["bandwidth_search"]["errors"] == {
+        0.5: "DataError: X: the features lose precision at this scale"
+    }
     assert [str(w.message) for w in rec] == ["fit at × 2"]
     assert "× 0.5: failed" in fit.report.notes[-1]
 
