@@ -137,8 +137,11 @@ def figure_grn(out_dir, n_samples=20_000, burn_in=30_000, n_cloud=5000, dpi=80):
     X = ds.simulate(
         model, model.nominal, n_samples, dt=0.01, burn_in=burn_in, thin=10, n_chains=2048, seed=0
     )
-    fit = ds.fit_global(
-        model, X, features=ds.Features(n_features=2048, seed=0), solver=ds.Solver(lam=1e-6)
+    fit = ds.fit_global(  # the paper's settings, as grn_example (the median length scale)
+        model,
+        X,
+        features=ds.Features(n_features=2048, bandwidth="median", seed=0),
+        solver=ds.Solver(lam=1e-6),
     )
     n_cl = min(n_cloud, n_samples)
     Y = ds.simulate(

@@ -153,8 +153,10 @@ def grn_pre_data(fit, n_samples=50_000):
     model = _load("grn_bcell")
     _rule("B-cell GRN: freeness before data (simulation check) against after data (the fit above)")
     sim = Simulation(dt=0.01, burn_in=30_000, thin=10, n_chains=2048)  # the fit's protocol
-    chk = ds.check_identifiability(
-        model, study=ds.Study(n_samples=n_samples, seed=123, simulation=sim)
+    chk = ds.check_identifiability(  # (the fit's kernel too: the median length scale)
+        model,
+        study=ds.Study(n_samples=n_samples, seed=123, simulation=sim),
+        features=ds.Features(bandwidth="median"),
     )
     pre, post = chk.freeness_normalised, fit.report.freeness_normalised
     rho = stats.spearmanr(pre, post).statistic
