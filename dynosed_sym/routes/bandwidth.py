@@ -61,9 +61,11 @@ def replayable(X):
 
 def fit_auto(fit_at, features, readable=True):
     """The fit at the length scale :mod:`this module's <dynosed_sym.routes.bandwidth>` rule
-    chooses; ``fit_at(features)`` fits with the given :class:`~dynosed_sym.routes.options.Features`
-    (a number or ``"median"`` as bandwidth)."""
-    first, caught = _recorded(fit_at, replace(features, bandwidth="median"))
+    chooses; ``fit_at(features, profile)`` fits with the given
+    :class:`~dynosed_sym.routes.options.Features` (a number or ``"median"`` as bandwidth), with
+    the solver's profile intervals when ``profile`` (else without: a candidate's rank does not
+    depend on them, and they cost several fits; the kept candidate is fitted again with them)."""
+    first, caught = _recorded(fit_at, replace(features, bandwidth="median"), True)
     n_params = len(first.param_names)
     why = _no_search(first, n_params, readable)
     if why is not None:
@@ -72,12 +74,13 @@ def fit_auto(fit_at, features, readable=True):
         return first
     ell = first.lengthscale
     ranks = {1.0: int(first.report.rank)}
+    profiled = first.report.profile is not None  # (a non-affine fit's profile intervals)
     best, (fit, caught) = 1.0, (first, caught)  # (only the best fit so far is held)
     del first
     errors = {}
     for factor in FACTORS:
         try:
-            candidate = _recorded(fit_at, replace(features, bandwidth=factor * ell))
+            candidate = _recorded(fit_at, replace(features, bandwidth=factor * ell), False)
         except Exception as exc:  # noqa: BLE001 — a candidate never fails the median's fit
             ranks[factor], errors[factor] = None, f"{type(exc).__name__}: {exc}"
             continue
@@ -87,6 +90,9 @@ def fit_auto(fit_at, features, readable=True):
         del candidate
         if ranks[best] == n_params:
             break
+    if profiled and best != 1.0:  # the kept candidate with the profile its fit would have had
+        del fit
+        fit, caught = _recorded(fit_at, replace(features, bandwidth=best * ell), True)
     _reissue(caught)
     fit.info["bandwidth_search"] = {"median": ell, "factor": best, "ranks": ranks}
     if errors:  # (a scale the data cannot take — features out of precision —, or a failure)
@@ -121,11 +127,11 @@ def _no_search(fit, n_params, readable):
     return None
 
 
-def _recorded(fit_at, features):
+def _recorded(fit_at, features, profile):
     """``(fit, warnings)``: the fit, with the warnings it issued held back."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = fit_at(features)
+        fit = fit_at(features, profile)
     return fit, caught
 
 

@@ -10,6 +10,7 @@ and the report read the block sums (:mod:`dynosed_sym.solve`).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -146,7 +147,7 @@ def fit_global(
         features, solver = objects["features"], objects["solver"]
         if features.bandwidth == "auto":  # fits at candidate length scales (routes.bandwidth)
 
-            def fit_at(candidate):
+            def fit_at(candidate, profile):
                 return fit_global(
                     model,
                     X,
@@ -156,7 +157,7 @@ def fit_global(
                     order=order,
                     dlogp_dt=dlogp_dt,
                     features=candidate,
-                    solver=solver,
+                    solver=solver if profile else replace(solver, profile=False),
                     execution=objects["execution"],
                 )
 

@@ -20,7 +20,9 @@ from dynosed_sym.routes import bandwidth as bw
 # ------------------------------------------------------------------ the rule, on stand-in fits
 def _fake_fit(rank, n, ell, judged=True):
     noise = 1.0 if judged else None
-    report = SimpleNamespace(rank=rank, notes=[], singular_noise=noise, direction_t=None)
+    report = SimpleNamespace(
+        rank=rank, notes=[], singular_noise=noise, direction_t=None, profile=None
+    )
     return SimpleNamespace(
         report=report, param_names=[f"p{i}" for i in range(n)], info={}, lengthscale=ell
     )
@@ -30,7 +32,7 @@ def _fitter(ranks, n, median=1.5, fail=(), warn=False):
     """fit_at over a table {factor: rank}; records the factors asked for."""
     asked = []
 
-    def fit_at(features):
+    def fit_at(features, profile):
         factor = 1.0 if features.bandwidth == "median" else features.bandwidth / median
         asked.append(factor)
         if factor in fail:
@@ -80,7 +82,7 @@ def test_no_search_where_it_cannot_help_or_is_too_costly():
     fit = bw.fit_auto(fit_at, ds.Features(), readable=False)
     assert asked == [1.0] and "read once" in fit.info["bandwidth_search"]["why"]
     fit_at, asked = _fitter({1.0: 0}, 3)
-    fit_at_unjudged = lambda f: (asked.append(1.0), _fake_fit(0, 3, 1.5, judged=False))[1]  # noqa: E731
+    fit_at_unjudged = lambda f, p: (asked.append(1.0), _fake_fit(0, 3, 1.5, judged=False))[1]  # noqa: E731
     fit = bw.fit_auto(fit_at_unjudged, ds.Features())
     assert "not judged" in fit.info["bandwidth_search"]["why"]
 
@@ -115,6 +117,24 @@ def test_strict_rank_counts_at_the_level_over_every_scale(t, dof):
     expected = sum(v > q * (1 + 1e-12) for v in t)
     assert abs(bw.strict_rank(report, n) - expected) <= sum(abs(v - q) < 1e-9 * q for v in t)
     assert bw.strict_rank(report, n) <= sum(v > q_plain for v in t)
+
+
+def test_candidates_skip_the_profile_and_the_kept_one_is_fitted_with_it():
+    """A non-affine fit's profile intervals cost several fits and do not change the rank: the
+    candidates are fitted without them and the kept candidate again with them."""
+    calls = []
+    ranks = {1.0: 1, 0.5: 2, 2.0: 2, 0.25: 3}
+
+    def fit_at(features, profile):
+        factor = 1.0 if features.bandwidth == "median" else features.bandwidth / 1.5
+        calls.append((factor, profile))
+        fit = _fake_fit(ranks[factor], 3, 1.5 * factor)
+        fit.report.profile = ["trace"] if profile else None
+        return fit
+
+    fit = bw.fit_auto(fit_at, ds.Features())
+    assert calls == [(1.0, True), (0.5, False), (2.0, False), (0.25, False), (0.25, True)]
+    assert fit.report.profile == ["trace"] and fit.info["bandwidth_search"]["factor"] == 0.25
 
 
 def test_replayable_inputs():
