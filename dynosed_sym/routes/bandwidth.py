@@ -16,7 +16,8 @@ the search.  The criterion is the rank — the curvature of each direction again
 statistic of A alone, like the first-stage strength of an instrument — not the estimate or its
 intervals, so the choice does not seek the narrowest intervals; the chosen fit's intervals are
 its own.  A candidate's directions count at the family-wise level over all K = 4 scales
-(:func:`strict_rank`: the t quantile at 0.05/(n·K) instead of 0.05/n), so that trying four
+(:func:`strict_rank`: the t quantile at 0.05/(n·K) instead of 0.05/n, and σ above the
+floating-point floor as in the report), so that trying four
 kernels does not quadruple the chance of calling a direction without curvature resolved (a
 structurally free direction, like the rotation of an isotropic limit cycle).  The candidates
 share the random directions (ω = z/ℓ, the same seed).
@@ -84,7 +85,7 @@ def fit_auto(fit_at, features, readable=True):
         except Exception as exc:  # noqa: BLE001 — a candidate never fails the median's fit
             ranks[factor], errors[factor] = None, f"{type(exc).__name__}: {exc}"
             continue
-        ranks[factor] = strict_rank(candidate[0].report, n_params)
+        ranks[factor] = strict_rank(candidate[0].report, n_params, np.shape(candidate[0].A)[0])
         if ranks[factor] > ranks[best]:
             best, (fit, caught) = factor, candidate
         del candidate
@@ -101,17 +102,21 @@ def fit_auto(fit_at, features, readable=True):
     return fit
 
 
-def strict_rank(report, n_params):
+def strict_rank(report, n_params, m):
     """The directions a candidate resolves at the family-wise level over every length scale
     the search may try: ``t_i`` above the Student-t quantile at ``1 − 0.05/(n·K)``, K = 1 +
     len(FACTORS) — so that trying K scales does not multiply the chance of calling a direction
-    without curvature resolved (its own report keeps the usual level)."""
+    without curvature resolved (its own report keeps the usual level) — and, as there, σ_i
+    above the floating-point floor ``eps·max(m, n)·σ_1`` (an exactly null direction, two
+    identical columns, has a rounding-level κ̂ whose t can be anything)."""
     t = report.direction_t
     if t is None:
         return int(report.rank)
     q = resolve_quantile(report.dof, None, n_params * (1 + len(FACTORS)))
     q = max(q, float(report.resolve_threshold))
-    return int(np.count_nonzero(np.asarray(t, dtype=float) > q))
+    s = np.asarray(report.singular_values, dtype=float)
+    above = s > np.finfo(float).eps * max(m, s.size) * (s[0] if s.size else 0.0)
+    return int(np.count_nonzero((np.asarray(t, dtype=float) > q) & above))
 
 
 def _no_search(fit, n_params, readable):

@@ -110,6 +110,15 @@ def grn_example(n_samples=50_000):
         f"identifiable per the report; entries with normalised freeness > 0.5: "
         f"{int((free > 0.5).sum())} of 21"
     )
+    auto = ds.fit_global(model, X, features=ds.Features(seed=0), solver=ds.Solver(lam=1e-6))
+    search = auto.info["bandwidth_search"]
+    identified = ~np.isin(model.param_names, auto.report.free_params)
+    err_auto = np.abs(auto.theta - model.nominal)[identified].max()
+    print(
+        f"with the default length scale (bandwidth='auto'): rank {auto.report.rank} of 21 at "
+        f"{search['factor']:g} × the median (tried {search.get('ranks')}); max |error| of the "
+        f"identified entries {err_auto:.3f}"
+    )
     return fit
 
 
