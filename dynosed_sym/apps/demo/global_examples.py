@@ -112,12 +112,15 @@ def grn_example(n_samples=50_000):
     )
     auto = ds.fit_global(model, X, features=ds.Features(seed=0), solver=ds.Solver(lam=1e-6))
     search = auto.info["bandwidth_search"]
-    identified = ~np.isin(model.param_names, auto.report.free_params)
-    err_auto = np.abs(auto.theta - model.nominal)[identified].max()
+    ci = auto.conf_int()
+    covered = int(np.sum((ci[:, 0] <= model.nominal) & (model.nominal <= ci[:, 1])))
+    tight_auto = auto.report.freeness_normalised < 0.01
+    err_auto = np.abs(auto.theta - model.nominal)[tight_auto].max()
     print(
         f"with the default length scale (bandwidth='auto'): rank {auto.report.rank} of 21 at "
-        f"{search['factor']:g} × the median (tried {search.get('ranks')}); max |error| of the "
-        f"identified entries {err_auto:.3f}"
+        f"{search['factor']:g} × the median (tried {search.get('ranks')}); its 95% intervals "
+        f"cover the truth in {covered} of 21; entries with normalised freeness < 0.01: "
+        f"{int(tight_auto.sum())}, max |error| {err_auto:.3f}"
     )
     return fit
 
