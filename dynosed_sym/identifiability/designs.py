@@ -283,6 +283,8 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
 
     e, study = experiment or Experiment(), study or Study()
     features, solver = features or Features(), solver or Solver()
+    if features.bandwidth == "auto":  # (a design's fits are assembled here: no length scale search)
+        features = replace(features, bandwidth="median")
     ex = execution or Execution()
     n_samples, seed, out_dir = study.n_samples, study.seed, ex.out_dir
     inputs, times, initial, order = e.inputs, e.times, e.initial, e.order

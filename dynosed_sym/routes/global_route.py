@@ -161,7 +161,7 @@ def fit_global(
                     execution=objects["execution"],
                 )
 
-            return fit_auto(fit_at, features, replayable(X))
+            return fit_auto(fit_at, features, replayable(X), profiles=solver.profile)
         ex = objects["execution"].at_least(1)
         require_parameters(model)
         check_assembly_memory(model, features.n_features, ex.n_blocks)  # before anything m-sized

@@ -21,7 +21,12 @@ from dynosed_sym.routes import bandwidth as bw
 def _fake_fit(rank, n, ell, judged=True):
     noise = 1.0 if judged else None
     report = SimpleNamespace(
-        rank=rank, notes=[], singular_noise=noise, direction_t=None, profile=None
+        rank=rank,
+        notes=[],
+        singular_noise=noise,
+        resolve_threshold=2.5,
+        direction_t=None,
+        profile=None,
     )
     return SimpleNamespace(
         report=report,
@@ -144,11 +149,75 @@ def test_candidates_skip_the_profile_and_the_kept_one_is_fitted_with_it():
         calls.append((factor, profile))
         fit = _fake_fit(ranks[factor], 3, 1.5 * factor)
         fit.report.profile = ["trace"] if profile else None
+        fit.info["solver"] = "gradient"
         return fit
 
     fit = bw.fit_auto(fit_at, ds.Features())
     assert calls == [(1.0, True), (0.5, False), (2.0, False), (0.25, False), (0.25, True)]
     assert fit.report.profile == ["trace"] and fit.info["bandwidth_search"]["factor"] == 0.25
+
+
+def test_a_candidate_must_resolve_more_at_the_stricter_level_than_the_median_at_its_own():
+    """Median: report rank 2 of 3.  × 0.5 resolves 3 at the usual level but only 2 at the
+    search's (one t between the two quantiles): not kept.  × 2 resolves 3 at both: kept."""
+    from scipy import stats
+
+    n, dof = 3, 31
+    q = stats.t.ppf(1 - 0.05 / (2 * n), dof)
+    q_strict = stats.t.ppf(1 - 0.05 / (2 * n * 4), dof)
+    t_between = 0.5 * (q + q_strict)
+    tables = {1.0: [20.0, 10.0, 1.0], 0.5: [20.0, 10.0, t_between], 2.0: [20.0, 10.0, 2 * q_strict]}
+    calls = []
+
+    def fit_at(features, profile):
+        factor = 1.0 if features.bandwidth == "median" else features.bandwidth / 1.5
+        calls.append(factor)
+        t = np.array(tables[factor])
+        fit = _fake_fit(int(np.sum(t > q)), n, 1.5 * factor)
+        fit.report.direction_t, fit.report.dof = t, dof
+        fit.report.resolve_threshold, fit.report.singular_values = q, np.array([3.0, 2.0, 1.0])
+        return fit
+
+    fit = bw.fit_auto(fit_at, ds.Features())
+    record = fit.info["bandwidth_search"]
+    assert calls == [1.0, 0.5, 2.0] and record["factor"] == 2.0
+    assert record["ranks"] == {1.0: 2, 0.5: 3, 2.0: 3} and record["counted"] == {0.5: 2, 2.0: 3}
+    assert "resolves 3, 3 of them at the search's family-wise level" in fit.report.notes[-1]
+
+
+def test_the_recursion_forwards_every_option_and_issues_warnings_at_the_callers_line(
+    monkeypatch,
+):
+    """fit_global(bandwidth="auto") calls fit_global again per length scale with the caller's
+    inputs, columns, order, dlogp_dt, solver and execution; the kept fit's own warnings name the
+    line that called fit_global."""
+    from dynosed_sym.routes import global_route
+
+    seen = []
+    real = global_route.fit_global
+
+    def spy(model, X, **kw):
+        if kw.get("features") is not None and kw["features"].bandwidth != "auto":
+            seen.append(kw)
+            fit = _fake_fit(1, 2, 1.5 if kw["features"].bandwidth == "median" else 0.75)
+            fit.report.singular_values = np.array([2.0, 1.0])
+            warnings.warn("from the candidate", ds.errors.ConvergenceWarning, stacklevel=2)
+            return fit
+        return real(model, X, **kw)
+
+    monkeypatch.setattr(global_route, "fit_global", spy)
+    x = sp.Symbol("x", real=True)
+    a, b = sp.symbols("a b", real=True)
+    model = ds.SDEModel([x], [a, b], [-a * x - b * x**3], diffusion=1.0, name="spy_bw")
+    solver, ex = ds.Solver(lam=0.5), ds.Execution(n_blocks=8)
+    opts = dict(inputs=None, env_column="e", time_column="t", order=3, dlogp_dt=None)
+    with pytest.warns(ds.errors.ConvergenceWarning) as rec:
+        global_route.fit_global(model, np.zeros((5, 1)), solver=solver, execution=ex, **opts)
+    assert len(seen) == 4  # the median and three candidates (none resolves more)
+    for kw in seen:
+        assert kw["solver"].lam == 0.5 and kw["execution"] is ex
+        assert all(kw[k] == v for k, v in opts.items())
+    assert [w.filename for w in rec] == [__file__]  # the kept fit's one warning, at this line
 
 
 def test_replayable_inputs():
