@@ -56,7 +56,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import DynosedError
-from ..solve.directions import resolve_quantile
+from ..solve.directions import numerical_floor, resolve_quantile
 
 __all__ = ["FACTORS", "MAX_PARAMS", "fit_auto", "replayable", "strict_rank"]
 
@@ -70,10 +70,11 @@ CANDIDATE_ERRORS = (DynosedError, np.linalg.LinAlgError, ArithmeticError, ValueE
 
 
 def replayable(X):
-    """Whether the input can be read again (not a one-shot iterator or generator of chunks)."""
+    """Whether the input can be read again (not a one-shot iterator or generator of chunks, nor
+    a :class:`~dynosed_sym.data.sources.DataSource` opened on one)."""
     if isinstance(X, dict):
         return all(replayable(v) for v in X.values())
-    return not hasattr(X, "__next__")
+    return not hasattr(X, "__next__") and getattr(X, "kind", None) != "iterator"
 
 
 def fit_auto(fit_at, features, readable=True, profiles=True):
@@ -89,7 +90,7 @@ def fit_auto(fit_at, features, readable=True, profiles=True):
     if why is not None:
         _reissue(caught)
         first.info["bandwidth_search"] = {"median": first.lengthscale, "factor": 1.0, "why": why}
-        if first.report.rank < n_params and not why.startswith("no sampling"):
+        if first.report.rank < n_params and why != NOT_JUDGED:  # (too many, or read once)
             first.report.notes.append(
                 f"bandwidth 'auto': the median length scale leaves {n_params - first.report.rank}"
                 f" direction(s) unresolved; other length scales were not tried ({why}) — pass "
@@ -145,20 +146,26 @@ def strict_rank(report, n_params, m):
     q = resolve_quantile(report.dof, None, n_params * (1 + len(FACTORS)))
     q = max(q, float(report.resolve_threshold))
     s = np.asarray(report.singular_values, dtype=float)
-    above = s > np.finfo(float).eps * max(m, s.size) * (s[0] if s.size else 0.0)
+    above = s > numerical_floor(s, m, s.size)
     return int(np.count_nonzero((np.asarray(t, dtype=float) > q) & above))
 
 
+#: Why no search: the median's rank is not judged against sampling noise.
+NOT_JUDGED = "no sampling-noise estimate (rank not judged)"
+
+
 def _no_search(fit, n_params, readable):
-    """Why the median's fit is kept without trying others (None: search)."""
+    """Why the median's fit is kept without trying others (None: search).  A rank not judged
+    against the noise (too few blocks or degrees of freedom) is said first: "every direction
+    resolved" would claim what that rank does not."""
+    if fit.report.singular_noise is None or not np.isfinite(fit.report.resolve_threshold):
+        return NOT_JUDGED
     if fit.report.rank >= n_params:
         return "every direction resolved at the median"
     if n_params > MAX_PARAMS:
         return f"more than {MAX_PARAMS} parameters"
     if not readable:
         return "the data are read once (an iterator)"
-    if fit.report.singular_noise is None or not np.isfinite(fit.report.resolve_threshold):
-        return "no sampling-noise estimate (rank not judged)"
     return None
 
 
@@ -181,13 +188,13 @@ def _reissue(caught):
     """Issue the held-back warnings again: the package's own (which name the line that called
     the fit) at the line that called ``fit_global``, any other where it was issued."""
     for w in caught:
-        if os.path.dirname(os.path.abspath(w.filename)).startswith(_PACKAGE):
+        if os.path.abspath(w.filename).startswith(_PACKAGE):
             warnings.warn(w.message, w.category, stacklevel=4)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _note(ell, best, ranks, counted, n, used):

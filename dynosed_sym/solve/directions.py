@@ -38,6 +38,7 @@ __all__ = [
     "Directions",
     "singular_directions",
     "directions_and_deviations",
+    "numerical_floor",
     "col_se",
     "blocks_times",
     "resolve_quantile",
@@ -86,6 +87,15 @@ class Directions(NamedTuple):
     t: np.ndarray | None = None
     threshold: float = float("nan")
     dof: float = float("nan")
+
+
+def numerical_floor(singular_values, m, n):
+    """σ below which a direction of an (m, n) system is rounding, not data: eps·max(m, n)·σ_1
+    (0 without columns).  Its κ̂ and noise are rounding too, so its t says nothing: such a
+    direction is never resolved (:func:`directions_and_deviations`) nor filled or rescued
+    (:mod:`.weak`, :mod:`.intervals`), and the length-scale search does not count it."""
+    s = np.asarray(singular_values)
+    return np.finfo(float).eps * max(m, n) * (s[0] if s.size else 0.0)
 
 
 def resolve_quantile(dof, threshold=RANK_THRESHOLD, n=1):
@@ -148,8 +158,7 @@ def directions_and_deviations(
     s_full = np.zeros(n)
     s_full[: s.size] = s
     V = Vt.T
-    floor = np.finfo(float).eps * max(m, n) * (s_full[0] if n else 0.0)
-    resolved = s_full > floor
+    resolved = s_full > numerical_floor(s_full, m, n)
     if A_blocks is None or len(A_blocks) < 2:
         return Directions(s_full, V, None, resolved), None
     counts = np.asarray(counts, dtype=float)

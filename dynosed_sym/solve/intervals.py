@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
 from .combinations import Combination
+from .directions import numerical_floor
 from .linear import unit_scale
 from .weak import fieller, weak_intervals
 
@@ -491,8 +492,8 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     rescued = None
     if rescue is not None and not free.all():  # (a rescue only opens intervals: none is left)
         s_u = dirs.singular_values[~np.asarray(resolved, dtype=bool)]
-        floor = np.finfo(float).eps * max(A.shape) * float(dirs.singular_values[0])
-        rescued = flat_rescues(rescue, VU, t_u, tau, live=s_u > floor)
+        live = s_u > numerical_floor(dirs.singular_values, *A.shape)
+        rescued = flat_rescues(rescue, VU, t_u, tau, live=live)
     open_ = open_scale(theta, VU, t_u, tau, rescued)
     carriers = _carriers(VU, open_)
     if (carriers & ~free).any():  # the overall scale is open: its carriers get the whole line

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .directions import numerical_floor
 from .misspecification import block_weights
 from .uncertainty import block_influence, influence_variance
 
@@ -216,8 +217,7 @@ def ridge_components(A, b, dirs, lam, cols=None):
     unres = ~dirs.resolved if cols is None else cols
     VU = dirs.V[:, unres]
     sU = dirs.singular_values[unres]
-    floor = np.finfo(float).eps * max(A.shape) * dirs.singular_values[0]
-    live = sU > floor
+    live = sU > numerical_floor(dirs.singular_values, *A.shape)
     s2 = np.where(live, sU * sU, 1.0)
     z_ls = np.where(live, (VU.T @ (A.T @ b)) / s2, 0.0)
     return z_ls, fill_gain(s2, lam) * z_ls, live, s2

@@ -94,6 +94,9 @@ def test_no_search_where_it_cannot_help_or_is_too_costly():
     fit_at_unjudged = lambda f, p: (asked.append(1.0), _fake_fit(0, 3, 1.5, judged=False))[1]  # noqa: E731
     fit = bw.fit_auto(fit_at_unjudged, ds.Features())
     assert "not judged" in fit.info["bandwidth_search"]["why"]
+    # a full rank that is not judged is not called "every direction resolved"
+    fit = bw.fit_auto(lambda f, p: _fake_fit(3, 3, 1.5, judged=False), ds.Features())
+    assert fit.info["bandwidth_search"]["why"] == bw.NOT_JUDGED and not fit.report.notes
 
 
 def test_a_scale_the_data_cannot_take_is_skipped_and_only_the_kept_fits_warnings_are_issued():
@@ -225,6 +228,8 @@ def test_replayable_inputs():
     assert bw.replayable(X) and bw.replayable({"A": X, "B": X}) and bw.replayable([X, X])
     assert not bw.replayable(iter([X])) and not bw.replayable({"A": iter([X])})
     assert not bw.replayable(x for x in [X])
+    assert not bw.replayable(SimpleNamespace(kind="iterator"))  # (a DataSource on an iterator)
+    assert bw.replayable(SimpleNamespace(kind="npy"))
 
 
 # ------------------------------------------------------------------ on a model
