@@ -293,6 +293,7 @@ class FitResult:
         (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, misspec_open_scale — the
         rejected test profiled along an open scale, a note beside the verdict, or None —,
+        misspec_profiled — the test taken along the resolved directions where it is smallest —,
         interval_scale — the Birge ratio by which every interval is widened about its estimate
         —, ci_level, lam,
         singular_values, null_space (texts) with null_space_coefficients, free_params, notes,
@@ -337,6 +338,7 @@ class FitResult:
                 "p_value_converged": bool(rep.p_value_converged),
                 "p_value_message": rep.p_value_message,
                 "misspec_open_scale": _open_scale_test(rep),
+                "misspec_profiled": bool(rep.misspec_profiled),
                 "interval_scale": float(rep.interval_scale),
                 "ci_level": float(rep.ci_level),
                 "lam": float(rep.lam),

@@ -44,18 +44,18 @@ from .intervals import (
     COMBINATION,
     FREE_PROJECTION,
     NOT_IDENTIFIABLE,
-    RESCUE_REJECT_P,
     check_prior_scale,
     sandwich_resolution,
     weak_resolution,
     widen_about,
     widened,
 )
-from .misspecification import TailProbability, birge_ratio, misspecification_profile
+from .misspecification import TailProbability, birge_ratio
 from .profile import hull
 from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
+from .verdicts import profile_open_scale, profiled_p, rejects_strongly
 from .weak import fieller
 
 __all__ = [
@@ -136,6 +136,12 @@ class IdentifiabilityReport:
         ``‖r‖² / tr Ŝ_r``, ≈ 1 under a correct model.
     misspec_dim : float or None
         Effective dimension of the residual noise (F degrees of freedom).
+    misspec_profiled : bool
+        True when the test (and the residual ratio) was taken where its profile along the
+        resolved directions is smallest, not at the Tikhonov solution
+        (:func:`~dynosed_sym.solve.misspecification.verdict_test`).
+    misspec_at : (n,) array or None
+        The θ where the test was taken (``residual_norm`` is ``‖A·misspec_at − b‖``).
     misspec_open_scale : tuple (stat, p_value, bound) or None
         A rejected test profiled along the open overall scale
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
@@ -224,6 +230,8 @@ class IdentifiabilityReport:
     misspec_stat: float | None = None
     misspec_dim: float | None = None
     misspec_open_scale: tuple | None = None
+    misspec_profiled: bool = False
+    misspec_at: np.ndarray | None = None
     interval_scale: float = 1.0
     p_value_bound: bool = False
     p_value_converged: bool = True
@@ -255,6 +263,7 @@ class IdentifiabilityReport:
     profile: list | None = None
     _blocks: tuple | None = field(default=None, repr=False)
     _grouping: object = field(default=None, repr=False)
+    _left: object = field(default=None, repr=False)  # left vectors, resolved ones first
     _solve: object = field(default=None, repr=False)
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
@@ -353,8 +362,9 @@ class IdentifiabilityReport:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
             lines.append(
                 f"residual {self.residual_norm:.3g} = {self.residual_ratio:.2f} × its noise level; "
-                f"misspecification test: T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} "
-                f"effective dimensions, {p} {verdict}"
+                f"misspecification test{' (profiled)' if self.misspec_profiled else ''}: "
+                f"T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} effective dimensions, "
+                f"{p} {verdict}"
             )
             if self.misspec_open_scale is not None and not self.consistent:
                 t1, p1, bound1 = self.misspec_open_scale
@@ -482,7 +492,11 @@ def analyse(
         notes.extend(estimate.notes)
     rep.direction_t, rep.resolve_threshold = dirs.t, dirs.threshold
     if sing_noise is not None:
-        _attach_uncertainty(rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate)
+        along = None if estimate is None else V[:, resolved]  # the verdict's profile
+        rep._left = _resolved_first(estimate, resolved)
+        _attach_uncertainty(
+            rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate, along
+        )
         _attach_resolution(
             rep, theta, (A, b, A_blocks, b_blocks, counts), dirs, estimate, prior_scale
         )
@@ -491,6 +505,19 @@ def analyse(
         if estimate.no_minimiser:
             _no_minimiser(rep)
     return rep
+
+
+def _resolved_first(estimate, resolved):
+    """The solve's left singular vectors with the resolved directions' first (None without
+    them): the misspecification test projects its noise off the first ``rank`` of them, which
+    must be the resolved ones even where the resolution rule skips a leading direction (a pure
+    noise column can have the largest σ)."""
+    U = None if estimate is None else estimate.left_vectors
+    resolved = np.asarray(resolved, dtype=bool)
+    if U is None or U.shape[1] != resolved.size or resolved.all():
+        return U
+    order = np.concatenate([np.flatnonzero(resolved), np.flatnonzero(~resolved)])
+    return U if np.array_equal(order, np.arange(order.size)) else U[:, order]
 
 
 def _no_minimiser(rep):
@@ -521,7 +548,7 @@ def _no_minimiser(rep):
 
 
 def _attach_uncertainty(
-    rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping=None, estimate=None
+    rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping=None, estimate=None, along=None
 ):
     """Sandwich SEs, intervals and the misspecification test (:mod:`.uncertainty`)."""
     free_mask = np.array([nm in set(rep.free_params) for nm in rep.param_names])
@@ -542,7 +569,8 @@ def _attach_uncertainty(
             dof=None if grouping is None else grouping.dof,
             Hinv=None if estimate is None else estimate.bread,
             theta_test=None if estimate is None else estimate.theta_tikhonov,
-            U=None if estimate is None else estimate.left_vectors,
+            U=rep._left,
+            along=along,
         )
     except (np.linalg.LinAlgError, DynosedError) as exc:
         rep.notes.append(f"note: no standard errors ({exc})")
@@ -551,7 +579,9 @@ def _attach_uncertainty(
     rep.p_value, rep.misspec_stat, rep.misspec_dim = u.p_value, u.stat, u.effective_dim
     # one verdict: the residual ratio is the test's √T at the point where it is taken
     theta_test = theta if estimate is None else estimate.theta_tikhonov
-    rep.residual_norm = float(np.linalg.norm(A @ theta_test - b))
+    rep.misspec_at = u.test_theta
+    rep.misspec_profiled = bool(not np.array_equal(u.test_theta, theta_test))
+    rep.residual_norm = float(np.linalg.norm(A @ u.test_theta - b))
     rep.residual_ratio = float(np.sqrt(u.stat))
     rep.residual_noise = rep.residual_norm / rep.residual_ratio if u.stat > 0 else 0.0
     rep.consistent = bool(u.p_value >= CONSISTENCY_P)
@@ -567,57 +597,6 @@ def _attach_uncertainty(
         rep._blocks = (A_blocks, b_blocks, np.asarray(counts))
         if estimate is not None and (rep.statistic, rep.estimator) != ("v", "ridge"):
             rep._solve = _bootstrap_solver(rep, estimate)
-
-
-def _profiled_test(rep, system, estimate, along, p_wanted=None):
-    """(stat, p, h, z): the misspecification test at the Tikhonov solution profiled along
-    ``along`` (n, k) (:func:`profile_along`; p None where ``p_wanted(z)`` is False)."""
-    A, b, A_blocks, b_blocks, counts = system
-    grouping = rep._grouping
-    return misspecification_profile(
-        A,
-        b,
-        estimate.theta_tikhonov,
-        rep.lam,
-        A_blocks,
-        b_blocks,
-        counts,
-        rep.rank,
-        None if grouping is None else grouping.dof,
-        U=estimate.left_vectors,
-        along=along,
-        p_wanted=p_wanted,
-    )
-
-
-def _profiled_p(rep, system, estimate):
-    """``(along, size) -> (p, component)``: the profiled test's p-value and the component along
-    the direction where it is taken (:func:`.intervals.flat_rescues`; p = 0, without its
-    integral, when the component is at most ``size`` or not finite — a limit |z| → ∞ is no
-    component the data point to)."""
-
-    def test(along, size):
-        base = float(along[:, 0] @ estimate.theta_tikhonov)  # the component z is added to
-
-        def beyond(z):
-            return bool(np.isfinite(base + z[0]) and abs(base + z[0]) > size)
-
-        _, p, _, z = _profiled_test(rep, system, estimate, along, p_wanted=beyond)
-        return (0.0 if p is None else p.value), base + float(z[0])
-
-    return test
-
-
-def _profile_misspecification(rep, system, estimate, along):
-    """A rejected test profiled along the open scale (:func:`profile_along`), kept beside the
-    verdict (``misspec_open_scale``): at an attenuated estimate the test's noise misses what a
-    larger drift carries (Selkov at N = 5000: p < 1e-12 at the estimate, 0.47 profiled), but a
-    flat direction absorbs a misspecified model's residual as well, so it is a note, not a
-    verdict."""
-    if rep.p_value is None or rep.consistent:
-        return
-    stat, p, _, _ = _profiled_test(rep, system, estimate, along)
-    rep.misspec_open_scale = (stat, p.value, p.bound)
 
 
 def _bootstrap_solver(rep, estimate):
@@ -652,8 +631,8 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     S = rep.interval_scale  # the Birge ratio widens the finished intervals, not their quantile
     if estimate is not None and estimate.fill is not None:
         prior_scale = check_prior_scale(prior_scale, rep.param_names)
-        strong = rep.p_value is not None and rep.p_value < RESCUE_REJECT_P
-        rescue = _profiled_p(rep, system, estimate) if strong else None
+        strong = rejects_strongly(rep, system, estimate)
+        rescue = profiled_p(rep, system, estimate) if strong else None
         res, se = weak_resolution(
             system, estimate, rep.param_names, q=q, prior_scale=prior_scale, rescue=rescue
         )
@@ -690,7 +669,7 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
             "it are constrained); more data, or a parameter fixed by knowledge, resolves it"
         )
         if estimate is not None and res.open_directions is not None:
-            _profile_misspecification(rep, system, estimate, res.open_directions)
+            profile_open_scale(rep, system, estimate, res.open_directions)
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"

@@ -53,7 +53,7 @@ import numpy as np
 from .. import arguments
 from .blockops import all_rtimes
 from .linear import hinv, solve_tikhonov
-from .misspecification import block_weights, misspecification_test
+from .misspecification import block_weights, verdict_test
 
 __all__ = [
     "Uncertainty",
@@ -259,8 +259,11 @@ class Uncertainty:
     ci : (n, 2) intervals at ``level`` (Student t, ``dof`` = B − 1)
     level : float
     dof : int
-    stat, p_value, effective_dim : misspecification test (:func:`misspecification_test`);
-        ``p_value`` is an upper bound when ``p_value_bound``
+    stat, p_value, effective_dim : misspecification test
+        (:func:`~.misspecification.verdict_test`); ``p_value`` is an upper bound when
+        ``p_value_bound``
+    test_theta : (n,) the θ where the test was taken (the Tikhonov solution, or the point its
+        profile along the resolved directions reached)
     p_value_bound, p_value_converged, p_value_message :
         Accuracy of the p-value (:class:`~.misspecification.TailProbability`).
     """
@@ -277,6 +280,7 @@ class Uncertainty:
     p_value_bound: bool = False
     p_value_converged: bool = True
     p_value_message: str = ""
+    test_theta: np.ndarray | None = None
 
 
 def analyse_uncertainty(
@@ -294,6 +298,7 @@ def analyse_uncertainty(
     Hinv=None,
     theta_test=None,
     U=None,
+    along=None,
 ) -> Uncertainty:
     """Everything in :class:`Uncertainty` in one call (used by :func:`.report.analyse`).
 
@@ -302,7 +307,8 @@ def analyse_uncertainty(
     ``H_λ⁻¹``, the Tikhonov solve's; the U-statistic and resolved estimators pass theirs,
     :mod:`.ustat`).  ``theta_test``: where the misspecification test is taken (default θ̂;
     :mod:`.ustat` passes the Tikhonov solution).  ``U``: the left singular vectors of A when
-    already computed (passed to the misspecification test).
+    already computed (passed to the misspecification test).  ``along`` (n, r): the resolved
+    directions the test is profiled along (:func:`~.misspecification.verdict_test`).
     """
     Hinv = hinv(A, lam) if Hinv is None else Hinv
     cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
@@ -312,8 +318,8 @@ def analyse_uncertainty(
     dof = int(np.asarray(counts).size - 1) if dof is None else int(dof)
     ci = confidence_intervals(theta, se, level, dof)
     theta_test = theta if theta_test is None else theta_test
-    stat, p, h = misspecification_test(
-        A, b, theta_test, lam, A_blocks, b_blocks, counts, rank, dof, U=U
+    stat, p, h, at = verdict_test(
+        A, b, theta_test, lam, A_blocks, b_blocks, counts, rank, dof, U=U, along=along
     )
     return Uncertainty(
         covariance=cov,
@@ -327,4 +333,5 @@ def analyse_uncertainty(
         p_value_bound=p.bound,
         p_value_converged=p.converged,
         p_value_message=p.message,
+        test_theta=at,
     )
