@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .intervals import RESCUE_REJECT_P
-from .misspecification import misspecification_profile, misspecification_test
+from .misspecification import misspecification_profile
 
 __all__ = ["profiled_test", "profiled_p", "rejects_strongly", "profile_open_scale"]
 
@@ -23,7 +23,7 @@ __all__ = ["profiled_test", "profiled_p", "rejects_strongly", "profile_open_scal
 def profiled_test(rep, system, estimate, along, p_wanted=None):
     """(stat, p, h, z): the misspecification test at the Tikhonov solution profiled along
     ``along`` (n, k) (:func:`.misspecification.profile_along`; p None where ``p_wanted(z)`` is
-    False)."""
+    False; ``along=None``: the test at the Tikhonov solution itself)."""
     A, b, A_blocks, b_blocks, counts = system
     grouping = rep._grouping
     return misspecification_profile(
@@ -68,20 +68,7 @@ def rejects_strongly(rep, system, estimate):
         return False
     if not rep.misspec_profiled:
         return rep.p_value < RESCUE_REJECT_P
-    A, b, A_blocks, b_blocks, counts = system
-    grouping = rep._grouping
-    _, p, _ = misspecification_test(
-        A,
-        b,
-        estimate.theta_tikhonov,
-        rep.lam,
-        A_blocks,
-        b_blocks,
-        counts,
-        rep.rank,
-        None if grouping is None else grouping.dof,
-        U=rep._left,
-    )
+    _, p, _, _ = profiled_test(rep, system, estimate, None)  # along nothing: the plain test
     return p.value < RESCUE_REJECT_P
 
 
