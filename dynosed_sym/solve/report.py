@@ -145,7 +145,8 @@ class IdentifiabilityReport:
     misspec_open_scale : tuple (stat, p_value, bound) or None
         A rejected test profiled along the open overall scale
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
-        components along it, shown beside the verdict, which stays the test at the estimate.
+        components along it, shown beside the verdict, which stays the verdict's test
+        (profiled along the resolved directions only).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);

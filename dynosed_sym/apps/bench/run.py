@@ -46,6 +46,13 @@ def main(argv=None):
         default=None,
         help="network section: comma-separated d (default 10,20,50,100; --quick 10,20)",
     )
+    ap.add_argument(
+        "--no-sweep",
+        action="store_true",
+        help="with --only calibration: the bundled cases alone, not the sweep after them (a "
+        "full sweep writes benchmarks/calibration_sweep.*, whose committed run has its own "
+        "options)",
+    )
     add_sweep_arguments(ap)
     args = ap.parse_args(argv)
     args.argv_text = " ".join(sys.argv[1:] if argv is None else argv)
@@ -81,7 +88,7 @@ def main(argv=None):
         if args.network_fit_max_d is not None:
             kw["full_fit_max_d"] = args.network_fit_max_d
         runners["network"] = lambda quick, reps: section_network(quick, reps, **kw)
-    if "calibration" in only and "sweep" not in only:
+    if "calibration" in only and "sweep" not in only and not args.no_sweep:
         only.append("sweep")  # the calibration is part of the sweep
     for name in SECTIONS:
         if name == "sweep" and name in only:
