@@ -494,7 +494,7 @@ def analyse(
     rep.direction_t, rep.resolve_threshold = dirs.t, dirs.threshold
     if sing_noise is not None:
         along = None if estimate is None else V[:, resolved]  # the verdict's profile
-        rep._left = _resolved_first(estimate, resolved)
+        rep._left = _resolved_first(A, estimate, resolved)
         _attach_uncertainty(
             rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate, along
         )
@@ -508,14 +508,19 @@ def analyse(
     return rep
 
 
-def _resolved_first(estimate, resolved):
-    """The solve's left singular vectors with the resolved directions' first (None without
-    them): the misspecification test projects its noise off the first ``rank`` of them, which
-    must be the resolved ones even where the resolution rule skips a leading direction (a pure
-    noise column can have the largest σ)."""
-    U = None if estimate is None else estimate.left_vectors
+def _resolved_first(A, estimate, resolved):
+    """A's left singular vectors (the solve's, or one SVD where its estimator keeps none: the
+    ridge) with the resolved directions' first (None without an estimate): the misspecification
+    test projects its noise off the first ``rank`` of them, which must be the resolved ones even
+    where the resolution rule skips a leading direction (a pure noise column can have the
+    largest σ)."""
+    if estimate is None:
+        return None
+    U = estimate.left_vectors
+    if U is None:
+        U = np.linalg.svd(A, full_matrices=False)[0]
     resolved = np.asarray(resolved, dtype=bool)
-    if U is None or U.shape[1] != resolved.size or resolved.all():
+    if U.shape[1] != resolved.size or resolved.all():
         return U
     order = np.concatenate([np.flatnonzero(resolved), np.flatnonzero(~resolved)])
     return U if np.array_equal(order, np.arange(order.size)) else U[:, order]
