@@ -76,6 +76,8 @@ class Directions(NamedTuple):
     threshold : float
         The t value a direction had to exceed (inf when dof < MIN_DOF; nan without blocks).
     dof : float
+    left : (m, min(m, n)) the left singular vectors of the same SVD (the misspecification test
+        projects its noise off the resolved ones)
     """
 
     singular_values: np.ndarray
@@ -87,6 +89,7 @@ class Directions(NamedTuple):
     t: np.ndarray | None = None
     threshold: float = float("nan")
     dof: float = float("nan")
+    left: np.ndarray | None = None
 
 
 def numerical_floor(singular_values, m, n):
@@ -160,7 +163,7 @@ def directions_and_deviations(
     V = Vt.T
     resolved = s_full > numerical_floor(s_full, m, n)
     if A_blocks is None or len(A_blocks) < 2:
-        return Directions(s_full, V, None, resolved), None
+        return Directions(s_full, V, None, resolved, left=U), None
     counts = np.asarray(counts, dtype=float)
     B = len(A_blocks)
     dof = float(B - 1 if dof is None else dof)
@@ -180,7 +183,7 @@ def directions_and_deviations(
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(kappa_sd > 0, kappa / kappa_sd, np.sign(kappa) * np.inf)
     resolved &= t > q
-    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof), dAV
+    return Directions(s_full, V, np.sqrt(vSv), resolved, kappa, kappa_sd, t, q, dof, U), dAV
 
 
 def _deviations(AV, A_blocks, V, w, A=None):

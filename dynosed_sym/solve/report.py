@@ -494,7 +494,7 @@ def analyse(
     rep.direction_t, rep.resolve_threshold = dirs.t, dirs.threshold
     if sing_noise is not None:
         along = None if estimate is None else V[:, resolved]  # the verdict's profile
-        rep._left = _resolved_first(A, estimate, resolved)
+        rep._left = None if estimate is None else _resolved_first(dirs.left, resolved)
         _attach_uncertainty(
             rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate, along
         )
@@ -508,19 +508,14 @@ def analyse(
     return rep
 
 
-def _resolved_first(A, estimate, resolved):
-    """A's left singular vectors (the solve's, or one SVD where its estimator keeps none: the
-    ridge) with the resolved directions' first (None without an estimate): the misspecification
-    test projects its noise off the first ``rank`` of them, which must be the resolved ones even
-    where the resolution rule skips a leading direction (a pure noise column can have the
-    largest σ)."""
-    if estimate is None:
-        return None
-    U = estimate.left_vectors
-    if U is None:
-        U = np.linalg.svd(A, full_matrices=False)[0]
+def _resolved_first(U, resolved):
+    """The left singular vectors ``U`` of the directions' SVD (:attr:`.directions.Directions.left`:
+    the solve's, or the report's own for an estimator whose solve takes none, the ridge) with the
+    resolved directions' first: the misspecification test projects its noise off the first
+    ``rank`` of them, which must be the resolved ones even where the resolution rule skips a
+    leading direction (a pure noise column can have the largest σ)."""
     resolved = np.asarray(resolved, dtype=bool)
-    if U.shape[1] != resolved.size or resolved.all():
+    if U is None or U.shape[1] != resolved.size or resolved.all():
         return U
     order = np.concatenate([np.flatnonzero(resolved), np.flatnonzero(~resolved)])
     return U if np.array_equal(order, np.arange(order.size)) else U[:, order]
