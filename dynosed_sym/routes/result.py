@@ -290,9 +290,11 @@ class FitResult:
         ``parameters``
         (a list of per-parameter records as in :meth:`to_dataframe`, with ``name``; the
         combination as its text plus ``combination_coefficients``) and ``report``
-        (rank, n_params, unique, consistent, residual_norm, residual_ratio, p_value — an upper
+        (rank, n_params, unique, consistent, verdict — "consistent", "INCONSISTENT",
+        "undetermined" or None —, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, misspec_open_scale — the
-        rejected test profiled along an open scale, a note beside the verdict, or None —,
+        rejected test profiled along an open scale as well, "undetermined" when it does not
+        reject, or None —,
         misspec_profiled — the test taken along the resolved directions where it is smallest —,
         interval_scale — the Birge ratio by which every interval is widened about its estimate
         —, ci_level, lam,
@@ -331,6 +333,7 @@ class FitResult:
                 "n_params": int(rep.n_params),
                 "unique": bool(rep.unique),
                 "consistent": None if rep.consistent is None else bool(rep.consistent),
+                "verdict": rep.verdict,
                 "residual_norm": float(rep.residual_norm),
                 "residual_ratio": None if rep.residual_ratio is None else float(rep.residual_ratio),
                 "p_value": None if rep.p_value is None else float(rep.p_value),

@@ -90,7 +90,8 @@ class IdentifiabilityReport:
         is not judged from floating-point precision alone).
     consistent : bool or None
         The misspecification test's p-value is at least ``CONSISTENCY_P`` (without the test:
-        residual within ``CONSISTENCY_THRESHOLD`` times its noise level).
+        residual within ``CONSISTENCY_THRESHOLD`` times its noise level); None when the test
+        cannot tell (``verdict`` "undetermined") or there is no noise estimate.
     singular_values : (n,) array
     singular_noise : (n,) array or None
         Standard error of ``A v_i`` for each right singular vector v_i.
@@ -143,10 +144,10 @@ class IdentifiabilityReport:
     misspec_at : (n,) array or None
         The θ where the test was taken (``residual_norm`` is ``‖A·misspec_at − b‖``).
     misspec_open_scale : tuple (stat, p_value, bound) or None
-        A rejected test profiled along the open overall scale
+        A rejected test profiled along the open overall scale as well
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
-        components along it, shown beside the verdict, which stays the verdict's test
-        (profiled along the resolved directions only).
+        components along it.  When it does not reject, the verdict is "undetermined"
+        (:attr:`verdict`; docs/design-statistics.md §7).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
@@ -343,6 +344,15 @@ class IdentifiabilityReport:
                 )
         return out
 
+    @property
+    def verdict(self):
+        """ "consistent", "INCONSISTENT", "undetermined" (the test rejects at the estimate but
+        not along the open scale the data do not bound: docs/design-statistics.md §7) or None
+        (no verdict: no noise estimate and no residual ratio)."""
+        if self.consistent is not None:
+            return "consistent" if self.consistent else "INCONSISTENT"
+        return "undetermined" if self.misspec_open_scale is not None else None
+
     def __str__(self):
         lines = [
             f"rank {self.rank} of {self.n_params} "
@@ -356,9 +366,10 @@ class IdentifiabilityReport:
         for combo in self.null_space:
             lines.append(f"  unresolved combination: {combo}")
         lines.extend(self.combination_lines())
-        verdict = (
-            "(consistent)" if self.consistent else "(INCONSISTENT: no θ fits, model misspecified?)"
-        )
+        verdict = {
+            "consistent": "(consistent)",
+            "INCONSISTENT": "(INCONSISTENT: no θ fits, model misspecified?)",
+        }.get(self.verdict, "(rejected at the estimate: UNDETERMINED, see below)")
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
             lines.append(
@@ -367,15 +378,8 @@ class IdentifiabilityReport:
                 f"T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} effective dimensions, "
                 f"{p} {verdict}"
             )
-            if self.misspec_open_scale is not None and not self.consistent:
-                t1, p1, bound1 = self.misspec_open_scale
-                lines.append(
-                    f"  profiled along the open scale the test gives T = {t1:.3g}, "
-                    f"{TailProbability(p1, bound=bound1)}: a larger drift along it fits the data "
-                    "within the noise it carries, so the rejection may be the attenuated scale "
-                    "rather than the model (the profiled test has little power: the verdict "
-                    "stays)"
-                )
+            if self.misspec_open_scale is not None:
+                lines.append(_open_scale_line(self.misspec_open_scale, self.verdict))
             if self.interval_scale > 1.0:
                 lines.append(
                     f"  intervals widened by the Birge ratio S = {self.interval_scale:.3g} "
@@ -670,8 +674,23 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
             "it are constrained); more data, or a parameter fixed by knowledge, resolves it"
         )
         if estimate is not None and res.open_directions is not None:
-            profile_open_scale(rep, system, estimate, res.open_directions)
+            resolved = dirs.V[:, dirs.resolved]
+            profile_open_scale(rep, system, estimate, resolved, res.open_directions, CONSISTENCY_P)
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"
         )
+
+
+def _open_scale_line(test, verdict):
+    """The summary's line on the test profiled along the open scale (``misspec_open_scale``)."""
+    t1, p1, bound1 = test
+    head = f"  profiled along the open scale as well the test gives T = {t1:.3g}, "
+    head += str(TailProbability(p1, bound=bound1))
+    if verdict == "undetermined":
+        return (
+            head + ": a larger drift along it fits the data within the noise it carries, and "
+            "the data do not bound its size, so the test cannot tell a misspecified model from "
+            "an attenuated estimate of a correct one (neither consistent nor INCONSISTENT)"
+        )
+    return head + ": it still rejects, so no drift scale along it rescues the model"

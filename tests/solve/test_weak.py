@@ -539,7 +539,8 @@ def test_selkov_small_n_is_not_confidently_wrong(tmp_path):
     intervals excluding the truth in 12 of 30 (10 data sets); now no finite interval may exclude
     it, and the summary says the scale is open.  Seed 1000 is fully attenuated (θ̂ ≈ 0.03, the
     unresolved direction only 22 % of it): the test at the estimate rejects (p < 1e-12) and the
-    flat direction rescues it, so the scale is open there too and the verdict is consistent."""
+    flat direction rescues it, so the scale is open there too; profiled along it as well the
+    test does not reject, so the verdict is "undetermined" (not INCONSISTENT, not consistent)."""
     import sympy as sp
 
     x, y = sp.symbols("x y", real=True)
@@ -573,13 +574,15 @@ def test_selkov_small_n_is_not_confidently_wrong(tmp_path):
         if fit.report.scale is not None and fit.report.scale.any():
             assert "overall scale" in text
         if seed == 1000:
-            # the verdict stays the test at the estimate; the profiled test is a note beside it
-            assert fit.report.scale.all() and not fit.report.consistent, text
+            # rejected at the estimate, not along the open scale: neither verdict
+            assert fit.report.scale.all() and fit.report.p_value < 1e-6, text
+            assert fit.report.verdict == "undetermined" and fit.report.consistent is None, text
             t1, p1, _ = fit.report.misspec_open_scale
-            assert p1 > 0.01 and "profiled along the open scale the test gives" in text, text
+            assert p1 > 0.01 and "open scale as well the test gives" in text, text
+            assert "UNDETERMINED" in text and "INCONSISTENT:" not in text, text
             exported = json.loads(json.dumps(fit.to_dict(), default=str))["report"]
             assert exported["misspec_open_scale"]["p_value"] == p1
-            assert exported["consistent"] is False
+            assert exported["consistent"] is None and exported["verdict"] == "undetermined"
             # the whole line at every level, and for the bootstrap's percentile intervals too
             assert np.isinf(fit.conf_int(level=0.5)).all()
             fit.bootstrap(n_boot=20)

@@ -60,6 +60,11 @@ sweep
     designed on, both routes, 20 data sets per cell, the default fit against the ridge fit;
     results benchmarks/calibration_sweep.txt and .json.gz; ``--families``, ``--n-sets``,
     ``--routes``, ``--default-options``, ``--candidate``, ``--reanalyse``, ``--resume``.
+verdicts
+    The misspecification verdict (:mod:`.verdicts`): the sweep's small-N data sets where correct
+    fits were most often called INCONSISTENT, fitted with their own model and with wrong ones,
+    and a misfit along a symmetry; counts of consistent / INCONSISTENT / undetermined; about 5
+    minutes; only with ``--only verdicts`` (results: benchmarks/verdicts.txt).
 
 Every timing is preceded by an explicit warm-up call (compilation is never mixed with
 run time) and is the median over repeats.  No timing is asserted anywhere; the printed

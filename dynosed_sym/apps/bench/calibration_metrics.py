@@ -15,8 +15,9 @@ Per cell (family, source, N, route, column), over its data sets:
 - ``coverage_all``: every interval counted, an unbounded one covering when it contains the truth;
 - ``rmse``: √ mean (θ̂ − θ)² pooled over parameters and sets; per parameter too;
 - ``p_below``: fraction of misspecification p-values < 0.05; ``inconsistent``: fraction of fits
-  whose report says "inconsistent"; ``contradict``: fraction where the two verdicts disagree
-  (inconsistent with p ≥ 0.05, or consistent with p < 0.05);
+  whose report says "inconsistent"; ``undetermined``: fraction whose verdict is
+  "undetermined" (rejected at the estimate, not along the open scale); ``contradict``: fraction
+  where the two verdicts disagree (inconsistent with p ≥ 0.05, or consistent with p < 0.05);
 - errors, non-converged fits, fits that warned, the median rank and seconds per fit.
 
 Flags of a cell's default column: ``COV`` coverage < 0.90; ``FIN`` the ridge covers (≥ 0.90 of
@@ -101,6 +102,7 @@ def cell_metrics(records, truth):
         p_below=float(np.mean(p[has_p] < 0.05)) if has_p.any() else None,
         p_ks=_ks_uniform(p[has_p]),
         inconsistent=float(incons.mean()),
+        undetermined=_share(ok, "verdict", "undetermined"),
         contradict=float(contra.mean()),
         rank_median=float(np.median([r["rank"] for r in ok])),
         seconds_median=float(np.median([r["seconds"] for r in ok])),
@@ -182,6 +184,14 @@ def _worst_ratio(m, ridge):
     return max(r) if r else None
 
 
+def _share(records, key, value):
+    """Share of the records whose ``key`` is ``value`` (None when no record has the key: records
+    written before it existed)."""
+    if not any(key in r for r in records):
+        return None
+    return float(np.mean([r.get(key) == value for r in records]))
+
+
 def summary_table(records, truths, columns=None):
     """(text, cell list): one line per cell with each column's coverage (covered/finite),
     finite share and RMSE, the RMSE ratio of every column against the ridge, the default's
@@ -194,7 +204,7 @@ def summary_table(records, truths, columns=None):
     for c in columns:
         head += f"| {c[:12] + ': cov cov/fin':<21} {'fin':>5} {'RMSE':>8} "
     head += "| " + " ".join(f"{c[:6]:>6} {'max_j':>7}" for c in others if "ridge" in columns)
-    head += " | p<.05 incon contra rank | flags"
+    head += " | p<.05 incon undet contra rank | flags"
     lines, out = [head, "-" * len(head)], []
     main = "default" if "default" in columns else columns[0]  # the column flagged and paired
     for key, bycol in cells.items():
@@ -215,6 +225,7 @@ def summary_table(records, truths, columns=None):
         d = ms[main]
         row += (
             f" | {_fmt(d.get('p_below'))} {_fmt(d.get('inconsistent'))} "
+            f"{_fmt(d.get('undetermined'), '.2f', 5)} "
             f"{_fmt(d.get('contradict'), '.2f', 6)} {_fmt(d.get('rank_median'), '.0f', 4)}"
         )
         fl = flags(d, ms.get("ridge"))

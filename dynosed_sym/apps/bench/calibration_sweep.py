@@ -132,6 +132,7 @@ def fit_record(model, X, route, options, k, probes=None):
                 rank=int(rep.rank),
                 p_value=None if rep.p_value is None else float(rep.p_value),
                 consistent=None if rep.consistent is None else bool(rep.consistent),
+                verdict=rep.verdict,
                 residual_ratio=None if rep.residual_ratio is None else float(rep.residual_ratio),
                 misspec_stat=None if rep.misspec_stat is None else float(rep.misspec_stat),
                 misspec_dim=None if rep.misspec_dim is None else float(rep.misspec_dim),

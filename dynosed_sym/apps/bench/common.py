@@ -20,12 +20,14 @@ SECTIONS = (
     "network",
     "calibration",
     "sweep",
+    "verdicts",
 )
 
 #: Sections of a run without --only (network runs the d-gene networks up to d = 100 for several
 #: minutes; calibration and the sweep are long statistical runs: --only calibration runs both,
-#: --only sweep the sweep alone).
-DEFAULT_SECTIONS = SECTIONS[:-3]
+#: --only sweep the sweep alone; --only verdicts the misspecification verdict's check).
+LONG_SECTIONS = ("network", "calibration", "sweep", "verdicts")
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in LONG_SECTIONS)
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -17,6 +17,7 @@ from .large import section_large
 from .network import section_network
 from .projection import section_projection
 from .simulator import section_simulator
+from .verdicts import section_verdicts
 
 
 # --------------------------------------------------------------------------- entry point
@@ -82,6 +83,7 @@ def main(argv=None):
         "projection": section_projection,
         "network": section_network,
         "calibration": section_calibration,
+        "verdicts": section_verdicts,
     }
     if args.network_fit_max_d is not None or args.network_sizes:
         kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}

@@ -251,14 +251,14 @@ def uncertainty_example(n_reps=200, n_lorenz=20):
         p_bad.append(bad.p_value)
         if worst is None or bad.p_value > worst.value:  # p-values below 1e-12 are bounds
             worst = TailProbability(bad.p_value, bound=bad.p_value_bound)
-        c_good.append(good.consistent)
-        c_bad.append(bad.consistent)
+        c_good.append(good.verdict == "consistent")
+        c_bad.append(bad.verdict == "INCONSISTENT")
     p_good, p_bad = np.array(p_good), np.array(p_bad)
     print(
         f"  Lorenz, N = 5000, {n_lorenz} draws: true model consistent in "
         f"{100 * np.mean(c_good):.0f}%, "
         f"p < 0.01 in {100 * np.mean(p_good < 0.01):.0f}% (smallest p {p_good.min():.2g}); without "
         "the "
-        f"x·y term of dz inconsistent in {100 - 100 * np.mean(c_bad):.0f}%, largest "
+        f"x·y term of dz inconsistent in {100 * np.mean(c_bad):.0f}%, largest "
         f"{worst}"
     )
