@@ -693,4 +693,11 @@ def _open_scale_line(test, verdict):
             "the data do not bound its size, so the test cannot tell a misspecified model from "
             "an attenuated estimate of a correct one (neither consistent nor INCONSISTENT)"
         )
+    if test[1] >= CONSISTENCY_P:
+        return (
+            head + ": a larger component along it would fit, but the open direction is not the "
+            "estimate's overall scale, and a flat direction absorbs a wrong model's residual too "
+            "(a symmetry of the law is flat at any N): the rejection stands (it may still be an "
+            "attenuated estimate; more data decide it)"
+        )
     return head + ": it still rejects, so no drift scale along it rescues the model"

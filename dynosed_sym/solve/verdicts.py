@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .intervals import RESCUE_REJECT_P
+from .intervals import RESCUE_REJECT_P, scale_directions
 from .misspecification import PROFILE_MAX_DIRECTIONS, misspecification_profile
 
 __all__ = [
     "profiled_test",
     "profiled_p",
     "rejects_strongly",
-    "carried_by_b",
     "profile_open_scale",
 ]
 
@@ -78,61 +77,31 @@ def rejects_strongly(rep, system, estimate):
     return p.value < RESCUE_REJECT_P
 
 
-def carried_by_b(system, along, dof):
-    """(k,) bool: the directions ``along`` (n, k; right singular vectors of A) along whose left
-    vector ``u = Av/‖Av‖`` the right-hand side b has a component the data determine:
-    ``|uᵀb| / sd(uᵀb) >`` the two-sided Student-t quantile at
-    :data:`~.directions.RESOLVE_LEVEL` (95 %, ``dof`` degrees of freedom; one direction at a
-    time: a lower bar than the verdict's 1 %, so that a doubt goes to "undetermined"), sd from
-    the block means of b.  The drift's attenuated scale is such a direction
-    (b carries the drift through the known noise, the column's curvature is what is weak:
-    FitzHugh–Nagumo at N = 500, |t| = 7–65); a direction the law does not depend on carries
-    nothing in b (a rotation of a rotation-invariant law, |t| ≤ 1.2)."""
-    from .directions import RESOLVE_LEVEL
-    from .uncertainty import t_quantile
-
-    A, b, _, b_blocks, counts = system
-    w = np.asarray(counts, dtype=float)
-    w = w / w.sum()
-    AV = A @ along
-    norms = np.linalg.norm(AV, axis=0)
-    Uv = AV / np.where(norms > 0, norms, 1.0)
-    proj = Uv.T @ b
-    dev = (np.asarray(b_blocks, dtype=float) - b[None]) @ Uv  # (B, k)
-    sd = np.sqrt(w @ dev**2 / (len(w) - 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(sd > 0, np.abs(proj) / sd, 0.0)
-    return (norms > 0) & (t > t_quantile(RESOLVE_LEVEL, dof))
-
-
 def profile_open_scale(rep, system, estimate, resolved, along, level):
     """The verdict where the report leaves the drift's scale open (``along`` (n, k), the open
     directions) and its test rejects (p < ``level``).
 
     At an attenuated estimate the test's noise misses what a larger drift carries (Selkov at
-    N = 5000: p < 1e-12 at the estimate, 0.47 profiled; FitzHugh–Nagumo's cycle at N = 500: 11
-    of 20 correct fits rejected).  Where b carries a component along an open direction
-    (:func:`carried_by_b`), the truth's drift may lie along it at a size the data do not bound,
-    so the test is profiled along those directions as well as the ``resolved`` ones (n, r) the
-    verdict's own test is profiled along (only along the open ones when together they are more
-    than :data:`~.misspecification.PROFILE_MAX_DIRECTIONS`), kept as ``misspec_open_scale``;
-    where that does not reject, the verdict is neither: ``consistent`` becomes None, the
-    report's ``verdict`` "undetermined".  A direction b does not carry is no hidden drift: a
-    rejection stands (a flat direction would absorb any residual — a misspecified model's too —
-    by the noise a large component along it carries).  docs/design-statistics.md §7."""
+    N = 5000: p < 1e-12 at the estimate, 0.47 profiled), so the test is profiled along the open
+    directions as well as the ``resolved`` ones (n, r) its own test is profiled along (only
+    along the open ones when together they are more than
+    :data:`~.misspecification.PROFILE_MAX_DIRECTIONS`), kept as ``misspec_open_scale``.  A flat
+    direction absorbs any residual by the noise a large component along it carries — a
+    misspecified model's too — and a direction the law does not depend on (a symmetry) is flat
+    whatever N, so the profile alone decides nothing.  The drift's overall scale is never such
+    a symmetry (scaling θ with D fixed changes the stationary law): where an open direction is
+    the estimate's own (:func:`.intervals.scale_directions`, with the report's τ) and the test
+    profiled along the resolved directions and the own ones does not reject, the verdict is
+    neither: ``consistent`` becomes None, the report's ``verdict`` "undetermined".  Otherwise
+    the rejection stands (docs/design-statistics.md §7)."""
     if rep.p_value is None or rep.consistent is not False:
         return
-    carried = along[:, carried_by_b(system, along, rep.dof)]
-    if carried.shape[1] == 0:
-        rep.notes.append(
-            "the open scale does not explain the rejection: b carries no component along it "
-            "that the data determine, so the verdict stays the test's"
-        )
-        return
-    both = np.column_stack([resolved, carried])
+    own = along[:, scale_directions(estimate.theta, along, rep.prior_scale)]
+    test_along = own if own.shape[1] else along
+    both = np.column_stack([resolved, test_along])
     stat, p, _, _ = profiled_test(
-        rep, system, estimate, both if both.shape[1] <= PROFILE_MAX_DIRECTIONS else carried
+        rep, system, estimate, both if both.shape[1] <= PROFILE_MAX_DIRECTIONS else test_along
     )
     rep.misspec_open_scale = (stat, p.value, p.bound)
-    if p.value >= level:
+    if own.shape[1] and p.value >= level:
         rep.consistent = None

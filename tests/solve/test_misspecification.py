@@ -270,11 +270,12 @@ def test_a_flat_direction_never_makes_a_rejected_model_consistent():
     """A model misspecified off the range of A (b has a component δ = 1 outside it) with one
     column that is structurally flat in the population: the test at the estimate rejects; the
     test profiled along the flat direction as well "fits" in most of these sets (its limit T is
-    the column's curvature against its noise, whatever b is).  The report opens that direction
-    (its component is not bounded by the data), so a rejection that rests on the component's
-    estimate is no verdict either: "undetermined" — never "consistent".  Where the profile
-    still rejects, INCONSISTENT stays (`-s` prints the counts quoted in
-    docs/design-statistics.md)."""
+    the column's curvature against its noise, whatever b is).  Where the least-squares component
+    along the noise column is most of the estimate (the misfit's share on it over a tiny
+    singular value), the report takes that direction for the drift's open overall scale and the
+    verdict is "undetermined" (the cost of the rule, docs/design-statistics.md §7); otherwise
+    INCONSISTENT stays.  A rejected model is never "consistent" (`-s` prints the counts quoted in
+    the docs: 6 INCONSISTENT, 19 undetermined, 15 consistent)."""
     from dynosed_sym.solve.ustat import solve_system
 
     B, m, n, Nb = 40, 8, 3, 100
@@ -298,15 +299,17 @@ def test_a_flat_direction_never_makes_a_rejected_model_consistent():
         if rep.p_value < 0.01:
             assert rep.consistent is not True, text
             opened = rep.misspec_open_scale
-            if opened is not None and opened[1] >= 0.01:
-                assert rep.verdict == "undetermined" and rep.consistent is None, text
+            if rep.verdict == "undetermined":
+                assert opened[1] >= 0.01 and rep.consistent is None, text
                 assert "UNDETERMINED" in text and "INCONSISTENT:" not in text, text
             else:
                 assert rep.verdict == "INCONSISTENT" and "INCONSISTENT:" in text, text
+                if opened is not None and opened[1] >= 0.01:  # the profile fits: said, not taken
+                    assert "the rejection stands" in text, text
         else:
             assert rep.verdict == "consistent" and rep.misspec_open_scale is None, text
     print(f"\nverdicts of 40 misspecified systems: {verdicts}")
-    assert verdicts["INCONSISTENT"] + verdicts["undetermined"] >= 10
+    assert verdicts["INCONSISTENT"] + verdicts["undetermined"] >= 20, verdicts
 
 
 def _noisy_columns(seed, delta, signal=0.03):

@@ -63,7 +63,7 @@ sweep
 verdicts
     The misspecification verdict (:mod:`.verdicts`): the sweep's small-N data sets where correct
     fits were most often called INCONSISTENT, fitted with their own model and with wrong ones,
-    and a misfit along a symmetry; counts of consistent / INCONSISTENT / undetermined; about 5
+    and a misfit along a symmetry; counts of consistent / INCONSISTENT / undetermined; about 3
     minutes; only with ``--only verdicts`` (results: benchmarks/verdicts.txt).
 
 Every timing is preceded by an explicit warm-up call (compilation is never mixed with
