@@ -369,7 +369,8 @@ class IdentifiabilityReport:
         verdict = {
             "consistent": "(consistent)",
             "INCONSISTENT": "(INCONSISTENT: no θ fits, model misspecified?)",
-        }.get(self.verdict, "(rejected at the estimate: UNDETERMINED, see below)")
+            "undetermined": "(rejected at the estimate: UNDETERMINED, see below)",
+        }.get(self.verdict, "")
         if self.p_value is not None:
             p = TailProbability(self.p_value, bound=self.p_value_bound)
             lines.append(

@@ -9,7 +9,8 @@ might have (*wrong*: every "INCONSISTENT" is power).  Per cell: the verdicts' co
 many test p-values were < 0.01 at the point the verdict's test is taken — the verdict before
 "undetermined" existed (docs/design-statistics.md §7).  One family more, simulated here: a
 linear model with a free rotation fitted to a rotation-invariant quartic law, whose rotation
-the law does not depend on (b carries nothing along it: its rejection must stay).
+the law does not depend on (a symmetry, open at every N: its rejection must stay), at N = 2000
+and 20,000.
 """
 
 from __future__ import annotations
