@@ -78,6 +78,35 @@ def test_metrics_by_hand():
     assert flags(m, {"coverage": 0.95}) == ["ERR", "COV"]
     few = {"coverage": None, "finite_share": 0.4, "errors": 0}
     assert flags(few, {"coverage": 0.9}) == ["FIN"] and flags(few, {"coverage": 0.8}) == []
+    assert m["undetermined"] is None  # records written before the verdict field
+
+
+def test_undetermined_share_by_hand():
+    """The `undet` column: the share of fits whose verdict is "undetermined" (consistent None),
+    counted neither as inconsistent nor in the contradictions."""
+    truth = [1.0, 2.0]
+    verdicts = ["consistent", "undetermined", "INCONSISTENT", "undetermined"]
+    cons = {"consistent": True, "undetermined": None, "INCONSISTENT": False}
+    records = [
+        {**_rec([1.0, 2.0], [0.5, 1.5], [1.5, 2.5], p=p, consistent=cons[v]), "verdict": v}
+        for v, p in zip(verdicts, (0.5, 0.001, 0.001, 0.004))
+    ]
+    m = cell_metrics(records, truth)
+    assert m["undetermined"] == pytest.approx(2 / 4)
+    assert m["inconsistent"] == pytest.approx(1 / 4) and m["contradict"] == 0.0
+
+
+def test_verdict_wrong_models_are_other_drifts_of_the_same_states():
+    """The verdicts bench's wrong models (declared only; nothing compiled) have their family's
+    states and a drift that is not the family's."""
+    from dynosed_sym.apps.bench.calibration_families import family
+    from dynosed_sym.apps.bench.verdicts import _wrong_models
+
+    for name, models in _wrong_models().items():
+        model, _, _ = family(name)
+        for label, wrong in models:
+            assert [str(x) for x in wrong.state] == [str(x) for x in model.state], label
+            assert wrong.equations() != model.equations(), label
 
 
 def _sets(records):
