@@ -55,7 +55,7 @@ from .profile import hull
 from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
-from .verdicts import profile_open_scale, profiled_p, rejects_strongly
+from .verdicts import open_scale_line, profile_open_scale, profiled_p, rejects_strongly
 from .weak import fieller
 
 __all__ = [
@@ -380,7 +380,7 @@ class IdentifiabilityReport:
                 f"{p} {verdict}"
             )
             if self.misspec_open_scale is not None:
-                lines.append(_open_scale_line(self.misspec_open_scale, self.verdict))
+                lines.append(open_scale_line(self.misspec_open_scale, self.verdict, CONSISTENCY_P))
             if self.interval_scale > 1.0:
                 lines.append(
                     f"  intervals widened by the Birge ratio S = {self.interval_scale:.3g} "
@@ -681,24 +681,3 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"
         )
-
-
-def _open_scale_line(test, verdict):
-    """The summary's line on the test profiled along the open scale (``misspec_open_scale``)."""
-    t1, p1, bound1 = test
-    head = f"  profiled along the open scale as well the test gives T = {t1:.3g}, "
-    head += str(TailProbability(p1, bound=bound1))
-    if verdict == "undetermined":
-        return (
-            head + ": a larger drift along it fits the data within the noise it carries, and "
-            "the data do not bound its size, so the test cannot tell a misspecified model from "
-            "an attenuated estimate of a correct one (neither consistent nor INCONSISTENT)"
-        )
-    if test[1] >= CONSISTENCY_P:
-        return (
-            head + ": a larger component along it would fit, but the open direction is not the "
-            "estimate's overall scale, and a flat direction absorbs a wrong model's residual too "
-            "(a symmetry of the law is flat at any N): the rejection stands (it may still be an "
-            "attenuated estimate; more data decide it)"
-        )
-    return head + ": it still rejects, so no drift scale along it rescues the model"

@@ -15,13 +15,18 @@ from __future__ import annotations
 import numpy as np
 
 from .intervals import RESCUE_REJECT_P, scale_directions
-from .misspecification import PROFILE_MAX_DIRECTIONS, misspecification_profile
+from .misspecification import (
+    PROFILE_MAX_DIRECTIONS,
+    TailProbability,
+    misspecification_profile,
+)
 
 __all__ = [
     "profiled_test",
     "profiled_p",
     "rejects_strongly",
     "profile_open_scale",
+    "open_scale_line",
 ]
 
 
@@ -105,3 +110,25 @@ def profile_open_scale(rep, system, estimate, resolved, along, level):
     rep.misspec_open_scale = (stat, p.value, p.bound)
     if own.shape[1] and p.value >= level:
         rep.consistent = None
+
+
+def open_scale_line(test, verdict, level):
+    """The summary's line on the test profiled along the open scale (``misspec_open_scale``;
+    ``level``: the verdict's, :data:`~.report.CONSISTENCY_P`)."""
+    t1, p1, bound1 = test
+    head = f"  profiled along the open scale as well the test gives T = {t1:.3g}, "
+    head += str(TailProbability(p1, bound=bound1))
+    if verdict == "undetermined":
+        return (
+            head + ": a larger drift along it fits the data within the noise it carries, and "
+            "the data do not bound its size, so the test cannot tell a misspecified model from "
+            "an attenuated estimate of a correct one (neither consistent nor INCONSISTENT)"
+        )
+    if test[1] >= level:
+        return (
+            head + ": a larger component along it would fit, but the open direction is not the "
+            "estimate's overall scale, and a flat direction absorbs a wrong model's residual too "
+            "(a symmetry of the law is flat at any N): the rejection stands (it may still be an "
+            "attenuated estimate; more data decide it)"
+        )
+    return head + ": it still rejects, so no drift scale along it rescues the model"
