@@ -6,9 +6,9 @@ be a symmetry of the law (docs/design-statistics.md §7)."""
 from __future__ import annotations
 
 import pytest
-import sympy as sp
 
 import dynosed_sym as ds
+from dynosed_sym.apps.bench.calibration_families import family
 from dynosed_sym.apps.bench.verdicts import rotation_data, rotation_models
 
 
@@ -37,18 +37,9 @@ def test_an_attenuated_scale_is_not_called_inconsistent(tmp_path):
     open: the test at the attenuated estimate rejected 11 of 20 sets of the small-N sweep.  Where
     the open direction is the estimate's own and the test profiled along it does not reject,
     the verdict is "undetermined"; a rejected estimate is never "consistent".  On these
-    eight sets 3 are rejected at the estimate (the verdict before: INCONSISTENT in all 3); one
-    of them becomes undetermined (`-s` prints the verdicts)."""
-    x, y = sp.symbols("x y", real=True)
-    c = sp.symbols("c1:6", real=True)
-    fhn = ds.SDEModel(
-        [x, y],
-        list(c),
-        [c[0] * (x - x**3 / 3 - y) + c[1], c[2] * x + c[3] - c[4] * y],
-        diffusion=[sp.Rational(1, 20), sp.Rational(1, 20)],
-        name="verdict_fhn",
-    )
-    truth = [3.0, 0.5, 0.3, 0.05, 0.24]
+    eight sets 3 are rejected at the estimate (the verdict before: INCONSISTENT in all 3); all 3
+    become undetermined (`-s` prints the verdicts).  The sweep's own family declaration."""
+    fhn, truth, _ = family("fhn_cycle")
     ex = ds.Execution(progress=False, out_dir=str(tmp_path))
     verdicts, rejected = [], 0
     for seed in range(8):

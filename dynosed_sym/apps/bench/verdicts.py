@@ -108,16 +108,17 @@ ROTATION_SIZES = (2000, 20_000)
 
 
 def _count(fits):
-    """(Counter of verdicts and of fits that warned, number of p < 0.01) over reports."""
-    verdicts = Counter(rep.verdict for rep, _ in fits)
-    verdicts["warned"] = sum(bool(warned) for _, warned in fits)
-    rejected = sum(rep.p_value is not None and rep.p_value < 0.01 for rep, _ in fits)
-    return verdicts, rejected
+    """{"verdicts": counts, "p_below_0.01": …, "warned": …} over (report, warnings) pairs."""
+    return {
+        "verdicts": dict(Counter(rep.verdict for rep, _ in fits)),
+        "p_below_0.01": sum(rep.p_value is not None and rep.p_value < 0.01 for rep, _ in fits),
+        "warned": sum(bool(warned) for _, warned in fits),
+    }
 
 
-def _row(label, N, what, verdicts, rejected, n):
-    counts = " ".join(f"{verdicts.get(v, 0):>12d}" for v in VERDICTS)
-    return f"  {label:<22} {N:>6} {what:<24} {counts} {rejected:>9d}/{n} {verdicts['warned']:>7d}"
+def _row(label, N, what, c, n):
+    counts = " ".join(f"{c['verdicts'].get(v, 0):>12d}" for v in VERDICTS)
+    return f"  {label:<22} {N:>6} {what:<24} {counts} {c['p_below_0.01']:>9d}/{n} {c['warned']:>7d}"
 
 
 def _fit(model, X, seed):
@@ -159,10 +160,10 @@ def rotation_data(quartic, N, seed, execution=None):
     )
 
 
-def _rotation(sets, N=2000):
+def _rotation(sets, N):
     """The linear model with a free rotation fitted to the quartic rotation-invariant law."""
     linear, quartic = rotation_models()
-    return N, [_fit(linear, rotation_data(quartic, N, 300 + s), s) for s in range(sets)]
+    return [_fit(linear, rotation_data(quartic, N, 300 + s), s) for s in range(sets)]
 
 
 def section_verdicts(quick, repeats):
@@ -181,19 +182,12 @@ def section_verdicts(quick, repeats):
         if N <= 1000:  # the small-N sweep's data sets (its command: --sizes 500,1000)
             protocol = replace(protocol, sizes=(500, 1000))
         data = [load_dataset(name, model, truth, protocol, k, N, cache)[:N] for k in range(sets)]
-        fits = [_fit(model, X, k) for k, X in enumerate(data)]
-        v, r = _count(fits)
-        print(_row(name, N, "correct", v, r, sets), flush=True)
-        out[f"{name}/{N}/correct"] = {"verdicts": dict(v), "p_below_0.01": r}
-        for label, w in wrong.get(name, []):
-            v, r = _count([_fit(w, X, k) for k, X in enumerate(data)])
-            print(_row(name, N, "wrong: " + label, v, r, sets), flush=True)
-            out[f"{name}/{N}/{label}"] = {"verdicts": dict(v), "p_below_0.01": r}
+        for label, m in [("correct", model)] + [("wrong: " + w, m) for w, m in wrong.get(name, [])]:
+            c = out[f"{name}/{N}/{label}"] = _count([_fit(m, X, k) for k, X in enumerate(data)])
+            print(_row(name, N, label, c, sets), flush=True)
     for N in ROTATION_SIZES:
-        N, fits = _rotation(sets, N)
-        v, r = _count(fits)
-        print(_row("quartic rotation law", N, "wrong: linear + rotation", v, r, sets), flush=True)
-        out[f"rotation/{N}"] = {"verdicts": dict(v), "p_below_0.01": r}
+        c = out[f"rotation/{N}"] = _count(_rotation(sets, N))
+        print(_row("quartic rotation law", N, "wrong: linear + rotation", c, sets), flush=True)
     print(f"\nverdicts: {time.perf_counter() - t0:.0f} s")
     return out
 
