@@ -3,7 +3,8 @@ states inside the model's domain, and the :class:`~dynosed_sym.simulation.Simula
 
 Oracles: the exact stationary law of linear drifts (Lyapunov equation; a linear drift has one
 iff its matrix is Hurwitz), exact Itô moment rates of Gaussian samples that are *not* the
-stationary law (d/dt Var = 2MΣ' + 2D in closed form), and the Gamma law of a CIR process.
+stationary law (d/dt Var = 2MΣ' + 2D and d/dt E[x] = M x̄ in closed form), and the Gamma law
+of a CIR process.
 """
 
 from __future__ import annotations
@@ -84,6 +85,17 @@ def test_unsettled_chains_warn(models):
         ds.simulate(lorenz, lorenz.nominal, 2048, n_chains=2048, burn_in=50, thin=1, seed=1)
 
 
+def test_chains_whose_mean_has_not_settled_warn(ou):
+    """Chains started from the stationary covariance but a shifted mean (x0 per chain), after 0.2
+    time units: their spread balances, their mean still moves — only the first moments show it."""
+    M = ou.nominal.reshape(2, 2)
+    x0 = ou_stationary_samples(M, 1.0, 4000, seed=4) + np.array([1.5, 0.0])
+    with pytest.warns(ds.StationarityWarning, match="the mean of x still moves"):
+        X = ds.simulate(ou, ou.nominal, 4000, n_chains=4000, burn_in=20, thin=1, x0=x0, seed=2)
+    check = ds.check_stationarity(ou, ou.nominal, X)
+    assert not any("variance" in r for r in check.reasons), check.reasons
+
+
 def test_time_course_is_not_checked(ou):
     """A transient snapshot is not meant to be stationary: no warning."""
     with warnings.catch_warnings():
@@ -112,6 +124,23 @@ def test_exact_moment_rates_of_a_wrong_gaussian(ou):
         assert check.verdict == ("not stationary" if c < 1 else "borderline"), str(check)
 
 
+@pytest.mark.parametrize(
+    "shift, verdict", [(0.0, "stationary"), (0.3, "borderline"), (1.5, "not stationary")]
+)
+def test_exact_mean_rates_of_a_shifted_gaussian(ou, shift, verdict):
+    """The stationary Gaussian shifted by ``shift`` standard deviations along x: Itô gives
+    d/dt E[x] = E[f] = M x̄ exactly (a linear drift), 0 for the stationary law.  The rate over
+    E|f_x| is here 0.11, 0.33 and 0.94 for shifts of 0.1, 0.3 and 1.5: within noise at 0, a
+    borderline verdict at 0.3 (above 0.1), not stationary at 1.5 (above 0.5)."""
+    M = ou.nominal.reshape(2, 2)
+    X = ou_stationary_samples(M, 1.0, 20_000, seed=6)
+    X = X + np.array([shift * X[:, 0].std(), 0.0])
+    check = ds.check_stationarity(ou, ou.nominal, X, np.arange(X.shape[0]) % 64)
+    np.testing.assert_allclose(check.mean_rate, M @ X.mean(axis=0), rtol=1e-9, atol=1e-12)
+    assert check.verdict == verdict, str(check)
+    assert any("the mean of x still moves" in r for r in check.reasons) == (shift > 0)
+
+
 @settings(max_examples=40)
 @given(
     st.lists(st.floats(-2.0, 2.0), min_size=4, max_size=4),
@@ -134,6 +163,7 @@ def test_linear_drift_oracle(ou, entries, D, seed):
         check = ds.check_stationarity(model, _theta(M), X)
         assert check.verdict in ("stationary", "borderline"), str(check)
         assert not check.failed
+        assert not any("the mean of" in r for r in check.reasons), str(check)
 
 
 # --------------------------------------------------------------------------- start states
