@@ -335,7 +335,7 @@ def test_held_out_families_are_outside_the_default_sweep_and_burn_in_long_enough
         fams.family("no_such_family")
 
 
-@pytest.mark.parametrize("name", ["switch", "logistic"])
+@pytest.mark.parametrize("name", ["switch", "logistic", "autoreg"])
 def test_held_out_exact_draws_satisfy_the_stein_identity(name):
     """Oracle: the stationary law of dX = f dt + √(2D) dW satisfies E[f φ' + D φ''] = 0 for every
     smooth bounded φ (the identity the method rests on, evaluated here with the drift and D

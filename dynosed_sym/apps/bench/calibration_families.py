@@ -25,6 +25,7 @@ import sympy as sp
 import dynosed_sym as ds
 
 from .calibration_breaks import BREAKS
+from .calibration_breaks4 import BREAKS4
 from .calibration_data import Protocol
 from .calibration_data import declare_family as _family
 from .calibration_data import grid_sampler as _grid_sampler
@@ -545,6 +546,7 @@ HELD_OUT = {
     "logistic": logistic,
     **BREAKS,  # the second round (calibration_breaks)
     **NONAFFINE,  # the third: drifts not affine in θ (calibration_nonaffine)
+    **BREAKS4,  # the fourth (calibration_breaks4)
 }
 
 
