@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .calibration_data import declare_family, law_1d
+from .calibration_data import declare_family, gaussian_sampler, law_1d, ou_stationary_cov
 
 __all__ = ["BREAKS4"]
 
@@ -142,8 +142,6 @@ def autoreg():
 def ou4_nonnormal():
     """dx = M x dt + √(2D) dW, M upper bidiagonal with diagonal (−1, −1.2, −0.8, −1.5) and
     super-diagonal (3, −2.5, 2) (7 free entries), D = 1/10 · I: exact Gaussian law."""
-    from .calibration_families import _gaussian_sampler, ou_stationary_cov
-
     x = sp.symbols("x0:4", real=True)
     m = sp.symbols("m0:4", real=True)
     u = sp.symbols("u0:3", real=True)
@@ -158,7 +156,7 @@ def ou4_nonnormal():
         truth,
         R(1, 10),
         sampler="exact",
-        exact=_gaussian_sampler(ou_stationary_cov(M, 0.1 * np.eye(4))),
+        exact=gaussian_sampler(ou_stationary_cov(M, 0.1 * np.eye(4))),
     )
 
 

@@ -37,6 +37,8 @@ __all__ = [
     "declare_family",
     "grid_sampler",
     "law_1d",
+    "gaussian_sampler",
+    "ou_stationary_cov",
     "BASE_SEED",
     "data_seed",
     "default_cache_dir",
@@ -130,6 +132,20 @@ def grid_sampler(logp, lo, hi, m=200_001):
     cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(x))])
     cdf /= cdf[-1]
     return lambda n, rng: np.interp(rng.random(int(n)), cdf, x)[:, None]
+
+
+def ou_stationary_cov(M, D):
+    """Σ with M Σ + Σ Mᵀ + 2D = 0 (dx = Mx dt + √(2D) dW)."""
+    import scipy.linalg
+
+    S = scipy.linalg.solve_continuous_lyapunov(np.asarray(M, float), -2.0 * np.asarray(D, float))
+    return 0.5 * (S + S.T)
+
+
+def gaussian_sampler(S):
+    """Exact sampler ``(n, rng) -> (n, d)`` of N(0, S)."""
+    L = np.linalg.cholesky(S)
+    return lambda n, rng: rng.standard_normal((int(n), len(S))) @ L.T
 
 
 def law_1d(f, D, lo, hi):

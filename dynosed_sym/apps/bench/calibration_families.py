@@ -26,8 +26,9 @@ import dynosed_sym as ds
 
 from .calibration_breaks import BREAKS
 from .calibration_breaks4 import BREAKS4
-from .calibration_data import Protocol
+from .calibration_data import Protocol, ou_stationary_cov
 from .calibration_data import declare_family as _family
+from .calibration_data import gaussian_sampler as _gaussian_sampler
 from .calibration_data import grid_sampler as _grid_sampler
 from .calibration_data import law_1d as _law_1d
 from .calibration_networks import net10, net20
@@ -39,19 +40,6 @@ R = sp.Rational
 
 
 # --------------------------------------------------------------------------- exact laws
-def ou_stationary_cov(M, D):
-    """Σ with M Σ + Σ Mᵀ + 2D = 0 (dx = Mx dt + √(2D) dW)."""
-    import scipy.linalg
-
-    S = scipy.linalg.solve_continuous_lyapunov(np.asarray(M, float), -2.0 * np.asarray(D, float))
-    return 0.5 * (S + S.T)
-
-
-def _gaussian_sampler(S):
-    L = np.linalg.cholesky(S)
-    return lambda n, rng: rng.standard_normal((int(n), len(S))) @ L.T
-
-
 def _exact_gaussian(M, D, **protocol):
     """The Protocol of an OU family drawn exactly from its Gaussian stationary law."""
     return Protocol(sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D)), **protocol)
