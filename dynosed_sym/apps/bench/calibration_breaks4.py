@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .calibration_data import declare_family, gaussian_sampler, law_1d, ou_stationary_cov
+from .calibration_data import declare_family, exact_gaussian, law_1d, ou_model
 
 __all__ = ["BREAKS4"]
 
@@ -141,23 +141,12 @@ def autoreg():
 
 def ou4_nonnormal():
     """dx = M x dt + √(2D) dW, M upper bidiagonal with diagonal (−1, −1.2, −0.8, −1.5) and
-    super-diagonal (3, −2.5, 2) (7 free entries), D = 1/10 · I: exact Gaussian law."""
-    x = sp.symbols("x0:4", real=True)
-    m = sp.symbols("m0:4", real=True)
-    u = sp.symbols("u0:3", real=True)
-    truth = [-1.0, -1.2, -0.8, -1.5, 3.0, -2.5, 2.0]
-    M = np.diag(truth[:4]) + np.diag(truth[4:], 1)
-    drift = [m[i] * x[i] + (u[i] * x[i + 1] if i < 3 else 0) for i in range(4)]
-    return declare_family(
-        "heldout_ou4_nonnormal",
-        list(x),
-        [*m, *u],
-        drift,
-        truth,
-        R(1, 10),
-        sampler="exact",
-        exact=gaussian_sampler(ou_stationary_cov(M, 0.1 * np.eye(4))),
-    )
+    super-diagonal (3, −2.5, 2) (its 7 nonzero entries free), D = 1/10 · I: exact Gaussian law."""
+    M = np.diag([-1.0, -1.2, -0.8, -1.5]) + np.diag([3.0, -2.5, 2.0], 1)
+    D = 0.1 * np.eye(4)
+    free = ["M11", "M22", "M33", "M44", "M12", "M23", "M34"]
+    model, truth = ou_model("heldout_ou4_nonnormal", M, D, free)
+    return model, truth, exact_gaussian(M, D)
 
 
 BREAKS4 = {

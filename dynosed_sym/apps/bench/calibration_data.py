@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
+import sympy as sp
 
 import dynosed_sym as ds
 
@@ -39,6 +40,8 @@ __all__ = [
     "law_1d",
     "gaussian_sampler",
     "ou_stationary_cov",
+    "exact_gaussian",
+    "ou_model",
     "BASE_SEED",
     "data_seed",
     "default_cache_dir",
@@ -146,6 +149,35 @@ def gaussian_sampler(S):
     """Exact sampler ``(n, rng) -> (n, d)`` of N(0, S)."""
     L = np.linalg.cholesky(S)
     return lambda n, rng: rng.standard_normal((int(n), len(S))) @ L.T
+
+
+def exact_gaussian(M, D, **protocol):
+    """The :class:`Protocol` of an OU family drawn exactly from its Gaussian stationary law."""
+    return Protocol(sampler="exact", exact=gaussian_sampler(ou_stationary_cov(M, D)), **protocol)
+
+
+def ou_model(name, M, D, free):
+    """``(model, truth)``: dx = Mx dt + √(2D) dW (states x1 … xd) with the entries of M named in
+    ``free`` (``"M12"``: row 1, column 2) unknown in that order, the others known."""
+    x = sp.symbols(f"x1:{len(M) + 1}", real=True)
+    d = len(M)
+    syms = {
+        f"M{i + 1}{j + 1}": sp.Symbol(f"M{i + 1}{j + 1}", real=True)
+        for i in range(d)
+        for j in range(d)
+    }
+    Ms = sp.Matrix(
+        d,
+        d,
+        lambda i, j: (
+            syms[f"M{i + 1}{j + 1}"] if f"M{i + 1}{j + 1}" in free else sp.nsimplify(M[i][j])
+        ),
+    )
+    params = [syms[k] for k in free]
+    truth = np.array([M[int(k[1]) - 1][int(k[2]) - 1] for k in free], float)
+    Dm = sp.Matrix(np.asarray(D, float).tolist()).applyfunc(sp.nsimplify)
+    model = ds.SDEModel(list(x), params, list(Ms * sp.Matrix(x)), diffusion=Dm, name=name)
+    return model, truth
 
 
 def law_1d(f, D, lo, hi):

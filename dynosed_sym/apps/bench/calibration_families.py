@@ -22,50 +22,21 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-import dynosed_sym as ds
-
 from .calibration_breaks import BREAKS
 from .calibration_breaks4 import BREAKS4
 from .calibration_data import Protocol, ou_stationary_cov
 from .calibration_data import declare_family as _family
+from .calibration_data import exact_gaussian as _exact_gaussian
 from .calibration_data import gaussian_sampler as _gaussian_sampler
 from .calibration_data import grid_sampler as _grid_sampler
 from .calibration_data import law_1d as _law_1d
+from .calibration_data import ou_model as _ou_model
 from .calibration_networks import net10, net20
 from .calibration_nonaffine import NONAFFINE
 
 __all__ = ["Protocol", "FAMILIES", "HELD_OUT", "family", "family_names", "ou_stationary_cov"]
 
 R = sp.Rational
-
-
-# --------------------------------------------------------------------------- exact laws
-def _exact_gaussian(M, D, **protocol):
-    """The Protocol of an OU family drawn exactly from its Gaussian stationary law."""
-    return Protocol(sampler="exact", exact=_gaussian_sampler(ou_stationary_cov(M, D)), **protocol)
-
-
-def _ou_model(name, M, D, free):
-    """dx = Mx dt + √(2D) dW with the entries named in ``free`` unknown, the others known."""
-    x = sp.symbols(f"x1:{len(M) + 1}", real=True)
-    d = len(M)
-    syms = {
-        f"M{i + 1}{j + 1}": sp.Symbol(f"M{i + 1}{j + 1}", real=True)
-        for i in range(d)
-        for j in range(d)
-    }
-    Ms = sp.Matrix(
-        d,
-        d,
-        lambda i, j: (
-            syms[f"M{i + 1}{j + 1}"] if f"M{i + 1}{j + 1}" in free else sp.nsimplify(M[i][j])
-        ),
-    )
-    params = [syms[k] for k in free]
-    truth = np.array([M[int(k[1]) - 1][int(k[2]) - 1] for k in free], float)
-    Dm = sp.Matrix(np.asarray(D, float).tolist()).applyfunc(sp.nsimplify)
-    model = ds.SDEModel(list(x), params, list(Ms * sp.Matrix(x)), diffusion=Dm, name=name)
-    return model, truth
 
 
 # --------------------------------------------------------------------------- oscillators
