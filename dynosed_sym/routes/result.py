@@ -420,10 +420,12 @@ def _resolution_notes(rep, widened):
     )
     if rep.strength is not None:
         out.append(
-            "identifiable: yes ±p% (interval half-width against |estimate|); no (≈k× N): about "
-            "k times the data would resolve the directions it loads on; no (flat): no curvature "
-            "seen along them at this N; no (open profile): the loss's profile flattens on one side "
-            "(drift not affine in θ)"
+            "identifiable: yes ±p% (interval half-width against |estimate|); no (≥k× N): at least "
+            "k times the data would resolve the directions it loads on, no (≈a–b× N): between a "
+            "and b times (the range the noise of their curvature allows: no upper end while a "
+            "curvature of 0 is not excluded; ds.check_identifiability with a Study plans N); "
+            "no (flat): no curvature seen along them at this N; no (open profile): the loss's "
+            "profile flattens on one side (drift not affine in θ)"
         )
     return out
 

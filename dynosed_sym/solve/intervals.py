@@ -21,7 +21,11 @@ scale (a number, or one per parameter).
 
 Strength.  A direction's ``t_i = κ̂_i/sd(κ̂_i)`` grows like √N, so ``(q/t_i)²`` is the factor of data
 that would resolve it; a parameter needs the largest such factor over the unresolved directions it
-loads on (loading share ≥ 1 %).  The summary prints it next to the interval's relative width.
+loads on (loading share ≥ 1 %).  That point value is as noisy as t_i (whose sampling noise has
+standard deviation 1): at t_i = 0.1 it says 600 × where five times the data resolve the direction
+(Sel'kov, van der Pol, Lorenz-96 at N = 2000, docs/design-statistics.md §8).  The summary prints
+the range of factors that ``t_i ± 1.645`` allows (:func:`data_factor_ranges`): ``≥ k×`` when
+t_i ≤ 1.645 (a curvature of 0 is not excluded, so no upper end), ``flat`` when t_i ≤ 0.
 """
 
 from __future__ import annotations
@@ -41,12 +45,17 @@ from .weak import fieller, weak_intervals
 #: Share of a parameter's unit vector on an unresolved direction below which that direction does
 #: not count for the parameter's data factor.
 FACTOR_SHARE = 0.01
+#: Half-width of the range of a direction's true t that its estimate allows (t is the curvature in
+#: units of its own standard error: sampling noise of standard deviation 1; ±1.645: 90 %).
+FACTOR_Z = 1.6448536269514722
 
 __all__ = [
     "Resolution",
     "sandwich_resolution",
     "weak_resolution",
     "data_factors",
+    "data_factor_ranges",
+    "FACTOR_Z",
     "strength_labels",
     "prior_scale_ml",
     "resolution_matrix",
@@ -114,7 +123,11 @@ class Resolution:
     ci : (n, 2) the honest intervals
     bounded : (n,) bool, whether the interval is finite
     data_factor : (n,) factor of data that would resolve every unresolved direction the
-        parameter loads on (1: none; inf: no curvature seen along one of them)
+        parameter loads on (1: none; inf: no curvature seen along one of them): the point value
+        ``(q/t)²``, as noisy as t
+    data_factor_range : (n, 2) or None
+        Its range from ``t ± FACTOR_Z`` (:func:`data_factor_ranges`; upper end inf when a
+        curvature of 0 is not excluded, both inf when none is seen); the labels read it
     strength : list of str, one short label per parameter (:func:`strength_labels`)
     fieller : tuple (c, gamma) or None
         The resolved estimator's profile-Fieller coefficients (:func:`.weak.fieller`), to give
@@ -147,6 +160,7 @@ class Resolution:
     scale: np.ndarray | None = None
     open_directions: np.ndarray | None = None
     whole_line: np.ndarray | None = None
+    data_factor_range: np.ndarray | None = None
 
 
 def resolution_matrix(V, resolved):
@@ -243,6 +257,33 @@ def _direction_factors(tu, q):
     return np.maximum(f, 1.0)
 
 
+def data_factor_ranges(V, resolved, t, q):
+    """(n, 2) the range of each parameter's factor of data (:func:`data_factors`) that the noise
+    of the directions' t allows: per direction ``[(q/(t_i + z))², (q/(t_i − z))²]`` with
+    z = :data:`FACTOR_Z` (at least 1; upper end inf for t_i ≤ z, both ends inf for t_i ≤ 0: no
+    curvature seen), the largest ends over the directions the parameter loads on (share ≥ 1 %);
+    ``[1, 1]`` where it loads on none."""
+    unres = ~np.asarray(resolved, dtype=bool)
+    if t is None or not unres.any() or not np.isfinite(q):
+        f = data_factors(V, resolved, t, q)
+        return np.column_stack([f, f])
+    ends = _direction_factor_ranges(np.asarray(t, dtype=float)[unres], q)
+    share = V[:, unres] ** 2 >= FACTOR_SHARE
+    return np.column_stack(
+        [np.where(share, e[None, :], 1.0).max(axis=1, initial=1.0) for e in ends.T]
+    )
+
+
+def _direction_factor_ranges(tu, q):
+    """(k, 2) per unresolved direction: ``[max((q/(t + z))², 1), (q/(t − z))²]`` (module
+    docstring), the upper end inf for t ≤ z and both inf for t ≤ 0; upper ≥ lower."""
+    z = FACTOR_Z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.where(tu > 0, np.maximum((q / (tu + z)) ** 2, 1.0), np.inf)
+        hi = np.where(tu > z, (q / np.where(tu > z, tu - z, 1.0)) ** 2, np.inf)
+    return np.column_stack([lo, np.maximum(hi, lo)])
+
+
 def widen_about(centre, ci, S):
     """Intervals (n, 2) widened S-fold about ``centre`` (n,): ``centre + S·(ci − centre)``;
     infinite ends and NaN rows stay as they are."""
@@ -273,23 +314,33 @@ def widened(res, theta, S):
         ci=ci,
         combination_ci=c_ci,
         combinations=combos,
-        strength=strength_labels(theta, ci, res.data_factor),
+        strength=strength_labels(
+            theta, ci, res.data_factor if res.data_factor_range is None else res.data_factor_range
+        ),
     )
 
 
 def strength_labels(theta, ci, data_factor):
     """One label per parameter: ``yes ±p%`` (finite interval, half-width p % of |θ̂|; ``yes ±w``
-    when θ̂ = 0), ``no (≈k× N)`` (unbounded; about k times the data would resolve it) or
-    ``no (flat)`` (no curvature seen along it at this N)."""
+    when θ̂ = 0); for an unbounded one from its factor of data, ``(n, 2)`` ranges
+    (:func:`data_factor_ranges`) or ``(n,)`` values: ``no (≈a–b× N)`` (between a and b times the
+    data would resolve it), ``no (≥a× N)`` (at least a times; the upper end is open), ``no (≈a× N)``
+    or ``no (flat)`` (no curvature seen along it at this N)."""
+    f = np.asarray(data_factor, dtype=float)
+    ranges = f.reshape(-1, 2) if f.ndim == 2 else np.column_stack([f, f])
     out = []
-    for th, (lo, hi), f in zip(theta, ci, data_factor):
+    for th, (lo, hi), (f_lo, f_hi) in zip(theta, ci, ranges):
         if np.isfinite(lo) and np.isfinite(hi):
             half = 0.5 * (hi - lo)
             out.append(f"yes ±{100 * half / abs(th):.2g}%" if th != 0 else f"yes ±{half:.2g}")
-        elif np.isfinite(f):
-            out.append(f"no (≈{max(f, 1.0):.2g}× N)")
-        else:
+        elif not np.isfinite(f_lo):
             out.append("no (flat)")
+        elif not np.isfinite(f_hi):
+            out.append(f"no (≥{max(f_lo, 1.0):.2g}× N)")
+        elif f"{max(f_hi, 1.0):.2g}" != f"{max(f_lo, 1.0):.2g}":
+            out.append(f"no (≈{max(f_lo, 1.0):.2g}–{max(f_hi, 1.0):.2g}× N)")
+        else:
+            out.append(f"no (≈{max(f_lo, 1.0):.2g}× N)")
     return out
 
 
@@ -405,6 +456,7 @@ def sandwich_resolution(theta, se, V, resolved, *, q, t=None, t_resolve=np.inf):
     half = np.where(free, np.inf, q * se)
     ci = np.column_stack([theta - half, theta + half])
     factor = data_factors(V, resolved, t, t_resolve)
+    ranges = data_factor_ranges(V, resolved, t, t_resolve)
     return Resolution(
         loading=loading,
         bias_sd=np.zeros(n),
@@ -419,8 +471,9 @@ def sandwich_resolution(theta, se, V, resolved, *, q, t=None, t_resolve=np.inf):
         ci=ci,
         bounded=np.isfinite(ci).all(axis=1),
         data_factor=factor,
-        strength=strength_labels(theta, ci, factor),
+        strength=strength_labels(theta, ci, ranges),
         whole_line=free,
+        data_factor_range=ranges,
     )
 
 
@@ -530,9 +583,12 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
             status.append(IDENTIFIED)
             combos.append(None)
     factor = data_factors(V, resolved, dirs.t, dirs.threshold)
+    ranges = data_factor_ranges(V, resolved, dirs.t, dirs.threshold)
     if carriers.any() and t_u is not None:  # the open scale's own factor of data
         f_scale = _direction_factors(t_u, dirs.threshold)[open_].max()
         factor = np.where(carriers, np.maximum(factor, f_scale), factor)
+        r_scale = _direction_factor_ranges(t_u, dirs.threshold)[open_].max(axis=0)
+        ranges = np.where(carriers[:, None], np.maximum(ranges, r_scale[None, :]), ranges)
     return Resolution(
         loading=loading,
         bias_sd=wk.bias_sd,
@@ -547,7 +603,8 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         ci=wk.ci,
         bounded=wk.bounded,
         data_factor=factor,
-        strength=strength_labels(theta, wk.ci, factor),
+        data_factor_range=ranges,
+        strength=strength_labels(theta, wk.ci, ranges),
         fieller=(wk.c, wk.gamma),
         scale=carriers,
         open_directions=VU[:, open_] if carriers.any() else None,

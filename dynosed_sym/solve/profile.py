@@ -431,7 +431,7 @@ def attach(report, prob, lam, theta_v, theta):
         notes.append("WARNING: " + msg)
     strength = report.strength
     if strength is not None:  # the labels of the intervals the profile changed, read again
-        fresh = strength_labels(theta, ci, report.data_factor)
+        fresh = strength_labels(theta, ci, report.data_factor_range)
         strength = [
             label
             if np.array_equal(ci[j], report.ci[j])

@@ -204,7 +204,8 @@ class IdentifiabilityReport:
         the profile's.
     data_factor : (n,) array or None
         Per parameter, the factor of data that would resolve the directions it loads on
-        (:func:`~dynosed_sym.solve.intervals.data_factors`); ``strength`` its label.
+        (:func:`~dynosed_sym.solve.intervals.data_factors`, the point value ``(q/t)²``);
+        ``data_factor_range`` (n, 2) the range the noise of t allows, which ``strength`` labels.
     """
 
     param_names: list
@@ -258,6 +259,7 @@ class IdentifiabilityReport:
     direction_t: np.ndarray | None = None
     resolve_threshold: float | None = None
     data_factor: np.ndarray | None = None
+    data_factor_range: np.ndarray | None = None
     strength: list | None = None
     fieller: tuple | None = None
     scale: np.ndarray | None = None
@@ -664,6 +666,7 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     ]
     rep.combination_estimate, rep.combination_ci = res.combination_estimate, res.combination_ci
     rep.data_factor, rep.strength, rep.fieller = res.data_factor, res.strength, res.fieller
+    rep.data_factor_range = res.data_factor_range
     rep.scale = res.scale
     rep.whole_line = np.isinf(rep.std_errors) | res.whole_line
     if res.scale is not None and res.scale.any():

@@ -16,9 +16,12 @@ import dynosed_sym as ds
 from dynosed_sym.solve.combinations import estimable_combination
 from dynosed_sym.solve.intervals import (
     COMBINATION,
+    FACTOR_Z,
     IDENTIFIED,
     NOT_IDENTIFIABLE,
+    _direction_factor_ranges,
     check_prior_scale,
+    data_factor_ranges,
     data_factors,
     prior_scale_ml,
     sandwich_resolution,
@@ -70,13 +73,55 @@ def test_sandwich_resolution_on_a_known_geometry():
     )
     assert np.isinf(res.ci[2]).all() and res.status == [IDENTIFIED, IDENTIFIED, NOT_IDENTIFIABLE]
     np.testing.assert_allclose(res.data_factor, [1.0, 16.0, 16.0])  # (2/0.5)² where u_j² ≥ 1 %
-    assert res.strength[0] == "yes ±2%" and res.strength[2] == "no (≈16× N)"
+    # its range from t = 0.5 ± 1.645: (2/2.145)² < 1 → 1, no upper end (t − 1.645 < 0)
+    np.testing.assert_allclose(res.data_factor_range, [[1.0, 1.0], [1.0, np.inf], [1.0, np.inf]])
+    assert res.strength[0] == "yes ±2%" and res.strength[2] == "no (≥1× N)"
     # a direction with negative curvature estimate: no N is named
     assert (
         data_factors(V, resolved, np.array([30.0, 10.0, -1.0]), 2.0).tolist()
         == [1.0] + [np.inf] * 2
     )
     assert strength_labels([1.0], [[-np.inf, np.inf]], [np.inf]) == ["no (flat)"]
+
+
+def test_data_factor_ranges_by_hand():
+    """The range of the factor of data from t ± 1.645 (q = 2.5): t = 0.1 → [(2.5/1.745)², ∞),
+    t = 2.2 → [1, (2.5/0.555)²], t = −0.3 → flat; a parameter takes the largest ends over the
+    directions it loads on (share ≥ 1 %), [1, 1] where it loads on none; the labels."""
+    V = np.eye(4)
+    resolved = np.array([True, False, False, False])
+    t = np.array([40.0, 0.1, 2.2, -0.3])
+    V[:, 1:3] = np.linalg.qr(np.array([[0, 0], [1, 1], [1, -1], [0, 0]], float))[0]
+    r = data_factor_ranges(V, resolved, t, 2.5)
+    lo1, hi2 = (2.5 / (0.1 + FACTOR_Z)) ** 2, (2.5 / (2.2 - FACTOR_Z)) ** 2
+    np.testing.assert_allclose(r, [[1, 1], [lo1, np.inf], [lo1, np.inf], [np.inf, np.inf]])
+    # the second direction alone: [1, (2.5/0.555)²]
+    V2 = np.eye(3)
+    r2 = data_factor_ranges(V2, np.array([True, True, False]), np.array([9, 9, 2.2]), 2.5)
+    np.testing.assert_allclose(r2[2], [1.0, hi2])
+    labels = strength_labels([1.0] * 4, [[-np.inf, np.inf]] * 4, r)
+    assert labels == ["no (≈1× N)", "no (≥2.1× N)", "no (≥2.1× N)", "no (flat)"]
+    assert strength_labels([1.0], [[-np.inf, np.inf]], [[1.0, hi2]]) == ["no (≈1–20× N)"]
+
+
+def test_data_factor_range_does_not_overstate_the_data_needed():
+    """With t ~ N(t_true, 1) (the noise the range assumes), the range's lower end exceeds the true
+    factor (q/t_true)² — the label claims more data than needed — in at most 5 % of draws (it
+    can only when t_true > t + 1.645), and a finite upper end falls below it in at most 5 %."""
+    rng = np.random.default_rng(11)
+    q = 2.6
+    for t_true in (0.2, 0.7, 1.5, 2.3):
+        t = t_true + rng.standard_normal(20_000)
+        lo, hi = _direction_factor_ranges(t, q).T
+        for k in range(5):  # the parameter's range is its direction's
+            np.testing.assert_array_equal(
+                data_factor_ranges(np.eye(1), np.array([False]), t[k : k + 1], q)[0],
+                [lo[k], hi[k]],
+            )
+        truth = max((q / t_true) ** 2, 1.0)
+        over = np.mean(np.isfinite(lo) & (lo > truth * (1 + 1e-12)))
+        under = np.mean(np.isfinite(hi) & (hi < truth * (1 - 1e-12)))
+        assert over <= 0.05 + 0.005 and under <= 0.05 + 0.005, (t_true, over, under)
 
 
 def test_estimable_combination_text():

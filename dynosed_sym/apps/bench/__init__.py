@@ -65,6 +65,10 @@ verdicts
     fits were most often called INCONSISTENT, fitted with their own model and with wrong ones,
     and a misfit along a symmetry; counts of consistent / INCONSISTENT / undetermined; about 3
     minutes; only with ``--only verdicts`` (results: benchmarks/verdicts.txt).
+factors
+    The summary's "no (… × N)" label (:mod:`.data_factors`): sweep families fitted at N and at
+    5·N; per whole-line interval at N, the factor the label claims and whether 5·N gives a finite
+    one; about 3 minutes; only with ``--only factors`` (results: benchmarks/data_factors.txt).
 
 Every timing is preceded by an explicit warm-up call (compilation is never mixed with
 run time) and is the median over repeats.  No timing is asserted anywhere; the printed

@@ -21,12 +21,14 @@ SECTIONS = (
     "calibration",
     "sweep",
     "verdicts",
+    "factors",
 )
 
 #: Sections of a run without --only (network runs the d-gene networks up to d = 100 for several
 #: minutes; calibration and the sweep are long statistical runs: --only calibration runs both,
-#: --only sweep the sweep alone; --only verdicts the misspecification verdict's check).
-LONG_SECTIONS = ("network", "calibration", "sweep", "verdicts")
+#: --only sweep the sweep alone; --only verdicts the misspecification verdict's check; --only
+#: factors the summary's data-factor labels against more data).
+LONG_SECTIONS = ("network", "calibration", "sweep", "verdicts", "factors")
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in LONG_SECTIONS)
 
 

@@ -12,6 +12,7 @@ from .calibration_sweep import add_arguments as add_sweep_arguments
 from .calibration_sweep import section_sweep
 from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
 from .compile import section_compile
+from .data_factors import section_factors
 from .fill import section_fill, section_scaling
 from .large import section_large
 from .network import section_network
@@ -84,6 +85,7 @@ def main(argv=None):
         "network": section_network,
         "calibration": section_calibration,
         "verdicts": section_verdicts,
+        "factors": section_factors,
     }
     if args.network_fit_max_d is not None or args.network_sizes:
         kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
