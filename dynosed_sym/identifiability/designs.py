@@ -36,6 +36,7 @@ from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws
+from ..solve.intervals import direction_factor_ranges
 from .designs_structural import DesignStructural, design_structural, env_thetas
 from .options import Experiment, Study
 from .simulated_sampling import design_sampler
@@ -202,9 +203,10 @@ class DesignCheck(RankVerdict):
             for i in range(rep.n_params):
                 v = self.direction_verdict[i]
                 nr = self.direction_n_resolve[i]
-                extra = f", resolved from N ≈ {short_count(nr)} per snapshot" if v == "weak" else ""
-                if v == "weak" and not np.isfinite(nr):
-                    extra = ", not yet above its noise"
+                extra = ""
+                if v == "weak":
+                    t, q = rep.direction_t[i], rep.resolve_threshold
+                    extra = resolution_text(nr, self.n_samples, t, q, per=" per snapshot")
                 lines.append(
                     f"    σ{i + 1} = {self.direction_sv[i]:9.3g}  noise "
                     f"{self.direction_noise[i]:9.3g}  {v}{extra}"
@@ -218,6 +220,18 @@ class DesignCheck(RankVerdict):
             lines += [""] + advice_lines(self.advice)
         lines.extend(self.notes)
         return "\n".join(lines)
+
+
+def resolution_text(N, n_samples, t, q, per=""):
+    """``", resolved from N ≈ 1.5M (≥ 42k within the noise of its t)"`` for a weak direction
+    crossing the threshold q at ``N = n_samples·(q/t)²``: the point and the range of N that
+    ``t ± 1.645`` allows (:func:`~dynosed_sym.solve.intervals.data_factor_ranges`; no upper end
+    while t ≤ 1.645); ``", not yet above its noise"`` when N is infinite."""
+    if not np.isfinite(N):
+        return ", not yet above its noise"
+    lo, hi = n_samples * direction_factor_ranges(np.array([float(t)]), q)[0]
+    span = f"≥ {short_count(lo)}" if not np.isfinite(hi) else f"{short_count(lo)}–{short_count(hi)}"
+    return f", resolved from N ≈ {short_count(N)}{per} ({span} within the noise of its t)"
 
 
 def short_count(N):

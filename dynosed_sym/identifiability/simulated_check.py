@@ -22,7 +22,7 @@ from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
-from .designs import DesignCheck, RankVerdict, check_design, short_count
+from .designs import DesignCheck, RankVerdict, check_design, resolution_text, short_count
 from .options import Experiment, Study
 from .simulated_sampling import draw_samples
 from .structural import StructuralReport, nominal_vector, structural_check
@@ -86,7 +86,9 @@ class IdentifiabilityCheck(RankVerdict):
     n_required : (n,) array
         Samples needed for the half-width of the ``level`` interval (honest width) to reach
         ``rel_error·|θ_k|`` (for a zero nominal value: ``rel_error`` times the RMS of the nonzero
-        nominal values); inf when the bias of directions that stay unresolved is too large.
+        nominal values); inf when the bias of directions that stay unresolved is too large —
+        printed "∞" for a structurally free parameter, else "> n_samples" (an unresolved direction
+        without a structural reason may be resolved by more samples than were simulated).
     timings : dict
     notes : list of str
     """
@@ -211,6 +213,30 @@ class IdentifiabilityCheck(RankVerdict):
             need[ok] = N[ok]
         return np.where(np.isfinite(need), np.ceil(need), np.inf)
 
+    def _structural_direction(self, i):
+        """Whether followed direction i lies in the structural check's null space (then no N
+        resolves it; otherwise "unconstrained" only says the simulated N shows no curvature)."""
+        Q = getattr(self.structural, "null_vectors", None)
+        if Q is None or np.asarray(Q).size == 0 or self.directions is None:
+            return False
+        Q = np.linalg.qr(np.asarray(Q, dtype=float))[0]
+        return bool(np.linalg.norm(Q.T @ self.directions[:, i]) > 0.9)
+
+    def _need_text(self, need, name):
+        """The "N for ±x%" cell: a count, "∞" for a structurally free parameter, and
+        "> n_samples" where the simulated N cannot tell (an unresolved direction without a
+        structural reason)."""
+        if np.isfinite(need):
+            return short_count(need)
+        return "∞" if name in self.structural.free_params else f"> {short_count(self.n_samples)}"
+
+    def _se_text(self, se, N, name):
+        """A "se@N" cell: "?" for an infinite one beyond the simulated N that no structural
+        reason makes infinite (the directions unresolved there may be resolved by then)."""
+        if np.isinf(se) and N > self.n_samples and name not in self.structural.free_params:
+            return "?"
+        return f"{se:.3g}"
+
     def __str__(self):
         lines = [
             f"identifiability of {self.model_name!r} ({self.route} route) at the nominal "
@@ -242,12 +268,11 @@ class IdentifiabilityCheck(RankVerdict):
             verdict = self.direction_verdict[i]
             extra = ""
             if verdict == "weak":
-                nr = self.direction_n_resolve[i]
-                extra = (
-                    f", resolved from N ≈ {nr:.2g}"
-                    if np.isfinite(nr)
-                    else ", needs more data (not yet above its noise)"
-                )
+                t, q = rep.direction_t[i], rep.resolve_threshold
+                extra = resolution_text(self.direction_n_resolve[i], self.n_samples, t, q)
+            elif verdict == "unconstrained" and not self._structural_direction(i):
+                extra = " at this N (no structural reason found: a larger Study(n_samples=…) tells"
+                extra += " whether more samples resolve it)"
             lines.append(
                 f"    σ{i + 1} = {sv:9.3g}  noise {self.direction_noise[-1, i]:9.3g}  "
                 f"N-exponent {self.direction_exponent[i]:+5.2f}  {verdict}{extra}"
@@ -267,11 +292,11 @@ class IdentifiabilityCheck(RankVerdict):
         se = self.se_at(np.array(Ns, dtype=float))
         for k, nm in enumerate(names):
             row = f"{nm:<{w}}  {self.nominal[k]:>9.4g}  " + "  ".join(
-                f"{se[j, k]:>9.3g}" for j in range(len(Ns))
+                f"{self._se_text(se[j, k], Ns[j], nm):>9}" for j in range(len(Ns))
             )
             bias = 0.0 if self.bias_sd is None else self.bias_sd[k]
             row += (
-                f"  {short_count(need[k]) if np.isfinite(need[k]) else '∞':>12}  {bias:>9.3g}  "
+                f"  {self._need_text(need[k], nm):>12}  {bias:>9.3g}  "
                 f"{rep.freeness_normalised[k]:>10.3g}  "
             )
             if rep.status is not None and nm not in free:
@@ -287,9 +312,14 @@ class IdentifiabilityCheck(RankVerdict):
                 if self.prior_scale is not None and np.ndim(self.prior_scale) == 0
                 else ""
             )
-            + "the bias from directions still unresolved at N (bias.sd: at the simulated N); "
+            + "the bias from directions still unresolved at N (bias.sd: at the simulated N; a "
+            "direction that shows no curvature there counts as unresolved at every N, ? where "
+            "that makes the width infinite); "
             f"N for ±x%: samples for a {100 * self.level:g}% interval of half-width x% of "
-            "|nominal| (extrapolated: below a few hundred samples the asymptotics are optimistic)"
+            "|nominal| (extrapolated: below a few hundred samples the asymptotics are optimistic; "
+            f"> {short_count(self.n_samples)}: not within the simulated N, whose unresolved "
+            "directions show no curvature — a larger Study tells; ∞: structurally not "
+            "identifiable)"
         )
         lines.extend(rep.combination_lines())
         lines.extend(self.notes)

@@ -55,6 +55,7 @@ __all__ = [
     "weak_resolution",
     "data_factors",
     "data_factor_ranges",
+    "direction_factor_ranges",
     "FACTOR_Z",
     "strength_labels",
     "prior_scale_ml",
@@ -267,14 +268,14 @@ def data_factor_ranges(V, resolved, t, q):
     if t is None or not unres.any() or not np.isfinite(q):
         f = data_factors(V, resolved, t, q)
         return np.column_stack([f, f])
-    ends = _direction_factor_ranges(np.asarray(t, dtype=float)[unres], q)
+    ends = direction_factor_ranges(np.asarray(t, dtype=float)[unres], q)
     share = V[:, unres] ** 2 >= FACTOR_SHARE
     return np.column_stack(
         [np.where(share, e[None, :], 1.0).max(axis=1, initial=1.0) for e in ends.T]
     )
 
 
-def _direction_factor_ranges(tu, q):
+def direction_factor_ranges(tu, q):
     """(k, 2) per unresolved direction: ``[max((q/(t + z))², 1), (q/(t − z))²]`` (module
     docstring), the upper end inf for t ≤ z and both inf for t ≤ 0; upper ≥ lower."""
     z = FACTOR_Z
@@ -587,7 +588,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     if carriers.any() and t_u is not None:  # the open scale's own factor of data
         f_scale = _direction_factors(t_u, dirs.threshold)[open_].max()
         factor = np.where(carriers, np.maximum(factor, f_scale), factor)
-        r_scale = _direction_factor_ranges(t_u, dirs.threshold)[open_].max(axis=0)
+        r_scale = direction_factor_ranges(t_u, dirs.threshold)[open_].max(axis=0)
         ranges = np.where(carriers[:, None], np.maximum(ranges, r_scale[None, :]), ranges)
     return Resolution(
         loading=loading,

@@ -19,10 +19,10 @@ from dynosed_sym.solve.intervals import (
     FACTOR_Z,
     IDENTIFIED,
     NOT_IDENTIFIABLE,
-    _direction_factor_ranges,
     check_prior_scale,
     data_factor_ranges,
     data_factors,
+    direction_factor_ranges,
     prior_scale_ml,
     sandwich_resolution,
     strength_labels,
@@ -112,7 +112,7 @@ def test_data_factor_range_does_not_overstate_the_data_needed():
     q = 2.6
     for t_true in (0.2, 0.7, 1.5, 2.3):
         t = t_true + rng.standard_normal(20_000)
-        lo, hi = _direction_factor_ranges(t, q).T
+        lo, hi = direction_factor_ranges(t, q).T
         for k in range(5):  # the parameter's range is its direction's
             np.testing.assert_array_equal(
                 data_factor_ranges(np.eye(1), np.array([False]), t[k : k + 1], q)[0],
