@@ -155,14 +155,15 @@ def _lane_ops(path):
     return int(m.group(1))
 
 
-def _network_case(d, full_fit):
+def _network_case(d, full_fit, n_warm=None):
     with tempfile.TemporaryDirectory(prefix="dynosed_bench_network_") as tmp:
         out_dir, cache = os.path.join(tmp, "generated"), os.path.join(tmp, "numba_cache")
         os.makedirs(out_dir)
         os.makedirs(cache)
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, DYNOSED_QUIET="1")
         env.pop("DYNOSED_GENERATED_DIR", None)
-        args = [d, WARM_SAMPLES.get(d, 20_000), int(full_fit), out_dir, int(d <= COLD_FIT_MAX_D)]
+        n_warm = WARM_SAMPLES.get(d, 20_000) if n_warm is None else int(n_warm)
+        args = [d, n_warm, int(full_fit), out_dir, int(d <= COLD_FIT_MAX_D)]
         r = _run(_SCRIPT, args, env)
         files = os.listdir(out_dir)
         r["lane_ops"] = _lane_ops(
@@ -238,7 +239,9 @@ def _print_tables(results, grn):
         )
 
 
-def section_network(quick, repeats, sizes=None, full_fit_max_d=FULL_FIT_MAX_D):
+def section_network(quick, repeats, sizes=None, full_fit_max_d=FULL_FIT_MAX_D, n_warm=None):
+    """The network section; ``n_warm``: the warm fit's N for every d (default
+    :data:`WARM_SAMPLES`)."""
     from .common import MODELS
 
     sizes = sizes or (NETWORK_SIZES[:2] if quick else NETWORK_SIZES)
@@ -249,7 +252,7 @@ def section_network(quick, repeats, sizes=None, full_fit_max_d=FULL_FIT_MAX_D):
         grn["lane_ops"] = _lane_ops(grn["path"])
     results = {}
     for d in sizes:
-        results[d] = _network_case(d, d <= full_fit_max_d)
+        results[d] = _network_case(d, d <= full_fit_max_d, n_warm)
         print(f"    d = {d}: " + json.dumps(results[d]), flush=True)
     _print_tables(results, grn)
     return {"grn": grn, "sizes": {str(d): r for d, r in results.items()}}

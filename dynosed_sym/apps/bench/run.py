@@ -49,6 +49,13 @@ def main(argv=None):
         help="network section: comma-separated d (default 10,20,50,100; --quick 10,20)",
     )
     ap.add_argument(
+        "--network-n",
+        type=int,
+        default=None,
+        help="network section: samples of the warm simulate and fit for every d (default 20,000; "
+        "100,000 at d = 100)",
+    )
+    ap.add_argument(
         "--no-sweep",
         action="store_true",
         help="with --only calibration: the bundled cases alone, not the sweep after them (a "
@@ -87,10 +94,12 @@ def main(argv=None):
         "verdicts": section_verdicts,
         "factors": section_factors,
     }
-    if args.network_fit_max_d is not None or args.network_sizes:
+    if args.network_fit_max_d is not None or args.network_sizes or args.network_n:
         kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
         if args.network_fit_max_d is not None:
             kw["full_fit_max_d"] = args.network_fit_max_d
+        if args.network_n is not None:
+            kw["n_warm"] = args.network_n
         runners["network"] = lambda quick, reps: section_network(quick, reps, **kw)
     if "calibration" in only and "sweep" not in only and not args.no_sweep:
         only.append("sweep")  # the calibration is part of the sweep
