@@ -428,3 +428,21 @@ def test_held_out_cycles_start_at_an_unstable_fixed_point(name):
     xs, x0, lam = _fixed_point_eigenvalues(name)
     assert np.abs(xs - x0).max() < 0.01
     assert lam.real.max() > 0
+
+
+def test_data_factor_bench_counts_by_hand():
+    """The factors bench's summary: per claim (the point value, the range's lower end) how many
+    whole-line parameters and how many of them finite at 5·N; "flat" where the claim is inf."""
+    from dynosed_sym.apps.bench.data_factors import _summary
+
+    inf = math.inf
+    rows = [  # (point, lower end, upper end, finite at 5·N)
+        (600.0, 2.3, inf, True),  # the point overstated, the lower end did not
+        (4.0, 1.1, inf, True),
+        (9.0, 6.0, 30.0, False),
+        (inf, inf, inf, True),  # flat
+    ]
+    s = _summary(rows)
+    assert s["point (q/t)²: ≤ 5"] == (1, 1) and s["point (q/t)²: > 5"] == (2, 1)
+    assert s["range, lower end: ≤ 5"] == (2, 2) and s["range, lower end: > 5"] == (1, 0)
+    assert s["point (q/t)²: flat"] == (1, 1) and s["range, lower end: flat"] == (1, 1)
