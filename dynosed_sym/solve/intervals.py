@@ -246,7 +246,12 @@ def data_factors(V, resolved, t, q):
     unres = ~np.asarray(resolved, dtype=bool)
     if t is None or not unres.any() or not np.isfinite(q):
         return np.where(np.linalg.norm(V[:, unres], axis=1) > 0, np.inf, 1.0) if n else np.ones(0)
-    f = _direction_factors(np.asarray(t)[unres], q)
+    return _largest_loaded(V, unres, _direction_factors(np.asarray(t)[unres], q))
+
+
+def _largest_loaded(V, unres, f):
+    """(n,) per parameter the largest of the unresolved directions' values ``f`` (k,) over the
+    directions it loads on (share ≥ :data:`FACTOR_SHARE`); 1 where it loads on none."""
     share = V[:, unres] ** 2 >= FACTOR_SHARE
     return np.where(share, f[None, :], 1.0).max(axis=1, initial=1.0)
 
@@ -269,10 +274,7 @@ def data_factor_ranges(V, resolved, t, q):
         f = data_factors(V, resolved, t, q)
         return np.column_stack([f, f])
     ends = direction_factor_ranges(np.asarray(t, dtype=float)[unres], q)
-    share = V[:, unres] ** 2 >= FACTOR_SHARE
-    return np.column_stack(
-        [np.where(share, e[None, :], 1.0).max(axis=1, initial=1.0) for e in ends.T]
-    )
+    return np.column_stack([_largest_loaded(V, unres, e) for e in ends.T])
 
 
 def direction_factor_ranges(tu, q):
@@ -328,7 +330,7 @@ def strength_labels(theta, ci, data_factor):
     data would resolve it), ``no (≥a× N)`` (at least a times; the upper end is open), ``no (≈a× N)``
     or ``no (flat)`` (no curvature seen along it at this N)."""
     f = np.asarray(data_factor, dtype=float)
-    ranges = f.reshape(-1, 2) if f.ndim == 2 else np.column_stack([f, f])
+    ranges = np.maximum(f.reshape(-1, 2) if f.ndim == 2 else np.column_stack([f, f]), 1.0)
     out = []
     for th, (lo, hi), (f_lo, f_hi) in zip(theta, ci, ranges):
         if np.isfinite(lo) and np.isfinite(hi):
@@ -337,11 +339,11 @@ def strength_labels(theta, ci, data_factor):
         elif not np.isfinite(f_lo):
             out.append("no (flat)")
         elif not np.isfinite(f_hi):
-            out.append(f"no (≥{max(f_lo, 1.0):.2g}× N)")
-        elif f"{max(f_hi, 1.0):.2g}" != f"{max(f_lo, 1.0):.2g}":
-            out.append(f"no (≈{max(f_lo, 1.0):.2g}–{max(f_hi, 1.0):.2g}× N)")
+            out.append(f"no (≥{f_lo:.2g}× N)")
+        elif f"{f_hi:.2g}" != f"{f_lo:.2g}":
+            out.append(f"no (≈{f_lo:.2g}–{f_hi:.2g}× N)")
         else:
-            out.append(f"no (≈{max(f_lo, 1.0):.2g}× N)")
+            out.append(f"no (≈{f_lo:.2g}× N)")
     return out
 
 
