@@ -55,7 +55,13 @@ from .profile import hull
 from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
-from .verdicts import open_scale_line, profile_open_scale, profiled_p, rejects_strongly
+from .verdicts import (
+    open_scale_line,
+    profile_open_scale,
+    profiled_p,
+    rejects_strongly,
+    verdict_open_scale,
+)
 from .weak import fieller
 
 __all__ = [
@@ -680,6 +686,8 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
         if estimate is not None and res.open_directions is not None:
             resolved = dirs.V[:, dirs.resolved]
             profile_open_scale(rep, system, estimate, resolved, res.open_directions, CONSISTENCY_P)
+    elif estimate is not None and rep.consistent is False and dirs.t is not None:
+        verdict_open_scale(rep, system, dirs, estimate, CONSISTENCY_P)
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .intervals import RESCUE_REJECT_P, scale_directions
+from .directions import numerical_floor
+from .intervals import RESCUE_REJECT_P, SCALE_T, scale_directions
 from .misspecification import (
     PROFILE_MAX_DIRECTIONS,
     TailProbability,
@@ -26,6 +27,7 @@ __all__ = [
     "profiled_p",
     "rejects_strongly",
     "profile_open_scale",
+    "verdict_open_scale",
     "open_scale_line",
 ]
 
@@ -82,7 +84,7 @@ def rejects_strongly(rep, system, estimate):
     return p.value < RESCUE_REJECT_P
 
 
-def profile_open_scale(rep, system, estimate, resolved, along, level):
+def profile_open_scale(rep, system, estimate, resolved, along, level, tau="report"):
     """The verdict where the report leaves the drift's scale open (``along`` (n, k), the open
     directions) and its test rejects (p < ``level``).
 
@@ -101,7 +103,8 @@ def profile_open_scale(rep, system, estimate, resolved, along, level):
     the rejection stands (docs/design-statistics.md §7)."""
     if rep.p_value is None or rep.consistent is not False:
         return
-    own = along[:, scale_directions(estimate.theta, along, rep.prior_scale)]
+    tau = rep.prior_scale if isinstance(tau, str) else tau
+    own = along[:, scale_directions(estimate.theta, along, tau)]
     test_along = own if own.shape[1] else along
     both = np.column_stack([resolved, test_along])
     stat, p, _, _ = profiled_test(
@@ -110,6 +113,31 @@ def profile_open_scale(rep, system, estimate, resolved, along, level):
     rep.misspec_open_scale = (stat, p.value, p.bound)
     if own.shape[1] and p.value >= level:
         rep.consistent = None
+
+
+def verdict_open_scale(rep, system, dirs, estimate, level):
+    """The verdict's open scale where the intervals see none (``dirs``: the report's
+    :class:`~.directions.Directions`; ``level``: the verdict's): an unresolved direction with no
+    curvature seen (``t ≤ SCALE_T``) that holds most of the estimate, but whose component is
+    within twice the scale τ of the identified estimates — the intervals' guard against a
+    structurally null direction's noise (:func:`.intervals.scale_directions`).  Where the drift
+    is attenuated as a whole the identified estimates, and τ with them, are as small as that
+    component (van der Pol at N = 1000: θ̂ ≈ 0.23·truth, τ = 0.24), so the guard reads the
+    attenuated scale as noise, and the test at the estimate rejects a correct model.  For the
+    verdict the guard is left out (:func:`profile_open_scale` with ``tau=None``): a
+    rejection that a larger drift along it fits is "undetermined"; the intervals are unchanged
+    (docs/design-statistics.md §7)."""
+    A = system[0]
+    s = dirs.singular_values
+    data = s > numerical_floor(s, A.shape[0], s.size)  # (below: rounding, its t says nothing)
+    flat = data & ~np.asarray(dirs.resolved) & (np.asarray(dirs.t) <= SCALE_T)
+    if not flat.any():
+        return
+    VU = dirs.V[:, flat]
+    own = scale_directions(estimate.theta, VU)
+    if own.any():
+        resolved = dirs.V[:, dirs.resolved]
+        profile_open_scale(rep, system, estimate, resolved, VU[:, own], level, tau=None)
 
 
 def open_scale_line(test, verdict, level):
