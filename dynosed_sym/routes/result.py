@@ -341,6 +341,7 @@ class FitResult:
                 "p_value_converged": bool(rep.p_value_converged),
                 "p_value_message": rep.p_value_message,
                 "misspec_open_scale": _open_scale_test(rep),
+                "misspec_unresolved": _unresolved_test(rep),
                 "misspec_profiled": bool(rep.misspec_profiled),
                 "interval_scale": float(rep.interval_scale),
                 "ci_level": float(rep.ci_level),
@@ -483,6 +484,19 @@ def _open_scale_test(rep):
         return None
     stat, p, bound = rep.misspec_open_scale
     return {"stat": float(stat), "p_value": float(p), "p_value_bound": bool(bound)}
+
+
+def _unresolved_test(rep):
+    """The report's ``misspec_unresolved`` as plain types (None when there is none)."""
+    if rep.misspec_unresolved is None:
+        return None
+    stat, p, bound, at = rep.misspec_unresolved
+    return {
+        "stat": float(stat),
+        "p_value": float(p),
+        "p_value_bound": bool(bound),
+        "theta": [float(v) for v in at],
+    }
 
 
 def report_on(system, theta, lam, names, **options):

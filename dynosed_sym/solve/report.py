@@ -57,10 +57,10 @@ from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
 from .verdicts import (
     open_scale_line,
-    profile_open_scale,
     profiled_p,
     rejects_strongly,
-    verdict_open_scale,
+    settle_verdict,
+    unresolved_line,
 )
 from .weak import fieller
 
@@ -154,6 +154,10 @@ class IdentifiabilityReport:
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
         components along it.  When it does not reject, the verdict is "undetermined"
         (:attr:`verdict`; docs/design-statistics.md §7).
+    misspec_unresolved : tuple (stat, p_value, bound, theta) or None
+        A rejected test profiled along every direction, where that does not reject at a θ
+        inside every parameter's interval: its statistic, p-value and θ; the verdict is then
+        "undetermined" (:func:`~dynosed_sym.solve.verdicts.profile_unresolved`).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
@@ -239,6 +243,7 @@ class IdentifiabilityReport:
     misspec_stat: float | None = None
     misspec_dim: float | None = None
     misspec_open_scale: tuple | None = None
+    misspec_unresolved: tuple | None = None
     misspec_profiled: bool = False
     misspec_at: np.ndarray | None = None
     interval_scale: float = 1.0
@@ -359,7 +364,8 @@ class IdentifiabilityReport:
         (no verdict: no noise estimate and no residual ratio)."""
         if self.consistent is not None:
             return "consistent" if self.consistent else "INCONSISTENT"
-        return "undetermined" if self.misspec_open_scale is not None else None
+        undetermined = self.misspec_open_scale is not None or self.misspec_unresolved is not None
+        return "undetermined" if undetermined else None
 
     def __str__(self):
         lines = [
@@ -389,6 +395,8 @@ class IdentifiabilityReport:
             )
             if self.misspec_open_scale is not None:
                 lines.append(open_scale_line(self.misspec_open_scale, self.verdict, CONSISTENCY_P))
+            if self.misspec_unresolved is not None:
+                lines.append(unresolved_line(self.misspec_unresolved, self.param_names))
             if self.interval_scale > 1.0:
                 lines.append(
                     f"  intervals widened by the Birge ratio S = {self.interval_scale:.3g} "
@@ -683,11 +691,8 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
             f"parameters that carry it ({carriers}) get the whole line (only their ratios along "
             "it are constrained); more data, or a parameter fixed by knowledge, resolves it"
         )
-        if estimate is not None and res.open_directions is not None:
-            resolved = dirs.V[:, dirs.resolved]
-            profile_open_scale(rep, system, estimate, resolved, res.open_directions, CONSISTENCY_P)
-    elif estimate is not None and rep.consistent is False and dirs.t is not None:
-        verdict_open_scale(rep, system, dirs, estimate, CONSISTENCY_P)
+    if estimate is not None:  # undetermined where the rejection may be attenuation
+        settle_verdict(rep, system, dirs, estimate, res.open_directions, CONSISTENCY_P)
     if res.prior_scale_converged is False:
         rep.notes.append(
             "WARNING: the maximum-likelihood scale τ of the honest intervals did not converge"

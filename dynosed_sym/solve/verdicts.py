@@ -15,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from .directions import numerical_floor
-from .intervals import RESCUE_REJECT_P, SCALE_T, scale_directions
+from .intervals import RESCUE_REJECT_P, SCALE_T, scale_directions, widen_about
 from .misspecification import (
     PROFILE_MAX_DIRECTIONS,
     TailProbability,
+    block_weights,
     misspecification_profile,
 )
 
@@ -28,8 +29,21 @@ __all__ = [
     "rejects_strongly",
     "profile_open_scale",
     "verdict_open_scale",
+    "profile_unresolved",
+    "settle_verdict",
+    "unresolved_line",
     "open_scale_line",
+    "NOISE_INFLATION_MAX",
 ]
+
+#: Largest factor by which the residual's block noise (variance) at the point where the test
+#: profiled along every direction does not reject may exceed its noise at the Tikhonov solution
+#: for the rejection to be called undetermined (:func:`profile_unresolved`): 25, a standard
+#: deviation 5 times as large.  A θ that fits only by making the moments that much noisier fits
+#: by noise, not by its drift (a symmetry's direction at a large component: the rotation misfit
+#: at N = 20,000 needs 700 to 4·10⁷); the correct models' attenuated estimates needed 4–16
+#: (``python -m dynosed_sym.apps.bench --only verdicts``).
+NOISE_INFLATION_MAX = 25.0
 
 
 def profiled_test(rep, system, estimate, along, p_wanted=None):
@@ -115,6 +129,19 @@ def profile_open_scale(rep, system, estimate, resolved, along, level, tau="repor
         rep.consistent = None
 
 
+def settle_verdict(rep, system, dirs, estimate, open_directions, level):
+    """The verdict after the intervals (``open_directions``: the report's open scale, or None):
+    a rejection that rests on the open scale (:func:`profile_open_scale`, or
+    :func:`verdict_open_scale` where the intervals see none) or on the attenuation along the
+    unresolved directions (:func:`profile_unresolved`) becomes "undetermined"."""
+    if open_directions is not None:
+        resolved = dirs.V[:, dirs.resolved]
+        profile_open_scale(rep, system, estimate, resolved, open_directions, level)
+    elif rep.consistent is False and dirs.t is not None:
+        verdict_open_scale(rep, system, dirs, estimate, level)
+    profile_unresolved(rep, system, estimate, dirs, level)
+
+
 def verdict_open_scale(rep, system, dirs, estimate, level):
     """The verdict's open scale where the intervals see none (``dirs``: the report's
     :class:`~.directions.Directions`; ``level``: the verdict's): an unresolved direction with no
@@ -138,6 +165,66 @@ def verdict_open_scale(rep, system, dirs, estimate, level):
     if own.any():
         resolved = dirs.V[:, dirs.resolved]
         profile_open_scale(rep, system, estimate, resolved, VU[:, own], level, tau=None)
+
+
+def profile_unresolved(rep, system, estimate, dirs, level):
+    """The verdict's last step: a rejection that a θ inside the report's own intervals answers.
+
+    The verdict's test is profiled along the resolved directions only (a flat direction absorbs
+    any residual in the limit of a large component, :func:`.misspecification.verdict_test`), so
+    an estimate attenuated along an unresolved one still carries less noise than the truth and a
+    correct model is rejected — van der Pol at N = 1000 (the unresolved direction the drift's
+    scale, the estimate ≈ 0.23·truth), Stuart–Landau at 1000 (its rotation ω, 0.2 for 2),
+    FitzHugh–Nagumo's cycle at 500: the test at the truth rejects none of them, profiled along
+    every direction none either.  Here, where the verdict rejects and some direction is
+    unresolved (and all n are at most :data:`~.misspecification.PROFILE_MAX_DIRECTIONS`), the test
+    is profiled along all of them; when its infimum is a finite point θ° where it does not reject
+    (p ≥ ``level``) and θ° lies inside every parameter's interval from the sampling noise alone
+    (the report's intervals before the Birge ratio widened them for the very rejection), the
+    report itself cannot exclude a θ that fits: the verdict is **undetermined**
+    (``misspec_unresolved`` = (T, p, bound, θ°)), never consistent.  A symmetry of the law — a
+    linear model with a free rotation fitted to a rotation-invariant law — is absorbed the same
+    way, but only at a large rotation that pulls the other components out of their intervals
+    (or with a residual noise the test rejects), so its rejection stays
+    (docs/design-statistics.md §7)."""
+    if rep.p_value is None or rep.consistent is not False or rep.ci is None:
+        return
+    resolved = np.asarray(dirs.resolved)
+    if resolved.all() or resolved.size > PROFILE_MAX_DIRECTIONS:
+        return
+    stat, p, _, z = profiled_test(rep, system, estimate, dirs.V)
+    if p.value < level or not np.all(np.isfinite(z)):
+        return
+    at = estimate.theta_tikhonov + dirs.V @ z
+    ci = widen_about(estimate.theta, rep.ci, 1.0 / rep.interval_scale)  # the sampling part
+    inside = np.all((ci[:, 0] <= at) & (at <= ci[:, 1]))
+    Ur = rep._left[:, : rep.rank]
+    noise = _noise(system, at, Ur) / _noise(system, estimate.theta_tikhonov, Ur)
+    if inside and noise <= NOISE_INFLATION_MAX:
+        rep.misspec_unresolved = (stat, p.value, p.bound, at)
+        rep.consistent = None
+
+
+def _noise(system, theta, Ur):
+    """``Σ_b w_b ‖(I − P)((A_b − A)θ − (b_b − b))‖²``: the residual's block noise at θ, projected
+    off the resolved directions' left vectors ``Ur`` as in the test."""
+    A, b, A_blocks, b_blocks, counts = system
+    e = A_blocks @ theta - b_blocks - (A @ theta - b)[None]
+    e = e - (e @ Ur) @ Ur.T
+    return float(block_weights(counts) @ np.einsum("bm,bm->b", e, e))
+
+
+def unresolved_line(test, names):
+    """The summary's line on ``misspec_unresolved`` (:func:`profile_unresolved`)."""
+    t1, p1, bound1, at = test
+    point = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, at))
+    return (
+        f"  profiled along the unresolved directions as well the test gives T = {t1:.3g}, "
+        f"{TailProbability(p1, bound=bound1)} at ({point}), inside every parameter's interval: "
+        "a θ the data do not exclude fits, and the estimate is attenuated along directions the "
+        "data do not resolve, so the test cannot tell a misspecified model from a correct one "
+        "(neither consistent nor INCONSISTENT; more data decide it)"
+    )
 
 
 def open_scale_line(test, verdict, level):

@@ -352,7 +352,10 @@ def test_noisy_columns_do_not_reject_a_correct_model():
         rejected += rep.p_value < 0.01
         at_tikhonov += p_tik.value < 0.01
         profiled += rep.misspec_profiled
-        assert rep.consistent == (rep.p_value >= 0.01)
+        # undetermined only where the test rejects (verdicts.profile_unresolved)
+        assert rep.consistent == (rep.p_value >= 0.01) or (
+            rep.verdict == "undetermined" and rep.p_value < 0.01
+        )
         assert rep.residual_ratio == pytest.approx(np.sqrt(rep.misspec_stat))
     assert at_tikhonov >= 10  # the attenuation the profile is for is there
     assert rejected <= 5
@@ -368,7 +371,14 @@ def test_noisy_columns_do_not_reject_a_correct_model():
     # what the profile does not remove: attenuation along unresolved directions (most of these
     # data sets resolve nothing), quoted in the docs as a limitation
     weak = [_noisy_columns(seed, 0.0, signal=0.015)[0] for seed in range(200)]
-    print(f"half the signal: {sum(r.p_value < 0.01 for r in weak)} of 200 rejected")
+    print(
+        f"half the signal: {sum(r.p_value < 0.01 for r in weak)} of 200 rejected, "
+        f"{sum(r.verdict == 'INCONSISTENT' for r in weak)} INCONSISTENT"
+    )
+    for delta in (0.5, 1.0):
+        runs = [_noisy_columns(seed, delta)[0] for seed in range(40)]
+        undetermined = sum(rep.verdict == "undetermined" for rep in runs)
+        print(f"b off the range by {delta}: {undetermined} of 40 undetermined")
 
 
 @settings(max_examples=40, deadline=None)
