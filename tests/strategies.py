@@ -252,3 +252,30 @@ def corrected_profile(linearisation, k, linear=(0, 2), nonlinear=1, n=3):
     c0 = r0 @ r0 - np.einsum("b,bm,bm->", w, dr, dr)
     z = -np.linalg.solve(H, g)
     return float(c0 + g @ z), z, float(np.linalg.eigvalsh(H).min())
+
+
+def noisy_column_fit(seed, delta=0.0, signal=0.03):
+    """A block system whose columns are noisy against their signal (m = 40 moments, n = 3
+    columns ``signal``·N(0, 1), 32 blocks of 100 with unit noise), solved with the default
+    estimator and reported: ``(report, estimate, (A, b, A_blocks, b_blocks, counts))``.  The
+    least-squares θ is attenuated; at ``signal`` = 0.015 most data sets leave a direction
+    unresolved.  ``delta``: size of b's component off the range of A (0: a correct model)."""
+    import warnings
+
+    from dynosed_sym.solve.report import analyse
+    from dynosed_sym.solve.ustat import solve_system
+
+    B, m, Nb = 32, 40, 100
+    rng = np.random.default_rng(seed)
+    A_pop = signal * rng.standard_normal((m, 3))
+    b_pop = A_pop @ np.array([3.0, -1.5, 2.4]) + delta * np.linalg.svd(A_pop)[0][:, -1]
+    A_blocks = A_pop[None] + rng.standard_normal((B, m, 3)) / np.sqrt(Nb)
+    b_blocks = b_pop[None] + rng.standard_normal((B, m)) / np.sqrt(Nb)
+    counts = np.full(B, Nb)
+    A, b = A_blocks.mean(0), b_blocks.mean(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = solve_system(A, b, A_blocks, b_blocks, counts, 1e-9)
+        names = ["a", "b", "c"]
+        rep = analyse(A, b, est.theta, 1e-9, names, A_blocks, b_blocks, counts, estimate=est)
+    return rep, est, (A, b, A_blocks, b_blocks, counts)

@@ -488,14 +488,17 @@ def _open_scale_test(rep):
 
 def _unresolved_test(rep):
     """The report's ``misspec_unresolved`` as plain types (None when there is none)."""
-    if rep.misspec_unresolved is None:
+    test = rep.misspec_unresolved
+    if test is None:
         return None
-    stat, p, bound, at = rep.misspec_unresolved
     return {
-        "stat": float(stat),
-        "p_value": float(p),
-        "p_value_bound": bool(bound),
-        "theta": [float(v) for v in at],
+        "stat": float(test.stat),
+        "p_value": float(test.p_value),
+        "p_value_bound": bool(test.p_value_bound),
+        "theta": [float(v) for v in test.theta],
+        "noise_ratio": float(test.noise_ratio),
+        "outside": [rep.param_names[j] for j in test.outside],
+        "undetermined": bool(test.undetermined),
     }
 
 

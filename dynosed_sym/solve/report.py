@@ -154,10 +154,9 @@ class IdentifiabilityReport:
         (:func:`~dynosed_sym.solve.misspecification.profile_along`): its infimum over the
         components along it.  When it does not reject, the verdict is "undetermined"
         (:attr:`verdict`; docs/design-statistics.md §7).
-    misspec_unresolved : tuple (stat, p_value, bound, theta) or None
-        A rejected test profiled along every direction, where that does not reject at a θ
-        inside every parameter's interval: its statistic, p-value and θ; the verdict is then
-        "undetermined" (:func:`~dynosed_sym.solve.verdicts.profile_unresolved`).
+    misspec_unresolved : :class:`~dynosed_sym.solve.verdicts.UnresolvedTest` or None
+        A rejected test profiled along every direction (some unresolved); with ``.undetermined``
+        the verdict is "undetermined" (:func:`~dynosed_sym.solve.verdicts.profile_unresolved`).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
@@ -243,7 +242,7 @@ class IdentifiabilityReport:
     misspec_stat: float | None = None
     misspec_dim: float | None = None
     misspec_open_scale: tuple | None = None
-    misspec_unresolved: tuple | None = None
+    misspec_unresolved: object = None
     misspec_profiled: bool = False
     misspec_at: np.ndarray | None = None
     interval_scale: float = 1.0
@@ -364,8 +363,8 @@ class IdentifiabilityReport:
         (no verdict: no noise estimate and no residual ratio)."""
         if self.consistent is not None:
             return "consistent" if self.consistent else "INCONSISTENT"
-        undetermined = self.misspec_open_scale is not None or self.misspec_unresolved is not None
-        return "undetermined" if undetermined else None
+        rest = getattr(self.misspec_unresolved, "undetermined", False)
+        return "undetermined" if rest or self.misspec_open_scale is not None else None
 
     def __str__(self):
         lines = [
@@ -396,7 +395,9 @@ class IdentifiabilityReport:
             if self.misspec_open_scale is not None:
                 lines.append(open_scale_line(self.misspec_open_scale, self.verdict, CONSISTENCY_P))
             if self.misspec_unresolved is not None:
-                lines.append(unresolved_line(self.misspec_unresolved, self.param_names))
+                lines.append(
+                    unresolved_line(self.misspec_unresolved, self.param_names, CONSISTENCY_P)
+                )
             if self.interval_scale > 1.0:
                 lines.append(
                     f"  intervals widened by the Birge ratio S = {self.interval_scale:.3g} "

@@ -12,6 +12,8 @@ rejects strongly, the rescue's trigger (:func:`rejects_strongly`).  ``rep`` is t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .directions import numerical_floor
@@ -30,6 +32,7 @@ __all__ = [
     "profile_open_scale",
     "verdict_open_scale",
     "profile_unresolved",
+    "UnresolvedTest",
     "settle_verdict",
     "unresolved_line",
     "open_scale_line",
@@ -40,10 +43,34 @@ __all__ = [
 #: profiled along every direction does not reject may exceed its noise at the Tikhonov solution
 #: for the rejection to be called undetermined (:func:`profile_unresolved`): 25, a standard
 #: deviation 5 times as large.  A θ that fits only by making the moments that much noisier fits
-#: by noise, not by its drift (a symmetry's direction at a large component: the rotation misfit
-#: at N = 20,000 needs 700 to 4·10⁷); the correct models' attenuated estimates needed 4–16
-#: (``python -m dynosed_sym.apps.bench --only verdicts``).
+#: by noise, not by its drift: the rotation misfit along its symmetry needs 231 to 9·10⁵ at
+#: N = 2000, 1.4·10⁴ to 3·10⁹ at 20,000; Stuart–Landau's attenuated rotation needed 6.9 to 102
+#: (``python -m dynosed_sym.apps.bench --only verdicts``, its ``noise×`` column).
 NOISE_INFLATION_MAX = 25.0
+
+
+@dataclass(frozen=True)
+class UnresolvedTest:
+    """The misspecification test profiled along every direction (:func:`profile_unresolved`),
+    kept as the report's ``misspec_unresolved`` wherever it was taken.
+
+    Attributes
+    ----------
+    stat, p_value, p_value_bound : the test at θ° (p an upper bound when ``p_value_bound``)
+    theta : (n,) θ°, the point where the profiled statistic is smallest
+    noise_ratio : the residual's block noise at θ° over its noise at the Tikhonov solution
+    outside : tuple of int, the parameters whose interval from the sampling noise excludes θ°
+    undetermined : whether it made the verdict "undetermined" (p ≥ the level, nothing outside,
+        ``noise_ratio`` ≤ :data:`NOISE_INFLATION_MAX`)
+    """
+
+    stat: float
+    p_value: float
+    p_value_bound: bool
+    theta: np.ndarray
+    noise_ratio: float
+    outside: tuple
+    undetermined: bool
 
 
 def profiled_test(rep, system, estimate, along, p_wanted=None):
@@ -173,19 +200,20 @@ def profile_unresolved(rep, system, estimate, dirs, level):
     The verdict's test is profiled along the resolved directions only (a flat direction absorbs
     any residual in the limit of a large component, :func:`.misspecification.verdict_test`), so
     an estimate attenuated along an unresolved one still carries less noise than the truth and a
-    correct model is rejected — van der Pol at N = 1000 (the unresolved direction the drift's
-    scale, the estimate ≈ 0.23·truth), Stuart–Landau at 1000 (its rotation ω, 0.2 for 2),
-    FitzHugh–Nagumo's cycle at 500: the test at the truth rejects none of them, profiled along
-    every direction none either.  Here, where the verdict rejects and some direction is
-    unresolved (and all n are at most :data:`~.misspecification.PROFILE_MAX_DIRECTIONS`), the test
-    is profiled along all of them; when its infimum is a finite point θ° where it does not reject
-    (p ≥ ``level``) and θ° lies inside every parameter's interval from the sampling noise alone
-    (the report's intervals before the Birge ratio widened them for the very rejection), the
-    report itself cannot exclude a θ that fits: the verdict is **undetermined**
-    (``misspec_unresolved`` = (T, p, bound, θ°)), never consistent.  A symmetry of the law — a
-    linear model with a free rotation fitted to a rotation-invariant law — is absorbed the same
-    way, but only at a large rotation that pulls the other components out of their intervals
-    (or with a residual noise the test rejects), so its rejection stays
+    correct model is rejected: Stuart–Landau at N = 1000, its rotation ω attenuated to 0.2 for 2,
+    rejected in 4 of 20 data sets where the test at the truth rejects none.  Here, where the
+    verdict rejects and some direction is unresolved (and all n are at most
+    :data:`~.misspecification.PROFILE_MAX_DIRECTIONS`), the test is profiled along all of them;
+    when its infimum is a finite point θ° where it does not reject (p ≥ ``level``), θ° lies inside
+    every parameter's interval from the sampling noise alone (the report's intervals before the
+    Birge ratio widened them for the very rejection), and the residual's noise there is at most
+    :data:`NOISE_INFLATION_MAX` times the estimate's, the report itself cannot exclude a θ that
+    fits: the verdict is **undetermined**, never consistent.  The test is kept as
+    ``misspec_unresolved`` (:class:`UnresolvedTest`) wherever it was taken, so the summary says
+    why a rejection stands.  A symmetry of the law — a linear model with a free rotation fitted to a
+    rotation-invariant law — is absorbed the same way, but only at a large rotation whose noise
+    is far beyond the cap, so its rejection stays; and since the Tikhonov θ minimises ‖r‖², T at
+    θ° is at least T/``NOISE_INFLATION_MAX`` at it: a strong rejection always stays
     (docs/design-statistics.md §7)."""
     if rep.p_value is None or rep.consistent is not False or rep.ci is None:
         return
@@ -193,15 +221,17 @@ def profile_unresolved(rep, system, estimate, dirs, level):
     if resolved.all() or resolved.size > PROFILE_MAX_DIRECTIONS:
         return
     stat, p, _, z = profiled_test(rep, system, estimate, dirs.V)
-    if p.value < level or not np.all(np.isfinite(z)):
-        return
+    if not np.all(np.isfinite(z)):
+        return  # an infimum in a limit: no θ° (a flat direction alone)
     at = estimate.theta_tikhonov + dirs.V @ z
     ci = widen_about(estimate.theta, rep.ci, 1.0 / rep.interval_scale)  # the sampling part
-    inside = np.all((ci[:, 0] <= at) & (at <= ci[:, 1]))
+    outside = tuple(int(j) for j in np.flatnonzero((at < ci[:, 0]) | (at > ci[:, 1])))
     Ur = rep._left[:, : rep.rank]
-    noise = _noise(system, at, Ur) / _noise(system, estimate.theta_tikhonov, Ur)
-    if inside and noise <= NOISE_INFLATION_MAX:
-        rep.misspec_unresolved = (stat, p.value, p.bound, at)
+    noise, noise0 = _noise(system, at, Ur), _noise(system, estimate.theta_tikhonov, Ur)
+    ratio = noise / noise0 if noise0 > 0 else np.inf
+    answers = p.value >= level and not outside and ratio <= NOISE_INFLATION_MAX
+    rep.misspec_unresolved = UnresolvedTest(stat, p.value, p.bound, at, ratio, outside, answers)
+    if answers:
         rep.consistent = None
 
 
@@ -214,17 +244,34 @@ def _noise(system, theta, Ur):
     return float(block_weights(counts) @ np.einsum("bm,bm->b", e, e))
 
 
-def unresolved_line(test, names):
-    """The summary's line on ``misspec_unresolved`` (:func:`profile_unresolved`)."""
-    t1, p1, bound1, at = test
-    point = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, at))
-    return (
-        f"  profiled along the unresolved directions as well the test gives T = {t1:.3g}, "
-        f"{TailProbability(p1, bound=bound1)} at ({point}), inside every parameter's interval: "
-        "a θ the data do not exclude fits, and the estimate is attenuated along directions the "
-        "data do not resolve, so the test cannot tell a misspecified model from a correct one "
-        "(neither consistent nor INCONSISTENT; more data decide it)"
+def unresolved_line(test, names, level):
+    """The summary's line on ``misspec_unresolved`` (:class:`UnresolvedTest`; ``level``: the
+    verdict's)."""
+    point = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, test.theta))
+    head = (
+        f"  profiled along the unresolved directions as well the test gives T = {test.stat:.3g}, "
+        f"{TailProbability(test.p_value, bound=test.p_value_bound)} at ({point})"
     )
+    if test.undetermined:
+        return head + (
+            f" with {test.noise_ratio:.3g}× the estimate's residual noise, inside every "
+            "parameter's interval: a θ the data do not exclude fits, and the estimate is "
+            "attenuated along directions the data do not resolve, so the test cannot tell a "
+            "misspecified model from a correct one (neither consistent nor INCONSISTENT; more "
+            "data decide it)"
+        )
+    why = []
+    if test.p_value < level:
+        why.append("it still rejects")
+    if test.outside:
+        why.append("outside the interval of " + ", ".join(names[j] for j in test.outside))
+    if test.noise_ratio > NOISE_INFLATION_MAX:
+        why.append(
+            f"only with {test.noise_ratio:.3g}× the estimate's residual noise (more than "
+            f"{NOISE_INFLATION_MAX:g}×: a fit by the noise a large component carries, as along a "
+            "symmetry of the law)"
+        )
+    return head + ": " + "; ".join(why) + ": the rejection stands"
 
 
 def open_scale_line(test, verdict, level):

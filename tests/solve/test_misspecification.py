@@ -13,6 +13,7 @@ import sympy as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from strategies import noisy_column_fit
 
 import dynosed_sym as ds
 from dynosed_sym.routes.result import FitResult
@@ -313,24 +314,9 @@ def test_a_flat_direction_never_makes_a_rejected_model_consistent():
 
 
 def _noisy_columns(seed, delta, signal=0.03):
-    """A system whose columns are noisy against their signal (m = 40, n = 3, 32 blocks): the
-    least-squares θ is attenuated.  ``delta``: size of b's component off the range of A (0: a
-    correct model)."""
-    from dynosed_sym.solve.ustat import solve_system
-
-    B, m, Nb = 32, 40, 100
-    rng = np.random.default_rng(seed)
-    A_pop = signal * rng.standard_normal((m, 3))
-    b_pop = A_pop @ np.array([3.0, -1.5, 2.4]) + delta * np.linalg.svd(A_pop)[0][:, -1]
-    A_blocks = A_pop[None] + rng.standard_normal((B, m, 3)) / np.sqrt(Nb)
-    b_blocks = b_pop[None] + rng.standard_normal((B, m)) / np.sqrt(Nb)
-    counts = np.full(B, Nb)
-    A, b = A_blocks.mean(0), b_blocks.mean(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = solve_system(A, b, A_blocks, b_blocks, counts, 1e-9)
-        names = ["a", "b", "c"]
-        rep = analyse(A, b, est.theta, 1e-9, names, A_blocks, b_blocks, counts, estimate=est)
+    """The weak-column system (``strategies.noisy_column_fit``): its report and the test's
+    p-value at the Tikhonov solution."""
+    rep, est, (A, b, A_blocks, b_blocks, counts) = noisy_column_fit(seed, delta, signal)
     at_tikhonov = ms.misspecification_test(
         A, b, est.theta_tikhonov, 1e-9, A_blocks, b_blocks, counts, rep.rank, U=est.left_vectors
     )[1]

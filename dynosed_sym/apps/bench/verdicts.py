@@ -5,9 +5,11 @@ Per cell, 20 data sets of a sweep family (the sweep's own data sets — at N ≤
 table's — from its cache or drawn now: :func:`.calibration_data.load_dataset`) fitted with the
 default ``fit_global`` (the features' seed k for set k, as the sweep) — with the family's own
 model (*correct*: every "INCONSISTENT" is a false alarm) and with wrong models written as a user
-might have (*wrong*: every "INCONSISTENT" is power).  Per cell: the verdicts' counts and how
-many test p-values were < 0.01 at the point the verdict's test is taken — the verdict before
-"undetermined" existed (docs/design-statistics.md §7).  One family more, simulated here: a
+might have (*wrong*: every "INCONSISTENT" is power; the toggle switch's Hill-1 model and
+Stuart–Landau's with an isotropic noise leave directions unresolved, where a moderate misfit may
+be "undetermined").  Per cell: the verdicts' counts and how many test p-values were < 0.01 at the
+point the verdict's test is taken — the verdict before "undetermined" existed
+(docs/design-statistics.md §7).  One family more, simulated here: a
 linear model with a free rotation fitted to a rotation-invariant quartic law, whose rotation
 the law does not depend on (a symmetry, open at every N: its rejection must stay), at N = 2000
 and 20,000.
@@ -24,6 +26,7 @@ import sympy as sp
 
 import dynosed_sym as ds
 
+from ...solve.verdicts import NOISE_INFLATION_MAX
 from .calibration_data import default_cache_dir, load_dataset
 from .calibration_families import family
 
@@ -89,10 +92,44 @@ def _wrong_models():
             ),
         ),
     ]
-    return {"fhn_focus": fhn, "fhn_cycle": fhn, "vdp": vdp, "selkov": selkov}
+    g1, g2, e1, e2, w = sp.symbols("g1 g2 e1 e2 w", real=True)
+    toggle = [
+        (
+            "Hill 1 + constants",
+            ds.SDEModel(
+                [x, y],
+                [a, g1, b, g2, e1, e2],
+                [a / (1 + y) - g1 * x + e1, b / (1 + x) - g2 * y + e2],
+                R(1, 4),
+                name="wrong_toggle_h1",
+            ),
+        )
+    ]
+    r2 = x**2 + y**2
+    hopf = [
+        (
+            "D = I/8",
+            ds.SDEModel(
+                [x, y],
+                [a, c, w],
+                [a * x - c * r2 * x - w * y, a * y - c * r2 * y + w * x],
+                [R(1, 8), R(1, 8)],
+                name="wrong_hopf_isotropic",
+            ),
+        )
+    ]
+    return {
+        "fhn_focus": fhn,
+        "fhn_cycle": fhn,
+        "vdp": vdp,
+        "selkov": selkov,
+        "toggle": toggle,
+        "hopf": hopf,
+    }
 
 
-#: (family, N): the small-N cells where the sweep's correct fits were called INCONSISTENT most.
+#: (family, N): the small-N cells where the sweep's correct fits were called INCONSISTENT most,
+#: and the toggle switch, whose wrong model leaves directions unresolved.
 CELLS = (
     ("fhn_focus", 500),
     ("fhn_cycle", 500),
@@ -100,6 +137,7 @@ CELLS = (
     ("vdp", 1000),
     ("hopf", 1000),
     ("selkov", 2000),
+    ("toggle", 2000),  # (its wrong model has weak directions: power where they may absorb)
 )
 
 
@@ -108,17 +146,30 @@ ROTATION_SIZES = (2000, 20_000)
 
 
 def _count(fits):
-    """{"verdicts": counts, "p_below_0.01": …, "warned": …} over (report, warnings) pairs."""
+    """{"verdicts": counts, "p_below_0.01": …, "warned": …, "noise_ratios": …} over (report,
+    warnings) pairs; ``noise_ratios``: the residual noise at the point the test profiled along
+    every direction reached, over the estimate's, where the report took that test (a rejection
+    with unresolved directions: ``misspec_unresolved``)."""
+    tests = [rep.misspec_unresolved for rep, _ in fits if rep.misspec_unresolved is not None]
     return {
         "verdicts": dict(Counter(rep.verdict for rep, _ in fits)),
         "p_below_0.01": sum(rep.p_value is not None and rep.p_value < 0.01 for rep, _ in fits),
         "warned": sum(bool(warned) for _, warned in fits),
+        "noise_ratios": sorted(float(t.noise_ratio) for t in tests),
     }
+
+
+def _ratios(r):
+    """The noise ratios of a cell as "min–max (k)", "–" without any."""
+    if not r:
+        return "–"
+    return f"{r[0]:.3g}–{r[-1]:.3g} ({len(r)})" if len(r) > 1 else f"{r[0]:.3g} (1)"
 
 
 def _row(label, N, what, c, n):
     counts = " ".join(f"{c['verdicts'].get(v, 0):>12d}" for v in VERDICTS)
-    return f"  {label:<22} {N:>6} {what:<24} {counts} {c['p_below_0.01']:>9d}/{n} {c['warned']:>7d}"
+    line = f"  {label:<22} {N:>6} {what:<24} {counts} {c['p_below_0.01']:>9d}/{n} {c['warned']:>7d}"
+    return line + f"  {_ratios(c['noise_ratios'])}"
 
 
 def _fit(model, X, seed):
@@ -170,10 +221,13 @@ def section_verdicts(quick, repeats):
     print("\n== verdicts: the misspecification verdict on correct and wrong models ==")
     print(
         f"   default fit_global on {N_SETS} data sets per cell (the sweep's); p<0.01: the test "
-        "at the verdict's point rejects (the verdict before 'undetermined')"
+        "at the verdict's point rejects (the verdict before 'undetermined'); noise×: where a "
+        "rejection leaves directions unresolved, the residual noise at the point the test "
+        "profiled along every direction reaches over the estimate's, min–max (fits) — at most "
+        f"{NOISE_INFLATION_MAX:g} for 'undetermined' (docs/design-statistics.md §7)"
     )
     head = f"  {'family':<22} {'N':>6} {'model':<24} " + " ".join(f"{v:>12}" for v in VERDICTS)
-    print(head + f" {'p<0.01':>12} {'warned':>7}")
+    print(head + f" {'p<0.01':>12} {'warned':>7}  noise× (profiled along every direction)")
     t0 = time.perf_counter()
     sets = 4 if quick else N_SETS
     wrong, cache, out = _wrong_models(), default_cache_dir(), {}
