@@ -86,8 +86,8 @@ SCALE_SHARE = 0.5
 #: ... and whose component exceeds this many times the scale τ of the identified estimates.
 SCALE_TAU = 2.0
 #: Largest t = κ̂/sd(κ̂) of a scale direction whose curvature counts as not seen (one-sided 5 %,
-#: :func:`scale_carriers`).
-SCALE_T = 1.6448536269514722
+#: :func:`scale_carriers`): the lower end of the data-factor range, a curvature of 0 not excluded.
+SCALE_T = FACTOR_Z
 #: A flat direction rescues a rejected model when the test profiled along it has at least this
 #: p-value (the fit's consistency level, :data:`~dynosed_sym.solve.report.CONSISTENCY_P`).
 RESCUE_P = 0.01
