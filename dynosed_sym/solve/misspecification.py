@@ -40,6 +40,7 @@ __all__ = [
     "PROFILE_MAX_DIRECTIONS",
     "birge_ratio",
     "profile_along",
+    "residual_deviations",
     "misspecification_profile",
     "block_weights",
     "TailProbability",
@@ -389,9 +390,7 @@ def misspecification_profile(
     else:
         Uu = U
     Ur = Uu[:, : int(rank)]
-    r = A @ theta - b
-    e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ̂
-    e = e - (e @ Ur) @ Ur.T  # project out the resolved directions
+    r, e = residual_deviations(A, b, theta, A_blocks, b_blocks, Ur)
     z = np.zeros(0)
     if along is not None:
         r, e, z = profile_along(A, A_blocks, r, e, Ur, w, along)
@@ -432,6 +431,15 @@ def misspecification_profile(
             stacklevel=2,
         )
     return stat, p, h, z
+
+
+def residual_deviations(A, b, theta, A_blocks, b_blocks, Ur):
+    """(r, e): the residual ``Aθ − b`` (m,) and its block deviations
+    ``(A_b − A)θ − (b_b − b)`` (B, m) projected off the resolved directions' left vectors ``Ur``
+    — the test's noise at θ is ``Σ_b w_b ‖e_b‖²``."""
+    r = A @ theta - b
+    e = A_blocks @ theta - b_blocks - r[None, :]  # (B, m): block deviations at θ
+    return r, e - (e @ Ur) @ Ur.T  # project out the resolved directions
 
 
 def profile_along(A, A_blocks, r, e, Ur, w, along):

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .directions import numerical_floor
-from .intervals import RESCUE_REJECT_P, SCALE_T, scale_directions, widen_about
+from .intervals import RESCUE_REJECT_P, open_scale, scale_directions, widen_about
 from .misspecification import (
     PROFILE_MAX_DIRECTIONS,
     TailProbability,
     block_weights,
     misspecification_profile,
+    residual_deviations,
 )
 
 __all__ = [
@@ -125,7 +126,7 @@ def rejects_strongly(rep, system, estimate):
     return p.value < RESCUE_REJECT_P
 
 
-def profile_open_scale(rep, system, estimate, resolved, along, level, tau="report"):
+def profile_open_scale(rep, system, estimate, resolved, along, level, tau):
     """The verdict where the report leaves the drift's scale open (``along`` (n, k), the open
     directions) and its test rejects (p < ``level``).
 
@@ -138,13 +139,13 @@ def profile_open_scale(rep, system, estimate, resolved, along, level, tau="repor
     misspecified model's too — and a direction the law does not depend on (a symmetry) is flat
     whatever N, so the profile alone decides nothing.  The drift's overall scale is never such
     a symmetry (scaling θ with D fixed changes the stationary law): where an open direction is
-    the estimate's own (:func:`.intervals.scale_directions`, with the report's τ) and the test
+    the estimate's own (:func:`.intervals.scale_directions`, with the scale ``tau``: the report's
+    τ, or None for :func:`verdict_open_scale`) and the test
     profiled along the resolved directions and the own ones does not reject, the verdict is
     neither: ``consistent`` becomes None, the report's ``verdict`` "undetermined".  Otherwise
     the rejection stands (docs/design-statistics.md §7)."""
     if rep.p_value is None or rep.consistent is not False:
         return
-    tau = rep.prior_scale if isinstance(tau, str) else tau
     own = along[:, scale_directions(estimate.theta, along, tau)]
     test_along = own if own.shape[1] else along
     both = np.column_stack([resolved, test_along])
@@ -163,7 +164,7 @@ def settle_verdict(rep, system, dirs, estimate, open_directions, level):
     unresolved directions (:func:`profile_unresolved`) becomes "undetermined"."""
     if open_directions is not None:
         resolved = dirs.V[:, dirs.resolved]
-        profile_open_scale(rep, system, estimate, resolved, open_directions, level)
+        profile_open_scale(rep, system, estimate, resolved, open_directions, level, rep.prior_scale)
     elif rep.consistent is False and dirs.t is not None:
         verdict_open_scale(rep, system, dirs, estimate, level)
     profile_unresolved(rep, system, estimate, dirs, level)
@@ -172,23 +173,19 @@ def settle_verdict(rep, system, dirs, estimate, open_directions, level):
 def verdict_open_scale(rep, system, dirs, estimate, level):
     """The verdict's open scale where the intervals see none (``dirs``: the report's
     :class:`~.directions.Directions`; ``level``: the verdict's): an unresolved direction with no
-    curvature seen (``t ≤ SCALE_T``) that holds most of the estimate, but whose component is
-    within twice the scale τ of the identified estimates — the intervals' guard against a
-    structurally null direction's noise (:func:`.intervals.scale_directions`).  Where the drift
-    is attenuated as a whole the identified estimates, and τ with them, are as small as that
-    component (van der Pol at N = 1000: θ̂ ≈ 0.23·truth, τ = 0.24), so the guard reads the
-    attenuated scale as noise, and the test at the estimate rejects a correct model.  For the
-    verdict the guard is left out (:func:`profile_open_scale` with ``tau=None``): a
+    curvature seen that holds most of the estimate (:func:`.intervals.open_scale`), but whose
+    component is within twice the scale τ of the identified estimates — the intervals' guard
+    against a structurally null direction's noise (:func:`.intervals.scale_directions`).
+    Where the drift is attenuated as a whole the identified estimates, and τ with them, are as
+    small as that component (van der Pol at N = 1000: θ̂ ≈ 0.23·truth, τ = 0.24), so the guard
+    reads the attenuated scale as noise, and the test at the estimate rejects a correct model.
+    For the verdict the guard is left out (:func:`profile_open_scale` with ``tau=None``): a
     rejection that a larger drift along it fits is "undetermined"; the intervals are unchanged
     (docs/design-statistics.md §7)."""
-    A = system[0]
     s = dirs.singular_values
-    data = s > numerical_floor(s, A.shape[0], s.size)  # (below: rounding, its t says nothing)
-    flat = data & ~np.asarray(dirs.resolved) & (np.asarray(dirs.t) <= SCALE_T)
-    if not flat.any():
-        return
-    VU = dirs.V[:, flat]
-    own = scale_directions(estimate.theta, VU)
+    live = ~np.asarray(dirs.resolved) & (s > numerical_floor(s, *system[0].shape))
+    VU = dirs.V[:, live]  # (below the floor: rounding, its t says nothing)
+    own = open_scale(estimate.theta, VU, np.asarray(dirs.t)[live])  # (no τ: the guard left out)
     if own.any():
         resolved = dirs.V[:, dirs.resolved]
         profile_open_scale(rep, system, estimate, resolved, VU[:, own], level, tau=None)
@@ -236,11 +233,10 @@ def profile_unresolved(rep, system, estimate, dirs, level):
 
 
 def _noise(system, theta, Ur):
-    """``Σ_b w_b ‖(I − P)((A_b − A)θ − (b_b − b))‖²``: the residual's block noise at θ, projected
-    off the resolved directions' left vectors ``Ur`` as in the test."""
+    """``Σ_b w_b ‖e_b‖²``: the residual's block noise at θ as the test takes it
+    (:func:`.misspecification.residual_deviations`)."""
     A, b, A_blocks, b_blocks, counts = system
-    e = A_blocks @ theta - b_blocks - (A @ theta - b)[None]
-    e = e - (e @ Ur) @ Ur.T
+    _, e = residual_deviations(A, b, theta, A_blocks, b_blocks, Ur)
     return float(block_weights(counts) @ np.einsum("bm,bm->b", e, e))
 
 
