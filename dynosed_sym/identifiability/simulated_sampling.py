@@ -14,6 +14,8 @@ N = 10⁴: se 0.093 from the chains, 0.046 from independent samples).  One chain
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from ..data.arrays import as_samples
@@ -68,15 +70,35 @@ def draw_samples(model, theta, n_samples, seed, simulation, samples, sampler, ex
             f"{X.shape[0]:,} samples from sampler="
         )
     sim = resolve_simulation(simulation)
-    X = simulate(
-        model,
-        theta,
-        int(n_samples),
-        seed=seed,
-        execution=Execution(progress=ex.progress, out_dir=ex.out_dir),
-        **sim.keywords(n_samples),
-    )
+    with _study_settings("check_identifiability: the simulation check's samples"):
+        X = simulate(
+            model,
+            theta,
+            int(n_samples),
+            seed=seed,
+            execution=Execution(progress=ex.progress, out_dir=ex.out_dir),
+            **sim.keywords(n_samples),
+        )
     return X, sim.describe(n_samples)
+
+
+@contextmanager
+def _study_settings(what):
+    """A :class:`StationarityError` of the simulator (or its DataError: no start state inside the
+    model's domain), told where its settings come from here: the simulator's message says
+    "pass x0=", which a study or a design takes through its
+    :class:`~dynosed_sym.simulation.Simulation` (a population model's chains started from the
+    default N(0, I) can leave its domain at once: May–Leonard competition's did)."""
+    try:
+        yield
+    except DataError as exc:  # a StationarityError, or no start inside the model's domain
+        if "x0=" not in str(exc):
+            raise
+        raise type(exc)(
+            f"{what}: {exc} — here the start, step and burn-in are set by "
+            "check_identifiability(..., study=Study(simulation=ds.Simulation(x0=..., dt=..., "
+            "burn_in=...)))"
+        ) from exc
 
 
 def design_sampler(model, simulation, out_dir=None):
@@ -87,15 +109,16 @@ def design_sampler(model, simulation, out_dir=None):
 
     def sample(inputs, theta, n, seed, time=None, initial=None):
         if time is None:
-            return simulate(
-                model,
-                theta,
-                n,
-                inputs=inputs,
-                seed=seed,
-                execution=Execution(out_dir=out_dir),
-                **sim.keywords(n),
-            )
+            with _study_settings("check_identifiability: the design's stationary samples"):
+                return simulate(
+                    model,
+                    theta,
+                    n,
+                    inputs=inputs,
+                    seed=seed,
+                    execution=Execution(out_dir=out_dir),
+                    **sim.keywords(n),
+                )
         tc = simulate_time_course(
             model,
             theta,

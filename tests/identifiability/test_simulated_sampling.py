@@ -83,10 +83,39 @@ def test_x0_reaches_the_simulator():
     m = ds.SDEModel(
         [x], [a, b], [a - b * x], diffusion=(x - 10) / 2, name="shifted_cir", nominal=[20.0, 1.0]
     )
+    with pytest.raises(ds.DataError) as err:  # no start inside the domain (D(x) < 0)
+        ds.check_identifiability(m, study=ds.Study(n_samples=2000))
+    # the simulator's "pass x0=" told where a study takes it (found on May–Leonard competition)
+    msg = str(err.value)
+    assert msg.startswith("check_identifiability: the simulation check's samples: x0: ")
+    assert "pass x0=" in msg and "study=Study(simulation=ds.Simulation(x0=" in msg
     chk = ds.check_identifiability(
         m, study=ds.Study(n_samples=2000, simulation=Simulation(x0=[20.0]))
     )
     assert chk.report is not None and chk.rank == 2
+
+
+def test_diverging_default_start_names_the_study_setting():
+    """Logistic growth: chains started below 0 (the default N(0, I) start) run to −∞ in finite
+    time — a StationarityError that says where a study sets the start; from x0 = 1 it works."""
+    x, a, b = sp.symbols("x a b", real=True)
+    m = ds.SDEModel(
+        [x],
+        [a, b],
+        [a * x - b * x**2],
+        diffusion=sp.Rational(1, 100),
+        name="logistic_start",
+        nominal=[1.0, 1.0],
+    )
+    with pytest.raises(ds.StationarityError) as err:
+        ds.check_identifiability(m, study=ds.Study(n_samples=2000))
+    msg = str(err.value)
+    assert msg.startswith("check_identifiability: the simulation check's samples: simulation")
+    assert "diverged" in msg and "study=Study(simulation=ds.Simulation(x0=" in msg
+    chk = ds.check_identifiability(
+        m, study=ds.Study(n_samples=2000, simulation=Simulation(x0=[1.0]))
+    )
+    assert chk.rank == 2
 
 
 @pytest.mark.slow
