@@ -14,7 +14,7 @@ with an empty output folder and an empty ``NUMBA_CACHE_DIR``:
   range of its ratio to the assembly), the assembly's traced peak memory, the process's peak RSS,
   and the seconds to write fresh memory the size of the dense block means (on a virtual machine
   that must back newly touched pages on the host this, not arithmetic, sets much of the
-  assembly's wall time — 0.07–0.45 s per 200 MB measured on the same machine minutes apart);
+  assembly's wall time: benchmarks/network.txt, run Q);
 * the simulator's rate: chain-steps × drift operations per second (the operations of the
   printed ``drift_lanes``, loops counted dense) at a dense θ, against the GRN's in the same run.
 
