@@ -21,6 +21,7 @@ __all__ = [
     "check_field",
     "float_array",
     "numeric_dtype",
+    "labelled_values",
 ]
 
 
@@ -155,6 +156,26 @@ def _where(index, shape, columns, entries, offset):
     return where + (f" (index {tuple(int(p) for p in pos)})" if len(shape) > 2 else "")
 
 
+def labelled_values(values):
+    """A pandas Series, or a one-row DataFrame, as the dict of its labels (what it says it holds);
+    anything else unchanged.  Read by position, a Series of parameter values in another order than
+    the model's was silently misassigned (``simulate(model, series)``, ``nominal=series``); a
+    Series with the default integer labels 0, 1, … is positional and stays so."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return values
+    if isinstance(values, pd.DataFrame):
+        if values.shape[0] != 1:
+            return values
+        values = values.iloc[0]
+    if isinstance(values, pd.Series):
+        if isinstance(values.index, pd.RangeIndex) and values.index.start == 0:
+            return values.to_numpy()
+        return {k: v for k, v in values.items()}
+    return values
+
+
 def float_array(values, name, columns=None, entries=None, offset=0, error=DataError):
     """``values`` as a float64 array, or ``error`` naming what in it is not a real number.
 
@@ -166,6 +187,15 @@ def float_array(values, name, columns=None, entries=None, offset=0, error=DataEr
     ``offset``), or the entry (``entries``: labels of a vector), shows the value and says what
     to do.  Long-double values beyond the double range are refused too.
     """
+    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
+        # np.asarray drops the mask: the masked cells' hidden values would be read as data
+        mask = np.ma.getmaskarray(values)
+        i = int(np.flatnonzero(mask.reshape(-1))[0])
+        raise error(
+            f"{name}: a masked array with {int(mask.sum())} masked entries (the first"
+            f"{_where(i, mask.shape, columns, entries, offset)}); its mask would be ignored: drop "
+            "those rows or fill them (X[~X.mask.any(axis=1)].data, or X.filled(...))"
+        )
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError) as exc:  # e.g. ragged nested lists

@@ -156,6 +156,11 @@ def from_anndata(adata, model, var_names=None, layer=None, name="X", min_samples
     available = [str(v) for v in adata.var_names]
     index = {v: i for i, v in enumerate(available)}
     for s, v in zip(states, chosen):
+        if available.count(v) > 1:  # the index would keep the last copy without a word
+            raise DataError(
+                f"{name}: AnnData has {available.count(v)} variables named {v!r} (state variable "
+                f"{s!r}); make var_names unique (adata.var_names_make_unique()) or pass var_names="
+            )
         if v not in index:
             shown = ", ".join(available[:10]) + (" ..." if len(available) > 10 else "")
             raise DataError(

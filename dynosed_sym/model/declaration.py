@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-from ..arguments import float_array
+from ..arguments import float_array, labelled_values
 from ..errors import ModelError
 from .validation import (
     SUPPORTED_FUNCTIONS,
@@ -305,6 +305,7 @@ class SDEModel:
     def input_vector(self, values, what="inputs") -> np.ndarray:
         """Convert input values (a dict keyed by symbol or name, or an array in ``model.inputs``
         order) into shape (k,); every input needs a finite value."""
+        values = labelled_values(values)  # a pandas Series by its labels, not by position
         if isinstance(values, dict):
             keyed = {str(key): val for key, val in values.items()}
             out = values_by_name(keyed, self.input_names, what, ("an input", "none"), self.name)
@@ -362,6 +363,7 @@ class SDEModel:
         """
         if theta is None and self.n == 0:
             return np.zeros(0)
+        theta = labelled_values(theta)  # a pandas Series by its labels, not by position
         if isinstance(theta, dict):
             keyed = {str(self._param_repl.get(k, k)): val for k, val in theta.items()}
             out = values_by_name(keyed, self.param_names, what, ("a parameter", ""), self.name)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arguments import labelled_values
 from ..assembly.designs import (
     Snapshot,
     assemble_snapshot,
@@ -88,6 +89,7 @@ class DesignInfo:
         (``k[A]``) or model parameter names (an env parameter given once applies to every
         environment, or as ``{env: value}``)."""
         names = self.param_names
+        theta = labelled_values(theta)  # a pandas Series by its labels, not by position
         if not isinstance(theta, dict):
             out = np.asarray(theta, dtype=float).reshape(-1)
             if out.shape != (len(names),):

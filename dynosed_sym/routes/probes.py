@@ -45,6 +45,11 @@ __all__ = [
 KMEANS_ITERATIONS = 300
 
 
+def _labelled(X):
+    """Whether X is a labelled table (a pandas DataFrame or alike)."""
+    return hasattr(X, "columns") and hasattr(X, "to_numpy")
+
+
 def _as_data(X, name="X"):
     X = arguments.float_array(X, name)
     if X.ndim == 1:
@@ -214,16 +219,28 @@ def choose_probes(X, k, method="kmeans", *, radius=None, seed=0, min_separation=
     method : {"kmeans", "dense", "random"}
         ``"kmeans"``: k-means centres; ``"dense"``: greedy densest points within ``radius``
         (needs ``radius``); ``"random"``: random data points at least ``min_separation`` apart.
+
+    Returns
+    -------
+    (k, d) array, or a DataFrame with X's column labels when X is one: :func:`fit_local` then
+    reads the probes by those labels, as it reads X (an array of them would be read in the
+    model's state order, whatever the order of X's columns).
     """
     if method == "kmeans":
-        return kmeans_centres(X, k, seed=seed)
-    if method == "dense":
+        P = kmeans_centres(X, k, seed=seed)
+    elif method == "dense":
         if radius is None:
             raise DataError("method='dense' needs radius=")
-        return dense_centres(X, k, radius, seed=seed)
-    if method == "random":
-        return random_centres(X, k, seed=seed, min_separation=min_separation)
-    raise DataError(f"method must be 'kmeans', 'dense' or 'random', got {method!r}")
+        P = dense_centres(X, k, radius, seed=seed)
+    elif method == "random":
+        P = random_centres(X, k, seed=seed, min_separation=min_separation)
+    else:
+        raise DataError(f"method must be 'kmeans', 'dense' or 'random', got {method!r}")
+    if _labelled(X):  # labelled data: labelled probes
+        import pandas as pd
+
+        return pd.DataFrame(P, columns=X.columns)
+    return P
 
 
 @dataclass(frozen=True)
@@ -234,12 +251,19 @@ class Balls:
     ----------
     centres : (k, d) array
     radius : float or (k,) array
+    columns : tuple of str or None
+        The labels of the centres' columns when they were given as a DataFrame (e.g. from
+        :func:`choose_probes` on a DataFrame): labelled data X is then read by these labels, and
+        :func:`fit_local` reads the centres by the model's state names.
     """
 
     centres: np.ndarray
     radius: object
+    columns: tuple | None = None
 
     def __post_init__(self):
+        if _labelled(self.centres):
+            object.__setattr__(self, "columns", tuple(str(c) for c in self.centres.columns))
         C = _as_data(self.centres, "centres")
         r = arguments.float_array(self.radius, "Balls: radius")
         if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != C.shape[0]):
@@ -252,6 +276,17 @@ class Balls:
         object.__setattr__(self, "centres", C)
         object.__setattr__(self, "radius", float(r) if r.ndim == 0 else r)
 
+    def aligned(self, X):
+        """X with its columns in the centres' order: a DataFrame reordered by the centres' labels
+        (a DataError naming a missing one); anything else as it is."""
+        if self.columns is None or not _labelled(X):
+            return X
+        cols = [str(c) for c in X.columns]
+        missing = [c for c in self.columns if c not in cols]
+        if missing:
+            raise missing_column("X", missing[0], cols)
+        return X[[X.columns[cols.index(c)] for c in self.columns]]
+
     @property
     def k(self) -> int:
         return int(self.centres.shape[0])
@@ -261,8 +296,9 @@ class Balls:
         return np.broadcast_to(np.asarray(self.radius, dtype=float), (self.k,)).copy()
 
     def labels(self, X) -> np.ndarray:
-        """Index (N,) of the first ball containing each row of X, −1 outside every ball."""
-        X = _as_data(X)
+        """Index (N,) of the first ball containing each row of X, −1 outside every ball (a
+        DataFrame X read by the centres' column labels when they have them)."""
+        X = _as_data(self.aligned(X))
         if X.shape[1] != self.centres.shape[1]:
             raise DataError(
                 f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions"
@@ -317,7 +353,8 @@ def restrict_to_balls(
         if radius is None:
             raise DataError("restrict_to_balls: pass Balls, or centres together with radius=")
         balls = Balls(balls, radius)
-    X = _as_data(X)
+    frame = X if _labelled(X) else None  # labelled rows are returned labelled
+    X = _as_data(balls.aligned(X))
     lab = balls.labels(X)
     counts = np.bincount(_valid(lab), minlength=balls.k)
     if not allow_empty and (counts == 0).any():
@@ -342,7 +379,8 @@ def restrict_to_balls(
                 rows = rng.choice(rows, int(max_per_ball), replace=False)
             keep[rows] = True
     idx = np.flatnonzero(keep)
-    return (X[idx], lab[idx]) if return_labels else X[idx]
+    rows = X[idx] if frame is None else frame.iloc[idx]
+    return (rows, lab[idx]) if return_labels else rows
 
 
 def as_probes(probes, model=None, X=None, seed=0, info=None):
@@ -355,13 +393,18 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
     radius = None
     if isinstance(probes, Balls):
         P, radius = probes.centres, probes.radius
+        if probes.columns is not None and model is not None:  # labelled centres: by name
+            missing = [s for s in model.state_names if s not in probes.columns]
+            if missing:
+                raise missing_column("probes", missing[0], list(probes.columns))
+            P = P[:, [probes.columns.index(s) for s in model.state_names]]
     elif isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):
         if X is None:
             raise DataError("probes given as a number need data X to choose them from")
         P, kinfo = kmeans_centres(X, int(probes), seed=seed, return_info=True)
         if info is not None:
             info.update(kinfo)
-    elif hasattr(probes, "columns") and hasattr(probes, "to_numpy") and model is not None:
+    elif _labelled(probes) and model is not None:
         cols = [str(c) for c in probes.columns]
         missing = [s for s in model.state_names if s not in cols]
         if missing:

@@ -84,10 +84,18 @@ def starting_point(model, cm, theta0, gradient):
                     component=exc.component,
                     term=exc.term,
                 ) from None
+    start = None if theta0 is None else model.theta_vector(theta0, "theta0")  # checked always
     if not gradient:
+        if start is not None:
+            warnings.warn(
+                "Solver.theta0 is not used: the drift is affine in θ and the linear solve needs "
+                "no starting point (Solver(method='gradient') would start from it)",
+                UserWarning,
+                stacklevel=4,
+            )
         return None
-    if theta0 is not None:
-        return model.theta_vector(theta0, "theta0")
+    if start is not None:
+        return start
     if model.nominal is not None:
         return np.array(model.nominal, dtype=float)
     return np.zeros(model.n)

@@ -108,6 +108,9 @@ def test_fit_writes_a_new_out_file(runner, project_root, data_csv, tmp_path):
         ('x,y\n"1,5",2\n3,4\n0.5,1\n', r"bad.csv: holds text in column 'x', row 0: '1,5'"),
         ("x,y\n1,2\nTrue,4\n0.5,1\n", r"bad.csv: holds text in column 'x', row 1: 'True'"),
         ("x,y\ntrue,2\nfalse,4\ntrue,1\n", r"bad.csv: holds boolean values in column 'x', row 0"),
+        # pandas renamed the second 'x' to 'x.1': the state was read from whichever copy
+        ("x,y,x\n5,1,2\n5,3,4\n5,0.5,1\n", r"bad.csv: the header names column 'x' 2 times"),
+        ("", r"bad.csv: the file is empty"),
     ],
 )
 @pytest.mark.parametrize("route", ["global", "local"])

@@ -8,7 +8,7 @@ import os
 import click
 import numpy as np
 
-from ...errors import DynosedError
+from ...errors import DataError, DynosedError
 from .app import DATA_SUFFIXES
 
 
@@ -142,13 +142,35 @@ def _read_table(path, suffix):
     except ImportError:
         raise DynosedError(f"reading {suffix} files needs pandas: pip install pandas") from None
     if suffix == ".csv":
-        return pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
+        try:
+            frame = pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
+        except pd.errors.EmptyDataError:
+            raise DataError(f"{path}: the file is empty (no header row, no data)") from None
+        _unique_header(path, frame)
+        return frame
     try:
         return pd.read_parquet(path)
     except ImportError:
         raise DynosedError(
             "reading .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'"
         ) from None
+
+
+def _unique_header(path, frame):
+    """A DataError naming a column whose name the CSV header repeats: pandas renames the second
+    'x' to 'x.1', so the columns would be read by name from whichever copy keeps it."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        header = next(csv.reader(fh), [])
+    names = [h.strip() for h in header]
+    repeated = sorted({h for h in names if names.count(h) > 1})
+    if repeated:
+        raise DataError(
+            f"{path}: the header names column {repeated[0]!r} {names.count(repeated[0])} times; "
+            "keep the one that holds the state variable (or rename the others)"
+        )
+    return frame
 
 
 def _load_data(path, model, in_memory):

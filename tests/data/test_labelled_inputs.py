@@ -1,0 +1,101 @@
+"""Labelled and masked inputs are read by what they say, or refused (reliability round two).
+
+Found by a reviewer probing the API as a user would: a pandas Series of parameter values was read
+by position (its labels ignored), probes chosen on a DataFrame whose columns were in another
+order than the model's state were read in the model's order (Lorenz: σ = −1.5, ρ = 4.8 instead of
+≈ 10, 28), a masked array's mask was dropped (its hidden values read as data), AnnData with a
+repeated variable name used the last copy, and ``Solver(theta0=…)`` was not checked at all for an
+affine drift.  Each is compared against the unlabelled input in the model's order (the oracle)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dynosed_sym as ds
+from dynosed_sym.arguments import labelled_values
+
+
+@pytest.fixture(scope="module")
+def ou(models):
+    m = models["ou2d"]
+    return m, ds.simulate(m, m.nominal, 1500, seed=3)
+
+
+def test_series_of_parameters_is_read_by_its_labels(ou):
+    m, _ = ou
+    values = dict(zip(m.param_names, m.nominal))
+    reverse = pd.Series(values)[::-1]  # labels in another order than the model's
+    np.testing.assert_array_equal(m.theta_vector(reverse), m.nominal)
+    np.testing.assert_array_equal(
+        m.theta_vector(pd.DataFrame([values])[m.param_names[::-1]]), m.nominal
+    )
+    # the same draws as the dict (oracle: the keyed form, which was always read by name)
+    a = ds.simulate(m, reverse, 50, seed=1)
+    np.testing.assert_array_equal(a, ds.simulate(m, values, 50, seed=1))
+    # positional labels 0, 1, … stay positional; an unknown label is refused by name
+    np.testing.assert_array_equal(m.theta_vector(pd.Series(m.nominal)), m.nominal)
+    bad = pd.Series({"foo": 1.0, **dict(list(values.items())[1:])})
+    with pytest.raises(ds.ModelError, match="'foo' is not a parameter"):
+        m.theta_vector(bad)
+    assert labelled_values([1.0, 2.0]) == [1.0, 2.0]
+
+
+def test_probes_chosen_on_a_reordered_dataframe_are_read_by_name(ou):
+    m, X = ou
+    frame = pd.DataFrame(X, columns=m.state_names)[m.state_names[::-1]]
+    P = ds.choose_probes(frame, 6, seed=2)
+    assert list(P.columns) == m.state_names[::-1]
+    oracle = ds.fit_local(m, X, ds.choose_probes(X, 6, seed=2))
+    np.testing.assert_array_equal(ds.fit_local(m, frame, P).theta, oracle.theta)
+    # as balls: restricted rows stay labelled, centres are read by name
+    balls = ds.Balls(P, 1.5)
+    assert balls.columns == tuple(m.state_names[::-1])
+    inside = balls.restrict(frame)
+    assert isinstance(inside, pd.DataFrame)
+    arr_balls = ds.Balls(ds.choose_probes(X, 6, seed=2), 1.5)
+    np.testing.assert_array_equal(inside[m.state_names].to_numpy(), arr_balls.restrict(X))
+    np.testing.assert_array_equal(
+        ds.fit_local(m, inside, balls).theta,
+        ds.fit_local(m, arr_balls.restrict(X), arr_balls).theta,
+    )
+
+
+def test_masked_array_is_refused_not_unmasked(ou):
+    m, X = ou
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[3] = True
+    with pytest.raises(ds.DataError, match=r"^X: a masked array with 2 masked entries .*row 3"):
+        ds.fit_global(m, np.ma.masked_array(X, mask))
+    # nothing masked: the values themselves
+    plain = ds.fit_global(m, X).theta
+    np.testing.assert_array_equal(ds.fit_global(m, np.ma.masked_array(X)).theta, plain)
+
+
+def test_anndata_with_a_repeated_variable_name_is_refused(ou):
+    anndata = pytest.importorskip("anndata")
+    m, X = ou
+    ad = anndata.AnnData(np.c_[X, X[:, :1] + 5.0])
+    ad.var_names = ["x", "y", "x"]
+    with pytest.raises(ds.DataError, match="AnnData has 2 variables named 'x'"):
+        ds.fit_global(m, ad)
+
+
+def test_theta0_is_checked_for_an_affine_drift_too(models):
+    m = models["ou2d_m12"]
+    X = ds.simulate(m, m.nominal, 500, seed=4)
+    for bad, message in (
+        ([np.inf], "value of 'M12' is not finite"),
+        ({"foo": 1.0}, "'foo' is not a parameter"),
+        ([1.0, 2.0], "expected 1 values"),
+    ):
+        with pytest.raises(ds.ModelError, match=f"theta0: .*{message}"):
+            ds.fit_global(m, X, solver=ds.Solver(theta0=bad))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds.fit_global(m, X, solver=ds.Solver(theta0=[0.3]))
+    unused = [w for w in caught if "Solver.theta0 is not used" in str(w.message)]
+    assert len(unused) == 1 and unused[0].filename == __file__
