@@ -2,8 +2,8 @@
 
 Found by a reviewer probing the API as a user would: a pandas Series of parameter values was read
 by position (its labels ignored), probes chosen on a DataFrame whose columns were in another
-order than the model's state were read in the model's order (Lorenz: σ = −1.5, ρ = 4.8 instead of
-≈ 10, 28), a masked array's mask was dropped (its hidden values read as data), AnnData with a
+order than the model's state were read in the model's order (on Lorenz a fit far from the truth,
+called identifiable), a masked array's mask was dropped (its hidden values read as data), AnnData with a
 repeated variable name used the last copy, and ``Solver(theta0=…)`` was not checked at all for an
 affine drift.  Each is compared against the unlabelled input in the model's order (the oracle)."""
 
