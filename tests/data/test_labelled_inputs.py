@@ -3,9 +3,10 @@
 Found by a reviewer probing the API as a user would: a pandas Series of parameter values was read
 by position (its labels ignored), probes chosen on a DataFrame whose columns were in another
 order than the model's state were read in the model's order (on Lorenz a fit far from the truth,
-called identifiable), a masked array's mask was dropped (its hidden values read as data), AnnData with a
-repeated variable name used the last copy, and ``Solver(theta0=…)`` was not checked at all for an
-affine drift.  Each is compared against the unlabelled input in the model's order (the oracle)."""
+called identifiable), a masked array's mask was dropped (its hidden values read as data),
+AnnData with a repeated variable name used the last copy, and ``Solver(theta0=…)`` was not
+checked at all for an affine drift.  Each is compared against the unlabelled input in the model's
+order (the oracle)."""
 
 from __future__ import annotations
 
