@@ -64,12 +64,14 @@ def _relax(model, theta, X, dt):
     live = np.ones(x.shape[0], dtype=bool)
     for _ in range(steps):
         xl = x[live]
-        k1 = fn.drift(xl, theta)
-        k2 = fn.drift(xl + 0.5 * h * k1, theta)
-        k3 = fn.drift(xl + 0.5 * h * k2, theta)
-        k4 = fn.drift(xl + h * k3, theta)
-        new = xl + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        with np.errstate(invalid="ignore"):
+        # a step that leaves the domain is non-finite: its chain is dropped just below (by
+        # ``ok``), so NumPy's overflow/invalid warnings of that arithmetic say nothing more
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            k1 = fn.drift(xl, theta)
+            k2 = fn.drift(xl + 0.5 * h * k1, theta)
+            k3 = fn.drift(xl + 0.5 * h * k2, theta)
+            k4 = fn.drift(xl + h * k3, theta)
+            new = xl + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
             ok = np.isfinite(new).all(axis=1)
         ok[ok] = ~outside_domain(model, new[ok], theta)
         idx = np.flatnonzero(live)
@@ -91,12 +93,20 @@ def start_states(model, n_chains, seed, theta=None, dt=0.01) -> np.ndarray:
     still = outside_domain(model, Z, theta)
     if still.any():
         i = int(np.flatnonzero(still)[0])
+        everywhere = ""
+        if still.all() and theta is not None and still.size > 1:  # no start at all: θ's fault?
+            everywhere = (
+                f"; it fails at all {still.size} start states, so the parameters θ = "
+                f"{np.array2string(np.asarray(theta, dtype=float), precision=4)} may leave the "
+                "drift or D undefined everywhere (a division by a parameter that is 0, the log or "
+                "square root of a negative one): check them"
+            )
         raise DataError(
             f"x0: no start state inside the domain of model {model.name!r} was found (chain {i}: "
             f"at the standard normal draw and at its absolute value "
             f"{np.array2string(Z[i], precision=4)}, D(x) is not positive semi-definite or f(x) or "
-            "the noise is not finite); pass x0= with a state where they are (one state (d,) or "
-            "one per chain (n_chains, d))"
+            f"the noise is not finite){everywhere}; pass x0= with a state where they are (one "
+            "state (d,) or one per chain (n_chains, d))"
         )
     return Z
 

@@ -13,6 +13,8 @@ model with state-dependent noise (Euler-Maruyama path).  No timings: the benchma
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 import pytest
@@ -457,3 +459,16 @@ def test_state_dependent_noise_reproducible_across_threads(mult1d, restore_threa
             )
         )
     assert np.array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("drift, theta", [("-x/a", 0.0), ("-log(a)*x", -1.0)])
+def test_parameters_that_leave_the_drift_undefined_are_named(drift, theta):
+    """At a = 0 (x/a) or a = −1 (log a) the drift is undefined at every state: the start search
+    fails at every chain, and the error names θ, not only x0 (it blamed the start alone); the
+    search's own NaN arithmetic raises no RuntimeWarning (its chains are dropped, not used)."""
+    x, a = sp.symbols("x a", real=True)
+    m = ds.SDEModel([x], [a], [sp.sympify(drift, locals={"x": x, "a": a})], diffusion=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(DataError, match=r"fails at all 20 start states, so the parameters θ"):
+            ds.simulate(m, [theta], 20)
