@@ -45,6 +45,14 @@ __all__ = [
 KMEANS_ITERATIONS = 300
 
 
+def _zero(value):
+    """Whether an optional number is left at 0 (a non-number is not: the method checks it)."""
+    try:
+        return float(value) == 0.0
+    except (TypeError, ValueError):
+        return False
+
+
 def _labelled(X):
     """Whether X is a labelled table (a pandas DataFrame or alike)."""
     return hasattr(X, "columns") and hasattr(X, "to_numpy")
@@ -226,6 +234,16 @@ def choose_probes(X, k, method="kmeans", *, radius=None, seed=0, min_separation=
     reads the probes by those labels, as it reads X (an array of them would be read in the
     model's state order, whatever the order of X's columns).
     """
+    unused = [
+        f"{arg}= is only used by method={used!r}"
+        for arg, given, used in (
+            ("radius", radius is not None, "dense"),
+            ("min_separation", not _zero(min_separation), "random"),
+        )
+        if given and method != used and method in ("kmeans", "dense", "random")
+    ]
+    if unused:  # an argument the chosen method ignores would be ignored without a word
+        raise DataError(f"choose_probes(method={method!r}): {'; '.join(unused)}")
     if method == "kmeans":
         P = kmeans_centres(X, k, seed=seed)
     elif method == "dense":

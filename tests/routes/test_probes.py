@@ -61,7 +61,7 @@ def test_random_centres_are_data_points_and_separated(clusters):
 
 @pytest.mark.parametrize("method", ["kmeans", "dense", "random"])
 def test_choose_probes(clusters, method):
-    P = choose_probes(clusters, 3, method, radius=1.0, seed=0)
+    P = choose_probes(clusters, 3, method, radius=1.0 if method == "dense" else None, seed=0)
     assert P.shape == (3, 2) and np.isfinite(P).all()
 
 
@@ -74,6 +74,16 @@ def test_choose_probes_errors(clusters):
         choose_probes(clusters, 0)
     with pytest.raises(ds.DataError, match="cannot choose"):
         choose_probes(clusters[:2], 3)
+    # an argument the method does not use is refused, not ignored (radius=-1 and
+    # min_separation=1e9 with k-means returned probes without a word)
+    for kw, msg in (
+        (dict(radius=-1.0), r"radius= is only used by method='dense'"),
+        (dict(min_separation=1e9), r"min_separation= is only used by method='random'"),
+    ):
+        with pytest.raises(ds.DataError, match=r"choose_probes\(method='kmeans'\): " + msg):
+            choose_probes(clusters, 3, **kw)
+    with pytest.raises(ds.DataError, match="radius= is only used"):
+        choose_probes(clusters, 3, "random", radius=1.0)
 
 
 def test_balls_labels_match_brute_force(clusters):

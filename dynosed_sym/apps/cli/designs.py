@@ -156,7 +156,7 @@ def fit_design(model, files, opts, features, scores, solver, execution):
             as_samples(X, model, f"DATA[{e}]"),
             opts["n_probes"],
             method=opts["probe_method"],
-            radius=opts["radius"],
+            radius=opts["radius"] if opts["probe_method"] == "dense" else None,
             seed=opts["seed"],
         )
         for e, X in parts.items()

@@ -157,8 +157,13 @@ def _fit_local(model, data_file, opts, scores, solver, execution):
 
     X = as_samples(_load_data(data_file, model, in_memory=True), model, data_file)
     radius = opts["radius"]
-    probes = choose_probes(
-        X, opts["n_probes"], method=opts["probe_method"], radius=radius, seed=opts["seed"]
+    method = opts["probe_method"]
+    probes = choose_probes(  # --radius: the dense method's radius and the balls' (any method)
+        X,
+        opts["n_probes"],
+        method=method,
+        radius=radius if method == "dense" else None,
+        seed=opts["seed"],
     )
     if radius is not None:
         probes = Balls(probes, radius)
