@@ -206,3 +206,19 @@ def test_tiny_spread_in_a_fit_names_the_scale(models):
     identical = np.ones((50, 2)) * 1e-200
     with pytest.raises(ds.DataError, match="same point"):
         ds.fit_global(model, identical, features=ds.Features(n_features=32))
+
+
+def test_arguments_that_would_be_ignored_are_refused(models, tmp_path, monkeypatch):
+    """Reliability round two (found by probing the API): ``order=`` on stationary samples,
+    ``simulate="yes"`` and a non-path ``out_dir`` were accepted and ignored or misread; ``~`` in
+    ``out_dir`` made a folder named "~" in the working directory."""
+    m = models["ou2d_m12"]
+    X = np.random.default_rng(0).standard_normal((300, 2))
+    with pytest.raises(ds.DataError, match=r"^order='bogus' is the quadrature order of time"):
+        ds.fit_global(m, X, order="bogus")
+    with pytest.raises(ds.DataError, match=r"^simulate must be True or False, got 'yes'"):
+        ds.check_identifiability(m, simulate="yes")
+    with pytest.raises(ds.DataError, match=r"^Execution\.out_dir must be a folder path .* int"):
+        ds.Execution(out_dir=123)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert ds.Execution(out_dir="~/gen").out_dir == str(tmp_path / "gen")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .. import arguments
 from ..errors import DataError, DynosedError, ModelError
 from ..model.declaration import require_parameters
 from ..options import Execution, resolve_options
@@ -468,6 +469,7 @@ def check_identifiability(
         resolve_options("check_identifiability", moved, given, MOVED)
     )
     require_parameters(model)
+    simulate = arguments.flag(simulate, "simulate")  # "yes" or 0 was read as a truth value
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
     if e.inputs is not None or e.times is not None or model.inputs or model.env_params:

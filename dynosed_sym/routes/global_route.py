@@ -168,6 +168,11 @@ def fit_global(
         design = as_design(X, model, inputs, env_column, time_column)
         if design is not None:
             return _design(model, design, order, dlogp_dt, features, solver, ex)
+        if order is not None:  # it would be ignored without a word
+            raise DataError(
+                f"order={order!r} is the quadrature order of time courses (time_column= or a "
+                "TimeCourse); X holds stationary samples, which have none"
+            )
         if ex.backend == "dask" or ex.client is not None:
             from ..backends.dask import require_dask
 
