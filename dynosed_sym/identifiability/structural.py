@@ -45,6 +45,7 @@ rational numbers they display (``2.6 → 13/5``).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ import numpy as np
 import sympy as sp
 
 from .. import arguments
-from ..errors import DataError, DynosedError
+from ..errors import DataError, DynosedError, ModelError
 from ..solve.combinations import Combination, exact_combination, format_combination
 from .exact import exact, exact_rank, function_null_space, orthonormal, rat
 from .stationary import gaussian_score, gradient_score
@@ -309,12 +310,58 @@ def _affine_parts(model, theta0_exact, notes):
     sub = dict(zip(model.params, theta0_exact))
     f = model.drift.applyfunc(exact)
     U = sp.Matrix(model.d, model.n, lambda j, k: sp.diff(f[j], model.params[k]).xreplace(sub))
+    _finite_at_nominal(model, f.xreplace(sub), U, theta0_exact)
     v = f.xreplace(sub) - U * sp.Matrix(theta0_exact)
     notes.append(
         "the drift is not affine in θ: this is local identifiability of the "
         "linearisation U = ∂f/∂θ at the nominal θ"
     )
     return U, v, D, True
+
+
+def _not_a_double(expr):
+    """The first numeric subexpression of ``expr`` that is no finite real double (zoo, nan, I,
+    asin(2), exp(800)), or None."""
+    todo = [expr]
+    while todo:
+        sub = todo.pop()
+        if not sub.is_number:
+            todo.extend(sub.args)
+            continue
+        if sub.is_Rational:
+            continue
+        value = sub.evalf(30)
+        if not (value.is_real and value.is_finite) or math.isinf(float(value)):
+            return sub
+    return None
+
+
+_SHOWN = {sp.zoo: "zoo (a division by zero)", sp.I: "I (√−1)"}
+
+
+def _finite_at_nominal(model, f0, U, theta0_exact):
+    """ModelError when the drift f0 or its linearisation U = ∂f/∂θ at the nominal θ is not
+    finite and real (x/a at a = 0, log a at a = 0, √a at a = −1): there is nothing to linearise."""
+    state = model.state_names
+    entries = [(f"drift[{j}] (d{state[j]}) = {sp.sstr(f0[j])}", f0[j]) for j in range(model.d)]
+    entries += [
+        (f"∂(drift[{j}])/∂{p} = {sp.sstr(U[j, k])}", U[j, k])
+        for k, p in enumerate(model.param_names)
+        for j in range(model.d)
+    ]
+    for text, e in entries:
+        bad = _not_a_double(e)
+        if bad is not None:
+            values = ", ".join(
+                f"{p} = {sp.sstr(t)}" for p, t in zip(model.param_names, theta0_exact)
+            )
+            raise ModelError(
+                f"the drift of model {model.name!r} is not finite and real at the nominal "
+                f"parameters {values}: {text}, where {_SHOWN.get(bad, sp.sstr(bad))} is not a "
+                "finite real number in double precision; the structural check linearises the "
+                "drift there (it is not affine in θ): give nominal values at which the drift is "
+                "defined (nominal=)"
+            )
 
 
 class _Directions:

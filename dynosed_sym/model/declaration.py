@@ -20,17 +20,27 @@ from ..arguments import float_array, labelled_values
 from ..errors import ModelError
 from .validation import (
     SUPPORTED_FUNCTIONS,
+    check_constants,
     check_functions,
     diffusion_matrix,
+    diffusion_range,
     diffusion_symbols,
     distinct_symbols,
     drift_symbols,
     env_param_list,
+    expression,
+    expression_array,
     parse_strings,
     values_by_name,
 )
 
-__all__ = ["SDEModel", "load_model", "require_parameters", "SUPPORTED_FUNCTIONS"]
+__all__ = [
+    "SDEModel",
+    "load_model",
+    "require_model",
+    "require_parameters",
+    "SUPPORTED_FUNCTIONS",
+]
 
 
 def _as_symbol_list(items, what):
@@ -66,7 +76,8 @@ def _as_symbol_list(items, what):
     return out, repl
 
 
-def _as_column(expr_list, what, d):
+def _as_column(expr_list, what, state):
+    d = len(state)
     if isinstance(expr_list, sp.MatrixBase):
         if 1 not in expr_list.shape:
             raise ModelError(f"{what}: expected a vector, got a {expr_list.shape} matrix")
@@ -79,12 +90,31 @@ def _as_column(expr_list, what, d):
         )
     if len(items) != d:
         raise ModelError(f"{what} has {len(items)} components but the state has dimension {d}")
-    try:
-        return sp.Matrix([sp.sympify(e) for e in items])
-    except (sp.SympifyError, TypeError) as exc:
-        raise ModelError(
-            f"{what}: cannot interpret a component as a SymPy expression ({exc})"
-        ) from exc
+    if any(isinstance(e, (list, tuple)) and len(e) == 1 for e in items):  # [[f0], [f1]]
+        items = [e[0] if isinstance(e, (list, tuple)) and len(e) == 1 else e for e in items]
+    return sp.Matrix([expression(e, f"{what}[{j}] (d{state[j]})") for j, e in enumerate(items)])
+
+
+def _noise_matrix(noise, d):
+    """G of ``noise=``: a d×d' matrix, a length-d vector (one Brownian motion, d' = 1), or for
+    d = 1 one number or expression (G = [[g]])."""
+    entries = expression_array(noise, "noise")
+    if entries.ndim == 0:
+        if d != 1:
+            raise ModelError(
+                f"noise: got one value ({entries[()]}) for a state of dimension {d}; G is a "
+                f"{d}×d' matrix (noise=g*sympy.eye({d}) for independent noise of strength g on "
+                "every variable), or declare D itself with diffusion= (a number c means D = c·I)"
+            )
+        entries = entries.reshape(1, 1)
+    G = sp.Matrix(
+        entries.shape[0], entries.shape[1] if entries.ndim == 2 else 1, list(entries.flat)
+    )
+    if G.shape[0] != d:
+        raise ModelError(f"noise: G has {G.shape[0]} rows but the state has dimension {d}")
+    for i, j in np.ndindex(G.shape):
+        check_constants(G[i, j], f"noise G[{i},{j}]")
+    return G
 
 
 class SDEModel:
@@ -105,7 +135,8 @@ class SDEModel:
         D itself: a scalar (isotropic ``D = c I``), a vector (diagonal), or a
         full symmetric matrix.  Entries may depend on the state, not on θ.
     noise : d×d' matrix, optional
-        The noise matrix G instead of D; then ``D = ½ G Gᵀ``.
+        The noise matrix G instead of D; then ``D = ½ G Gᵀ``.  A length-d vector is one column
+        (d' = 1); for d = 1 a number or expression g is ``G = [[g]]``.
     name : str, optional
         Identifier used for generated files (letters, digits, underscore).
     nominal : dict or sequence, optional
@@ -176,7 +207,7 @@ class SDEModel:
         drift = parse_strings(drift, names, "drift")
         diffusion = parse_strings(diffusion, names, "diffusion")
         noise = parse_strings(noise, names, "noise")
-        f = _as_column(drift, "drift", d)
+        f = _as_column(drift, "drift", self.state)
         if param_repl:
             f = f.xreplace(param_repl)
         declared = set(self.state) | set(self.params) | set(self.inputs)
@@ -191,10 +222,7 @@ class SDEModel:
                 "give exactly one of diffusion= (the tensor D) or noise= (G, D = ½GGᵀ)"
             )
         if noise is not None:
-            G = sp.Matrix(noise) if not isinstance(noise, sp.MatrixBase) else noise
-            if G.shape[0] != d:
-                raise ModelError(f"noise: G has {G.shape[0]} rows but the state has dimension {d}")
-            G = G.applyfunc(sp.sympify).xreplace(param_repl)
+            G = _noise_matrix(noise, d).xreplace(param_repl)
             self.G = G
             D = (G * G.T / 2).applyfunc(sp.expand)
         else:
@@ -203,11 +231,12 @@ class SDEModel:
         param_set, known = set(self.params), set(self.state) | set(self.inputs)
         for i, j in np.ndindex(D.shape):
             Dij = D[i, j]
-            if Dij.is_Number and Dij.is_finite:  # nothing to check (D is θ-free, finite)
+            if Dij.is_Number and Dij.is_finite:  # θ-free; its range is diffusion_range's
                 continue
-            where = f"diffusion D[{i},{j}]"
+            where = f"diffusion D[{i},{j}]" + (" (½GGᵀ of noise=)" if noise is not None else "")
             check_functions(Dij, where)
             diffusion_symbols(Dij, where, param_set, known)
+        diffusion_range(D, "noise" if noise is not None else "diffusion")
         factor = diffusion_matrix(D, d, "noise G" if noise is not None else "diffusion D", self.G)
         if factor is not None:
             self._noise_factor = factor  # reused by spec._noise_matrix
@@ -254,31 +283,22 @@ class SDEModel:
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _diffusion_matrix(diffusion, d):
-        if isinstance(diffusion, sp.MatrixBase) or (
-            isinstance(diffusion, (list, tuple, np.ndarray))
-            and np.ndim(np.asarray(diffusion, dtype=object)) == 2
-        ):
-            D = sp.Matrix(diffusion)
-            if D.shape == (d, d):
-                return D.applyfunc(sp.sympify)
-            if 1 in D.shape and len(D) == d:
-                return sp.diag(*[sp.sympify(e) for e in D])
-            raise ModelError(
-                f"diffusion: expected a scalar, {d} diagonal entries or a {d}×{d} "
-                f"matrix, got shape {D.shape}"
-            )
-        if isinstance(diffusion, (list, tuple, np.ndarray)):
-            items = list(diffusion)
-            if len(items) != d:
+        entries = expression_array(diffusion, "diffusion")
+        if entries.ndim == 0:  # a number or an expression c: D = c·I
+            return sp.eye(d) * entries[()]
+        if entries.ndim == 2:
+            if entries.shape == (d, d):
+                return sp.Matrix(entries.tolist())
+            if 1 not in entries.shape or entries.size != d:
                 raise ModelError(
-                    f"diffusion: {len(items)} diagonal entries for a state of dimension {d}"
+                    f"diffusion: expected a scalar, {d} diagonal entries or a {d}×{d} "
+                    f"matrix, got shape {entries.shape}"
                 )
-            return sp.diag(*[sp.sympify(e) for e in items])
-        try:
-            c = sp.sympify(diffusion)
-        except (sp.SympifyError, TypeError) as exc:
-            raise ModelError(f"diffusion: cannot interpret {diffusion!r}") from exc
-        return sp.eye(d) * c
+        if entries.size != d:
+            raise ModelError(
+                f"diffusion: {entries.size} diagonal entries for a state of dimension {d}"
+            )
+        return sp.diag(*entries.flat)
 
     @property
     def d(self) -> int:
@@ -485,6 +505,16 @@ class SDEModel:
         )
 
 
+def require_model(model, what):
+    """ModelError unless ``model`` is an SDEModel (``what``: the function it was given to)."""
+    if not isinstance(model, SDEModel):
+        shown = f" {model!r}" if isinstance(model, (str, os.PathLike)) else ""
+        raise ModelError(
+            f"{what}: expected an SDEModel (ds.load_model(path) reads a model file), got "
+            f"{type(model).__name__}{shown}"
+        )
+
+
 def require_parameters(model):
     """ModelError when ``model`` has no unknown parameter: there is nothing to fit or identify."""
     if not isinstance(model, SDEModel):
@@ -506,6 +536,13 @@ def load_model(path) -> SDEModel:
         A Python file that builds an :class:`SDEModel` named ``model``
         (optionally with ``nominal`` values given to the constructor).
     """
+    if isinstance(path, SDEModel):
+        raise ModelError("load_model: got an SDEModel, not a path; use the model itself")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelError(
+            "load_model: expected the path of a model file (str or os.PathLike), got "
+            f"{type(path).__name__} {path!r}"
+        )
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ModelError(f"model file {path!r} does not exist")

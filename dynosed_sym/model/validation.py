@@ -19,10 +19,13 @@ from ..errors import ModelError
 
 __all__ = [
     "parse_strings",
+    "expression",
+    "expression_array",
     "real_value",
     "assumptions_of",
     "check_constants",
     "refuse_zero_diffusion",
+    "diffusion_range",
     "check_functions",
     "SUPPORTED_FUNCTIONS",
     "TIME_NAMES",
@@ -53,6 +56,60 @@ def parse_strings(obj, names, what):
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "OUS":
         return np.array([parse_strings(o, names, what) for o in obj.tolist()], dtype=object)
     return obj
+
+
+def expression(value, where):
+    """``value`` as a SymPy expression: ModelError for what sympify accepts but is no number or
+    formula (True, None, a relation ``x < a`` or ``Eq(x, a)``, a set, a dict)."""
+    if isinstance(value, (bool, np.bool_)):
+        value = sp.true if value else sp.false
+    try:
+        out = sp.sympify(value)
+    except (sp.SympifyError, TypeError, ValueError) as exc:
+        raise ModelError(f"{where}: cannot interpret {value!r} as an expression ({exc})") from None
+    if isinstance(out, sp.Expr):
+        return out
+    if out is None:
+        raise ModelError(f"{where}: no value (None); give a number or an expression")
+    if isinstance(out, sp.logic.boolalg.BooleanAtom):
+        raise ModelError(
+            f"{where}: {out} is a truth value, not a number or an expression (True is not 1: "
+            "write the number)"
+        )
+    if isinstance(out, (sp.core.relational.Relational, sp.logic.boolalg.Boolean)):
+        raise ModelError(
+            f"{where}: {sp.sstr(out)} is a condition ({type(out).__name__}), not an expression: "
+            "write the right-hand side itself (a - x, not Eq(x, a) or x < a); for a switch use "
+            "Heaviside(), Min(), Max() or sign()"
+        )
+    raise ModelError(f"{where}: {out!r} is a {type(out).__name__}, not a number or an expression")
+
+
+def expression_array(value, what):
+    """``value`` (a number, an expression, a sequence of them, nested at most twice, or a matrix)
+    as an object array of SymPy expressions with 0, 1 or 2 dimensions; entries are checked by
+    :func:`expression` and named ``what[i]`` or ``what[i,j]``."""
+    if isinstance(value, sp.MatrixSymbol):
+        value = value.as_explicit()
+    if isinstance(value, sp.MatrixBase):
+        value = value.tolist()
+    try:
+        arr = np.array(value, dtype=object)
+    except ValueError:  # ragged nesting (older NumPy)
+        arr = None
+    nested = (list, tuple, np.ndarray, sp.MatrixBase)
+    if arr is None or (arr.ndim == 1 and any(isinstance(e, nested) for e in arr)):
+        raise ModelError(f"{what}: rows of different lengths; every row needs as many entries")
+    if arr.ndim > 2:
+        raise ModelError(
+            f"{what}: expected a number, a vector or a matrix, got {arr.ndim} dimensions "
+            f"(shape {arr.shape})"
+        )
+    out = np.empty(arr.shape, dtype=object)
+    for idx in np.ndindex(arr.shape):
+        where = f"{what}[{','.join(map(str, idx))}]" if idx else what
+        out[idx] = expression(arr[idx], where)
+    return out
 
 
 def real_value(value, what, name):
@@ -113,6 +170,35 @@ def refuse_zero_diffusion(D, what):
         "∇·(f p) = 0 does not fix the scale of f); declare the noise with diffusion= (D) or "
         "noise= (G), even if it is small"
     )
+
+
+def diffusion_range(D, what):
+    """Refuse a constant entry of D that double precision cannot hold (``what``: the argument D
+    came from, ``"diffusion"`` or ``"noise"``).  A nonzero entry that underflows to zero (½GGᵀ
+    of ``noise=[[1e-170]]`` is 5e-341) leaves the kernels without that noise — no noise, no
+    information about the drift — and one whose 2D = GGᵀ (the variance rate of the noise, whose
+    square root the simulator takes) is beyond the double range overflows in every kernel."""
+    for i, j in np.ndindex(D.shape):
+        e = D[i, j]
+        if not e.is_number or e.is_zero:
+            continue
+        value = e.evalf(30)
+        if not (value.is_real and value.is_finite):
+            continue  # complex, oo, nan: check_functions names them
+        shown = f"D[{i},{j}] = " + (f"½(GGᵀ)[{i},{j}] = " if what == "noise" else "")
+        shown += f"{sp.Float(value, 4)}"
+        if math.isinf(float(2 * value)):
+            raise ModelError(
+                f"{what}: {shown} is beyond double precision: 2D = GGᵀ, the variance rate of "
+                "the noise, must stay below 1.8e308 (the range the kernels compute in); rescale "
+                "the model's units"
+            )
+        if float(value) == 0.0:
+            raise ModelError(
+                f"{what}: {shown} underflows to zero in double precision (below 5e-324): the "
+                "kernels would run without this noise, and snapshots without noise carry no "
+                "information about the drift; rescale the model's units"
+            )
 
 
 # SymPy function classes the code printer maps onto ``math`` functions that

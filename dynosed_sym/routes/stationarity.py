@@ -77,9 +77,10 @@ def _theta_sd(report):
         return None
     se = np.asarray(se, dtype=float)
     bias = report.bias_sd
-    if bias is None or report.estimator != "resolved":
-        return se
-    return np.sqrt(se**2 + np.asarray(bias, dtype=float) ** 2)
+    if bias is not None and report.estimator == "resolved":
+        se = np.sqrt(se**2 + np.asarray(bias, dtype=float) ** 2)
+    # a NaN spread (none is known to arise) is an undetermined parameter, not a refused argument
+    return np.where(np.isnan(se), np.inf, se)
 
 
 def flag_stationarity(fit, X, *, stationary_data=True, points=None):

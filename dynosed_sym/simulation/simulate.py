@@ -32,6 +32,7 @@ from ..data.checks import diffusion_psd
 from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
 from ..kernels.lanes import half_kick_records
+from ..model.declaration import require_model
 from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
 from .starts import positive_starts, start_states
@@ -175,7 +176,7 @@ def simulate(
     """
     given = dict(execution=(execution, Execution))
     ex = resolve_options("simulate", moved, given, MOVED)["execution"]
-    model = with_inputs(model, inputs)
+    model = with_inputs(model, inputs, "simulate")
     plan = plan_simulation(
         model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, ex.out_dir
     )
@@ -351,8 +352,10 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
     )
 
 
-def with_inputs(model, inputs):
-    """``model.with_inputs(inputs)`` for a model with inputs; the model itself otherwise."""
+def with_inputs(model, inputs, what="simulate"):
+    """``model.with_inputs(inputs)`` for a model with inputs; the model itself otherwise
+    (``what``: the function the model was given to, named when it is no SDEModel)."""
+    require_model(model, what)
     if model.inputs:
         if inputs is None:
             raise ModelError(
@@ -431,7 +434,7 @@ def simulate_time_course(
     -------
     TimeCourse
     """
-    model = with_inputs(model, inputs)
+    model = with_inputs(model, inputs, "simulate_time_course")
     times = np.asarray(times, dtype=float).reshape(-1)
     if times.size < 1 or not np.isfinite(times).all() or (times < 0).any():
         raise DataError("times: expected finite snapshot times ≥ 0")

@@ -66,7 +66,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import StationarityError, StationarityWarning
+from ..arguments import float_array
+from ..data.arrays import as_samples, check_finite
+from ..errors import DataError, StationarityError, StationarityWarning
+from ..model.declaration import require_model
 from .functions import model_functions
 
 __all__ = [
@@ -306,9 +309,16 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
     StationarityCheck
         See the module docstring for the conditions and thresholds.
     """
+    require_model(model, "check_stationarity")
     theta = model.theta_vector(theta)
-    X = np.ascontiguousarray(X, dtype=float)
-    X, groups = _subsample(X, None if groups is None else np.asarray(groups))
+    fast = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2
+    if not (fast and X.shape[1] == model.d and X.shape[0] >= 1):
+        X = as_samples(X, model, "X", min_samples=1)  # (a copy: only for other inputs)
+    groups = None if groups is None else _row_groups(groups, X.shape[0])
+    theta_sd = None if theta_sd is None else _theta_sd(theta_sd, model)
+    X, groups = _subsample(X, groups)
+    X = np.ascontiguousarray(X)
+    check_finite(X, "X")  # the rows evaluated (a fit's data are checked already)
     ids, inv = np.unique(groups, return_inverse=True)
     G = ids.size
     out = StationarityCheck(n_rows=X.shape[0], n_groups=int(G))
@@ -352,6 +362,38 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
         return out
     _judge(out)
     return out
+
+
+def _row_groups(groups, n):
+    """``groups`` as an (n,) array: one label per row of X."""
+    out = np.asarray(groups)
+    if out.shape != (n,):
+        raise DataError(
+            f"groups: expected one group label per row of X ({n} rows), got shape {out.shape}"
+        )
+    if out.dtype.kind in "fc" and not np.isfinite(out).all():
+        raise DataError(
+            f"groups: label of row {int(np.flatnonzero(~np.isfinite(out))[0])} is not finite"
+        )
+    return out
+
+
+def _theta_sd(theta_sd, model):
+    """``theta_sd`` as an (n,) array of standard deviations: ≥ 0, inf allowed, no NaN."""
+    sd = float_array(theta_sd, "theta_sd", entries=model.param_names).reshape(-1)
+    if sd.shape != (model.n,):
+        raise DataError(
+            f"theta_sd: expected {model.n} values (one per parameter: "
+            f"{', '.join(model.param_names) or 'none'}), got {sd.size}"
+        )
+    bad = np.flatnonzero(np.isnan(sd) | (sd < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise DataError(
+            f"theta_sd: value of {model.param_names[k]!r} is {float(sd[k]):g}; standard "
+            "deviations are ≥ 0 (inf for a parameter the data do not determine)"
+        )
+    return sd
 
 
 def _cramer_rao_bound(fn, Dx, X):
