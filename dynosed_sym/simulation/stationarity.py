@@ -52,7 +52,8 @@ Jacobian may have such eigenvalues for a stationary law (Lorenz: +2.6), so they 
 growth that the moments show.
 
 Every mean has a standard error from groups of rows (the chains of a simulation, the contiguous
-noise blocks of a fit); a check fails only when it is both significant (``Z_SIGNIFICANT`` = 5
+noise blocks of a fit), and so has the Cramér–Rao bound, whose Σ̂ is estimated too; a check
+fails only when it is both significant (``Z_SIGNIFICANT`` = 5
 standard errors) and large (imbalance > ``IMBALANCE_DIVERGING`` = 0.5, or > 0.1 for a
 borderline verdict), so the time-discretisation bias of the simulator (O(dt), ~1 % at the
 defaults) and heavy tails do not trigger it.  A moving mean is never "diverging" by itself:
@@ -129,8 +130,10 @@ class StationarityCheck:
         a coordinate with J̄_ii ≥ 0).
     divergence, divergence_se : float
         ``E[∇·f − ∇·∇·D]`` over the samples and its standard error.
-    divergence_bound : float
-        Its largest value for a stationary law: ``−tr(D Σ̂⁻¹)`` for a constant D, 0 otherwise.
+    divergence_bound, divergence_bound_se : float
+        Its largest value for a stationary law: ``−tr(D Σ̂⁻¹)`` for a constant D, 0 otherwise;
+        and the bound's standard error from the groups (Σ̂ is estimated: its influence
+        ``x̃ᵀΣ̂⁻¹DΣ̂⁻¹x̃ − tr(DΣ̂⁻¹)`` per row; 0 for the bound 0).
     jacobian_eigenvalues : (d,) complex array
         Of the averaged Jacobian J̄.
     relaxation_time : float
@@ -156,6 +159,7 @@ class StationarityCheck:
     divergence: float = float("nan")
     divergence_se: float = float("nan")
     divergence_bound: float = float("nan")
+    divergence_bound_se: float = float("nan")
     jacobian_eigenvalues: np.ndarray | None = None
     relaxation_time: float = float("nan")
     linear: bool = False
@@ -175,6 +179,7 @@ class StationarityCheck:
             "divergence": float(self.divergence),
             "divergence_se": float(self.divergence_se),
             "divergence_bound": float(self.divergence_bound),
+            "divergence_bound_se": float(self.divergence_bound_se),
             "relaxation_time": float(self.relaxation_time),
             "variance_rate": dict(zip(self.direction_names, rate)),
             "imbalance": dict(
@@ -355,7 +360,9 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
         g_se = float(np.hypot(g_se, spread_div))
     out.mean_rate_se = mean_se
     out.divergence, out.divergence_se = float(g), float(g_se)
-    out.divergence_bound = _cramer_rao_bound(fn, Dx, X)
+    bound, influence = _cramer_rao_bound(fn, Dx, X)
+    out.divergence_bound = bound
+    out.divergence_bound_se = float(_group_mean_se(influence[:, None], inv, G)[1][0])
     out.relaxation_time = float(model.d / -g) if g < 0 else float("inf")
     if G < MIN_GROUPS:
         out.reasons.append(f"{G} group(s) of rows: too few to judge the moments against noise")
@@ -397,17 +404,30 @@ def _theta_sd(theta_sd, model):
 
 
 def _cramer_rao_bound(fn, Dx, X):
-    """−tr(D Σ̂⁻¹) for a constant D (the largest mean divergence of a stationary law), else 0."""
+    """(−tr(D Σ̂⁻¹) for a constant D — the largest mean divergence of a stationary law — else 0,
+    and its influence per row (n,): ``x̃ᵀMx̃ − tr(MΣ̂)`` with ``M = Σ̂⁻¹DΣ̂⁻¹``, the first-order
+    change of the bound with row i's share of Σ̂; zeros for the bound 0).
+
+    Without it the check took Σ̂ as exact: an Ornstein–Uhlenbeck process simulated exactly at
+    N = 300 was called "not stationary" for some seeds (its bound off by chance)."""
+    zeros = np.zeros(X.shape[0])
     if not fn.constant_D or X.shape[0] <= X.shape[1]:
-        return 0.0
+        return 0.0, zeros
+    Xc = X - X.mean(axis=0)
     cov = np.atleast_2d(np.cov(X, rowvar=False))
     try:
         w, U = np.linalg.eigh(cov)
     except np.linalg.LinAlgError:
-        return 0.0
+        return 0.0, zeros
     if not (w > 1e-300).all():
-        return 0.0
-    return float(-np.trace(Dx[0] @ (U / w) @ U.T))
+        return 0.0, zeros
+    inv = (U / w) @ U.T
+    M = inv @ Dx[0] @ inv
+    with np.errstate(over="ignore", invalid="ignore"):
+        influence = np.einsum("ni,ij,nj->n", Xc, M, Xc) - float(np.trace(M @ cov))
+    if not np.isfinite(influence).all():
+        influence = zeros
+    return float(-np.trace(Dx[0] @ inv)), influence
 
 
 def _z(value, se):
@@ -422,6 +442,7 @@ def _judge(out):
     grows = (z > Z_SIGNIFICANT) & (imb > IMBALANCE_DIVERGING)
     changes = (np.abs(z) > Z_SIGNIFICANT) & (np.abs(imb) > IMBALANCE_BORDERLINE)
     g, g_se, bound = out.divergence, out.divergence_se, out.divergence_bound
+    bound_se = out.divergence_bound_se if np.isfinite(out.divergence_bound_se) else 0.0
     expanding = g >= 0 and (g > Z_SIGNIFICANT * g_se or g_se == 0)
     verdict = "stationary"
     for k in np.flatnonzero(changes):
@@ -473,10 +494,14 @@ def _judge(out):
             "the variance grows along a direction in which the averaged Jacobian ∂f/∂x does not "
             "contract (chaotic spreading, or a drift that does not confine)"
         )
-    elif g - bound > Z_SIGNIFICANT * g_se + IMBALANCE_BORDERLINE * abs(bound) and bound < 0:
+    elif (
+        g - bound > Z_SIGNIFICANT * np.hypot(g_se, bound_se) + IMBALANCE_BORDERLINE * abs(bound)
+        and bound < 0
+    ):
         out.reasons.append(
             f"the drift contracts less than any stationary law of this spread needs: "
-            f"E[∇·f] = {g:.3g} (± {g_se:.2g}) > −tr(D Σ̂⁻¹) = {bound:.3g} (Cramér–Rao)"
+            f"E[∇·f] = {g:.3g} (± {g_se:.2g}) > −tr(D Σ̂⁻¹) = {bound:.3g} (± {bound_se:.2g}) "
+            "(Cramér–Rao)"
         )
         verdict = "not stationary"
     if verdict == "stationary" and out.relaxation_time > RELAXATION_LIMIT:

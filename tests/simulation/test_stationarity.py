@@ -230,3 +230,22 @@ def test_simulation_settings_map_onto_simulate(ou):
     for bad in (dict(dt=0), dict(burn_in=-1), dict(thin=0), dict(n_chains="many"), dict(x0="abc")):
         with pytest.raises(ds.DataError, match="Simulation"):
             Simulation(**bad)
+
+
+def test_cramer_rao_bound_noise_is_counted(models):
+    """The bound −tr(DΣ̂⁻¹) is estimated from the samples: its standard error (the influence of
+    each row on Σ̂) matches the spread of the bound over 200 exact OU data sets (oracle: Monte
+    Carlo), and exact stationary samples at N = 300 are not called "not stationary" (some
+    simulated draws were, when Σ̂ was taken as exact)."""
+    m = models["ou2d"]
+    M = m.nominal.reshape(2, 2)
+    bounds, ses, verdicts = [], [], []
+    for seed in range(200):
+        X = ou_stationary_samples(M, 1.0, 300, seed)
+        chk = ds.check_stationarity(m, m.nominal, X)
+        bounds.append(chk.divergence_bound)
+        ses.append(chk.divergence_bound_se)
+        verdicts.append(chk.verdict)
+    ratio = np.median(ses) / np.std(bounds, ddof=1)
+    assert 0.8 < ratio < 1.25, ratio  # sd of 200 draws: ±5 %; the delta method at N = 300
+    assert "not stationary" not in verdicts and "diverging" not in verdicts
