@@ -54,6 +54,7 @@ import sympy as sp
 
 from .. import arguments
 from ..errors import DataError, DynosedError, ModelError
+from ..model.validation import numeric_parts
 from ..solve.combinations import Combination, exact_combination, format_combination
 from .exact import exact, exact_rank, function_null_space, orthonormal, rat
 from .stationary import gaussian_score, gradient_score
@@ -322,12 +323,7 @@ def _affine_parts(model, theta0_exact, notes):
 def _not_a_double(expr):
     """The first numeric subexpression of ``expr`` that is no finite real double (zoo, nan, I,
     asin(2), exp(800)), or None."""
-    todo = [expr]
-    while todo:
-        sub = todo.pop()
-        if not sub.is_number:
-            todo.extend(sub.args)
-            continue
+    for sub in numeric_parts(expr):
         if sub.is_Rational:
             continue
         value = sub.evalf(30)

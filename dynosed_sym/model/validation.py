@@ -24,6 +24,7 @@ __all__ = [
     "real_value",
     "assumptions_of",
     "check_constants",
+    "numeric_parts",
     "refuse_zero_diffusion",
     "diffusion_range",
     "check_functions",
@@ -126,15 +127,22 @@ def assumptions_of(symbol):
     return ", ".join(f"{k}={v}" for k, v in sorted(given.items())) or "none"
 
 
-def check_constants(expr, where):
-    """Every numeric subexpression (a constant, or a function of constants: ``exp(1000)``) must
-    be finite and, if not zero, stay non-zero in double precision: the kernels compute in it."""
+def numeric_parts(expr):
+    """The largest numeric subexpressions of ``expr`` (constants, or functions of constants such
+    as ``exp(1000)``), not descending into them."""
     todo = [expr]
     while todo:
         sub = todo.pop()
-        if not sub.is_number:
+        if sub.is_number:
+            yield sub
+        else:
             todo.extend(sub.args)
-            continue
+
+
+def check_constants(expr, where):
+    """Every numeric subexpression (a constant, or a function of constants: ``exp(1000)``) must
+    be finite and, if not zero, stay non-zero in double precision: the kernels compute in it."""
+    for sub in numeric_parts(expr):
         if sub.is_Integer and abs(sub) < 2**53:
             continue
         value = sub.evalf(30)
