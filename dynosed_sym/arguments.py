@@ -187,6 +187,11 @@ def float_array(values, name, columns=None, entries=None, offset=0, error=DataEr
     ``offset``), or the entry (``entries``: labels of a vector), shows the value and says what
     to do.  Long-double values beyond the double range are refused too.
     """
+    if type(values).__module__.startswith("scipy.sparse"):  # np.asarray: a 0-d object array
+        raise error(
+            f"{name}: a scipy.sparse {type(values).__name__}; pass a dense array "
+            "(.toarray()) — an AnnData with sparse storage is read column by column"
+        )
     if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
         # np.asarray drops the mask: the masked cells' hidden values would be read as data
         mask = np.ma.getmaskarray(values)

@@ -6,6 +6,8 @@ validated into C-contiguous float64 (N, d).
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 
 from ..arguments import float_array
@@ -26,8 +28,17 @@ def missing_column(name, state, cols, what="DataFrame"):
     """The DataError of a frame without the column of state variable ``state``: the columns as
     read (repr, so stray spaces show) and, when one differs only by spaces or case, the fix."""
     near = [c for c in cols if c.strip().lower() == state.lower()]
+    same_text = [
+        c for c in cols if unicodedata.normalize("NFC", c) == unicodedata.normalize("NFC", state)
+    ]
     hint = ""
-    if near and near[0].strip() == state:
+    if same_text:  # 'é' as one code point or as 'e' + a combining accent: the same text
+        hint = (
+            f"; column {same_text[0]!r} is the same text in another Unicode form (composed vs "
+            "decomposed accents): normalise the names, e.g. df.columns = [unicodedata.normalize"
+            "('NFC', c) for c in df.columns], and the model's names the same way"
+        )
+    elif near and near[0].strip() == state:
         hint = (
             f"; column {near[0]!r} differs from {state!r} only by spaces: strip them "
             "(df.columns = df.columns.str.strip()), or write the file's header without spaces "

@@ -394,6 +394,21 @@ def _open_local(X, model, arrays):
     return None, source
 
 
+def _check_radius(scores, M):
+    """``Scores.radius`` that would be ignored or misread: given with a score that does not use
+    it, or not one number or one per probe (``Scores(radius=[1, 2])`` with 8 probes passed)."""
+    if scores.radius is None:
+        return
+    if isinstance(scores.score, str) and scores.score != "score_matching":
+        raise DataError(
+            f"Scores.radius is the ball radius of score='score_matching'; score={scores.score!r} "
+            "does not use it (its kernel width is temperature=)"
+        )
+    r = np.asarray(scores.radius, dtype=object)
+    if r.ndim == 1 and r.shape[0] != M:
+        raise DataError(f"Scores.radius: one number, or one per probe ({M}), got {r.shape[0]}")
+
+
 def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):
     """Probes, ∂ₜlog p at them and the scores there (estimated from X, or given) → _AtProbes."""
     arrays = _is_score_arrays(scores.score)
@@ -428,6 +443,7 @@ def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):
         else:
             radius = ball_radius if scores.radius is None else scores.radius
             estimator = make_estimator(scores.score, scores.temperature, radius, scores.degree)
+            _check_radius(scores, M)  # (after make_estimator has checked its values)
             est, companions, n_samples = _estimate_at(
                 estimator, scores.score, Xa, source, P, ex, model, ball_radius, n_samples
             )

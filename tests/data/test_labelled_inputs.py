@@ -100,3 +100,32 @@ def test_theta0_is_checked_for_an_affine_drift_too(models):
         ds.fit_global(m, X, solver=ds.Solver(theta0=[0.3]))
     unused = [w for w in caught if "Solver.theta0 is not used" in str(w.message)]
     assert len(unused) == 1 and unused[0].filename == __file__
+
+
+def test_sparse_matrix_and_unicode_forms_are_named(ou):
+    """A scipy.sparse matrix as X (was "holds a value that is not a number: <Compressed Sparse Row
+    …>") and a column name in another Unicode form than the state's (was only "no column")."""
+    import unicodedata
+
+    import scipy.sparse as sps
+    import sympy as sp
+
+    m, X = ou
+    with pytest.raises(ds.DataError, match=r"a scipy\.sparse csr_matrix; pass a dense array"):
+        ds.fit_global(m, sps.csr_matrix(X))
+    c, y, a = sp.symbols("café y a", real=True)
+    accented = ds.SDEModel([c, y], [a], [-a * c, -y], diffusion=1, name="accented")
+    frame = pd.DataFrame(X, columns=[unicodedata.normalize("NFD", "café"), "y"])
+    with pytest.raises(ds.DataError, match="the same text in another Unicode form"):
+        ds.fit_global(accented, frame)
+
+
+def test_scores_radius_that_would_be_ignored_or_misread(ou):
+    """Scores.radius with the kernel score (unused) or with the wrong number of entries (two
+    radii for six probes passed)."""
+    m, X = ou
+    P = ds.choose_probes(X, 6, seed=2)
+    with pytest.raises(ds.DataError, match="score='kernel' does not use it"):
+        ds.fit_local(m, X, P, scores=ds.Scores(radius=1.0))
+    with pytest.raises(ds.DataError, match=r"one per probe \(6\), got 2"):
+        ds.fit_local(m, X, P, scores=ds.Scores(score="score_matching", radius=[1.0, 2.0]))

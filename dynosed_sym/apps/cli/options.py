@@ -179,7 +179,9 @@ def scores_from(opts):
     if opts["probe_method"] == "dense" and opts["radius"] is None:
         raise click.UsageError("--probe-method dense needs --radius (the densest points within it)")
     temperature = "auto" if opts["temperature"] is None else opts["temperature"]
-    return Scores(score=opts["score"], temperature=temperature, radius=opts["radius"])
+    # --radius is the balls' radius (any score); Scores.radius only score matching's
+    radius = opts["radius"] if opts["score"] == "score_matching" else None
+    return Scores(score=opts["score"], temperature=temperature, radius=radius)
 
 
 # --------------------------------------------------------------------------- Solver
