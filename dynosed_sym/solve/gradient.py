@@ -171,13 +171,15 @@ def sample_factors(cm, X, theta, cols):
     N, d = X.shape[0], cm.model.d
     F = np.empty((N, d))
     cm.module.drift(X, theta, F)
-    check_finite_output(F, "the drift", X)
+    # θ named: at a start (theta0, nominal) outside the drift's domain the sample is not to blame
+    at = f" at θ = {np.array2string(np.asarray(theta, dtype=float), precision=4)}"
+    check_finite_output(F, "the drift" + at, X)
     if not cols:
         return F
     Jf = np.empty((N, d, cm.model.n))
     cm.module.drift_jacobian(X, theta, Jf)
     Jf = Jf[:, :, cols]
-    check_finite_output(Jf, "the drift's parameter Jacobian", X)
+    check_finite_output(Jf, "the drift's parameter Jacobian" + at, X)
     return np.ascontiguousarray(np.concatenate([F, Jf.reshape(N, d * len(cols))], axis=1))
 
 

@@ -201,3 +201,13 @@ def test_linear_solve_is_converged(compiled, models, ou_samples):
         models["ou2d_m12"], ou_samples(OU_M12, 1.0, 2000, 0), features=ds.Features(n_features=64)
     )
     assert fit.converged and "converged" not in fit.info and "NOT CONVERGED" not in fit.summary()
+
+
+def test_start_outside_the_drifts_domain_names_theta():
+    """A start (theta0) at which the drift is undefined (x/a at a = 0) was reported as "the drift
+    is not finite at sample 0", blaming the data: the message now names θ."""
+    x, a = sp.symbols("x a", real=True)
+    m = ds.SDEModel([x], [a], [-x / a], diffusion=sp.Rational(1, 2), name="div_start")
+    X = np.random.default_rng(0).standard_normal((400, 1))
+    with pytest.raises(ds.DataError, match=r"^the drift at θ = \[0\.\] is not finite at sample 0"):
+        ds.fit_global(m, X, solver=ds.Solver(theta0=[0.0]))
