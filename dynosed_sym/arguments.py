@@ -6,6 +6,7 @@ import datetime
 import decimal
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = [
     "float_array",
     "numeric_dtype",
     "labelled_values",
+    "folder_path",
 ]
 
 
@@ -156,6 +158,17 @@ def _where(index, shape, columns, entries, offset):
     return where + (f" (index {tuple(int(p) for p in pos)})" if len(shape) > 2 else "")
 
 
+def folder_path(value, name):
+    """A folder path given as str or os.PathLike, as str with "~" expanded (a literal "~"
+    made a folder named "~" in the working directory); anything else a DataError."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise DataError(
+            f"{name} must be a folder path (str or os.PathLike), got {type(value).__name__} "
+            f"{value!r}"
+        )
+    return os.path.expanduser(os.fspath(value))
+
+
 def labelled_values(values):
     """A pandas Series, or a one-row DataFrame, as the dict of its labels (what it says it holds);
     anything else unchanged.  Read by position, a Series of parameter values in another order than
@@ -172,7 +185,7 @@ def labelled_values(values):
     if isinstance(values, pd.Series):
         if isinstance(values.index, pd.RangeIndex) and values.index.start == 0:
             return values.to_numpy()
-        return {k: v for k, v in values.items()}
+        return dict(values.items())
     return values
 
 

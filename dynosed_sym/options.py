@@ -17,7 +17,6 @@ keywords such an object replaced into it, with a :class:`FutureWarning`.
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -137,13 +136,8 @@ class Execution:
             arguments.check_field(self, "progress", arguments.flag)
         if self.n_groups is not None:
             arguments.check_field(self, "n_groups", arguments.integer, minimum=1)
-        if self.out_dir is not None:  # a path: "~" expanded (it made a folder named "~")
-            if not isinstance(self.out_dir, (str, os.PathLike)):
-                raise arguments.DataError(
-                    "Execution.out_dir must be a folder path (str or os.PathLike), got "
-                    f"{type(self.out_dir).__name__} {self.out_dir!r}"
-                )
-            object.__setattr__(self, "out_dir", os.path.expanduser(os.fspath(self.out_dir)))
+        if self.out_dir is not None:
+            arguments.check_field(self, "out_dir", arguments.folder_path)
 
     def at_least(self, min_blocks):
         """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks."""

@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from ..arguments import folder_path
 from ..errors import CodegenError, DataError, ModelError
 from ..kernels.threads import map_ordered
 from ..model.declaration import require_model
@@ -323,12 +324,7 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     """
     require_model(model, "compile_model")
     if out_dir is not None:
-        if not isinstance(out_dir, (str, os.PathLike)):
-            raise DataError(
-                "compile_model: out_dir must be a folder path (str or os.PathLike), got "
-                f"{type(out_dir).__name__} {out_dir!r}"
-            )
-        out_dir = os.path.expanduser(os.fspath(out_dir))  # "~" made a folder named "~"
+        out_dir = folder_path(out_dir, "compile_model: out_dir")
     origin = getattr(model, "_input_origin", None)
     if origin is not None:
         parent, u = origin

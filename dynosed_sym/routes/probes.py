@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import arguments
-from ..data.arrays import missing_column
+from ..data.arrays import is_frame, missing_column
 from ..errors import ConvergenceWarning, DataError
 from ..kernels.balls import ball_labels
 from ..options import CHUNK_ROWS
@@ -53,9 +53,20 @@ def _zero(value):
         return False
 
 
-def _labelled(X):
-    """Whether X is a labelled table (a pandas DataFrame or alike)."""
-    return hasattr(X, "columns") and hasattr(X, "to_numpy")
+def _column_order(labels, wanted, name):
+    """Positions of the names ``wanted`` among the column ``labels`` (compared as text), or a
+    DataError naming the first one absent (:func:`missing_column`) or repeated."""
+    cols = [str(c) for c in labels]
+    missing = [c for c in wanted if c not in cols]
+    if missing:
+        raise missing_column(name, missing[0], cols)
+    repeated = [c for c in wanted if cols.count(c) > 1]
+    if repeated:
+        raise DataError(
+            f"{name}: has {cols.count(repeated[0])} columns named {repeated[0]!r}; keep the one "
+            f"that holds state variable {repeated[0]!r}"
+        )
+    return [cols.index(c) for c in wanted]
 
 
 def _as_data(X, name="X"):
@@ -254,7 +265,7 @@ def choose_probes(X, k, method="kmeans", *, radius=None, seed=0, min_separation=
         P = random_centres(X, k, seed=seed, min_separation=min_separation)
     else:
         raise DataError(f"method must be 'kmeans', 'dense' or 'random', got {method!r}")
-    if _labelled(X):  # labelled data: labelled probes
+    if is_frame(X):  # labelled data: labelled probes
         import pandas as pd
 
         return pd.DataFrame(P, columns=X.columns)
@@ -280,7 +291,7 @@ class Balls:
     columns: tuple | None = None
 
     def __post_init__(self):
-        if _labelled(self.centres):
+        if is_frame(self.centres):
             object.__setattr__(self, "columns", tuple(str(c) for c in self.centres.columns))
         C = _as_data(self.centres, "centres")
         r = arguments.float_array(self.radius, "Balls: radius")
@@ -297,13 +308,9 @@ class Balls:
     def aligned(self, X):
         """X with its columns in the centres' order: a DataFrame reordered by the centres' labels
         (a DataError naming a missing one); anything else as it is."""
-        if self.columns is None or not _labelled(X):
+        if self.columns is None or not is_frame(X):
             return X
-        cols = [str(c) for c in X.columns]
-        missing = [c for c in self.columns if c not in cols]
-        if missing:
-            raise missing_column("X", missing[0], cols)
-        return X[[X.columns[cols.index(c)] for c in self.columns]]
+        return X.iloc[:, _column_order(X.columns, self.columns, "X")]
 
     @property
     def k(self) -> int:
@@ -316,7 +323,10 @@ class Balls:
     def labels(self, X) -> np.ndarray:
         """Index (N,) of the first ball containing each row of X, −1 outside every ball (a
         DataFrame X read by the centres' column labels when they have them)."""
-        X = _as_data(self.aligned(X))
+        return self._label_rows(_as_data(self.aligned(X)))
+
+    def _label_rows(self, X):
+        """:meth:`labels` of rows already checked by ``_as_data`` and aligned."""
         if X.shape[1] != self.centres.shape[1]:
             raise DataError(
                 f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions"
@@ -371,9 +381,9 @@ def restrict_to_balls(
         if radius is None:
             raise DataError("restrict_to_balls: pass Balls, or centres together with radius=")
         balls = Balls(balls, radius)
-    frame = X if _labelled(X) else None  # labelled rows are returned labelled
+    frame = X if is_frame(X) else None  # labelled rows are returned labelled
     X = _as_data(balls.aligned(X))
-    lab = balls.labels(X)
+    lab = balls._label_rows(X)  # (X checked once)
     counts = np.bincount(_valid(lab), minlength=balls.k)
     if not allow_empty and (counts == 0).any():
         i = int(np.flatnonzero(counts == 0)[0])
@@ -412,23 +422,17 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
     if isinstance(probes, Balls):
         P, radius = probes.centres, probes.radius
         if probes.columns is not None and model is not None:  # labelled centres: by name
-            missing = [s for s in model.state_names if s not in probes.columns]
-            if missing:
-                raise missing_column("probes", missing[0], list(probes.columns))
-            P = P[:, [probes.columns.index(s) for s in model.state_names]]
+            P = P[:, _column_order(probes.columns, model.state_names, "probes")]
     elif isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):
         if X is None:
             raise DataError("probes given as a number need data X to choose them from")
         P, kinfo = kmeans_centres(X, int(probes), seed=seed, return_info=True)
         if info is not None:
             info.update(kinfo)
-    elif _labelled(probes) and model is not None:
-        cols = [str(c) for c in probes.columns]
-        missing = [s for s in model.state_names if s not in cols]
-        if missing:
-            raise missing_column("probes", missing[0], cols)
+    elif is_frame(probes) and model is not None:
+        order = _column_order(probes.columns, model.state_names, "probes")
         P = arguments.float_array(
-            probes[model.state_names].to_numpy(), "probes", columns=model.state_names
+            probes.iloc[:, order].to_numpy(), "probes", columns=model.state_names
         )
     else:
         names = None if model is None else model.state_names

@@ -129,3 +129,12 @@ def test_scores_radius_that_would_be_ignored_or_misread(ou):
         ds.fit_local(m, X, P, scores=ds.Scores(radius=1.0))
     with pytest.raises(ds.DataError, match=r"one per probe \(6\), got 2"):
         ds.fit_local(m, X, P, scores=ds.Scores(score="score_matching", radius=[1.0, 2.0]))
+
+
+def test_probes_with_a_repeated_state_column_are_refused(ou):
+    """A probes DataFrame naming a state column twice is refused by name, not read from either
+    copy."""
+    m, X = ou
+    P = pd.DataFrame(X[:5][:, [0, 1, 0]], columns=["x", "y", "x"])
+    with pytest.raises(ds.DataError, match="probes: has 2 columns named 'x'"):
+        ds.fit_local(m, X, P)

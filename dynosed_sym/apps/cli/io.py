@@ -146,7 +146,7 @@ def _read_table(path, suffix):
             frame = pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
         except pd.errors.EmptyDataError:
             raise DataError(f"{path}: the file is empty (no header row, no data)") from None
-        _unique_header(path, frame)
+        _unique_header(path)
         return frame
     try:
         return pd.read_parquet(path)
@@ -156,7 +156,7 @@ def _read_table(path, suffix):
         ) from None
 
 
-def _unique_header(path, frame):
+def _unique_header(path):
     """A DataError naming a column whose name the CSV header repeats: pandas renames the second
     'x' to 'x.1', so the columns would be read by name from whichever copy keeps it."""
     import csv
@@ -170,7 +170,6 @@ def _unique_header(path, frame):
             f"{path}: the header names column {repeated[0]!r} {names.count(repeated[0])} times; "
             "keep the one that holds the state variable (or rename the others)"
         )
-    return frame
 
 
 def _load_data(path, model, in_memory):
