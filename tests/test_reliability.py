@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -937,6 +938,58 @@ def test_string_drift_uses_the_declared_symbols():
         r"with other assumptions \(none instead of real=True\)",
     ):
         ds.SDEModel([x], [a], [-sp.Symbol("a") * x], diffusion=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "part"),
+    [
+        ("__import__('os').system('touch {flag}')", r"a call of \"__import__\('os'\)\.system\""),
+        ("exp(x.__class__)", r"an attribute \(\.\) in 'x\.__class__'"),
+        ("exp('{flag}')", r"the literal '{flag}' \(only numbers are allowed\)"),
+        ("open('{flag}', 'w')", r"a call of open\(\), a Python builtin"),
+        ("sympify('x')", r"a call of sympify\(\), which is not a SymPy function"),
+        ("breakpoint()", r"a call of breakpoint\(\), a Python builtin"),
+        ("(lambda: x)()", r"a call of 'lambda: x', not of a function name"),
+        ("[x for x in ()]", r"a comprehension"),
+        ("x[0]", r"a subscript"),
+        ("__builtins__", r"the name '__builtins__'"),
+        ("x == a", r"a comparison other than < <= > >="),
+    ],
+)
+def test_drift_strings_are_formulas_not_code(tmp_path, text, part):
+    """SymPy's parser evaluates Python: a drift string ran arbitrary code (it made the file and
+    declared the drift 0). Only numbers, names, arithmetic and calls of SymPy functions by name
+    pass; the rest is named before the parser runs."""
+    flag = tmp_path / "ran"
+    text = text.format(flag=flag)
+    message = (
+        rf"^drift\[0\]: {re.escape(repr(text))} holds {part.format(flag=re.escape(str(flag)))}"
+    )
+    with pytest.raises(ds.ModelError, match=message):
+        ds.SDEModel([x, y], [a], [text, "-y"], diffusion=1)
+    with pytest.raises(ds.ModelError, match=r"^diffusion\[1\]: "):
+        ds.SDEModel([x, y], [a], ["-a*x", "-y"], diffusion=["1", text])
+    assert not flag.exists()
+
+
+def test_drift_strings_keep_sympy_functions():
+    """What a formula needs still parses: SymPy's functions and constants, ^ for **, abs/min/max
+    (SymPy's parser reads them as Abs/Min/Max); an unknown function or a condition gets the
+    declaration's own message."""
+    m = ds.SDEModel(
+        [x, y],
+        [a],
+        ["-a*x + sqrt(1 + y^2) - tanh(x) + Abs(y) + Max(x, 0) + Heaviside(y)", "-E*pi*y + abs(x)"],
+        diffusion=["Rational(1, 2) + exp(-x**2)", "1"],
+    )
+    assert m.drift[1] == -sp.E * sp.pi * y + sp.Abs(x)
+    assert m.D[0, 0] == sp.Rational(1, 2) + sp.exp(-(x**2))
+    with pytest.raises(ds.ModelError, match=r"undefined function g\(\)"):
+        ds.SDEModel([x], [a], ["-a*g(x)"], diffusion=1)
+    with pytest.raises(ds.ModelError, match=r"x < a is a condition"):
+        ds.SDEModel([x], [a], ["x < a"], diffusion=1)
+    with pytest.raises(ds.ModelError, match=r"Piecewise\(\) cannot be compiled"):
+        ds.SDEModel([x], [a], ["Piecewise((-a*x, x < 0), (-x, True))"], diffusion=1)
 
 
 def test_other_numeric_inputs_are_never_cast(ou):
