@@ -44,6 +44,11 @@ CHUNK_ROWS = 65536  # rows per kernel call when streaming (bounds the memory of 
 BANDWIDTH_ROWS = 65536  # the median bandwidth is taken from (a subsample of) the first rows
 BACKENDS = (None, "local", "dask")
 
+_BLOCKS_RULE = (
+    "the global route and the identifiability checks need at least 1 noise block; fit_local also "
+    "takes 0 (no sampling-noise blocks: no standard errors, rank test or p-value)"
+)
+
 #: The numpydoc "Parameters" entries of the execution options, shared by the entry points.
 EXECUTION_DOC = {
     "n_blocks": """\
@@ -127,7 +132,10 @@ class Execution:
     n_groups: int | None = None
 
     def __post_init__(self):
-        arguments.check_field(self, "n_blocks", arguments.integer, minimum=0)
+        if arguments.check_field(self, "n_blocks", arguments.integer) < 0:
+            raise arguments.DataError(
+                f"Execution.n_blocks must be at least 0, got {self.n_blocks}: {_BLOCKS_RULE}"
+            )
         if self.chunk_rows is None:
             object.__setattr__(self, "chunk_rows", CHUNK_ROWS)
         arguments.check_field(self, "chunk_rows", arguments.integer, minimum=1)
@@ -139,11 +147,13 @@ class Execution:
         if self.out_dir is not None:
             arguments.check_field(self, "out_dir", arguments.folder_path)
 
-    def at_least(self, min_blocks):
-        """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks."""
+    def at_least(self, min_blocks, entry):
+        """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks for
+        ``entry`` (the function named in the message)."""
         if self.n_blocks < min_blocks:
             raise arguments.DataError(
-                f"Execution.n_blocks must be at least {min_blocks}, got {self.n_blocks}"
+                f"Execution.n_blocks must be at least {min_blocks} for {entry}, got "
+                f"{self.n_blocks}: {_BLOCKS_RULE}"
             )
         return self
 

@@ -162,7 +162,7 @@ def fit_global(
                 )
 
             return fit_auto(fit_at, features, replayable(X), profiles=solver.profile)
-        ex = objects["execution"].at_least(1)
+        ex = objects["execution"].at_least(1, "fit_global")
         require_parameters(model)
         check_assembly_memory(model, features.n_features, ex.n_blocks)  # before anything m-sized
         design = as_design(X, model, inputs, env_column, time_column)

@@ -95,8 +95,24 @@ def test_a_keyword_next_to_its_object_an_unknown_keyword_and_a_wrong_type(ou_dat
         ds.fit_global(model, X, n_feature=10)
     with pytest.raises(DataError, match=r"features must be a .*Features or None.*dict"):
         ds.fit_global(model, X, features={"n_features": 10})
-    with pytest.raises(DataError, match=r"^Execution\.n_blocks must be at least 1, got 0$"):
+    with pytest.raises(
+        DataError, match=r"^Execution\.n_blocks must be at least 1 for fit_global, got 0: the glo"
+    ):
         ds.fit_global(model, X, execution=Execution(n_blocks=0))
+
+
+def test_n_blocks_messages_say_where_zero_is_allowed():
+    """-1 said "at least 0" and 0 "at least 1" (from fit_global): Execution(n_blocks=0) is
+    valid (fit_local runs without noise blocks), so each message says which entry needs what."""
+    rule = (
+        r"the global route and the identifiability checks need at least 1 noise block; "
+        r"fit_local also takes 0"
+    )
+    with pytest.raises(
+        DataError, match=r"^Execution\.n_blocks must be at least 0, got -1: " + rule
+    ):
+        Execution(n_blocks=-1)
+    assert Execution(n_blocks=0).n_blocks == 0
 
 
 @pytest.mark.parametrize(
