@@ -425,6 +425,44 @@ def _optional(module, extra):
         ) from None
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def load_npy(path, where, mmap_mode=None):
+    """The array of the ``.npy`` file ``path``, never unpickled: a DataError starting with
+    ``where`` for a file that is not a .npy array of numbers (other bytes, a pickle, an object
+    array), instead of NumPy's advice to load it with allow_pickle=True."""
+    fix = "save the data with numpy.save(path, X) from an array of numbers"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_NPY_MAGIC))
+    except OSError as exc:
+        raise DataError(f"{where}: cannot read the file ({exc})") from None
+    if head != _NPY_MAGIC:
+        kind = (
+            " (it is a Python pickle)"
+            if head[:1] == b"\x80"
+            else " (it is a zip archive, e.g. an .npz file)"
+            if head[:2] == b"PK"
+            else ""
+        )
+        raise DataError(
+            f"{where} is not a numeric .npy array: it does not start with the .npy signature"
+            f"{kind}; {fix}"
+        )
+    try:
+        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except ValueError as exc:
+        if "object" in str(exc) or "pickle" in str(exc):
+            raise DataError(
+                f"{where} is not a numeric .npy array: it holds Python objects (dtype object), "
+                f"which would have to be unpickled and are never loaded; {fix}"
+            ) from None
+        raise DataError(f"{where} is not a readable .npy array ({exc}); {fix}") from None
+    except OSError as exc:
+        raise DataError(f"{where}: cannot read the file ({exc})") from None
+
+
 def _single_array(candidates, what, path, hint):
     arrays = [(n, a) for n, a in candidates if len(a.shape) == 2 or len(a.shape) == 1]
     if len(arrays) == 1:
@@ -436,10 +474,7 @@ def _single_array(candidates, what, path, hint):
 def _open_path(path, model, name):
     low = path.lower().rstrip("/\\")
     if low.endswith(".npy"):
-        try:
-            mm = np.load(path, mmap_mode="r")
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{name}: cannot read {path!r} ({exc})") from exc
+        mm = load_npy(path, f"{name}: {path!r}", mmap_mode="r")
         return SliceSource(
             "npy", mm, model, name, reader=NpyReader(os.path.abspath(path), mm), location=path
         )

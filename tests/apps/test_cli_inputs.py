@@ -128,3 +128,18 @@ def test_malformed_table_names_file_column_row(
     line = " ".join(res.output.split())
     assert line.startswith("Error: ") and str(bad) in line
     assert re.search(message, line), line
+
+
+def test_npy_data_file_that_is_not_an_array_is_named(runner, project_root, tmp_path):
+    """A pickle saved as DATA.npy: the file is named, without the allow_pickle advice."""
+    path = tmp_path / "data.npy"
+    path.write_bytes(b"\x80\x04" + bytes(100))
+    model = str(project_root / "models" / "ou2d.py")
+    res = runner.invoke(main, ["fit", model, str(path), "--features", "32"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1, res.output
+    assert (
+        f"{str(path)!r} is not a numeric .npy array: it does not start with the .npy signature"
+        in text
+    )
+    assert "allow_pickle" not in text

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -93,6 +94,36 @@ def test_planted_object_zarr_store_is_never_unpickled(ou, tmp_path):
     with pytest.raises(ds.DataError, match=r"^X: (cannot open Zarr store|.* holds Python objects)"):
         ds.fit_global(model, str(store), features=ds.Features(n_features=16))
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (bytes(range(256)) * 2, r"it does not start with the \.npy signature; save the data"),
+        (
+            pickle.dumps([[1.0, 2.0]]),
+            r"it does not start with the \.npy signature \(it is a Python pick",
+        ),
+        ("object", r"it holds Python objects \(dtype object\), which would have to be unpickled"),
+        ("truncated", r"is not a readable \.npy array \(mmap length is greater than file size\)"),
+    ],
+)
+def test_npy_file_that_is_not_a_numeric_array_is_named(ou, tmp_path, content, message):
+    """Random bytes or a pickle named .npy, an object array, a cut file: the file is named and
+    called what it is not (it was NumPy's "This file contains pickled (object) data. If you trust
+    the file you can load it unsafely using the `allow_pickle=` keyword argument")."""
+    model, X = ou
+    path = tmp_path / "x.npy"
+    if content == "object":
+        np.save(path, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    elif content == "truncated":
+        np.save(path, X)
+        path.write_bytes(path.read_bytes()[:300])
+    else:
+        path.write_bytes(content)
+    full = rf"^X: {re.escape(repr(str(path)))} (is not a numeric \.npy array: )?" + message
+    with pytest.raises(ds.DataError, match=full):
+        ds.fit_global(model, str(path), features=ds.Features(n_features=16))
 
 
 def test_object_dtype_array_of_a_store_is_refused_by_its_dtype(ou):

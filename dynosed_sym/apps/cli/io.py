@@ -8,6 +8,7 @@ import os
 import click
 import numpy as np
 
+from ...data.sources import load_npy
 from ...errors import DataError, DynosedError
 from .app import DATA_SUFFIXES
 
@@ -176,7 +177,7 @@ def _load_data(path, model, in_memory):
     """DATA → array/DataFrame (``.csv``/``.parquet``) or the ``.npy`` path (memory-mapped)."""
     suffix = _suffix(path, "DATA")
     if suffix == ".npy":
-        return np.load(path) if in_memory else path
+        return load_npy(path, path) if in_memory else path
     return _read_table(path, suffix)
 
 
