@@ -842,6 +842,23 @@ def test_local_check_with_zero_probes(ou):
         ds.check_identifiability(model, route="local", probes=np.zeros((0, 2)))
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (6,), (2, 2, 2)])
+def test_structural_check_checks_the_probes_shape(ou, shape):
+    """structural_check(route="local") only counted the rows: 3 columns for a 2-D model, or a
+    flat list of 6 numbers, passed as 5 or 6 probes. They are checked as fit_local checks them."""
+    model, _ = ou
+    message = (
+        r"^probes: expected an array of shape \(M, 2\), one column per state variable \(x, y\) "
+        rf"of model 'ou2d', got shape {re.escape(str(shape))}$"
+    )
+    for call in (ds.structural_check, ds.check_identifiability):
+        with pytest.raises(ds.DataError, match=message):
+            call(model, route="local", probes=np.zeros(shape))
+    with pytest.raises(ds.DataError, match=r"^probes: contain NaN or inf$"):
+        ds.structural_check(model, route="local", probes=np.full((3, 2), np.nan))
+    assert ds.structural_check(model, route="local", probes=np.zeros((3, 2))).rank == 3
+
+
 @pytest.mark.parametrize(
     "constant, shown",
     [

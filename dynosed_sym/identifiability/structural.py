@@ -53,8 +53,10 @@ import numpy as np
 import sympy as sp
 
 from .. import arguments
-from ..errors import DataError, DynosedError, ModelError
+from ..data.arrays import is_frame
+from ..errors import DynosedError, ModelError
 from ..model.validation import numeric_parts
+from ..routes.probes import as_probes
 from ..solve.combinations import Combination, exact_combination, format_combination
 from .exact import exact, exact_rank, function_null_space, orthonormal, rat
 from .stationary import gaussian_score, gradient_score
@@ -175,15 +177,14 @@ def nominal_vector(model, nominal):
     return None if model.nominal is None else np.asarray(model.nominal, dtype=float)
 
 
-def _probe_count(probes) -> int:
+def _probe_count(probes, model) -> int:
     """Number of probe points: ``probes`` is a count (an integer ≥ 1, e.g. k-means centres to
-    choose) or the points (M, d), M ≥ 1."""
-    P = np.asarray(getattr(probes, "centres", probes))
-    if P.ndim == 0:
-        return arguments.integer(P.item(), "probes", minimum=1)
-    if P.shape[0] == 0:
-        raise DataError("probes: no probe points")
-    return int(P.shape[0])
+    choose) or the points, checked as fit_local checks them (an (M, d) array with one column per
+    state variable, a DataFrame read by the state names, Balls; finite, M ≥ 1)."""
+    P = getattr(probes, "centres", probes)
+    if np.ndim(P) == 0 and not is_frame(P):
+        return arguments.integer(np.asarray(P).item(), "probes", minimum=1)
+    return int(as_probes(probes, model)[0].shape[0])
 
 
 def structural_check(
@@ -200,7 +201,8 @@ def structural_check(
         Both routes see the same functions a_k; for ``"local"`` a note is added when fewer
         probe points than parameters are given.
     probes : (M, d) array, optional
-        Probe points of the local route (only their number is used here).
+        Probe points of the local route (only their number is used here), or their number;
+        points are checked as :func:`fit_local` checks them (d columns, finite).
     use_nominal : bool
         Set False for the θ-independent part only.
     seed : int
@@ -215,7 +217,7 @@ def structural_check(
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
     seed = arguments.seed(seed)
     if route == "local" and probes is not None:
-        _probe_count(probes)  # (checked before the symbolic work)
+        _probe_count(probes, model)  # (checked before the symbolic work)
     if model.inputs:
         raise DynosedError(
             f"the model has inputs ({', '.join(model.input_names)}): the structural check "
@@ -269,7 +271,7 @@ def structural_check(
     rank = n - exact_rank(dirs.found, n)
     identifiable = _verdict(dirs, len(absent), rank, rank_is_exact, n)
     if route == "local" and probes is not None:
-        M = _probe_count(probes)
+        M = _probe_count(probes, model)
         if M < rank:
             notes.append(
                 f"only {M} probe points for {rank} identifiable directions: the local system "

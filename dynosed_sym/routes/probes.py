@@ -443,7 +443,13 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
     if P.ndim == 1 and P.shape[0] == d:
         P = P[None, :]
     if P.ndim != 2 or P.shape[1] != d:
-        raise DataError(f"probes: expected an array of shape (M, {d}), got shape {P.shape}")
+        state = (
+            f", one column per state variable ({', '.join(model.state_names)}) of model "
+            f"{model.name!r}"
+            if model is not None
+            else ""
+        )
+        raise DataError(f"probes: expected an array of shape (M, {d}){state}, got shape {P.shape}")
     if P.shape[0] == 0:
         raise DataError("probes: no probe points")
     if not np.isfinite(P).all():
