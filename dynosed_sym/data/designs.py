@@ -86,6 +86,7 @@ class TimeCourse:
         if np.any(np.diff(times) <= 0):
             k = int(np.flatnonzero(np.diff(times) <= 0)[0])
             raise DataError(f"TimeCourse: time {times[k]!r} is given twice")
+        _times_apart(times)
         self.times = times
         self.times.setflags(write=False)
         self.snapshots = [X for _, X in items]
@@ -105,6 +106,31 @@ class TimeCourse:
     def __repr__(self):
         shown = ", ".join(f"{t:g}" for t in self.times[:8]) + (" ..." if len(self) > 8 else "")
         return f"TimeCourse({len(self)} snapshots at t = {shown})"
+
+
+#: Consecutive times must differ by this many rounding units of a double at their size: their
+#: difference Δ is then known to TIME_DIGITS significant digits, the digits a fit reports (the
+#: time-course rows scale with 1/Δ, so θ̂ carries Δ's relative error).
+TIME_DIGITS = 6
+TIME_SEPARATION = 10.0**TIME_DIGITS * np.finfo(float).eps
+
+
+def _times_apart(times):
+    """A DataError naming two consecutive times whose difference is lost in rounding."""
+    gap = np.diff(times)
+    floor = TIME_SEPARATION * np.maximum(np.abs(times[:-1]), np.abs(times[1:]))
+    if np.all(gap >= floor):
+        return
+    k = int(np.flatnonzero(gap < floor)[0])
+    t0, t1 = float(times[k]), float(times[k + 1])
+    raise DataError(
+        f"TimeCourse: times {t0!r} and {t1!r} differ by {gap[k]:.3g}, less than "
+        f"{TIME_SEPARATION:.3g} of their size (1e{TIME_DIGITS} rounding units of a double): "
+        f"their difference is known to fewer than {TIME_DIGITS} significant digits, and a fit "
+        f"divides the change between the two snapshots by it; if they are one time, merge the "
+        "two snapshots, else give times that keep the difference (e.g. subtract the first time "
+        "before converting them to floats)"
+    )
 
 
 def _column_values(data, column, name):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from conftest import ou_noise_model
@@ -55,3 +57,24 @@ def test_plain_data_is_not_a_design(models):
     assert as_design(np.zeros((4, 2)), models["ou2d"]) is None
     with pytest.raises(DataError, match="empty dict"):
         as_design({}, models["ou2d"])
+
+
+@pytest.mark.parametrize(
+    "t0, t1",
+    [(0.5, 0.5 + 1e-12), (1e9, 1e9 + 1e-2), (-3.0, -3.0 + 1e-11)],
+)
+def test_timecourse_refuses_times_equal_to_rounding(t0, t1):
+    """Two times nearly equal (0.5 and 0.5 + 1e-12) gave θ ≈ −7.6e11 with ±190 % intervals: the
+    fit divides the change between the snapshots by their difference, which has fewer than 6
+    significant digits there. Times that keep 6 digits of their difference are accepted."""
+    X = np.zeros((10, 2))
+    message = (
+        rf"^TimeCourse: times {re.escape(repr(t0))} and {re.escape(repr(t1))} differ by .*, less "
+        r"than 2\.22e-10 of their size \(1e6 rounding units of a double\): their difference is "
+        r"known to fewer than 6 significant digits"
+    )
+    with pytest.raises(DataError, match=message):
+        TimeCourse({t1: X, t0: X, t1 + 1.0: X})
+    apart = 1e6 * np.finfo(float).eps * abs(t0) * 1.01
+    assert TimeCourse({t0: X, t0 + apart: X}).times.size == 2
+    assert TimeCourse({1.7e9: X, 1.7e9 + 1: X}).times.size == 2  # Unix seconds, 1 s apart
