@@ -842,6 +842,36 @@ def test_local_check_with_zero_probes(ou):
         ds.check_identifiability(model, route="local", probes=np.zeros((0, 2)))
 
 
+@pytest.mark.parametrize("entry", ["fit_global", "fit_local"])
+def test_theta0_beyond_the_square_root_of_the_largest_double(tmp_path, entry):
+    """theta0 = 1e300 for a non-affine drift: SciPy's trust region squared it and printed 16
+    RuntimeWarnings ("overflow encountered in dot") before the search went on from inf; now one
+    error naming theta0 and the parameter, and no warning. 1e153 still starts the search."""
+    m = ds.SDEModel(
+        [x, y], [a, b], [sp.tanh(b * y) - a * x, -y], diffusion=1, name="rel_theta0_huge"
+    )
+    X = np.random.default_rng(3).standard_normal((400, 2))
+    kw = dict(execution=ds.Execution(out_dir=str(tmp_path), n_blocks=8))
+
+    def fit(theta0):
+        solver = ds.Solver(theta0=theta0)
+        if entry == "fit_global":
+            return ds.fit_global(m, X, features=ds.Features(n_features=16), solver=solver, **kw)
+        return ds.fit_local(m, X, 3, solver=solver, **kw)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(
+            ds.ModelError,
+            match=r"^theta0: value of 'b' is 1e\+300, beyond 1\.34e\+154 \(the square root of the "
+            r"largest double\): the gradient solver squares θ",
+        ):
+            fit([1.0, 1e300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.StationarityWarning)  # (white-noise data, not its law)
+        assert np.isfinite(fit([1.0, 1e153]).theta).all()
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (6,), (2, 2, 2)])
 def test_structural_check_checks_the_probes_shape(ou, shape):
     """structural_check(route="local") only counted the rows: 3 columns for a 2-D model, or a

@@ -36,7 +36,7 @@ from ..solve.threads import limited_blas
 from ..solve.ustat import estimator_options, solve_system
 from .bandwidth import fit_auto, replayable
 from .designs import fit_global_design
-from .options import EXECUTION_MOVED, Features, Solver, moved_to
+from .options import EXECUTION_MOVED, Features, Solver, check_start, moved_to
 from .result import FitResult, gradient_info, report_on
 from .stationarity import flag_stationarity
 
@@ -181,7 +181,9 @@ def fit_global(
         prior_scale = check_prior_scale(solver.prior_scale, model.param_names)
         cm = compile_model(model, ex.out_dir)
         gradient = solver.method == "gradient" or (solver.method is None and not cm.is_affine)
-        start = starting_point(model, cm, solver.theta0, gradient)
+        start = check_start(
+            starting_point(model, cm, solver.theta0, gradient), model, solver.theta0
+        )
         run = _Run(model, cm, features, solver, ex, gradient, dlogp_dt)
         clock = [time.perf_counter()]
         source = open_source(X, model, "X")

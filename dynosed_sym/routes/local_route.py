@@ -58,7 +58,7 @@ from ..solve.profile import attach as attach_profile
 from ..solve.threads import limited_blas
 from ..solve.ustat import estimator_options, solve_system
 from .local_designs import fit_local_design
-from .options import Scores, Solver, moved_to
+from .options import Scores, Solver, check_start, moved_to
 from .probes import as_probes
 from .result import FitResult, gradient_info, report_on
 from .scores import ScoreEstimate, check_scores, make_estimator
@@ -272,7 +272,7 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     prior_scale = check_prior_scale(solver.prior_scale, model.param_names)
     cm = compile_model(model, ex.out_dir)
     gradient = solver.method == "gradient" or (solver.method is None and not cm.is_affine)
-    start = starting_point(model, cm, solver.theta0, gradient)
+    start = check_start(starting_point(model, cm, solver.theta0, gradient), model, solver.theta0)
     at = _scores_at_probes(model, X, probes, scores, ex, dlogp_dt)
     info, est = at.info, at.est
     info["lam"] = solver.lam

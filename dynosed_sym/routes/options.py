@@ -16,17 +16,50 @@ checked by the fit.  Variants come from :func:`dataclasses.replace`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from .. import arguments
 from ..assembly.features import check_lengthscale
+from ..errors import ModelError
 from ..options import Execution, moved_to
 
-__all__ = ["Features", "Solver", "Scores", "SOLVER_METHODS", "STATISTICS", "ESTIMATORS", "moved_to"]
+__all__ = [
+    "Features",
+    "Solver",
+    "Scores",
+    "SOLVER_METHODS",
+    "STATISTICS",
+    "ESTIMATORS",
+    "moved_to",
+    "START_LIMIT",
+    "check_start",
+]
 
 SOLVER_METHODS = (None, "linear", "gradient")
 STATISTICS = (None, "u", "v")
 ESTIMATORS = (None, "resolved", "ridge")
+
+#: The gradient search squares θ (its norm, the trust region's steps): a start beyond
+#: √(largest double) ≈ 1.34e154 overflows there (SciPy's RuntimeWarnings, then a search from inf).
+START_LIMIT = math.sqrt(np.finfo(float).max)
+
+
+def check_start(start, model, theta0):
+    """``start`` (the gradient search's start, or None), or a ModelError naming ``theta0`` (or
+    ``nominal``, the start when no theta0 is given) and the parameter whose value is beyond
+    :data:`START_LIMIT`."""
+    if start is None or not (np.abs(start) > START_LIMIT).any():
+        return start
+    k = int(np.flatnonzero(np.abs(start) > START_LIMIT)[0])
+    what = "theta0" if theta0 is not None else "nominal (the start: no theta0 is given)"
+    raise ModelError(
+        f"{what}: value of {model.param_names[k]!r} is {start[k]:.3g}, beyond {START_LIMIT:.3g} "
+        "(the square root of the largest double): the gradient solver squares θ (its norm, the "
+        "trust region's steps), which would overflow; start from a theta0 of moderate size"
+    )
 
 
 @dataclass(frozen=True)
