@@ -417,7 +417,10 @@ GLOBAL_OUTCOMES = {
     "n_blocks": ("raise", r"^(Execution\.)?n_blocks must be at least 1"),
 }
 _FEATURES_VANISH = r"^the assembled system's entries are too small for double precision"
-_SCORE_FAILS = r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "
+_SCORE_FAILS = (
+    r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "
+    r"|^kernel score: column '\w+' of X is constant"
+)
 LOCAL_OUTCOMES = {
     "huge": ("fit", ""),  # one far outlier carries no kernel weight at the probes
     # a column of zeros to double precision: the local Gaussian score refuses it by name

@@ -842,6 +842,26 @@ def test_local_check_with_zero_probes(ou):
         ds.check_identifiability(model, route="local", probes=np.zeros((0, 2)))
 
 
+@pytest.mark.parametrize("score", ["kernel", "local_gaussian"])
+@pytest.mark.parametrize("noise", [0.0, 1e-16])
+def test_kernel_score_names_a_constant_column(ou, score, noise):
+    """A constant column (or one varying at the rounding level) with temperature='auto': the
+    automatic kernel became infinitely narrow (T ≈ 6e295) and the error named a probe "5.48e+144
+    kernel widths from the nearest data point"; now it names the column."""
+    model, X = ou
+    Xc = X.copy()
+    Xc[:, 1] = 3.0 * (1.0 + noise * np.sign(X[:, 1]))
+    label = "kernel" if score == "kernel" else "local Gaussian"
+    same = "is constant" if noise == 0 else "varies only at the rounding level"
+    message = (
+        rf"^{label} score: column 'y' of X {same} \(3 in all 3000 samples read\): "
+        r"temperature='auto' follows the data's narrowest spread, which is zero along it"
+    )
+    for probes in (4, np.array([[0.0, 3.0], [0.5, 3.0]])):
+        with pytest.raises(ds.DataError, match=message):
+            ds.fit_local(model, Xc, probes, scores=ds.Scores(score=score))
+
+
 @pytest.mark.parametrize("entry", ["fit_global", "fit_local"])
 def test_theta0_beyond_the_square_root_of_the_largest_double(tmp_path, entry):
     """theta0 = 1e300 for a non-affine drift: SciPy's trust region squared it and printed 16

@@ -65,6 +65,7 @@ from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
     U_REFUSE,
     auto_temperature,
+    refuse_constant_column,
     refuse_wide_kernel,
     saturation_factor,
     smoothing_bias,
@@ -543,10 +544,12 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
     and T/2 for the smoothing bias (:mod:`.scores.bandwidth`)."""
     kernel = estimator.method in ("kernel", "local_gaussian")
     if kernel and estimator.temperature is None:
+        head = Xa if source is None else source.head(BANDWIDTH_ROWS)
+        refuse_constant_column(np.asarray(head), model.state_names, estimator.method)
         if source is None:
             estimator.resolve(Xa, P)
         else:
-            estimator.resolve(source.head(BANDWIDTH_ROWS), P, n_rows=source.n_rows)
+            estimator.resolve(head, P, n_rows=source.n_rows)
     if kernel and ball_radius is not None:
         if np.min(ball_radius) * np.sqrt(estimator.temperature) < KERNEL_WIDTHS:
             warnings.warn(

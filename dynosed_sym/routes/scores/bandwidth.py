@@ -82,6 +82,7 @@ __all__ = [
     "saturation_factor",
     "widen_intervals",
     "refuse_wide_kernel",
+    "refuse_constant_column",
     "U_REFUSE",
     "AUTO_ITERATIONS",
     "N_EFF_FLOOR",
@@ -222,6 +223,29 @@ def _keep_floor(estimator, X, P, T, scale, info):
         if key in info:
             info[key] *= T0 / lo
     return lo, info
+
+
+def refuse_constant_column(X, names, method):
+    """DataError naming a column of X (n, d) without spread, for ``temperature="auto"``: the
+    automatic temperature follows the data's narrowest spread, and a column whose values agree to
+    rounding (a constant column) makes that zero, T infinite and every probe "far from the
+    data"."""
+    if X.shape[0] < 2:
+        return
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    size = np.maximum(np.abs(lo), np.abs(hi))
+    flat = np.flatnonzero(hi - lo <= 8.0 * np.finfo(float).eps * size)
+    if flat.size:
+        j = int(flat[0])
+        same = "is constant" if hi[j] == lo[j] else "varies only at the rounding level"
+        label = "local Gaussian" if method == "local_gaussian" else method
+        raise DataError(
+            f"{label} score: column {names[j]!r} of X {same} ({lo[j]:.6g} in all {X.shape[0]} "
+            "samples read): temperature='auto' follows the data's narrowest spread, which is zero "
+            "along it (the kernel would be infinitely narrow); a variable without spread carries "
+            "no information about its drift: check that column, or drop that state variable "
+            "from the model"
+        )
 
 
 def refuse_wide_kernel(u, T, method, P, auto_hint=None):
