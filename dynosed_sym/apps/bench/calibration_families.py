@@ -25,6 +25,7 @@ import sympy as sp
 from .calibration_breaks import BREAKS
 from .calibration_breaks4 import BREAKS4
 from .calibration_breaks5 import BREAKS5
+from .calibration_breaks6 import BREAKS6
 from .calibration_data import Protocol, ou_stationary_cov
 from .calibration_data import declare_family as _family
 from .calibration_data import exact_gaussian as _exact_gaussian
@@ -508,6 +509,7 @@ HELD_OUT = {
     **NONAFFINE,  # the third: drifts not affine in θ (calibration_nonaffine)
     **BREAKS4,  # the fourth (calibration_breaks4)
     **BREAKS5,  # the fifth (calibration_breaks5)
+    **BREAKS6,  # the sixth (calibration_breaks6)
 }
 
 
