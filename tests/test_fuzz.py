@@ -420,6 +420,7 @@ _FEATURES_VANISH = r"^the assembled system's entries are too small for double pr
 _SCORE_FAILS = (
     r"^kernel score: probe \d+|^local Gaussian score: |^score matching: "
     r"|^kernel score: column '\w+' of X is constant"
+    r"|^kernel score: \d+ of \d+ probe\(s\) lie outside the data"
 )
 LOCAL_OUTCOMES = {
     "huge": ("fit", ""),  # one far outlier carries no kernel weight at the probes

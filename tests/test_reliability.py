@@ -843,6 +843,30 @@ def test_local_check_with_zero_probes(ou):
 
 
 @pytest.mark.parametrize("score", ["kernel", "local_gaussian"])
+@pytest.mark.parametrize("temperature", ["auto", 0.05])
+def test_probes_outside_the_data_are_named(ou, score, temperature):
+    """Probes 100 standard deviations from data of spread 1 were accepted: temperature='auto'
+    widened every probe's kernel to reach them and the fit said only INCONSISTENT. They are
+    refused, named with their distance in standard deviations; a probe 2.5 of them out of the
+    data's edge is accepted."""
+    model, X = ou
+    P = np.array([[0.0, 0.0], [100.0, 0.0], [0.5, -100.0], [0.0, 1.0]])
+    label = "kernel" if score == "kernel" else "local Gaussian"
+    message = (
+        rf"^{label} score: 2 of 4 probe\(s\) lie outside the data: probe 1 \(x = \[100\.   0\.\]\) "
+        r"is 96\.3, probe 2 \(x = \[   0\.5 -100\. \]\) 98 standard deviations from the nearest "
+        r"data point \(more than 3; each column in its own standard deviation: x 1, y 0\.984\)"
+    )
+    scores = ds.Scores(score=score, temperature=temperature)
+    with pytest.raises(ds.DataError, match=message):
+        ds.fit_local(model, X, P, scores=scores)
+    edge = np.array([[0.0, 0.0], [X[:, 0].max() + 2.5 * X[:, 0].std(), 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.StationarityWarning)  # (2 probes: a rough fit)
+        assert np.isfinite(ds.fit_local(model, X, edge, scores=scores).theta).all()
+
+
+@pytest.mark.parametrize("score", ["kernel", "local_gaussian"])
 @pytest.mark.parametrize("noise", [0.0, 1e-16])
 def test_kernel_score_names_a_constant_column(ou, score, noise):
     """A constant column (or one varying at the rounding level) with temperature='auto': the

@@ -59,7 +59,7 @@ from ..solve.threads import limited_blas
 from ..solve.ustat import estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, check_start, moved_to
-from .probes import as_probes
+from .probes import as_probes, refuse_far_probes
 from .result import FitResult, gradient_info, report_on
 from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
@@ -543,6 +543,9 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
     (the local Gaussian fit deconvolves it), and both return the local Gaussian estimates at T
     and T/2 for the smoothing bias (:mod:`.scores.bandwidth`)."""
     kernel = estimator.method in ("kernel", "local_gaussian")
+    label = "local Gaussian" if estimator.method == "local_gaussian" else estimator.method
+    if kernel and source is None:  # (a stream is not read for it)
+        refuse_far_probes(Xa, P, model.state_names, label)
     if kernel and estimator.temperature is None:
         head = Xa if source is None else source.head(BANDWIDTH_ROWS)
         refuse_constant_column(np.asarray(head), model.state_names, estimator.method)

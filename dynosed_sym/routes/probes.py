@@ -31,6 +31,8 @@ from ..kernels.balls import ball_labels
 from ..options import CHUNK_ROWS
 
 __all__ = [
+    "refuse_far_probes",
+    "FAR_SPREADS",
     "Balls",
     "choose_probes",
     "kmeans_centres",
@@ -91,6 +93,50 @@ def _check_k(k, N):
 def _sq_dist_to(X, c):
     diff = X - c
     return np.einsum("ij,ij->i", diff, diff)
+
+
+#: A probe farther than this many standard deviations (each column in its own) from every data
+#: point lies outside the data: a kernel score there extrapolates the nearest data, and
+#: temperature="auto" widens every probe's kernel until it reaches it.  Data of N ≥ 100 points
+#: reach about ±2.5 standard deviations, so such a probe is beyond 5 of them from the centre of a
+#: Gaussian law, where its density is below 10⁻⁵ of the peak; k-means centres and the data points
+#: of choose_probes are inside the data.
+FAR_SPREADS = 3.0
+
+
+def refuse_far_probes(X, P, names, method):
+    """DataError naming the probes (M, d) farther than :data:`FAR_SPREADS` standard deviations
+    from every row of X (N, d), and how far (columns without spread are left out; computed on
+    data scaled by a power of two, so any scale gives the same distances)."""
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if X.shape[0] < 2 or not np.isfinite(top) or top == 0.0:
+        return
+    unit = 2.0 ** np.round(np.log2(top))
+    Xs, Ps = X / unit, np.asarray(P, dtype=float) / unit
+    sd = Xs.std(axis=0)
+    cols = np.isfinite(sd) & (sd > 0)
+    if not cols.any():
+        return
+    Z, Q = Xs[:, cols] / sd[cols], Ps[:, cols] / sd[cols]
+    with np.errstate(over="ignore", invalid="ignore"):
+        far = np.sqrt([_sq_dist_to(Z, q).min() for q in Q])
+    bad = np.flatnonzero(~(far <= FAR_SPREADS))
+    if not bad.size:
+        return
+    where = np.asarray(P, float)
+    shown = [f"probe {i} (x = {np.array2string(where[i], precision=4)})" for i in bad]
+    shown = f"{shown[0]} is {far[bad[0]]:.3g}" + "".join(
+        f", {text} {far[i]:.3g}" for text, i in zip(shown[1:5], bad[1:5])
+    )
+    more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+    spreads = ", ".join(f"{n} {v * unit:.3g}" for n, v, c in zip(names, sd, cols) if c)
+    raise DataError(
+        f"{method} score: {bad.size} of {len(P)} probe(s) lie outside the data: {shown}{more} "
+        f"standard deviations from the nearest data point (more than {FAR_SPREADS:g}; each column "
+        f"in its own standard deviation: {spreads}); the score there would extrapolate the "
+        "nearest data, and temperature='auto' would widen every probe's kernel to reach them: "
+        "move or drop those probes (choose_probes(X, k) places probes in the data)"
+    )
 
 
 def _nearest(X, C):

@@ -302,8 +302,14 @@ def test_empty_ball_and_far_probe(small):
             ds.Balls(np.array([[9.0, 9.0]]), 1.0),
             scores=ds.Scores(score="score_matching"),
         )
-    with pytest.raises(ds.DataError, match="kernel widths .* from the nearest data point"):
+    far = r"lie outside the data: probe 0 \(x = \[40\.  0\.\]\) is .* standard deviations from"
+    with pytest.raises(ds.DataError, match=far):
         ds.fit_local(model, X, np.array([[40.0, 0.0]]), scores=ds.Scores(temperature=49.0))
+    # within the data's spread but beyond any kernel weight at this T
+    with pytest.raises(ds.DataError, match="kernel widths .* from the nearest data point"):
+        ds.fit_local(
+            model, X, np.array([[X[:, 0].max() + 1.0, 0.0]]), scores=ds.Scores(temperature=1e4)
+        )
 
 
 def test_kernel_wider_than_ball_warns(small):
