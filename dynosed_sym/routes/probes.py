@@ -382,8 +382,18 @@ class Balls:
         return lab
 
     def counts(self, X) -> np.ndarray:
-        """Rows of X in each ball (k,), a row counted in the first ball containing it."""
-        return np.bincount(_valid(self.labels(X)), minlength=self.k)
+        """Rows of X inside each ball (k,); a row inside several (overlapping) balls is counted
+        in each of them."""
+        X = _as_data(self.aligned(X))
+        self._label_rows(X)  # (checks the columns)
+        return np.array([np.count_nonzero(self._members(X, i)) for i in range(self.k)])
+
+    def _members(self, X, i):
+        """(N,) bool: the rows of checked, aligned X inside ball i, by the arithmetic of
+        :meth:`labels` (a row on the edge is in or out of both alike)."""
+        out = np.empty(X.shape[0], dtype=np.int64)
+        ball_labels(X, self.centres[i : i + 1], self.radii[i : i + 1] ** 2, out)
+        return out == 0
 
     def restrict(self, X, max_per_ball=None, seed=0, return_labels=False, allow_empty=False):
         """Rows of X inside the balls, in their original order (see :func:`restrict_to_balls`)."""
@@ -397,10 +407,6 @@ class Balls:
         )
 
 
-def _valid(lab):
-    return lab[lab >= 0]
-
-
 def restrict_to_balls(
     X, balls, radius=None, *, max_per_ball=None, seed=0, return_labels=False, allow_empty=False
 ):
@@ -411,11 +417,14 @@ def restrict_to_balls(
     X : (N, d) array
     balls : Balls, or centres (k, d) with ``radius``
     max_per_ball : int, optional
-        Keep at most this many rows per ball, drawn at random with ``seed`` (sparse balls).
+        Draw at most this many rows of each ball at random with ``seed`` (sparse balls) and keep
+        the union of the draws: each ball keeps min(its rows, max_per_ball) rows of its own
+        draw, and overlapping balls also hold the rows drawn for their neighbours.
     return_labels : bool
-        Also return the ball index (n,) of every kept row.
+        Also return the ball index (n,) of every kept row (the first ball containing it).
     allow_empty : bool
-        Without it, an empty ball raises a DataError naming the ball.
+        Without it, a ball without any row of X inside it raises a DataError naming the ball
+        (a row inside overlapping balls is inside each of them).
 
     Returns
     -------
@@ -430,25 +439,28 @@ def restrict_to_balls(
     frame = X if is_frame(X) else None  # labelled rows are returned labelled
     X = _as_data(balls.aligned(X))
     lab = balls._label_rows(X)  # (X checked once)
-    counts = np.bincount(_valid(lab), minlength=balls.k)
-    if not allow_empty and (counts == 0).any():
-        i = int(np.flatnonzero(counts == 0)[0])
+    if max_per_ball is not None and (
+        isinstance(max_per_ball, bool)
+        or not isinstance(max_per_ball, (int, np.integer))
+        or max_per_ball < 1
+    ):
+        raise DataError(f"max_per_ball must be a positive integer, got {max_per_ball!r}")
+    # membership, not the first ball: a row inside overlapping balls is in each of them (by the
+    # first ball alone, a ball covered by earlier ones was "empty" and drew no rows)
+    members = [balls._members(X, i) for i in range(balls.k)]
+    empty = [i for i, m in enumerate(members) if not m.any()]
+    if empty and not allow_empty:
+        i = empty[0]
         raise DataError(
             f"ball {i} (centre {np.array2string(balls.centres[i], precision=4)}, radius "
             f"{balls.radii[i]:g}) contains no data"
         )
     keep = lab >= 0
     if max_per_ball is not None:
-        if (
-            isinstance(max_per_ball, bool)
-            or not isinstance(max_per_ball, (int, np.integer))
-            or max_per_ball < 1
-        ):
-            raise DataError(f"max_per_ball must be a positive integer, got {max_per_ball!r}")
         rng = np.random.default_rng(arguments.seed(seed))
         keep = np.zeros(X.shape[0], dtype=bool)
-        for i in range(balls.k):
-            rows = np.flatnonzero(lab == i)
+        for i in range(balls.k):  # draws per ball among its rows; the union is kept
+            rows = np.flatnonzero(members[i])
             if rows.size > max_per_ball:
                 rows = rng.choice(rows, int(max_per_ball), replace=False)
             keep[rows] = True

@@ -166,3 +166,22 @@ def test_fit_local_notes_unconverged_kmeans_probes(compiled, models, ou_samples,
     assert fit.converged  # θ̂ comes from a linear solve; the probes are valid, only not k-means
     assert any("k-means placement of the probes stopped after 1" in n for n in fit.report.notes)
     assert "k-means placement" in fit.summary()
+
+
+def test_overlapping_balls_count_every_row_inside_them():
+    """Balls of radius 1.5 on data of spread 0.7 overlap: each row counted for the first ball
+    only left later balls "empty" ("ball 3 ... contains no data") and drew no rows for them
+    with max_per_ball. A row inside several balls is inside each (brute force)."""
+    X = 0.7 * np.random.default_rng(0).standard_normal((2000, 2))
+    balls = Balls(choose_probes(X, 10, seed=0), 1.5)
+    inside = ((X[:, None, :] - balls.centres[None]) ** 2).sum(-1) < 1.5**2
+    assert (inside.sum(axis=1) > 1).any()  # they overlap
+    np.testing.assert_array_equal(balls.counts(X), inside.sum(axis=0))
+    np.testing.assert_array_equal(balls.restrict(X), X[inside.any(axis=1)])
+    sparse = restrict_to_balls(X, balls, max_per_ball=20, seed=1)
+    held = ((sparse[:, None, :] - balls.centres[None]) ** 2).sum(-1) < 1.5**2
+    assert (held.sum(axis=0) >= 20).all()  # every ball kept its own draw
+    assert len(sparse) <= 10 * 20
+    covered = Balls(np.array([[0.0, 0.0], [0.1, 0.0], [50.0, 50.0]]), [3.0, 0.5, 1.0])
+    with pytest.raises(ds.DataError, match=r"^ball 2 \(centre \[50\. 50\.\], radius 1\) contains"):
+        covered.restrict(X)  # ball 1 lies inside ball 0 and is not empty
