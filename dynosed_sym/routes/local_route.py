@@ -628,4 +628,28 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         + f"its saturation; largest {np.nanmax(bias):.3g}"
         + ("; drift not affine in θ: both fits linearised at θ̂" if gradient else "")
         + ") is in bias.sd and the intervals"
+        + _rejection_cause(report, bias)
+    )
+
+
+def _rejection_cause(report, bias):
+    """The smoothing note's last clause where the test rejects: the kernel's smoothing bias is an
+    error of the scores that the misspecification test sees but does not count as noise, so when
+    it is above the sampling noise the rejection cannot tell the kernel's error from the model's
+    (the test rejects correct models on the local route where the kernel is wide against the
+    data: docs/design-statistics.md §8, the sixth round's Lengyel–Epstein cycle)."""
+    if report.verdict != "INCONSISTENT" or report.std_errors is None:
+        return ""
+    se, bias = np.asarray(report.std_errors, float), np.asarray(bias, float)
+    ok = np.isfinite(se) & (se > 0) & np.isfinite(bias)
+    if not ok.any():
+        return ""
+    ratio = float(np.max(bias[ok] / se[ok]))
+    if not ratio >= 1.0:
+        return ""
+    return (
+        f"; it is up to {ratio:.3g} × the parameters' standard errors and the misspecification "
+        "test does not count it as noise: the INCONSISTENT verdict above may be the kernel's "
+        "smoothing, not the model (fit_global, or a smaller kernel variance — "
+        "Scores(temperature=…) larger — tells them apart)"
     )
