@@ -478,16 +478,8 @@ def check_identifiability(
                 "the design check (inputs=, times=, env parameters) uses the global route; "
                 "pass a sampler= instead of samples="
             )
-        return check_design(
-            model,
-            nominal,
-            e,
-            study,
-            features,
-            solver,
-            ex.at_least(1, "check_identifiability"),
-            simulate,
-        )
+        ex = ex.at_least(1, "check_identifiability")
+        return check_design(model, nominal, e, study, features, solver, ex, simulate)
     if e.initial is not None:
         raise DynosedError("initial= is the law at t = 0 of a time course: pass times= as well")
     theta = nominal_vector(model, nominal)
