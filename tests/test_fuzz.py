@@ -600,11 +600,13 @@ def _run(route, expected, call):
 
 
 def _search_warnings(caught):
-    """The ConvergenceWarnings of the gradient search among recorded warnings."""
+    """The ConvergenceWarnings of the gradient search among recorded warnings (its search, or
+    the corrected Gauss–Newton loop's fall-back to the V-statistic optimum)."""
     return [
         w
         for w in caught
-        if issubclass(w.category, ds.ConvergenceWarning) and "gradient search" in str(w.message)
+        if issubclass(w.category, ds.ConvergenceWarning)
+        and ("gradient search" in str(w.message) or "Gauss–Newton" in str(w.message))
     ]
 
 
@@ -849,6 +851,17 @@ def test_gradient_route_on_an_affine_model_is_the_linear_solve(compiled, models,
     if fit is None:
         return
     assert fit.converged == (not _search_warnings(caught))
+    if fit.info.get("gn_stop") == "fell back":
+        # the corrected loop's fixed point is not the estimator's trade against the V-statistic
+        # optimum (found by Hypothesis: a start (0.5, −1, 2, 0), λ = 0, rank 2 of 4): flagged,
+        # warned, and what is reported is that optimum — for an affine drift the linear V fit's
+        event("gradient: fell back to the V-statistic optimum (flagged)")
+        assert not fit.converged
+        if defect in (None, "tiny", "const_col"):
+            v = ds.fit_global(model, X, solver=replace(solver, statistic="v"), **kw)
+            d = v.A @ (fit.theta - v.theta)
+            assert np.linalg.norm(d) <= 1e-6 * (np.linalg.norm(v.b) + 1e-300)
+        return
     if not fit.converged:
         event("gradient: not converged (flagged)")
         assert theta0 is not None and abs(theta0[0]) > 1e3, "a start near the optimum converges"

@@ -233,7 +233,7 @@ def _fall_back(system, theta0, lam, loop):
     a note and a warning: the corrected loop's fixed point failed :func:`_trade`."""
     est = ridge_at(system, theta0, lam)
     msg = (
-        f"the corrected Gauss–Newton iteration (non-affine drift) ended after {loop['steps']} "
+        f"the corrected Gauss–Newton iteration (gradient solver) ended after {loop['steps']} "
         "steps at a point that is not the estimator's trade against the V-statistic optimum (its "
         "plain loss higher by more than the noise a correction removes, or its corrected loss "
         "higher): the V-statistic optimum and the ridge's intervals are reported"
