@@ -742,10 +742,13 @@ def test_header_with_spaces_shows_the_columns_as_read(ou):
         ds.fit_global(model, df, features=ds.Features(n_features=32))
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize("k", [40, 60, 80])
 def test_data_scaled_by_huge_factors(ou, k):
     """Data × 10^k with the same D: the estimate is M/c² (x ↦ cx maps Mx to itself), to
-    rounding.  (× 1e40 … 1e80 was a ZeroDivisionError in solve/misspecification.py.)"""
+    rounding, and without NumPy's warnings.  (× 1e40 … 1e80 was a ZeroDivisionError in
+    solve/misspecification.py; × 1e80 then printed NumPy's "overflow encountered in dot": the
+    profile's eigenvector, scaled to xᵀDx = 1, was squared.)"""
     model, X = ou
     c = 10.0**k
     ref = ds.fit_global(model, X, features=ds.Features(n_features=64), solver=ds.Solver(lam=0.0))

@@ -476,7 +476,11 @@ def profile_along(A, A_blocks, r, e, Ur, w, along):
         x = eigh(0.5 * (N + N.T), 0.5 * (D + D.T), subset_by_index=[0, 0])[1][:, 0]
     except (LinAlgError, ValueError):  # D not positive definite
         return r, e, np.zeros(k)
-    if abs(x[0]) <= 1e-12 * np.linalg.norm(x):  # the infimum is a limit: the directions alone
+    # (eigh scales x to xᵀDx = 1: where D is tiny x is huge and ‖x‖² overflowed — data × 1e80)
+    top = float(np.max(np.abs(x)))
+    if not (np.isfinite(top) and top > 0.0):
+        return r, e, np.zeros(k)
+    if abs(x[0]) / top <= 1e-12 * np.linalg.norm(x / top):  # a limit: the directions alone
         x[0] = 0.0
         z = np.where(np.abs(x[1:]) > 0, np.inf, 0.0)
     else:
