@@ -855,10 +855,15 @@ def test_probes_outside_the_data_are_named(ou, score, temperature):
     model, X = ou
     P = np.array([[0.0, 0.0], [100.0, 0.0], [0.5, -100.0], [0.0, 1.0]])
     label = "kernel" if score == "kernel" else "local Gaussian"
+    sd = X.std(axis=0)  # oracle: per-column standardised distance to the nearest row, by NumPy
+    far = [np.sqrt((((X - p) / sd) ** 2).sum(axis=1)).min() for p in P[1:3]]
+    widen = ", and temperature='auto' would widen every probe's kernel to reach them"
     message = (
         rf"^{label} score: 2 of 4 probe\(s\) lie outside the data: probe 1 \(x = \[100\.   0\.\]\) "
-        r"is 96\.3, probe 2 \(x = \[   0\.5 -100\. \]\) 98 standard deviations from the nearest "
-        r"data point \(more than 3; each column in its own standard deviation: x 1, y 0\.984\)"
+        rf"is {far[0]:.3g}, probe 2 \(x = \[   0\.5 -100\. \]\) {far[1]:.3g} standard deviations "
+        r"from the nearest data point \(more than 3·√2 = 4\.24; each column in its own standard "
+        rf"deviation: x {sd[0]:.3g}, y {sd[1]:.3g}\); the score there would extrapolate the "
+        rf"nearest data{widen if temperature == 'auto' else ''}: move or drop those probes"
     )
     scores = ds.Scores(score=score, temperature=temperature)
     with pytest.raises(ds.DataError, match=message):

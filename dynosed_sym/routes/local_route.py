@@ -545,7 +545,7 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
     kernel = estimator.method in ("kernel", "local_gaussian")
     label = "local Gaussian" if estimator.method == "local_gaussian" else estimator.method
     if kernel and source is None:  # (a stream is not read for it)
-        refuse_far_probes(Xa, P, model.state_names, label)
+        refuse_far_probes(Xa, P, model.state_names, label, auto=estimator.temperature is None)
     if kernel and estimator.temperature is None:
         head = Xa if source is None else source.head(BANDWIDTH_ROWS)
         refuse_constant_column(np.asarray(head), model.state_names, estimator.method)

@@ -95,47 +95,85 @@ def _sq_dist_to(X, c):
     return np.einsum("ij,ij->i", diff, diff)
 
 
-#: A probe farther than this many standard deviations (each column in its own) from every data
-#: point lies outside the data: a kernel score there extrapolates the nearest data, and
-#: temperature="auto" widens every probe's kernel until it reaches it.  Data of N ≥ 100 points
-#: reach about ±2.5 standard deviations, so such a probe is beyond 5 of them from the centre of a
-#: Gaussian law, where its density is below 10⁻⁵ of the peak; k-means centres and the data points
-#: of choose_probes are inside the data.
+#: A probe is outside the data when its nearest data point is farther than this many times √d
+#: standard deviations (each column in its own, d the columns with spread).  Two independent
+#: points of a law lie √(2d) standard deviations apart on average (the squared distance sums d
+#: columns of variance 2 each), and a probe inside the data has data nearer than that; so a probe
+#: beyond 3√d — over twice the typical distance between two data points, 3 standard deviations
+#: in one dimension — extrapolates the data.  A fixed 3, not growing with d, refused probes
+#: drawn from the data's own law at d ≥ 15 (nearest-neighbour distances grow like √d).
 FAR_SPREADS = 3.0
 
 
-def refuse_far_probes(X, P, names, method):
-    """DataError naming the probes (M, d) farther than :data:`FAR_SPREADS` standard deviations
-    from every row of X (N, d), and how far (columns without spread are left out; computed on
-    data scaled by a power of two, so any scale gives the same distances)."""
-    top = float(np.max(np.abs(X))) if X.size else 0.0
-    if X.shape[0] < 2 or not np.isfinite(top) or top == 0.0:
+def _column_spread(X, unit):
+    """(mean, sd) of the columns of X / unit, two passes over row chunks (no copy of X)."""
+    N = X.shape[0]
+    total = np.zeros(X.shape[1])
+    for lo in range(0, N, CHUNK_ROWS):
+        total += (X[lo : lo + CHUNK_ROWS] / unit).sum(axis=0)
+    mean = total / N
+    ss = np.zeros(X.shape[1])
+    for lo in range(0, N, CHUNK_ROWS):
+        ss += ((X[lo : lo + CHUNK_ROWS] / unit - mean) ** 2).sum(axis=0)
+    return mean, np.sqrt(ss / N)
+
+
+def _nearest_standardised(X, P, unit, mean, sd, cols):
+    """(M,) distance from each probe to its nearest row of X in units of the columns' standard
+    deviations (columns ``cols``), over row chunks of a few MB."""
+    Q = (np.asarray(P, dtype=float)[:, cols] / unit - mean[cols]) / sd[cols]
+    qq = np.einsum("ij,ij->i", Q, Q)
+    best = np.full(Q.shape[0], np.inf)
+    step = max(1, min(CHUNK_ROWS, 2**20 // max(1, Q.shape[0])))
+    for lo in range(0, X.shape[0], step):
+        Z = (X[lo : lo + step][:, cols] / unit - mean[cols]) / sd[cols]
+        d2 = np.einsum("ij,ij->i", Z, Z)[:, None] + qq[None, :] - 2.0 * (Z @ Q.T)
+        best = np.minimum(best, d2.min(axis=0))
+    return np.sqrt(np.maximum(best, 0.0))
+
+
+def refuse_far_probes(X, P, names, method, auto=True):
+    """DataError naming the probes (M, d) farther than ``FAR_SPREADS·√d`` standard deviations
+    (:data:`FAR_SPREADS`) from every row of X (N, d), and how far (columns without spread are
+    left out; computed on data scaled by a power of two, so any scale gives the same distances,
+    and over row chunks, without a copy of X).  ``auto``: the temperature is "auto" (the message
+    says it would widen every kernel)."""
+    if X.shape[0] < 2 or not X.size:
+        return
+    top = max(float(np.max(X)), -float(np.min(X)))
+    if not np.isfinite(top) or top == 0.0:
         return
     unit = 2.0 ** np.round(np.log2(top))
-    Xs, Ps = X / unit, np.asarray(P, dtype=float) / unit
-    sd = Xs.std(axis=0)
+    mean, sd = _column_spread(X, unit)
     cols = np.isfinite(sd) & (sd > 0)
     if not cols.any():
         return
-    Z, Q = Xs[:, cols] / sd[cols], Ps[:, cols] / sd[cols]
+    limit = FAR_SPREADS * np.sqrt(np.count_nonzero(cols))
     with np.errstate(over="ignore", invalid="ignore"):
-        far = np.sqrt([_sq_dist_to(Z, q).min() for q in Q])
-    bad = np.flatnonzero(~(far <= FAR_SPREADS))
+        far = _nearest_standardised(X, P, unit, mean, sd, cols)
+    bad = np.flatnonzero(~(far <= limit))
     if not bad.size:
         return
     where = np.asarray(P, float)
-    shown = [f"probe {i} (x = {np.array2string(where[i], precision=4)})" for i in bad]
+    shown = [
+        f"probe {i}"
+        + (f" (x = {np.array2string(where[i], precision=4)})" if X.shape[1] <= 6 else "")
+        for i in bad
+    ]
     shown = f"{shown[0]} is {far[bad[0]]:.3g}" + "".join(
         f", {text} {far[i]:.3g}" for text, i in zip(shown[1:5], bad[1:5])
     )
     more = f" and {bad.size - 5} more" if bad.size > 5 else ""
     spreads = ", ".join(f"{n} {v * unit:.3g}" for n, v, c in zip(names, sd, cols) if c)
+    widen = (
+        ", and temperature='auto' would widen every probe's kernel to reach them" if auto else ""
+    )
     raise DataError(
         f"{method} score: {bad.size} of {len(P)} probe(s) lie outside the data: {shown}{more} "
-        f"standard deviations from the nearest data point (more than {FAR_SPREADS:g}; each column "
-        f"in its own standard deviation: {spreads}); the score there would extrapolate the "
-        "nearest data, and temperature='auto' would widen every probe's kernel to reach them: "
-        "move or drop those probes (choose_probes(X, k) places probes in the data)"
+        f"standard deviations from the nearest data point (more than {FAR_SPREADS:g}·√"
+        f"{np.count_nonzero(cols)} = {limit:.3g}; each column in its own standard deviation: "
+        f"{spreads}); the score there would extrapolate the nearest data{widen}: move or drop "
+        "those probes (choose_probes places probes in the data)"
     )
 
 

@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dynosed_sym as ds
 from dynosed_sym.routes import probes as probes_module
@@ -185,3 +187,38 @@ def test_overlapping_balls_count_every_row_inside_them():
     covered = Balls(np.array([[0.0, 0.0], [0.1, 0.0], [50.0, 50.0]]), [3.0, 0.5, 1.0])
     with pytest.raises(ds.DataError, match=r"^ball 2 \(centre \[50\. 50\.\], radius 1\) contains"):
         covered.restrict(X)  # ball 1 lies inside ball 0 and is not empty
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 2**31 - 1), st.floats(-80.0, 80.0))
+def test_probes_from_the_datas_own_law_are_inside_at_any_dimension(d, seed, scale_exp):
+    """The probe check's limit grows like √d: probes drawn from the data's own law are never
+    refused (a fixed 3 standard deviations refused 17 of 20 at d = 20, N = 1000: nearest-neighbour
+    distances grow like √d), a probe 10·√d standard deviations out always is, at any scale of the
+    data, and the chunked distances equal NumPy's on the whole array (row chunks of 7)."""
+    import dynosed_sym.routes.probes as probes_mod
+
+    rng = np.random.default_rng(seed)
+    c = 2.0**scale_exp
+    X = rng.standard_normal((300, d)) * np.linspace(1.0, 3.0, d) * c
+    inside = rng.standard_normal((5, d)) * np.linspace(1.0, 3.0, d) * c
+    names = [f"x{i}" for i in range(d)]
+    probes_mod.refuse_far_probes(X, inside, names, "kernel")  # no error
+    out = inside.copy()
+    out[2] = 10.0 * np.sqrt(d) * X.std(axis=0) * np.where(np.arange(d) == 0, 1.0, 0.0) + X.max(
+        axis=0
+    ) * np.where(np.arange(d) == 0, 1.0, 0.0)
+    with pytest.raises(ds.DataError, match=r"1 of 5 probe\(s\) lie outside the data: probe 2"):
+        probes_mod.refuse_far_probes(X, out, names, "kernel")
+    mean, sd = X.mean(axis=0) / c, X.std(axis=0) / c
+    old = probes_mod.CHUNK_ROWS
+    try:
+        probes_mod.CHUNK_ROWS = 7
+        got = probes_mod._nearest_standardised(X, out, c, mean, sd, np.ones(d, bool))
+        m2, s2 = probes_mod._column_spread(X, c)
+    finally:
+        probes_mod.CHUNK_ROWS = old
+    want = [np.sqrt((((X - p) / X.std(axis=0)) ** 2).sum(axis=1)).min() for p in out]
+    np.testing.assert_allclose(got, want, rtol=1e-7)
+    np.testing.assert_allclose(s2 * c, X.std(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(m2 * c, X.mean(axis=0), rtol=1e-10, atol=1e-12 * c)
