@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import warnings
 
 import numba
@@ -1089,6 +1090,89 @@ def test_drift_strings_keep_sympy_functions():
         ds.SDEModel([x], [a], ["x < a"], diffusion=1)
     with pytest.raises(ds.ModelError, match=r"Piecewise\(\) cannot be compiled"):
         ds.SDEModel([x], [a], ["Piecewise((-a*x, x < 0), (-x, True))"], diffusion=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "part"),
+    [
+        (
+            "-a*x*2**2**40",
+            r"holds '2\*\*2\*\*40', a power of constants with the exponent 1\.1e\+12",
+        ),
+        ("-a*x*9**9**9", r"holds '9\*\*9\*\*9', a power of constants with the exponent 3\.87e\+08"),
+        (
+            "-a*x*factorial(10**7)",
+            r"holds 'factorial\(10\*\*7\)', a call of factorial\(\), which SymPy evaluates "
+            r"exactly, with the constant 1e\+07 \(beyond 100\)",
+        ),
+        ("-a*x*(10**999)**999", r"holds '\(10\*\*999\)\*\*999', a power of constants whose exact"),
+        ("-a*x*exp(10**9*log(2))", r"holds 'exp\(10\*\*9\*log\(2\)\)', exp\(\) of a constant"),
+        ("legendre(10**6, x)", r"is a call of legendre\(\), which SymPy evaluates exactly"),
+    ],
+)
+def test_drift_strings_with_unbounded_exact_constants_are_refused(text, part):
+    """SymPy computes exact integers: '-a*x*2**2**40' raised a bare MemoryError after 19 s,
+    '-a*x*9**9**9' and '-a*x*factorial(10**7)' ran for minutes. They are refused from the
+    syntax tree, before SymPy computes anything (well under a second each)."""
+    start = time.perf_counter()
+    with pytest.raises(
+        ds.ModelError,
+        match=rf"^drift\[0\]: {re.escape(repr(text))} {part}.*"
+        r"digit by digit .* far beyond the double precision",
+    ):
+        ds.SDEModel([x, y], [a], [text, "-y"], diffusion=1)
+    with pytest.raises(ds.ModelError, match=r"^diffusion\[1\]: .* digit by digit"):
+        ds.SDEModel([x, y], [a], ["-a*x", "-y"], diffusion=["1", text.replace("-a*", "1 + ")])
+    assert time.perf_counter() - start < 0.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-a*x**3",
+        "2**0.5*x",
+        "10**-3*x",
+        "(1/2)**2*x",
+        "x**Rational(1,3)",
+        "1e-3*x",
+        "exp(-x**2/2)",
+        "tanh(x)",
+        "Heaviside(x)",
+        "Max(x, 0)",
+        "x^2",
+        "pi*x",
+        "E**x",
+        "2**10*x",
+        "10**-6*x",
+        "(1/2)**3*x",
+        "-a*x*2**1000",
+        "x**(10**6)",
+        "factorial(5)*x - binomial(6, 3)",
+        "sqrt(2)**10*x + exp(-3)",
+    ],
+)
+def test_drift_strings_with_bounded_constants_still_declare(text):
+    """What a model writes (small exponents, a symbol base, exact halves) is not refused: the
+    drift is SymPy's own reading of the string."""
+    m = ds.SDEModel([x, y], [a], [text, "-y"], diffusion=1)
+    assert m.drift[0] == sp.sympify(text, locals={"x": x, "y": y, "a": a})
+
+
+def test_drift_strings_that_sympy_cannot_hold_are_model_errors(monkeypatch):
+    """The last line of defence: SymPy's parser running out of memory or recursion depth is a
+    ModelError naming the entry and the string, not a bare MemoryError."""
+    for error in (MemoryError, RecursionError, OverflowError):
+
+        def fail(*args, error=error, **kwargs):
+            raise error()
+
+        monkeypatch.setattr(sp, "sympify", fail)
+        with pytest.raises(
+            ds.ModelError,
+            match=rf"^drift\[0\]: SymPy could not read '-a\*x' "
+            rf"\({error.__name__}",
+        ):
+            ds.SDEModel([x], [a], ["-a*x"], diffusion=1)
 
 
 def test_other_numeric_inputs_are_never_cast(ou):

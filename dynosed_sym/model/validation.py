@@ -8,10 +8,7 @@ the equation or the entry.
 
 from __future__ import annotations
 
-import ast
-import builtins
 import collections
-import functools
 import math
 
 import numpy as np
@@ -19,6 +16,7 @@ import sympy as sp
 
 from ..arguments import float_array
 from ..errors import ModelError
+from .strings import check_string, sympify_string
 
 __all__ = [
     "parse_strings",
@@ -49,14 +47,7 @@ def parse_strings(obj, names, what):
     their assumptions (``real=True``), and a declared ``E``, ``I`` or ``beta`` is that symbol,
     not SymPy's constant or function of that name.  Lists, tuples and arrays are walked."""
     if isinstance(obj, str):
-        check_string(obj, names, what)
-        try:
-            return sp.sympify(obj, locals=dict(names))
-        except (sp.SympifyError, SyntaxError, TypeError, ValueError) as exc:
-            raise ModelError(
-                f"{what}: cannot interpret {obj!r} as an expression ({exc}); names that are "
-                "not declared symbols are read as SymPy's own (beta, gamma, E, I, N, S, Q ...)"
-            ) from None
+        return sympify_string(obj, names, what)
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "OUS":
         return np.array(parse_strings(obj.tolist(), names, what), dtype=object)
     if isinstance(obj, (list, tuple)):
@@ -65,128 +56,13 @@ def parse_strings(obj, names, what):
     return obj
 
 
-# Python's own functions that SymPy's parser maps to SymPy (min, max) or that act on SymPy objects
-# through their operators (abs, pow); every other builtin (open, eval, input, ...) is refused.
-_BUILTIN_CALLS = {"abs": sp.Abs, "pow": sp.Pow, "min": sp.Min, "max": sp.Max}
-_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.BitXor)  # ^ is ** to sympify
-_COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-
-
-@functools.cache
-def _sympy_namespace():
-    """The names SymPy's parser reads as its own (``from sympy import *``)."""
-    return {name: getattr(sp, name) for name in sp.__all__}
-
-
-def _sympy_callable(obj):
-    """A SymPy class of expressions (exp, Abs, Max, Heaviside, Piecewise, Rational, ...) or a
-    function of ``sympy.functions`` that builds one (sqrt, cbrt, root): building it computes
-    nothing but an expression.  Parsers, printers and tools (sympify, lambdify, var, S) are not."""
-    if isinstance(obj, type):
-        return issubclass(obj, sp.Basic)
-    module = getattr(obj, "__module__", None) or ""
-    return callable(obj) and module.startswith("sympy.functions.")
-
-
-def _refusal(node, names, text):
-    """Why ``node`` may not appear in a drift string, or None: numbers, names, + - * / ** (^),
-    unary ±, calls of SymPy functions by name, and the comparisons < <= > >= and tuples that
-    Piecewise((value, condition), ...) is written with (meaning is checked after parsing)."""
-    if isinstance(node, ast.Constant):
-        ok = node.value is None or isinstance(node.value, (bool, int, float, complex))
-        return None if ok else f"the literal {node.value!r} (only numbers are allowed)"
-    if isinstance(node, ast.Name):
-        private = node.id.startswith("_") and node.id not in names
-        return f"the name {node.id!r} (a name starting with _ is not a symbol)" if private else None
-    if isinstance(node, ast.BinOp):
-        return None if isinstance(node.op, _OPERATORS) else "the operator " + type(node.op).__name__
-    if isinstance(node, ast.UnaryOp):
-        ok = isinstance(node.op, (ast.USub, ast.UAdd))
-        return None if ok else "the operator " + type(node.op).__name__
-    if isinstance(node, ast.Compare):
-        ok = all(isinstance(op, _COMPARISONS) for op in node.ops)
-        return None if ok else "a comparison other than < <= > >="
-    if isinstance(node, ast.Tuple):
-        return None
-    if isinstance(node, ast.keyword):
-        return f"the keyword {node.arg!r}" if node.arg is None or node.arg[:1] == "_" else None
-    if isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name):
-            return f"a call of {ast.get_source_segment(text, node.func)!r}, not of a function name"
-        name = node.func.id
-        if name in names:
-            return f"a call of {name!r}, a declared symbol and not a function"
-        namespace = _sympy_namespace()
-        if name.startswith("_") or (
-            name in namespace
-            and name not in _BUILTIN_CALLS
-            and not _sympy_callable(namespace[name])
-        ):
-            return f"a call of {name}(), which is not a SymPy function"
-        if name not in namespace and name not in _BUILTIN_CALLS and name in vars(builtins):
-            return f"a call of {name}(), a Python builtin and not a SymPy function"
-        return None
-    if isinstance(node, (ast.Expression, ast.Load, ast.expr_context)) or isinstance(
-        node, (ast.operator, ast.unaryop, ast.cmpop)
-    ):
-        return None
-    return _NODE_NAMES.get(type(node), type(node).__name__)
-
-
-_NODE_NAMES = {
-    ast.Attribute: "an attribute (.)",
-    ast.Subscript: "a subscript ([...])",
-    ast.Lambda: "a lambda",
-    ast.List: "a list",
-    ast.Dict: "a dict",
-    ast.Set: "a set",
-    ast.ListComp: "a comprehension",
-    ast.SetComp: "a comprehension",
-    ast.DictComp: "a comprehension",
-    ast.GeneratorExp: "a generator",
-    ast.JoinedStr: "an f-string",
-    ast.NamedExpr: "an assignment (:=)",
-    ast.IfExp: "an if-else expression (use Heaviside(), Min(), Max() or sign())",
-    ast.BoolOp: "and/or (use Heaviside(), Min(), Max() or sign())",
-    ast.Starred: "a starred argument (*)",
-    ast.Await: "await",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-    ast.Slice: "a slice",
-}
-
-
-def check_string(text, names, what):
-    """Refuse a drift (D, G) string that is more than a formula before SymPy's parser, which
-    evaluates Python, reads it: ModelError naming the string and the first part that is not a
-    number, a name, an arithmetic operator or a call of a SymPy function by its name."""
-    text = text.strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ModelError(
-            f"{what}: cannot interpret {text!r} as an expression ({exc.msg}); write a formula in "
-            "Python syntax with the declared symbols, e.g. '-a*x + sqrt(y)'"
-        ) from None
-    for node in ast.walk(tree):
-        why = _refusal(node, names, text)
-        if why is not None:
-            part = ast.get_source_segment(text, node)
-            shown = f" in {part!r}" if part and part != text else ""
-            raise ModelError(
-                f"{what}: {text!r} holds {why}{shown}; a drift, D or G string may hold only "
-                "numbers, symbols, + - * / ** and calls of SymPy functions by name (exp, log, "
-                "sqrt, Abs, Max, Heaviside, ...), since SymPy's parser runs it as Python code"
-            )
-
-
 def expression(value, where):
     """``value`` as a SymPy expression: ModelError for what sympify accepts but is no number or
     formula (True, None, a relation ``x < a`` or ``Eq(x, a)``, a set, a dict)."""
     if isinstance(value, (bool, np.bool_)):
         value = sp.true if value else sp.false
     if isinstance(value, str):  # one that parse_strings did not reach (e.g. in a pandas Series)
-        check_string(value, {}, where)
+        value = sympify_string(value, {}, where)
     try:
         out = sp.sympify(value)
     except (sp.SympifyError, TypeError, ValueError) as exc:
