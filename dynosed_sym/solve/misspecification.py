@@ -473,9 +473,12 @@ def profile_along(A, A_blocks, r, e, Ur, w, along):
     from scipy.linalg import LinAlgError, eigh
 
     try:
-        x = eigh(0.5 * (N + N.T), 0.5 * (D + D.T), subset_by_index=[0, 0])[1][:, 0]
+        vectors = eigh(0.5 * (N + N.T), 0.5 * (D + D.T), subset_by_index=[0, 0])[1]
     except (LinAlgError, ValueError):  # D not positive definite
         return r, e, np.zeros(k)
+    if vectors.shape[1] == 0:  # none returned (D at the subnormal scale): as D singular
+        return r, e, np.zeros(k)
+    x = vectors[:, 0]
     # (eigh scales x to xᵀDx = 1: where D is tiny x is huge and ‖x‖² overflowed — data × 1e80)
     top = float(np.max(np.abs(x)))
     if not (np.isfinite(top) and top > 0.0):

@@ -436,3 +436,16 @@ def test_u_and_v_verdicts_agree_when_a_leading_direction_is_unresolved():
         assert reps["u"].p_value == pytest.approx(reps["v"].p_value, rel=1e-9)
         assert reps["u"].misspec_stat == pytest.approx(reps["v"].misspec_stat, rel=1e-9)
     assert checked >= 5
+
+
+def test_profile_along_without_an_eigenvector_is_no_profile():
+    """Block deviations 1e-155 times the residual put D at the subnormal scale, where SciPy's
+    eigh returns no eigenvector (an IndexError): now no profile, as for a singular D."""
+    rng = np.random.default_rng(0)
+    B, m, n, s = 6, 8, 2, 1e-155
+    w = np.full(B, 1.0 / B)
+    A_blocks = s * rng.normal(size=(B, m, n))
+    A = (w @ A_blocks.reshape(B, -1)).reshape(m, n)
+    r, e = rng.normal(size=m), s * rng.normal(size=(B, m))
+    got_r, got_e, z = ms.profile_along(A, A_blocks, r, e, np.zeros((m, 0)), w, [[1.0], [0.0]])
+    assert got_r is r and got_e is e and np.array_equal(z, [0.0])
