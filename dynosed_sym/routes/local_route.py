@@ -68,6 +68,7 @@ from .scores.bandwidth import (
     refuse_constant_column,
     refuse_wide_kernel,
     saturation_factor,
+    score_label,
     smoothing_bias,
     smoothing_ratio,
     widen_intervals,
@@ -543,8 +544,8 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
     (the local Gaussian fit deconvolves it), and both return the local Gaussian estimates at T
     and T/2 for the smoothing bias (:mod:`.scores.bandwidth`)."""
     kernel = estimator.method in ("kernel", "local_gaussian")
-    label = "local Gaussian" if estimator.method == "local_gaussian" else estimator.method
     if kernel and source is None:  # (a stream is not read for it)
+        label = score_label(estimator.method)
         refuse_far_probes(Xa, P, model.state_names, label, auto=estimator.temperature is None)
     if kernel and estimator.temperature is None:
         head = Xa if source is None else source.head(BANDWIDTH_ROWS)

@@ -409,12 +409,16 @@ class Balls:
         DataFrame X read by the centres' column labels when they have them)."""
         return self._label_rows(_as_data(self.aligned(X)))
 
-    def _label_rows(self, X):
-        """:meth:`labels` of rows already checked by ``_as_data`` and aligned."""
+    def _check_columns(self, X):
+        """DataError unless X (checked by ``_as_data``) has a column per dimension of the balls."""
         if X.shape[1] != self.centres.shape[1]:
             raise DataError(
                 f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions"
             )
+
+    def _label_rows(self, X):
+        """:meth:`labels` of rows already checked by ``_as_data`` and aligned."""
+        self._check_columns(X)
         lab = np.empty(X.shape[0], dtype=np.int64)
         ball_labels(X, self.centres, self.radii**2, lab)
         return lab
@@ -423,7 +427,7 @@ class Balls:
         """Rows of X inside each ball (k,); a row inside several (overlapping) balls is counted
         in each of them."""
         X = _as_data(self.aligned(X))
-        self._label_rows(X)  # (checks the columns)
+        self._check_columns(X)
         return np.array([np.count_nonzero(self._members(X, i)) for i in range(self.k)])
 
     def _members(self, X, i):

@@ -83,6 +83,7 @@ __all__ = [
     "widen_intervals",
     "refuse_wide_kernel",
     "refuse_constant_column",
+    "score_label",
     "U_REFUSE",
     "AUTO_ITERATIONS",
     "N_EFF_FLOOR",
@@ -225,6 +226,11 @@ def _keep_floor(estimator, X, P, T, scale, info):
     return lo, info
 
 
+def score_label(method):
+    """How messages name the kernel estimator ``method`` ("kernel", "local Gaussian")."""
+    return "local Gaussian" if method == "local_gaussian" else method
+
+
 def refuse_constant_column(X, names, method):
     """DataError naming a column of X (n, d) without spread, for ``temperature="auto"``: the
     automatic temperature follows the data's narrowest spread, and a column whose values agree to
@@ -238,7 +244,7 @@ def refuse_constant_column(X, names, method):
     if flat.size:
         j = int(flat[0])
         same = "is constant" if hi[j] == lo[j] else "varies only at the rounding level"
-        label = "local Gaussian" if method == "local_gaussian" else method
+        label = score_label(method)
         raise DataError(
             f"{label} score: column {names[j]!r} of X {same} ({lo[j]:.6g} in all {X.shape[0]} "
             "samples read): temperature='auto' follows the data's narrowest spread, which is zero "
