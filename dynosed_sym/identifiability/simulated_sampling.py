@@ -23,7 +23,7 @@ from ..data.blocks import block_edges
 from ..errors import DataError
 from ..options import Execution
 from ..simulation.settings import INDEPENDENT, Simulation
-from ..simulation.simulate import simulate, simulate_time_course
+from ..simulation.simulate import simulate, snapshot_at
 from ..simulation.stationarity import check_stationarity, enforce_stationary
 
 __all__ = ["resolve_simulation", "draw_samples", "design_sampler", "checked_samples"]
@@ -104,7 +104,7 @@ def _study_settings(what):
 def design_sampler(model, simulation, out_dir=None):
     """``sampler(inputs, theta, n, seed, time=None, initial=None)`` for a design, from the
     compiled simulator with ``simulation`` (stationary snapshots) or
-    :func:`~dynosed_sym.simulation.simulate_time_course` (snapshots at a time)."""
+    :func:`~dynosed_sym.simulation.simulate.snapshot_at` (a snapshot at a time)."""
     sim = resolve_simulation(simulation)
 
     def sample(inputs, theta, n, seed, time=None, initial=None):
@@ -119,10 +119,11 @@ def design_sampler(model, simulation, out_dir=None):
                     execution=Execution(out_dir=out_dir),
                     **sim.keywords(n),
                 )
-        tc = simulate_time_course(
+        # one time: simulate_time_course would build a TimeCourse, which needs two
+        return snapshot_at(
             model,
             theta,
-            [time],
+            time,
             n,
             initial=initial,
             inputs=inputs,
@@ -130,7 +131,6 @@ def design_sampler(model, simulation, out_dir=None):
             seed=seed,
             out_dir=out_dir,
         )
-        return tc.snapshots[0]
 
     sample.description = sim.describe
     return sample

@@ -41,6 +41,7 @@ from .stationarity import check_stationarity, enforce_stationary
 __all__ = [
     "simulate",
     "simulate_time_course",
+    "snapshot_at",
     "with_inputs",
     "chain_keys",
     "initial_states",
@@ -443,26 +444,40 @@ def simulate_time_course(
     seed = arguments.seed(seed)
     out = {}
     for k, (t, n) in enumerate(zip(times.tolist(), sizes.tolist())):
-        n = arguments.integer(n, "n_samples", minimum=1)
-        rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
-        x0 = initial_draws(initial, n, model.d, rng)
-        if t == 0.0:
-            out[t] = x0
-            continue
-        steps = max(1, int(np.ceil(t / dt - 1e-9)))
-        # a transient snapshot: no stationarity check (the chains are meant to be on their way)
-        plan = plan_simulation(
-            model,
-            theta,
-            n,
-            t / steps,
-            steps - 1,  # record 0 is the state after burn_in + thin steps
-            1,
-            n,
-            int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
-            x0,
-            out_dir,
-        )
-        plan.midpoint = False  # the state at time t itself
-        out[t] = plan.samples(*plan.run())
+        out[t] = _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir)
     return TimeCourse(out)
+
+
+def snapshot_at(model, theta, t, n_samples, *, initial, inputs=None, dt=0.01, seed=0, out_dir=None):
+    """One snapshot of :func:`simulate_time_course`: ``n_samples`` chains from the initial law
+    run for time ``t`` → (n, d), the same draws as that function's first snapshot (a
+    :class:`TimeCourse` needs two times; a design's sampler asks for one at a time)."""
+    model = with_inputs(model, inputs, "snapshot_at")
+    t = arguments.number(t, "t", nonnegative=True)
+    dt = arguments.number(dt, "dt", positive=True)
+    return _snapshot_at(model, theta, t, n_samples, initial, dt, arguments.seed(seed), 0, out_dir)
+
+
+def _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir):
+    """The snapshot at time t (the k-th of a time course seeded by ``seed``)."""
+    n = arguments.integer(n, "n_samples", minimum=1)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
+    x0 = initial_draws(initial, n, model.d, rng)
+    if t == 0.0:
+        return x0
+    steps = max(1, int(np.ceil(t / dt - 1e-9)))
+    # a transient snapshot: no stationarity check (the chains are meant to be on their way)
+    plan = plan_simulation(
+        model,
+        theta,
+        n,
+        t / steps,
+        steps - 1,  # record 0 is the state after burn_in + thin steps
+        1,
+        n,
+        int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
+        x0,
+        out_dir,
+    )
+    plan.midpoint = False  # the state at time t itself
+    return plan.samples(*plan.run())

@@ -183,6 +183,20 @@ def test_time_course_design_check_and_time_advice(models):
     assert best.score < cur.score and "add a snapshot at t =" in str(check)
 
 
+def test_time_course_design_check_with_the_compiled_simulator(models):
+    """Without a sampler= the snapshots at each time come from the compiled simulator; its
+    sampler asked simulate_time_course for one time, whose TimeCourse needs two, so every such
+    check raised "TimeCourse: 1 snapshot(s); a time course needs at least 2 times"."""
+    check = ds.check_identifiability(
+        models["ou2d"],
+        experiment=ds.Experiment(times=[0.0, 0.5, 1.0], initial=OU_START, advise=False),
+        study=ds.Study(n_samples=400),
+        features=ds.Features(n_features=64),
+    )
+    assert check.n_samples == 400 and check.report is not None
+    assert "chains from the initial law" in str(check)
+
+
 def ou_noise_sampler_fixed_noise():
     base = ou_noise_sampler("aniso")
 

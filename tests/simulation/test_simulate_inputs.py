@@ -43,3 +43,18 @@ def test_time_course_snapshots_follow_the_transient_law(models):
     # the snapshots are independent samples: different chains at different times
     assert not np.allclose(tc.snapshots[1][:10], tc.snapshots[2][:10])
     assert scipy.linalg.norm(tc.snapshots[0].mean(axis=0) - mu0) < 0.01
+
+
+def test_snapshot_at_is_the_time_course_first_snapshot(models):
+    """snapshot_at (a design's sampler: one time per call) draws what simulate_time_course draws
+    for its first time, bit for bit; simulate_time_course([t]) itself is refused (a TimeCourse
+    needs two times)."""
+    from dynosed_sym.simulation.simulate import snapshot_at
+
+    model = models["ou2d"]
+    law = (np.array([1.0, -1.0]), 0.2 * np.eye(2))
+    tc = simulate_time_course(model, model.nominal, [0.3, 0.6], 200, initial=law, seed=4)
+    one = snapshot_at(model, model.nominal, 0.3, 200, initial=law, seed=4)
+    np.testing.assert_array_equal(one, tc.snapshots[0])
+    with pytest.raises(ds.DataError, match="t must be non-negative"):
+        snapshot_at(model, model.nominal, -1.0, 200, initial=law)
