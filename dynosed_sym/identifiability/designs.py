@@ -308,11 +308,17 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
     thetas = env_thetas(model, nominal, design.names)
     initial = _per_env(initial, design)
     for env in design.envs:
-        if env.kind == "timecourse" and initial.get(env.name) is None:
+        if env.kind != "timecourse":
+            continue
+        if initial.get(env.name) is None:
             raise DataError(
                 f"environment {env.name!r}: a time-course design needs initial= (the law at "
                 "t = 0: (mean, covariance) or samples)"
             )
+        # checked before the structural check computes the law at each time from it (a mean of
+        # the wrong length was NumPy's matmul error there, a NaN covariance an SVD failure)
+        where = "initial" if design.single else f"initial[{env.name!r}]"
+        initial_draws(initial[env.name], 0, model.d, np.random.default_rng(0), name=where)
     models = {e: me for e, (me, _) in environment_models(model, design, out_dir).items()}
     structural = design_structural(model, design, thetas, models, initial, seed)
     check = _structural_design_check(model, design, thetas, structural)

@@ -378,7 +378,10 @@ def initial_draws(initial, n, d, rng, name="initial"):
         if cov.ndim == 0:
             cov = float(cov) * np.eye(d)
         if mean.shape != (d,) or cov.shape != (d, d):
-            raise DataError(f"{name}: expected (mean ({d},), covariance ({d}, {d}))")
+            raise DataError(
+                f"{name}: expected (mean ({d},), covariance ({d}, {d})), one entry per state "
+                f"variable, got shapes {mean.shape} and {cov.shape}"
+            )
         if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise DataError(f"{name}: mean or covariance not finite")
         w, V = np.linalg.eigh(0.5 * (cov + cov.T))

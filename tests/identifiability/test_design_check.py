@@ -219,6 +219,30 @@ def test_design_check_errors(aniso, models):
         ds.check_identifiability(models["ou2d"], experiment=ds.Experiment(initial=OU_START))
 
 
+@pytest.mark.parametrize(
+    "initial, message",
+    [
+        (
+            (np.zeros(3), np.eye(3)),
+            r"initial: expected \(mean \(2,\), covariance \(2, 2\)\).*\(3,\)",
+        ),
+        ((np.zeros(2), np.eye(3)), r"got shapes \(2,\) and \(3, 3\)"),
+        ((np.zeros(2), np.full((2, 2), np.nan)), "mean or covariance not finite"),
+        (np.zeros((5, 3)), r"samples \(N, 2\), got \(5, 3\)"),
+    ],
+)
+def test_design_check_names_an_unusable_initial_law(models, initial, message):
+    """Experiment(initial=...) is checked before the structural check computes the law at each
+    time from it: a mean of the wrong length was NumPy's "matmul: Input operand 1 has a mismatch
+    in its core dimension", a NaN covariance "SVD did not converge"."""
+    with pytest.raises(DataError, match=message):
+        ds.check_identifiability(
+            models["ou2d"],
+            experiment=ds.Experiment(times=[0.0, 0.5, 1.0], initial=initial),
+            simulate=False,
+        )
+
+
 def test_env_thetas_per_environment_values():
     x, k = sp.symbols("x k", real=True)
     a = sp.Symbol("a", real=True)
