@@ -256,7 +256,7 @@ def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
         u = env.input_dict
         if env.kind == "stationary":
             data[env.name] = _checked(
-                sampler(u, thetas[env.name], n_samples, seed + 7919 * i), env.name, d
+                sampler(u, thetas[env.name], n_samples, seed + 7919 * i), env.name, d, n_samples
             )
             continue
         snaps = {}
@@ -270,17 +270,17 @@ def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
                 X = sampler(
                     u, thetas[env.name], n_samples, seed + 7919 * i + 31 * k, t, initial[env.name]
                 )
-                snaps[t] = _checked(X, env.name, d)
+                snaps[t] = _checked(X, env.name, d, n_samples)
         data[env.name] = TimeCourse(snaps)
     return data
 
 
-def _checked(X, env, d):
+def _checked(X, env, d, n):
     X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or X.shape[1] != d:
+    if X.ndim != 2 or X.shape[1] != d or X.shape[0] != n:
         raise DataError(
             f"sampler: returned an array of shape {X.shape} for environment {env!r}, "
-            f"expected (n, {d})"
+            f"expected (n, {d}) with the n = {n:,} rows asked for"
         )
     return X
 

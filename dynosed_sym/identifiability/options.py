@@ -17,7 +17,11 @@ from dataclasses import dataclass
 
 from .. import arguments
 
-__all__ = ["Study", "Experiment"]
+__all__ = ["Study", "Experiment", "MIN_STUDY_SAMPLES"]
+
+#: Fewest samples of a simulation check (Study.n_samples, given samples=): the directions are
+#: followed over nested subsets of at least 2 noise blocks of 4 rows or more.
+MIN_STUDY_SAMPLES = 16
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ class Study:
     sampler: object = None
 
     def __post_init__(self):
-        arguments.check_field(self, "n_samples", arguments.integer, minimum=16)
+        arguments.check_field(self, "n_samples", arguments.integer, minimum=MIN_STUDY_SAMPLES)
         arguments.check_field(self, "seed", arguments.seed)
         arguments.check_field(self, "rel_error", arguments.number, positive=True)
         arguments.check_field(self, "level", arguments.level)

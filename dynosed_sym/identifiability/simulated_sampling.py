@@ -25,8 +25,15 @@ from ..options import Execution
 from ..simulation.settings import INDEPENDENT, Simulation
 from ..simulation.simulate import simulate, snapshot_at
 from ..simulation.stationarity import check_stationarity, enforce_stationary
+from .options import MIN_STUDY_SAMPLES
 
-__all__ = ["resolve_simulation", "draw_samples", "design_sampler", "checked_samples"]
+__all__ = [
+    "resolve_simulation",
+    "draw_samples",
+    "design_sampler",
+    "checked_samples",
+    "sampler_rows",
+]
 
 
 def resolve_simulation(simulation) -> Simulation:
@@ -60,12 +67,13 @@ def checked_samples(model, theta, X, what, n_blocks=32):
 def draw_samples(model, theta, n_samples, seed, simulation, samples, sampler, ex):
     """(X, description): the simulation check's samples and the words the report uses for them."""
     if samples is not None:
-        X = as_samples(samples, model, "samples")
+        # (fewer than 2 noise blocks left the directions unfollowed: str(check) was a TypeError)
+        X = as_samples(samples, model, "samples", min_samples=MIN_STUDY_SAMPLES)
         return checked_samples(model, theta, X, "samples=", ex.n_blocks), (
             f"{X.shape[0]:,} given samples (samples=)"
         )
     if sampler is not None:
-        X = as_samples(sampler({}, theta, int(n_samples), seed), model, "sampler")
+        X = sampler_rows(sampler({}, theta, int(n_samples), seed), model, int(n_samples))
         return checked_samples(model, theta, X, "sampler=", ex.n_blocks), (
             f"{X.shape[0]:,} samples from sampler="
         )
@@ -80,6 +88,19 @@ def draw_samples(model, theta, n_samples, seed, simulation, samples, sampler, ex
             **sim.keywords(n_samples),
         )
     return X, sim.describe(n_samples)
+
+
+def sampler_rows(X, model, n, where=""):
+    """What a ``sampler=`` returned, as (n, d) samples, or a DataError: it must return the n rows
+    it was asked for (5 rows for n = 300 were taken as the whole study, and a report of fewer
+    than 2 noise blocks could not be printed)."""
+    X = as_samples(X, model, f"sampler{where}", min_samples=1)
+    if X.shape[0] != n:
+        raise DataError(
+            f"sampler{where}: returned {X.shape[0]:,} samples when asked for n = {n:,}; a sampler "
+            "must return n rows (n, d)"
+        )
+    return X
 
 
 @contextmanager

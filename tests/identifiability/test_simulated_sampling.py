@@ -55,6 +55,29 @@ def test_sampler_without_a_design(models):
     assert chk.rank == same.rank == 3
 
 
+def test_sampler_and_samples_of_the_wrong_size_are_refused(models):
+    """A sampler must return the n rows it is asked for, and given samples= need as many as
+    Study.n_samples' minimum (16): 5 rows from a sampler asked for 300 were taken as the whole
+    study, and with fewer than 2 noise blocks str(check) raised "TypeError: 'NoneType' object is
+    not iterable" (no directions were followed)."""
+    m = models["ou2d"]
+    M = m.nominal.reshape(2, 2)
+
+    def short(inputs, theta, n, seed, time=None, initial=None):
+        return ou_stationary_samples(M, 1.0, 5, seed)
+
+    with pytest.raises(ds.DataError, match="sampler: returned 5 samples when asked for n = 300"):
+        ds.check_identifiability(m, study=ds.Study(sampler=short, n_samples=300))
+    with pytest.raises(ds.DataError, match="samples: 5 sample.*at least 16"):
+        ds.check_identifiability(m, study=ds.Study(samples=ou_stationary_samples(M, 1.0, 5, 0)))
+    few = ds.check_identifiability(
+        m,
+        study=ds.Study(samples=ou_stationary_samples(M, 1.0, 16, 0)),
+        features=ds.Features(n_features=32),
+    )
+    assert "16 given samples" in str(few)
+
+
 def test_given_samples_are_not_called_simulated(models):
     m = models["ou2d"]
     X = ou_stationary_samples(m.nominal.reshape(2, 2), 1.0, 3000, 2)
