@@ -36,6 +36,7 @@ arrays there is no sampling noise; the rank is then judged against floating-poin
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -235,6 +236,13 @@ def fit_local(
         ex = objects["execution"].in_process("fit_local")
         require_parameters(model)
         design = None if X is None else as_design(X, model, inputs, env_column, time_column)
+        if design is None or not design.has_time_course:
+            unused = [f for f in ("dlogp_bandwidth", "use_times") if getattr(scores, f) is not None]
+            if unused:  # (they were ignored without a word)
+                raise DataError(
+                    f"Scores.{unused[0]} is a setting of time courses (∂ₜlog p from neighbouring "
+                    "snapshots); X holds no time course (pass a TimeCourse or time_column=)"
+                )
         if design is None:
             return _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt)
         if dlogp_dt is not None or solver.theta0 is not None or solver.method == "gradient":
@@ -397,8 +405,16 @@ def _open_local(X, model, arrays):
 
 
 def _check_radius(scores, M):
-    """``Scores.radius`` that would be ignored or misread: given with a score that does not use
-    it, or not one number or one per probe (``Scores(radius=[1, 2])`` with 8 probes passed)."""
+    """``Scores.radius`` (and ``degree``) that would be ignored or misread: given with a score
+    that does not use it, or not one number or one per probe (``Scores(radius=[1, 2])`` with 8
+    probes passed)."""
+    degree = scores.degree
+    given = isinstance(degree, bool) or not isinstance(degree, numbers.Real) or degree != 2
+    if given and not (isinstance(scores.score, str) and scores.score == "score_matching"):
+        raise DataError(
+            f"Scores.degree={_shown(degree)} is the polynomial degree of score='score_matching'; "
+            f"score={_shown(scores.score)} does not use it"
+        )
     if scores.radius is None:
         return
     if isinstance(scores.score, str) and scores.score != "score_matching":
@@ -409,6 +425,15 @@ def _check_radius(scores, M):
     r = np.asarray(scores.radius, dtype=object)
     if r.ndim == 1 and r.shape[0] != M:
         raise DataError(f"Scores.radius: one number, or one per probe ({M}), got {r.shape[0]}")
+
+
+def _shown(score):
+    """A Scores field in a message: a name or number as it is, anything else by its type."""
+    if isinstance(score, numbers.Integral) and not isinstance(score, bool):
+        return str(int(score))
+    if isinstance(score, (str, numbers.Number)):
+        return repr(score)
+    return f"of type {type(score).__name__}"
 
 
 def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):

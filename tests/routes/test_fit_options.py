@@ -200,6 +200,26 @@ def test_fit_local_refuses_a_dask_execution_and_a_string_for_scores(ou_data):
         ds.fit_local(model, X, P, scores="kernel")
 
 
+@pytest.mark.parametrize(
+    "scores, match",
+    [
+        (ds.Scores(degree=3), r"Scores\.degree=3 is the polynomial degree of .*'kernel' does not"),
+        (ds.Scores(score="local_gaussian", degree=np.int64(4)), r"Scores\.degree=4 .*'local_gauss"),
+        (ds.Scores(dlogp_bandwidth=-1.0), r"Scores\.dlogp_bandwidth is a setting of time courses"),
+        (ds.Scores(use_times=[1.0]), r"Scores\.use_times is a setting of time courses"),
+    ],
+)
+def test_fit_local_refuses_scores_fields_it_would_ignore(ou_data, scores, match):
+    """A degree for a score other than score matching, and ∂ₜlog p settings on data without a time
+    course, were ignored without a word (as Scores.radius was before); the same fields where they
+    are used still work."""
+    model, X = ou_data
+    with pytest.raises(DataError, match=match):
+        ds.fit_local(model, X, X[:4], scores=scores)
+    used = ds.Scores(score="score_matching", radius=1.0, degree=np.int64(3))
+    assert np.isfinite(ds.fit_local(model, X, X[:4], scores=used).theta).all()
+
+
 @pytest.mark.parametrize("entry", [ds.fit_global, ds.fit_local])
 def test_entry_points_take_at_most_12_parameters(entry):
     assert len(inspect.signature(entry).parameters) <= 12
