@@ -472,6 +472,12 @@ def check_identifiability(
     simulate = arguments.flag(simulate, "simulate")  # "yes" or 0 was read as a truth value
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+    local_only = given["scores"][0] is not None or {"temperature", "score"} & set(moved)
+    if route == "global" and (probes is not None or local_only):
+        raise DataError(  # (they were ignored without a word)
+            f"check_identifiability: {'probes' if probes is not None else 'scores'}= belong to the "
+            "local route: pass route='local' as well"
+        )
     if e.inputs is not None or e.times is not None or model.inputs or model.env_params:
         if route != "global" or study.samples is not None or probes is not None:
             raise DynosedError(

@@ -54,7 +54,7 @@ import sympy as sp
 
 from .. import arguments
 from ..data.arrays import is_frame
-from ..errors import DynosedError, ModelError
+from ..errors import DataError, DynosedError, ModelError
 from ..model.validation import numeric_parts
 from ..routes.probes import as_probes
 from ..solve.combinations import Combination, exact_combination, format_combination
@@ -216,6 +216,9 @@ def structural_check(
     if route not in ("global", "local"):
         raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
     seed = arguments.seed(seed)
+    use_nominal = arguments.flag(use_nominal, "use_nominal")  # "no" was read as True
+    if probes is not None and route != "local":  # (they were ignored without a word)
+        raise DataError("probes= are the local route's probe points: pass route='local' as well")
     if route == "local" and probes is not None:
         _probe_count(probes, model)  # (checked before the symbolic work)
     if model.inputs:

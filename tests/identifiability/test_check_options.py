@@ -82,3 +82,19 @@ def test_an_experiment_returns_a_design_check(models):
 
 def test_check_identifiability_takes_at_most_12_parameters():
     assert len(inspect.signature(ds.check_identifiability).parameters) <= 12
+
+
+def test_arguments_the_check_would_ignore_or_misread(models):
+    """structural_check(use_nominal="no") was read as True (a truth value), and probes= or
+    scores= on the global route were ignored without a word."""
+    m = models["ou2d"]
+    with pytest.raises(ds.DataError, match="use_nominal must be True or False, got 'no'"):
+        ds.structural_check(m, use_nominal="no")
+    with pytest.raises(ds.DataError, match="probes= are the local route's probe points"):
+        ds.structural_check(m, probes=3)
+    with pytest.raises(ds.DataError, match="probes= belong to the local route"):
+        ds.check_identifiability(m, probes=3, simulate=False)
+    with pytest.raises(ds.DataError, match="scores= belong to the local route"):
+        ds.check_identifiability(m, scores=ds.Scores(temperature=2.0), simulate=False)
+    assert ds.structural_check(m, use_nominal=np.bool_(False)).rank == 4  # (θ-free part only)
+    assert ds.structural_check(m, route="local", probes=5).rank == 3
