@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 from .. import arguments
-from ..errors import DynosedError
+from ..errors import DataError, DynosedError
 from ..solve.report import analyse
 
 __all__ = ["FitResult", "plain", "finite_or_none", "gradient_info", "report_on"]
@@ -368,8 +368,12 @@ class FitResult:
 
         text = json.dumps(finite_or_none(self.to_dict(truth)), indent=indent, allow_nan=False)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text + "\n")
+            except OSError as exc:  # (a missing folder was a bare FileNotFoundError)
+                shown = f"to_json: cannot write path={str(path)!r}"
+                raise DataError(f"{shown}: {exc.strerror}") from None
         return text
 
     def __repr__(self):

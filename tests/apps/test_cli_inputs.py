@@ -82,6 +82,42 @@ def test_fit_writes_a_new_out_file(runner, project_root, data_csv, tmp_path):
         assert out.read_text(encoding="utf-8").startswith("parameter,estimate,")
 
 
+@pytest.mark.parametrize("command", ["fit", "simulate"])
+def test_out_in_a_missing_folder_is_refused_before_the_work(
+    runner, project_root, data_csv, tmp_path, monkeypatch, command
+):
+    """fit --out missing/fit.json ran the whole fit, then stopped with "Error: FileNotFoundError:
+    [Errno 2] No such file or directory" (exit 1); simulate said so after the simulation. Both
+    are usage errors now, before the model is even loaded; FitResult.to_json(path) names the
+    path."""
+    model = str(project_root / "models" / "ou2d.py")
+    out = tmp_path / "missing" / ("fit.json" if command == "fit" else "x.npy")
+    args = [model, str(data_csv)] if command == "fit" else [model, "-n", "10"]
+    calls = []
+    where = "fit" if command == "fit" else "commands"
+    monkeypatch.setattr(f"dynosed_sym.apps.cli.{where}._load_model", lambda *a: calls.append(a))
+    res = runner.invoke(main, [command, *args, "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert f"Invalid value for --out: folder '{out.parent}' of '{out}' does not exist" in (
+        "".join(res.output.split("\n"))
+    )
+    assert not calls
+
+
+def test_to_json_into_a_missing_folder_names_the_path(tmp_path, models):
+    import dynosed_sym as ds
+
+    fit = ds.fit_local(
+        models["ou2d"],
+        None,
+        np.zeros((3, 2)),
+        scores=ds.Scores(score=(np.zeros((3, 2)), np.broadcast_to(-np.eye(2), (3, 2, 2)))),
+    )
+    path = tmp_path / "missing" / "fit.json"
+    with pytest.raises(ds.DataError, match=r"to_json: cannot write path='.*fit\.json': No such"):
+        fit.to_json(path)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

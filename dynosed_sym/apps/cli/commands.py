@@ -14,6 +14,7 @@ from .io import (
     _finite,
     _full_theta,
     _load_model,
+    _out_folder,
     _parse_nominal,
     _structural_dict,
     _suffix,
@@ -222,6 +223,7 @@ def simulate(
     from ...simulation import simulate as run
 
     suffix = _suffix(out, "--out")
+    _out_folder(out)
     model = _load_model(model_file)
     theta = _full_theta(model, theta_items, "--theta", "pass --theta NAME=VALUE for each parameter")
     if theta is None:

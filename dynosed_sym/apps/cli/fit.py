@@ -10,7 +10,7 @@ import click
 from ...errors import NotAffineError
 from .app import main
 from .designs import fit_design
-from .io import _echo_json, _load_data, _load_model, _refuse_overwrite
+from .io import _echo_json, _load_data, _load_model, _out_folder, _refuse_overwrite
 from .options import (
     count_option,
     feature_options,
@@ -95,6 +95,7 @@ def fit(model_file, data_files, **opts):
     out = opts["out"]
     if out is not None and not str(out).lower().endswith((".json", ".csv")):
         raise click.BadParameter(f"{out!r}: expected a .json or .csv file", param_hint="--out")
+    _out_folder(out)
     _refuse_overwrite(out, (model_file, *data_files))
     features = features_from(opts, opts["seed"])
     scores = scores_from(opts) if opts["route"] == "local" else None

@@ -114,6 +114,16 @@ def _suffix(path, option):
     )
 
 
+def _out_folder(out, option="--out"):
+    """BadParameter when the folder of the output file ``out`` does not exist: said before the
+    work (``fit --out missing/fit.json`` ran the whole fit, then failed with FileNotFoundError)."""
+    if out is None:
+        return
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise click.BadParameter(f"folder {folder!r} of {out!r} does not exist", param_hint=option)
+
+
 def _refuse_overwrite(out, inputs, option="--out"):
     """BadParameter when ``out`` is one of the ``inputs`` (the same file, also through a symlink,
     a hard link or another relative path): writing results there would destroy the data."""
