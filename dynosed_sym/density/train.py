@@ -137,6 +137,7 @@ def density_from_dynamics(
     """
     options = dict(architecture=architecture, training=training, start=start)
     execution = Execution.resolve(progress=progress, out_dir=out_dir)
+    warn = arguments.flag(warn, "warn")  # (checked before the training: "no" read as True)
     call = _Call.checked(model, theta, init, options, seed, execution, moved)
     t0 = time.perf_counter()
     terms_of = DynamicsTerms(call.model, call.theta, call.execution.out_dir)

@@ -137,6 +137,8 @@ class FitResult:
         names = self.param_names
         tv = self._truth(truth)
         free = set(rep.free_params)
+        if bootstrap is not None:  # (5, meant as a count of replicates, was read as True)
+            bootstrap = arguments.flag(bootstrap, "summary: bootstrap")
         if bootstrap and rep.bootstrap_result is None and rep._blocks is not None:
             rep.bootstrap()
         boot = rep.bootstrap_result if bootstrap is not False else None

@@ -296,6 +296,7 @@ def test_theta_by_dict_or_nominal_gives_the_same_training(swirl, out_dir):
         (dict(start=dict(n_chains=50)), "Start.n_chains must be at least 100"),
         (dict(seed=-1), "seed must be at least 0"),
         (dict(progress="yes"), "progress must be True, False or None"),
+        (dict(warn="no"), "warn must be True or False, got 'no'"),  # (was read as True)
     ],
 )
 def test_bad_arguments_raise_named_errors(swirl, out_dir, kwargs, match):

@@ -264,6 +264,16 @@ def test_summary_names_every_parameter(models, model_points):
             assert "rank" in text and m.name in text
 
 
+@pytest.mark.parametrize("bootstrap", [5, "no", 0])
+def test_summary_bootstrap_must_be_a_truth_value(lorenz_fit, bootstrap):
+    """summary(bootstrap=5), meant as a number of replicates, and bootstrap="no" were read as
+    True (200 replicates drawn and shown)."""
+    _, _, fit = lorenz_fit
+    with pytest.raises(ds.DataError, match="summary: bootstrap must be True or False, got "):
+        fit.summary(bootstrap=bootstrap)
+    assert "boot.se" not in fit.summary(bootstrap=np.bool_(False))
+
+
 @pytest.mark.parametrize("n_features", [1, 2])
 def test_fewer_features_than_parameters(lorenz_fit, n_features):
     m, X, _ = lorenz_fit
