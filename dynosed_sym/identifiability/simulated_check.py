@@ -181,7 +181,10 @@ class IdentifiabilityCheck(RankVerdict):
         (``bias_sd`` at ``n_samples``); inf when not identifiable at N."""
         if self.std_errors is None:
             raise DynosedError("no simulation was run (simulate=False)")
-        Ns = np.atleast_1d(np.asarray(N, dtype=float))
+        Ns = arguments.float_array(N, "se_at: N").reshape(-1)
+        bad = Ns[~(np.isfinite(Ns) & (Ns > 0))]
+        if bad.size:  # (N = -1 gave NaN standard errors, N = 0 infinite ones)
+            raise DataError(f"se_at: N must be positive sample sizes, got {float(bad[0])!r}")
         out = np.empty((Ns.size, self.n_params))
         for k, Nk in enumerate(Ns):
             a, c, _ = self._coefficients(Nk)
@@ -193,10 +196,10 @@ class IdentifiabilityCheck(RankVerdict):
         """Samples per parameter for a ``level`` interval of half-width ``rel_error·|θ_k|``."""
         if self.std_errors is None:
             raise DynosedError("no simulation was run (simulate=False)")
-        rel_error = self.rel_error if rel_error is None else float(rel_error)
-        level = self.level if level is None else float(level)
-        if not rel_error > 0:
-            raise DataError(f"rel_error must be positive, got {rel_error!r}")
+        if rel_error is not None:
+            rel_error = arguments.number(rel_error, "rel_error", positive=True)
+        rel_error = self.rel_error if rel_error is None else rel_error
+        level = self.level if level is None else arguments.level(level)
         q = t_quantile(level, np.inf)
         scale = np.abs(self.nominal)
         nz = scale[scale > 0]

@@ -380,6 +380,27 @@ def test_design_unconstrained_without_a_structural_reason_is_not_infinite():
         assert "> 2k" in row and "∞" not in row
 
 
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda c: c.se_at(-1), r"se_at: N must be positive sample sizes, got -1\.0"),
+        (lambda c: c.se_at([1000, 0]), r"se_at: N must be positive sample sizes, got 0\.0"),
+        (lambda c: c.se_at(np.nan), r"se_at: N must be positive sample sizes, got nan"),
+        (lambda c: c.se_at("1e4"), r"se_at: N: holds numbers stored as text"),
+        (lambda c: c.samples_for(rel_error="x"), r"rel_error must be a number, got 'x'"),
+        (lambda c: c.samples_for(rel_error=-0.1), r"rel_error must be positive, got -0\.1"),
+    ],
+)
+def test_planning_methods_name_a_bad_sample_size_or_target(models, call, match):
+    """se_at(-1) returned NaN standard errors and se_at(0) infinite ones without a word;
+    se_at("1e4") and samples_for(rel_error="x") raised a bare ValueError from float()."""
+    chk = check_identifiability(
+        models["ou2d_m12"], study=ds.Study(n_samples=500), features=ds.Features(n_features=64)
+    )
+    with pytest.raises(ds.DataError, match=match):
+        call(chk)
+
+
 def test_design_ou_m12_identifiable_and_planning(models):
     chk = check_identifiability(models["ou2d_m12"], study=ds.Study(n_samples=20_000, seed=4))
     assert chk.unique and chk.free_params == [] and chk.direction_verdict == ["resolved"]
