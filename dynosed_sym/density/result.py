@@ -41,6 +41,24 @@ def as_points(P, d, state_names, name="P"):
     return np.ascontiguousarray(arr)
 
 
+def _finite_at(values, X, what, state_names):
+    """``values`` (M, …) at the points X (M, d), or a DataError naming the first point where they
+    are not finite (far out, the learned tails overflow: log p at x = 1e100 was NaN without a
+    word); a log density of −∞ is kept (the density underflows to 0 there)."""
+    flat = values.reshape(values.shape[0], -1)
+    bad = ~np.isfinite(flat) & ~((flat == -np.inf) & (what == "log density"))
+    rows = np.flatnonzero(bad.any(axis=1))
+    if rows.size:
+        i = int(rows[0])
+        point = ", ".join(f"{n} = {v:.3g}" for n, v in zip(state_names, X[i]))
+        raise DataError(
+            f"P: the learned density's {what} is not finite at row {i} ({point}; {rows.size} "
+            "row(s) in all): the point lies so far beyond the density's support that its tails "
+            "overflow double precision; evaluate it at points nearer its samples (.sample(n))"
+        )
+    return values
+
+
 class LearnedDensity:
     """A normalised stationary density learned from a model's drift and diffusion.
 
@@ -92,9 +110,17 @@ class LearnedDensity:
     def _points(self, P):
         return as_points(P, self.d, self.model.state_names)
 
+    def _jet(self, P, order, what):
+        """The ``order``-th jet of log p at the rows of P, or a DataError naming the first row
+        where it is not finite (−∞ allowed for log p: a density that underflows to 0)."""
+        X = self._points(P)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            values = fm.jets(self.spec, self.params, X, order=order)[order]
+        return _finite_at(values, X, what, self.model.state_names)
+
     def log_prob(self, P) -> np.ndarray:
         """Normalised log density at the rows of P (M, d) → (M,)."""
-        return fm.jets(self.spec, self.params, self._points(P), order=0)[0]
+        return self._jet(P, 0, "log density")
 
     def prob(self, P) -> np.ndarray:
         """Density at the rows of P (M, d) → (M,)."""
@@ -102,11 +128,11 @@ class LearnedDensity:
 
     def score(self, P) -> np.ndarray:
         """Score ∇log p at the rows of P (M, d) → (M, d)."""
-        return fm.jets(self.spec, self.params, self._points(P), order=1)[1]
+        return self._jet(P, 1, "score")
 
     def score_jacobian(self, P) -> np.ndarray:
         """Jacobian of the score (the Hessian of log p) at the rows of P → (M, d, d)."""
-        return fm.jets(self.spec, self.params, self._points(P), order=2)[2]
+        return self._jet(P, 2, "score Jacobian")
 
     def score_divergence(self, P) -> np.ndarray:
         """∇·s = Δ log p at the rows of P → (M,)."""
