@@ -21,6 +21,7 @@ from ..kernels.stein_fill import FEATURE_BLOCK, accumulate_stein
 from ..options import CHUNK_ROWS, DEFAULT_BLOCKS
 from . import memory
 from .contraction import BlockMeans, contraction_of
+from .facesplit import FaceSplit, block_factor, column_factor, face_split_columns, with_face_split
 from .features import RandomFeatures, feature_arguments
 
 __all__ = [
@@ -124,6 +125,9 @@ def _contract_blocks(cm, feats, sums):
     lazy = B * m * cm.model.n * 8 > DENSE_BLOCKS_BYTES
     b_blocks, counts, kept = [], [], []
     A_blocks = None if lazy else np.empty((B, m, cm.model.n))  # each block contracted in place
+    # one matrix block W·φ(x) holds every parameter: the block means' factors (facesplit.py)
+    split = None if lazy else face_split_columns(plan)
+    factors = [] if split is not None else None
     P_s_tot = P_c_tot = None
     for k, (P_s, P_c, count) in enumerate(sums):
         if lazy:
@@ -133,6 +137,8 @@ def _contract_blocks(cm, feats, sums):
         else:
             _, bb = contract(cm, feats, P_s, P_c, count, out=A_blocks[k])
             b_blocks.append(bb)
+            if factors is not None:
+                factors.append(column_factor(split[2], feats.unblock(P_s), count, m))
         counts.append(int(count))
         if P_s_tot is None:
             P_s_tot, P_c_tot = P_s.copy(), P_c.copy()
@@ -149,6 +155,9 @@ def _contract_blocks(cm, feats, sums):
     counts = np.array(counts)
     if lazy:
         A_blocks = BlockMeans(plan, feats.omega, kept, counts)
+    elif factors is not None:
+        fs = FaceSplit(block_factor(plan, feats.omega), np.stack(factors))
+        A_blocks = with_face_split(A_blocks, fs)
     return A, b, A_blocks, np.array(b_blocks), counts
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .blockops import DeviationStream
+from .facesplit import FaceSplitGrams
 from .grams import BlockGrams, block_parts, map_parts
 
 __all__ = ["BlockDeviations"]
@@ -98,11 +99,20 @@ class BlockDeviations:
     def streamed(self):
         return isinstance(self.dAV, DeviationStream)
 
+    @property
+    def restricted(self):
+        """Whether the intervals' noise is computed only for the parameters not on the whole
+        line (streamed deviations, or a matrix model's factors: :mod:`.facesplit`)."""
+        return self.streamed or isinstance(self.dAV, FaceSplitGrams)
+
     def curvature_noise(self, A, Hp, cols=None):
         """(B, n) ``(A p_j)ᵀ ΔA_b p_j`` with ``p_j = H⁺e_j`` (module docstring); streamed with
         ``cols`` given: for those parameters only (0 in the other columns; default all)."""
         if self.streamed:
             return self._restricted(A, Hp, np.arange(A.shape[1]) if cols is None else cols)
+        if isinstance(self.dAV, FaceSplitGrams):
+            cols = np.arange(A.shape[1]) if cols is None else np.asarray(cols, dtype=np.intp)
+            return self.dAV.curvature_noise(A, Hp, cols, self.scale)
         E, _ = self._contractions(A)
         L = self._factor(Hp)
         (B, r, _), n = E.shape, L.shape[0]
@@ -120,11 +130,14 @@ class BlockDeviations:
         if self.streamed:
             cols = np.arange(A.shape[1]) if cols is None else cols
             return self._restricted(A, Hp, cols, tau2, w)
+        if isinstance(self.dAV, FaceSplitGrams):
+            cols = np.arange(A.shape[1]) if cols is None else np.asarray(cols, dtype=np.intp)
+            _check_weights(w, tau2)
+            VU = self.V[:, ~self.resolved]
+            return self.dAV.unresolved_noise(A, Hp, VU, tau2, w, cols, self.scale)
         _, N = self._contractions(A)  # (B, r, k)
         B, r, k = N.shape
-        weights = np.asarray(w, dtype=float)[:, None] * np.asarray(tau2, dtype=float)[None, :]
-        if not np.all(weights >= 0):  # block weights and variances: a caller's bug otherwise
-            raise ValueError("unresolved_noise: the block weights w and τ² must be ≥ 0")
+        weights = _check_weights(w, tau2)
         Y = (N * np.sqrt(weights)[:, None, :]).transpose(1, 0, 2).reshape(r, B * k)
         C = Y @ Y.T / (B - 1)  # one symmetric product (NumPy's syrk): w τ² ≥ 0
         L = self._factor(Hp)
@@ -164,6 +177,14 @@ class BlockDeviations:
         if not curvature:
             out[cols] = _nonnegative(acc / (B - 1))
         return out
+
+
+def _check_weights(w, tau2):
+    """(B, k) ``w_b τ_i²``, checked ≥ 0 (block weights and variances: a caller's bug otherwise)."""
+    weights = np.asarray(w, dtype=float)[:, None] * np.asarray(tau2, dtype=float)[None, :]
+    if not np.all(weights >= 0):
+        raise ValueError("unresolved_noise: the block weights w and τ² must be ≥ 0")
+    return weights
 
 
 def _nonnegative(v):

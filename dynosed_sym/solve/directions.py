@@ -31,7 +31,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..assembly.facesplit import face_split_of
 from .blockops import DeviationStream, blocks_times, streamed
+from .facesplit import FaceSplitGrams
 from .grams import BlockGrams, grams_apply
 
 __all__ = [
@@ -169,7 +171,11 @@ def directions_and_deviations(
     dof = float(B - 1 if dof is None else dof)
     w = counts / counts.sum()
     if grams_apply(A, A_blocks):  # the two Grams of the deviations (m ≥ n)
-        dAV = BlockGrams.compute(A, A_blocks, U, s_full, V, w)
+        fs = face_split_of(A_blocks)  # a matrix model's factors: no (B, n, n) products
+        if fs is not None:
+            dAV = FaceSplitGrams.compute(A, fs, U, s_full, V, w)
+        else:
+            dAV = BlockGrams.compute(A, A_blocks, U, s_full, V, w)
         vSv, proj = dAV.vSv() / (B - 1), dAV.proj()
     else:
         vSv, proj, dAV = _deviations(A @ V, A_blocks, V, w, A)

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import arguments
+from ..assembly.facesplit import face_split_of, rescale, with_face_split
 from ..errors import DataError
 from .blockops import DeviationStream, each_rtimes, is_dense
 from .deviations import BlockDeviations
@@ -374,17 +375,26 @@ def _unit_blocks(A_blocks, a):
         return
     dense = isinstance(A_blocks, np.ndarray) and A_blocks.dtype == np.float64
     if not (dense and A_blocks.flags.writeable and a < 1.0):
-        yield A_blocks / a
+        yield _divided(A_blocks, a)
         return
     big = max(float(np.max(A_blocks, initial=0.0)), -float(np.min(A_blocks, initial=0.0)))
     if not big <= np.finfo(float).max * a:  # an overflow (or a NaN): the copy says so itself
-        yield A_blocks / a
+        yield _divided(A_blocks, a)
         return
     np.multiply(A_blocks, 1.0 / a, out=A_blocks)
+    factors = rescale(A_blocks, 1.0 / a)  # a matrix model's factors with it
     try:
         yield A_blocks
     finally:
         np.multiply(A_blocks, a, out=A_blocks)
+        rescale(A_blocks, factors)
+
+
+def _divided(A_blocks, a):
+    """``A_blocks / a``, a new array (with a matrix model's factors scaled alike)."""
+    out = A_blocks / a
+    fs = face_split_of(A_blocks)
+    return out if fs is None else with_face_split(out, fs.scaled(1.0 / a))
 
 
 def _scaled_fill(fill, unit):

@@ -350,8 +350,8 @@ def weak_intervals(
     if deviations is not None and not deviations.matches(A_blocks, VU):
         deviations = None
     dA = A_blocks - A[None] if deviations is None else None
-    # streamed (network size): the noise passes only for parameters not on the whole line anyway
-    cols = np.flatnonzero(~np.asarray(free, bool)) if dA is None and deviations.streamed else None
+    # streamed or face-split (network size): the noise only for parameters not on the whole line
+    cols = np.flatnonzero(~np.asarray(free, bool)) if dA is None and deviations.restricted else None
     AdA = _curvature_noise(A, dA, Hp) if dA is not None else deviations.curvature_noise(A, Hp, cols)
     with np.errstate(divide="ignore", invalid="ignore"):
         D = 2.0 * AdA / np.where(pjj > 0, pjj, 1.0)

@@ -12,6 +12,7 @@ import dynosed_sym as ds
 from dynosed_sym.apps.bench.network_model import network_model
 from dynosed_sym.assembly import stein
 from dynosed_sym.assembly.contraction import BlockMeans, contraction_of
+from dynosed_sym.assembly.facesplit import face_split_of
 from dynosed_sym.assembly.features import draw_features
 from dynosed_sym.data.blocks import block_edges
 
@@ -177,3 +178,50 @@ def test_contraction_into_a_given_block_is_the_same_bit_for_bit(network12):
     assert np.shares_memory(got, buf)
     np.testing.assert_array_equal(buf[1], fresh)
     assert np.isnan(buf[0]).all() and np.isnan(buf[2]).all()
+
+
+@pytest.mark.parametrize("which", ["network", "grn"])
+def test_dense_block_means_carry_their_factors(which, compiled, network12):
+    """A model whose every parameter is in one matrix block (the network) gets dense block means
+    with their face-splitting factors, which reproduce every block to rounding; the GRN (table
+    columns) gets a plain array.  A fit on the network's factors equals the dense Grams' fit."""
+    if which == "grn":
+        cm, X = compiled["grn_bcell"], np.random.default_rng(0).uniform(0, 2, (500, 7))
+    else:
+        _, _, cm, X = network12
+    feats = draw_features(cm.model.d, 200, 1.3, seed=1)
+    system = stein.assemble_array(cm, X, block_edges(X.shape[0], 8), feats)
+    fs = face_split_of(system.A_blocks)
+    if which == "grn":
+        assert fs is None and type(system.A_blocks) is np.ndarray
+        return
+    assert fs.shape == system.A_blocks.shape
+    for b in range(len(system.A_blocks)):
+        dense = np.asarray(system.A_blocks[b])
+        np.testing.assert_allclose(fs.block(b), dense, rtol=1e-14, atol=1e-15 * np.abs(dense).max())
+
+
+def test_a_network_fit_on_the_factors_is_the_dense_fit(network12, monkeypatch):
+    """Estimates, intervals and standard errors of the d = 12 network to rounding, with the
+    factors and with the dense Grams (the free parameters' reported noise aside)."""
+    from dynosed_sym.solve import directions as directions_module
+    from dynosed_sym.solve.facesplit import FaceSplitGrams
+
+    model, _, _, X = network12
+    used = []
+    compute = FaceSplitGrams.compute.__func__
+    monkeypatch.setattr(
+        FaceSplitGrams,
+        "compute",
+        classmethod(lambda cls, *a, **k: used.append(1) or compute(cls, *a, **k)),
+    )
+    fast = ds.fit_global(model, X, features=ds.Features(n_features=256, seed=3))
+    assert used, "the network's fit did not use its factors"
+    monkeypatch.setattr(directions_module, "face_split_of", lambda blocks: None)
+    slow = ds.fit_global(model, X, features=ds.Features(n_features=256, seed=3))
+    np.testing.assert_allclose(fast.theta, slow.theta, rtol=1e-9, atol=1e-12)
+    ci_f, ci_s = fast.conf_int(), slow.conf_int()
+    np.testing.assert_array_equal(np.isfinite(ci_f), np.isfinite(ci_s))
+    finite = np.isfinite(ci_s)
+    np.testing.assert_allclose(ci_f[finite], ci_s[finite], rtol=1e-9)
+    assert fast.report.rank == slow.report.rank

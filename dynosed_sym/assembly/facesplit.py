@@ -1,0 +1,122 @@
+"""Block means of a matrix-parameter model, kept with their two factors (face-splitting form).
+
+When every parameter of a model sits in one matrix block ``W·φ(x)`` (R rows of W, K basis
+functions: n = R·K, e.g. a gene network ``W·h(x) − x + 1/2``), every block mean is a
+*face-splitting* product: its column (r, f) is the elementwise product of a column of a
+block-independent factor and a column of a per-block factor,
+
+    ``A_b[k, r·K + f] = a[k, r] · P_b[f, k]``,  ``a[k, r] = c_r ω_{k, row_r}``,
+    ``P_b[f, k] = −√(2/m)/N_b · Σ_{i ∈ b} sin(ω_kᵀx_i + c_k) φ_f(x_i)``
+
+(docs/method.md §2; the contraction of :class:`~.contraction.Contraction`).  The block
+deviations ``A_b − A = a ⊙ (P_b − P̄)`` then have m·K numbers per block instead of m·n, and the
+solve's noise statistics, which otherwise cost B·m·n² operations, cost B·m·K·n
+(:mod:`dynosed_sym.solve.facesplit`).
+
+The assembly still returns the dense block means (every other statistic reads them); a
+:class:`FaceSplitArray` is that array with its :class:`FaceSplit` attached.  Only the array the
+assembly made carries it: anything derived from it (a slice, a product, a copy) is a plain
+array again, so a factor can never describe numbers it does not hold.  The solve scales the array
+in place by a power of two and scales the factor with it (:func:`rescale`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["FaceSplit", "FaceSplitArray", "face_split_of", "rescale", "face_split_columns"]
+
+
+@dataclass(frozen=True)
+class FaceSplit:
+    """``A_b[k, r·K + f] = a[k, r] · P[b, f, k]`` for every block b.
+
+    Attributes
+    ----------
+    a : (m, R) the block-independent factor; P : (B, K, m) the per-block factor
+    """
+
+    a: np.ndarray
+    P: np.ndarray
+
+    @property
+    def shape(self):
+        """(B, m, n) of the block means described."""
+        (B, K, m), R = self.P.shape, self.a.shape[1]
+        return (B, m, R * K)
+
+    def scaled(self, c):
+        """The factors of ``A_blocks · c`` (c a power of two: exact)."""
+        return FaceSplit(self.a, self.P * float(c))
+
+    def block(self, b):
+        """A_b (m, n), dense (for checks)."""
+        m, R = self.a.shape
+        return (self.a[:, :, None] * self.P[b].T[:, None, :]).reshape(m, -1)
+
+
+class FaceSplitArray(np.ndarray):
+    """The dense (B, m, n) block means with their :class:`FaceSplit` (``.face_split``).
+
+    A view, slice or ufunc result of it is a plain ``numpy.ndarray`` (or has ``face_split``
+    None): only the assembly's own array is described by the factors."""
+
+    face_split = None
+
+    def __array_finalize__(self, obj):
+        self.face_split = None
+
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        out = np.asarray(arr).view(np.ndarray)
+        return out[()] if return_scalar else out
+
+
+def with_face_split(A_blocks, fs):
+    """``A_blocks`` (a dense (B, m, n) array) as a :class:`FaceSplitArray` described by ``fs``."""
+    if tuple(A_blocks.shape) != fs.shape:
+        raise ValueError(f"face-split factors of shape {fs.shape} for block means {A_blocks.shape}")
+    out = A_blocks.view(FaceSplitArray)
+    out.face_split = fs
+    return out
+
+
+def face_split_of(A_blocks):
+    """The :class:`FaceSplit` of block means, or None (a plain array, a derived one, lazy means
+    of a model that is not one matrix block)."""
+    return getattr(A_blocks, "face_split", None)
+
+
+def rescale(A_blocks, c):
+    """After ``A_blocks`` was multiplied in place by ``c`` (a power of two), its factors too;
+    returns the factors it had.  ``c`` a :class:`FaceSplit`: put back those factors (after the
+    inverse scaling; not recomputed, so they are restored exactly)."""
+    fs = face_split_of(A_blocks)
+    if fs is not None:
+        A_blocks.face_split = c if isinstance(c, FaceSplit) else fs.scaled(c)
+    return fs
+
+
+def face_split_columns(plan):
+    """``(rows, cs, feats)`` of a :class:`~.contraction.Contraction` whose every column is in one
+    matrix block (starting at column 0), else None."""
+    if plan.first[2].size or plan.later[2].size or len(plan.blocks) != 1:
+        return None
+    first, rows, cs, feats = plan.blocks[0]
+    if first != 0 or rows.size * feats.size != plan.n:
+        return None
+    return rows, cs, feats
+
+
+def block_factor(plan, omega):
+    """The block-independent factor ``a`` (m, R) of such a contraction."""
+    _, rows, cs, _ = plan.blocks[0]
+    return cs[None, :] * omega[:, rows]
+
+
+def column_factor(feats, P_s, count, m):
+    """One block's factor ``P_b`` (K, m) from its sin sums ``P_s`` (K_sin, m) over ``count``
+    samples (the scaling of :meth:`~.contraction.Contraction.A`)."""
+    return P_s[feats] * -(math.sqrt(2.0 / m) / count)

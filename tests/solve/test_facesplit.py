@@ -1,0 +1,211 @@
+"""Block means in face-splitting form (a matrix model W·φ(x)): the solve's noise statistics from
+the two factors (dynosed_sym.solve.facesplit) against explicit NumPy products of the dense block
+deviations, the solve and intervals equal to the dense Grams' path to rounding, the same bit for
+bit on any number of threads, and the factors' bookkeeping (a derived array is plain; the solve's
+in-place scaling restores them exactly).  The assembled factors of a compiled network model are
+checked in tests/assembly/test_block_means.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynosed_sym.assembly.facesplit import (
+    FaceSplit,
+    FaceSplitArray,
+    face_split_of,
+    with_face_split,
+)
+from dynosed_sym.solve import directions as directions_module
+from dynosed_sym.solve import facesplit as facesplit_module
+from dynosed_sym.solve import grams as grams_module
+from dynosed_sym.solve.directions import directions_and_deviations
+from dynosed_sym.solve.facesplit import FaceSplitGrams, feature_parts
+from dynosed_sym.solve.grams import BlockGrams
+from dynosed_sym.solve.ustat import solve_system
+from dynosed_sym.solve.weak import weak_intervals
+
+
+def _system(seed, B, m, R, K, size=37.0, noise=0.2):
+    """A face-split system: A_b[k, r·K + f] = a[k, r]·P_b[f, k], b_b from a θ plus noise."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, R)) * size
+    P0 = rng.standard_normal((K, m))
+    P = P0[None] + noise * rng.standard_normal((B, K, m))
+    fs = FaceSplit(a, P)
+    dense = np.stack([fs.block(k) for k in range(B)])
+    counts = rng.integers(50, 150, B).astype(float)
+    w = counts / counts.sum()
+    A = np.einsum("b,bmn->mn", w, dense)
+    b_blocks = dense @ rng.standard_normal(R * K) + rng.standard_normal((B, m))
+    return A, w @ b_blocks, with_face_split(dense, fs), b_blocks, counts
+
+
+def _close(got, want, rtol=1e-9):
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-11 * scale)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(2, 7),
+    R=st.integers(1, 3),
+    K=st.integers(1, 4),
+    extra=st.integers(0, 8),
+)
+def test_statistics_equal_the_direct_products(seed, B, R, K, extra):
+    """S, vSv, the direction forms, the curvature and unresolved noise of random face-split block
+    means (m ≥ n) against loops over the dense deviations ΔA_b = A_b − A."""
+    n = R * K
+    A, _, Ab, _, counts = _system(seed, B, n + extra, R, K)
+    w = counts / counts.sum()
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    V = Vt.T
+    g = FaceSplitGrams.compute(A, face_split_of(Ab), U, s, V, w)
+    dA = [np.asarray(Ab[k]) - A for k in range(B)]
+    _close(g.S, sum(w[k] * dA[k].T @ dA[k] for k in range(B)))
+    _close(
+        g.vSv(), [sum(w[k] * np.sum((dA[k] @ V[:, i]) ** 2) for k in range(B)) for i in range(n)]
+    )
+    _close(g.proj(), [[(A @ V[:, i]) @ (dA[k] @ V[:, i]) for i in range(n)] for k in range(B)])
+    rng = np.random.default_rng(seed + 1)
+    Hp = rng.standard_normal((n, n))
+    Hp = Hp @ Hp.T
+    cols = np.flatnonzero(rng.random(n) < 0.7)
+    scale = 2.0 ** rng.integers(-3, 4)
+    curv = g.curvature_noise(A, Hp, cols, scale)
+    want = np.zeros((B, n))
+    for j in cols:
+        want[:, j] = [scale * (A @ Hp[:, j]) @ (dA[k] @ Hp[:, j]) for k in range(B)]
+    _close(curv, want)
+    k_u = int(rng.integers(0, n + 1))
+    VU = V[:, n - k_u :]
+    tau2 = rng.uniform(0.5, 2.0, k_u)
+    got = g.unresolved_noise(A, Hp, VU, tau2, w, cols, scale)
+    want = np.zeros(n)
+    for j in cols:
+        p = Hp[:, j]
+        X = [scale * ((dA[k] @ p) @ (A @ VU) + (A @ p) @ (dA[k] @ VU)) for k in range(B)]
+        want[j] = sum(w[k] * np.sum(X[k] ** 2 * tau2) for k in range(B)) / (B - 1)
+    _close(got, want)
+
+
+@pytest.fixture
+def dense_grams(monkeypatch):
+    """The dense Grams' path (the factors ignored)."""
+
+    def switch():
+        monkeypatch.setattr(directions_module, "face_split_of", lambda blocks: None)
+
+    return switch
+
+
+CASES = [(0, 12, 24, 3, 5), (1, 32, 40, 4, 4), (2, 6, 18, 2, 6), (3, 20, 20, 4, 5)]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("estimator", ["resolved", "ridge"])
+def test_solve_equals_the_dense_grams_path(case, estimator, dense_grams):
+    """Directions, estimate, bread, jackknife and the intervals (free parameters aside: their
+    noise is not computed, as with streamed deviations) equal the BlockGrams path's."""
+    A, b, Ab, bb, counts = _system(*case)
+    fast = solve_system(A, b, Ab, bb, counts, 1e-3, estimator=estimator)
+    dense_grams()
+    slow = solve_system(A, b, Ab, bb, counts, 1e-3, estimator=estimator)
+    np.testing.assert_array_equal(fast.directions.resolved, slow.directions.resolved)
+    for name in ("singular_values", "noise", "kappa", "kappa_sd", "t"):
+        _close(getattr(fast.directions, name), getattr(slow.directions, name))
+    for name in ("theta", "bread", "theta_resolved", "second_order"):
+        _close(getattr(fast, name), getattr(slow, name), rtol=1e-8)
+    if slow.jackknife is not None:
+        _close(fast.jackknife.bias, slow.jackknife.bias, rtol=1e-7)
+    if estimator == "resolved":
+        assert isinstance(fast.deviations.dAV, FaceSplitGrams)
+        assert type(slow.deviations.dAV) is BlockGrams
+        args = (A, b, fast.theta_resolved, fast.theta, (Ab, bb, counts), fast.bread, fast.fill)
+        free = np.zeros(A.shape[1], bool)
+        free[::3] = True
+        got = weak_intervals(*args, 0.3, 2.1, free, deviations=fast.deviations)
+        args = (A, b, slow.theta_resolved, slow.theta, (Ab, bb, counts), slow.bread, slow.fill)
+        want = weak_intervals(*args, 0.3, 2.1, free, deviations=slow.deviations)
+        kept = ~free
+        np.testing.assert_array_equal(np.isfinite(got.ci), np.isfinite(want.ci))
+        finite = np.isfinite(want.ci)
+        _close(got.ci[finite], want.ci[finite], rtol=1e-8)
+        for name in ("se", "c", "gamma", "noise", "bias_sd"):  # the free ones' are not computed
+            _close(getattr(got, name)[kept], getattr(want, name)[kept], rtol=1e-8)
+        assert np.all(got.noise[free] == 0.0)
+
+
+@pytest.mark.parametrize("budget", [facesplit_module.PART_BYTES, 8 * 20 * 9])
+def test_the_same_on_any_number_of_threads(budget, monkeypatch):
+    """Bit for bit: the feature parts are fixed by the shapes and summed in part order; a small
+    budget forces many parts."""
+    A, _, Ab, _, counts = _system(11, 9, 60, 3, 3)
+    w = counts / counts.sum()
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    monkeypatch.setattr(facesplit_module, "PART_BYTES", budget)
+    monkeypatch.setattr(grams_module, "THREADED_OPS", 0)
+    Hp = np.eye(9) + 0.1
+    cols, VU, tau2 = np.arange(9), Vt.T[:, 6:], np.ones(3)
+    results = []
+    for workers in (1, 2, 3):
+        monkeypatch.setattr(grams_module, "_workers", lambda w_, n_parts, k=workers: k)
+        g = FaceSplitGrams.compute(A, face_split_of(Ab), U, s, Vt.T, w)
+        results.append(
+            (
+                g.S,
+                g.proj(),
+                g.curvature_noise(A, Hp, cols, 1.0),
+                g.unresolved_noise(A, Hp, VU, tau2, w, cols, 1.0),
+            )
+        )
+    for other in results[1:]:
+        for x, y in zip(other, results[0]):
+            np.testing.assert_array_equal(x, y)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 5000), row_bytes=st.integers(1, 10**7))
+def test_feature_parts_cover_the_features(m, row_bytes):
+    parts = feature_parts(m, row_bytes)
+    assert parts[0][0] == 0 and parts[-1][1] == m
+    assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+    step = parts[0][1] - parts[0][0]
+    assert step == m or step == 8 or step * row_bytes <= facesplit_module.PART_BYTES
+
+
+def test_derived_arrays_do_not_keep_the_factors():
+    """Only the array the factors describe carries them: a slice, a product, a copy are plain."""
+    _, _, Ab, _, _ = _system(4, 5, 12, 2, 3)
+    assert isinstance(Ab, FaceSplitArray) and face_split_of(Ab) is not None
+    for derived in (Ab[1:3], Ab * 2.0, Ab.copy(), Ab @ np.ones(6), Ab - Ab.mean(axis=0)):
+        assert face_split_of(derived) is None
+    assert type(Ab * 2.0) is np.ndarray and type(Ab.sum()) is not FaceSplitArray
+    with pytest.raises(ValueError, match="face-split factors of shape"):
+        with_face_split(np.zeros((5, 12, 5)), face_split_of(Ab))
+
+
+@pytest.mark.parametrize("size", [1e5, 1e-5])
+def test_solve_restores_the_block_means_and_factors(size):
+    """The solve scales the block means (in place for a ≤ 1, a copy otherwise) and their factors
+    to unit size: afterwards both are the caller's, bit for bit."""
+    A, b, Ab, bb, counts = _system(6, 10, 20, 2, 3, size=size)
+    before, fs = np.asarray(Ab).copy(), face_split_of(Ab)
+    P_before = fs.P.copy()
+    est = solve_system(A, b, Ab, bb, counts, 0.0)
+    assert isinstance(est.deviations.dAV, FaceSplitGrams)
+    np.testing.assert_array_equal(np.asarray(Ab), before)
+    assert face_split_of(Ab) is fs
+    np.testing.assert_array_equal(fs.P, P_before)
+
+
+def test_directions_use_the_factors_only_when_dense_and_tall():
+    """m < n (more parameters than features) keeps the block-deviation path."""
+    A, _, Ab, _, counts = _system(7, 6, 5, 2, 4)
+    _, dAV = directions_and_deviations(A, Ab, counts)
+    assert isinstance(dAV, np.ndarray)
