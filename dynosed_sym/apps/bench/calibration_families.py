@@ -26,6 +26,7 @@ from .calibration_breaks import BREAKS
 from .calibration_breaks4 import BREAKS4
 from .calibration_breaks5 import BREAKS5
 from .calibration_breaks6 import BREAKS6
+from .calibration_breaks7 import BREAKS7
 from .calibration_data import Protocol, ou_stationary_cov
 from .calibration_data import declare_family as _family
 from .calibration_data import exact_gaussian as _exact_gaussian
@@ -510,6 +511,7 @@ HELD_OUT = {
     **BREAKS4,  # the fourth (calibration_breaks4)
     **BREAKS5,  # the fifth (calibration_breaks5)
     **BREAKS6,  # the sixth (calibration_breaks6)
+    **BREAKS7,  # the seventh (calibration_breaks7)
 }
 
 
