@@ -57,6 +57,34 @@ class FaceSplit:
         m, R = self.a.shape
         return (self.a[:, :, None] * self.P[b].T[:, None, :]).reshape(m, -1)
 
+    # -- products with every block, reading the factors (B·K·m numbers, not B·m·n) --------------
+    def times(self, theta):
+        """(B, m) ``A_b θ``: ``Σ_f P_b[f, k] (a Θ)[k, f]`` with Θ = θ as R × K."""
+        K, R = self.P.shape[1], self.a.shape[1]
+        T = self.a @ np.asarray(theta, dtype=float).reshape(R, K)  # (m, K)
+        return np.einsum("bfk,kf->bk", self.P, T)
+
+    def each_times(self, Y):
+        """(B, m) ``A_b Y[b]`` for Y (B, n)."""
+        (B, K, _), R = self.P.shape, self.a.shape[1]
+        T = np.matmul(self.a, np.asarray(Y, dtype=float).reshape(B, R, K))  # (B, m, K)
+        return np.einsum("bfk,bkf->bk", self.P, T)
+
+    def rtimes(self, Y):
+        """(B, n) ``A_bᵀ Y[b]`` for Y (B, m), or ``A_bᵀ y`` for one y (m,)."""
+        (B, K, _), R = self.P.shape, self.a.shape[1]
+        Y = np.asarray(Y, dtype=float)
+        PY = self.P * (Y[None, None, :] if Y.ndim == 1 else Y[:, None, :])  # (B, K, m)
+        return np.matmul(PY, self.a).transpose(0, 2, 1).reshape(B, R * K)  # (B, R, K) flat
+
+    def matmat(self, V):
+        """(B, m, k) ``A_b V`` for V (n, k)."""
+        (_, K, m), R = self.P.shape, self.a.shape[1]
+        k = V.shape[1]
+        Z = (self.a @ np.ascontiguousarray(V).reshape(R, K * k)).reshape(m, K, k)
+        Pk = np.ascontiguousarray(self.P.transpose(2, 0, 1))  # (m, B, K)
+        return np.ascontiguousarray(np.matmul(Pk, Z).transpose(1, 0, 2))
+
 
 class FaceSplitArray(np.ndarray):
     """The dense (B, m, n) block means with their :class:`FaceSplit` (``.face_split``).
@@ -72,6 +100,15 @@ class FaceSplitArray(np.ndarray):
     def __array_wrap__(self, arr, context=None, return_scalar=False):
         out = np.asarray(arr).view(np.ndarray)
         return out[()] if return_scalar else out
+
+    def __matmul__(self, other):
+        """``A_blocks @ θ`` (B, m) and ``A_blocks @ V`` (B, m, k) from the factors (equal to the
+        dense products up to rounding; one pass over B·K·m numbers instead of B·m·n)."""
+        fs = self.face_split
+        other_nd = np.ndim(other)
+        if fs is None or other_nd not in (1, 2) or np.shape(other)[0] != fs.shape[2]:
+            return np.matmul(self, other)
+        return fs.times(other) if other_nd == 1 else fs.matmat(np.asarray(other, dtype=float))
 
 
 def with_face_split(A_blocks, fs):

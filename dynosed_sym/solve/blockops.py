@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..assembly.facesplit import face_split_of
 from ..assembly.memory import CHUNK_BYTES, DENSE_BLOCKS_BYTES
 
 __all__ = [
@@ -62,7 +63,11 @@ def _dense(A_blocks, lo, hi):
 
 def blocks_times(A_blocks, V):
     """``A_blocks @ V`` (B, m, k): for an array one GEMM on the stacked (B·m, n) blocks (NumPy's
-    batched matmul with a transposed V took twice as long at n = 400); the same numbers."""
+    batched matmul with a transposed V took twice as long at n = 400); the same numbers.  Block
+    means with a matrix model's factors: from those (:mod:`~dynosed_sym.assembly.facesplit`)."""
+    fs = face_split_of(A_blocks)
+    if fs is not None:
+        return fs.matmat(V)
     if is_dense(A_blocks):
         B, m, n = A_blocks.shape
         return (A_blocks.reshape(B * m, n) @ V).reshape(B, m, V.shape[1])
@@ -71,6 +76,9 @@ def blocks_times(A_blocks, V):
 
 def each_times(A_blocks, Y):
     """(B, m): ``A_b Y[b]`` for every block (Y (B, n))."""
+    fs = face_split_of(A_blocks)
+    if fs is not None:
+        return fs.each_times(Y)
     if is_dense(A_blocks):
         return np.einsum("bml,bl->bm", A_blocks, Y)
     return np.array([A_blocks[k] @ Y[k] for k in range(len(A_blocks))])
@@ -78,6 +86,9 @@ def each_times(A_blocks, Y):
 
 def each_rtimes(A_blocks, Y):
     """(B, n): ``A_bᵀ Y[b]`` for every block (Y (B, m))."""
+    fs = face_split_of(A_blocks)
+    if fs is not None:
+        return fs.rtimes(Y)
     if is_dense(A_blocks):
         return np.einsum("bmk,bm->bk", A_blocks, Y)
     rmatvec = getattr(A_blocks, "rmatvec", None)
@@ -96,6 +107,9 @@ def deviation_rtimes(A, A_blocks, Y):
 
 def all_rtimes(A_blocks, y):
     """(B, n): ``A_bᵀ y`` for every block (one y (m,))."""
+    fs = face_split_of(A_blocks)
+    if fs is not None:
+        return fs.rtimes(y)
     if is_dense(A_blocks):
         return np.einsum("bmn,m->bn", A_blocks, y)
     return each_rtimes(A_blocks, np.broadcast_to(y, (len(A_blocks), y.size)))

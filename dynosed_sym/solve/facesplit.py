@@ -19,9 +19,9 @@ The Gram ``G_b = UᵀΔA_bV`` of :class:`~.grams.BlockGrams` (2·B·m·n² opera
 fit's solve) is never formed; the intervals' noise is computed only for the parameters not
 already on the whole line (as with streamed deviations: the others' ``noise`` is reported as 0).
 The results equal :class:`~.grams.BlockGrams`'s up to rounding (``tests/solve/test_facesplit.py``
-checks them against the direct NumPy products).  Parts of the columns run on threads, one BLAS
-thread each; the parts depend only on the shapes, so the results are the same bit for bit on any
-number of threads.
+checks them against the direct NumPy products).  The features are cut into parts (rows of A)
+that run on threads, one BLAS thread each, and are added in part order; the parts depend only on
+the shapes, so the results are the same bit for bit on any number of threads.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from .grams import BlockGrams, map_parts
 __all__ = ["FaceSplitGrams"]
 
 #: Bytes of the largest temporary of one part of the features: small enough to be reused by the
-#: allocator rather than mapped fresh each time (on the virtual machines measured, a first write
-#: to fresh memory cost more than the products themselves: 0.35 s for one 90 MB product).
+#: allocator rather than mapped fresh each time (on the development machine's virtual machines a
+#: first write to fresh memory could cost more than the products written into it).
 PART_BYTES = 16 * 2**20
 
 

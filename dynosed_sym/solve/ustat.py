@@ -206,7 +206,7 @@ def covariance_times(A, A_blocks, counts, v):
     """``S v`` (n,) without forming S: ``Σ_b w_b (A_b − A)ᵀ((A_b − A)v)/(B − 1)``."""
     w = block_weights(counts)
     u = A_blocks @ v - (A @ v)[None]  # (B, m)
-    if is_dense(A_blocks):
+    if is_dense(A_blocks) and face_split_of(A_blocks) is None:
         out = np.einsum("bmn,bm->n", A_blocks, u * w[:, None]) - A.T @ (w @ u)
     else:
         out = each_rtimes(A_blocks, u * w[:, None]).sum(axis=0) - A.T @ (w @ u)

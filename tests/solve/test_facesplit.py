@@ -209,3 +209,38 @@ def test_directions_use_the_factors_only_when_dense_and_tall():
     A, _, Ab, _, counts = _system(7, 6, 5, 2, 4)
     _, dAV = directions_and_deviations(A, Ab, counts)
     assert isinstance(dAV, np.ndarray)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(1, 6),
+    R=st.integers(1, 4),
+    K=st.integers(1, 4),
+    m=st.integers(1, 12),
+    k=st.integers(1, 5),
+)
+def test_block_products_from_the_factors_equal_the_dense_ones(seed, B, R, K, m, k):
+    """``A_blocks @ θ``, ``A_blocks @ V`` and blockops' per-block products read from the factors
+    equal NumPy's products of the dense array (to rounding), as plain arrays."""
+    from dynosed_sym.solve import blockops
+
+    rng = np.random.default_rng(seed)
+    fs = FaceSplit(rng.standard_normal((m, R)), rng.standard_normal((B, K, m)))
+    Ab = with_face_split(np.stack([fs.block(b) for b in range(B)]), fs)
+    dense = np.asarray(Ab).view(np.ndarray)
+    n = R * K
+    theta, V = rng.standard_normal(n), rng.standard_normal((n, k))
+    Y, Yn, y = rng.standard_normal((B, m)), rng.standard_normal((B, n)), rng.standard_normal(m)
+    pairs = [
+        (Ab @ theta, dense @ theta),
+        (Ab @ V, dense @ V),
+        (blockops.blocks_times(Ab, V), dense @ V),
+        (blockops.each_times(Ab, Yn), np.einsum("bmn,bn->bm", dense, Yn)),
+        (blockops.each_rtimes(Ab, Y), np.einsum("bmn,bm->bn", dense, Y)),
+        (blockops.all_rtimes(Ab, y), np.einsum("bmn,m->bn", dense, y)),
+    ]
+    for got, want in pairs:
+        assert type(got) is np.ndarray and got.shape == want.shape
+        _close(got, want, rtol=1e-10)
+    assert type(Ab @ np.ones((1, n, 2))) is np.ndarray  # a stack: NumPy's own product
