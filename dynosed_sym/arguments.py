@@ -19,6 +19,8 @@ __all__ = [
     "choice",
     "flag",
     "level",
+    "bootstrap_options",
+    "parameter_vector",
     "check_field",
     "float_array",
     "numeric_dtype",
@@ -71,6 +73,22 @@ def level(value, name="level"):
             f"got {value!r}{hint}"
         )
     return value
+
+
+def bootstrap_options(n_boot, seed_value, level_value):
+    """``(n_boot, seed, level)`` of a block bootstrap, checked (``level`` None: the report's)."""
+    level_value = None if level_value is None else level(level_value)
+    return integer(n_boot, "n_boot", minimum=2), seed(seed_value), level_value
+
+
+def parameter_vector(values, name, n):
+    """``values`` as a finite float vector of the n parameters, or a DataError naming it."""
+    out = float_array(values, name)
+    if out.shape != (n,):
+        raise DataError(f"{name}: expected {n} values, one per parameter, got shape {out.shape}")
+    if not np.isfinite(out).all():
+        raise DataError(f"{name}: entries {np.flatnonzero(~np.isfinite(out)).tolist()} not finite")
+    return out
 
 
 def flag(value, name):

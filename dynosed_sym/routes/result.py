@@ -114,10 +114,7 @@ class FitResult:
         Returns the :class:`~dynosed_sym.solve.uncertainty.BootstrapResult`; ``summary()`` then
         shows its standard errors and percentile intervals beside the sandwich ones.
         """
-        n_boot = arguments.integer(n_boot, "n_boot", minimum=2)
-        seed = arguments.seed(seed)
-        level = None if level is None else arguments.level(level)
-        return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)
+        return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)  # (checks them)
 
     def summary(self, truth=None, bootstrap=None) -> str:
         """A readable table: estimate, standard error, bias standard deviation, confidence

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from ..errors import DataError
+
 __all__ = [
     "Combination",
     "Combinations",
@@ -162,10 +164,12 @@ class Combination:
             names = tuple(str(nm) for nm in names)
         object.__setattr__(self, "names", names)  # a tuple of str given is shared, not copied
         if len(coef) != len(self.names):
-            raise ValueError(
+            raise DataError(
                 f"Combination: {len(coef)} coefficients for {len(self.names)} names; give one "
                 "coefficient per parameter"
             )
+        if not all(np.isfinite(coef)) or not any(coef):
+            raise DataError(f"Combination: coefficients must be finite, not all 0, got {coef}")
         if self.style not in STYLES:
             raise ValueError(f"Combination: style {self.style!r} is not one of {STYLES}")
         if self.style == "estimable" and self.pivot is None:

@@ -1,32 +1,29 @@
 """The identifiability report of one linear system: rank against noise, unresolved combinations,
 freeness and consistency.
 
-Noise model.  A and b are means of per-sample terms, so their sampling noise is
-estimated from per-block means (``A_blocks``): the standard error of ``A v`` for
-any direction v is ``sqrt(Σ_b w_b ‖(A_b − A) v‖² / (B − 1))`` with weights
-``w_b = N_b / N`` (the usual standard error of a weighted mean).
+Noise model.  A and b are means of per-sample terms, so their sampling noise is estimated from
+per-block means (``A_blocks``): the standard error of ``A v`` for any direction v is
+``sqrt(Σ_b w_b ‖(A_b − A) v‖² / (B − 1))`` with weights ``w_b = N_b / N`` (the usual standard
+error of a weighted mean).
 
-Rank.  A right singular direction v_i is *resolved* when its singular value
-exceeds ``rank_threshold`` times the standard error of ``A v_i`` (a direction the
-model cannot see has σ_i of the order of that error, shrinking like N^(-1/2)),
-and also exceeds the floating-point floor ``eps · max(m, n) · σ_max``.
+Rank.  A right singular direction v_i is *resolved* when its singular value exceeds
+``rank_threshold`` times the standard error of ``A v_i`` (a direction the model cannot see has σ_i
+of the order of that error, shrinking like N^(-1/2)), and also exceeds the floating-point floor
+``eps · max(m, n) · σ_max``.
 
-Consistency.  The residual ``r = A θ̂ − b`` is compared with its own standard
-error estimated the same way; a ratio well above one means no θ satisfies the
-Fokker–Planck constraints (model misspecified).
+Consistency.  The residual ``r = A θ̂ − b`` is compared with its own standard error estimated the
+same way; a ratio well above one means no θ satisfies the Fokker–Planck constraints (misspecified).
 
-Freeness.  ``diag(H_λ⁻¹)`` with ``H_λ = AᵀA + λI``; normalised freeness is
-``λ · diag(H_λ⁻¹)`` in (0, 1]: 1 means the data do not constrain the parameter
-at all (only the regulariser does).
+Freeness.  ``diag(H_λ⁻¹)`` with ``H_λ = AᵀA + λI``; normalised freeness is ``λ · diag(H_λ⁻¹)`` in
+(0, 1]: 1 means the data do not constrain the parameter at all (only the regulariser does).
 
 Uncertainty and misspecification (:mod:`.uncertainty`, :mod:`.misspecification`).  From the same
-per-block means: the sandwich covariance of θ̂, standard errors and Student-t
-confidence intervals with B − 1 degrees of freedom (infinite for ``free_params``),
-and a calibrated p-value for "some θ satisfies the Fokker–Planck constraints"
-(``p_value``: roughly uniform under a correct model, small when no θ fits).  The
-``consistent`` flag keeps its residual-ratio rule; ``p_value`` is the calibrated
-statistic behind it.  A block bootstrap is available on demand
-(:meth:`IdentifiabilityReport.bootstrap`).
+per-block means: the sandwich covariance of θ̂, standard errors and Student-t confidence intervals
+with B − 1 degrees of freedom (infinite for ``free_params``), and a calibrated p-value for "some θ
+satisfies the Fokker–Planck constraints" (``p_value``: roughly uniform under a correct model,
+small when no θ fits).  The ``consistent`` flag keeps its residual-ratio rule; ``p_value`` is the
+calibrated statistic behind it.  A block bootstrap is available on demand
+(:meth:`IdentifiabilityReport.bootstrap`, its arguments checked).
 """
 
 from __future__ import annotations
@@ -36,6 +33,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .. import arguments
 from ..errors import DynosedError
 from .blockops import nbytes
 from .combinations import Combinations
@@ -297,6 +295,7 @@ class IdentifiabilityReport:
                 f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap"
             )
         A_blocks, b_blocks, counts = self._blocks
+        n_boot, seed, level = arguments.bootstrap_options(n_boot, seed, level)
         self.bootstrap_result = block_bootstrap(
             A_blocks,
             b_blocks,
@@ -323,6 +322,7 @@ class IdentifiabilityReport:
         ``interval_scale``-fold about ``theta`` (the Birge ratio)."""
         q = t_quantile(level, self.dof)
         se = np.asarray(self.std_errors, dtype=float)
+        theta = arguments.parameter_vector(theta, "theta", se.size)
         free = np.isinf(se) if self.whole_line is None else np.asarray(self.whole_line, bool)
         bias = np.zeros_like(se) if self.bias_sd is None else np.asarray(self.bias_sd, float)
         if self.fieller is None:

@@ -274,6 +274,25 @@ def test_summary_bootstrap_must_be_a_truth_value(lorenz_fit, bootstrap):
     assert "boot.se" not in fit.summary(bootstrap=np.bool_(False))
 
 
+def test_report_bootstrap_and_intervals_check_their_arguments(lorenz_fit):
+    """The report's own methods (FitResult's delegate to them): n_boot=0 raised a bare
+    IndexError, level=2 NumPy's ValueError, theta of the wrong length a broadcast error."""
+    _, _, fit = lorenz_fit
+    rep = fit.report
+    for kwargs, match in (
+        (dict(n_boot=0), "n_boot must be at least 2"),
+        (dict(level=2), "level must be between 0 and 1"),
+        (dict(seed=-1), "seed must be at least 0"),
+    ):
+        with pytest.raises(ds.DataError, match=match):
+            rep.bootstrap(**kwargs)
+        with pytest.raises(ds.DataError, match=match):
+            fit.bootstrap(**kwargs)
+    with pytest.raises(ds.DataError, match="theta: expected 3 values, one per parameter"):
+        rep.intervals(fit.theta[:2], 0.9)
+    np.testing.assert_array_equal(rep.intervals(fit.theta, rep.ci_level), fit.conf_int())
+
+
 @pytest.mark.parametrize("n_features", [1, 2])
 def test_fewer_features_than_parameters(lorenz_fit, n_features):
     m, X, _ = lorenz_fit

@@ -211,6 +211,12 @@ def test_bad_combinations_are_refused():
         Combination([1.0, 2.0], ["a", "b"], "estimable")
     with pytest.raises(ValueError, match="style"):
         Combination([1.0, 2.0], ["a", "b"], "nice")
+    # a zero or non-finite combination: an IndexError when printed, NaN text (before)
+    for coef in ([0.0, 0.0], [np.nan, 1.0], [1.0, np.inf]):
+        with pytest.raises(ds.DataError, match="coefficients must be finite, not all 0"):
+            Combination(coef, ["a", "b"])
+    with pytest.raises(ds.DataError, match="2 coefficients for 1 names"):
+        Combination([1.0, 2.0], ["a"])
 
 
 def test_combination_is_exported():
