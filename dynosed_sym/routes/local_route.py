@@ -66,6 +66,7 @@ from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
     U_REFUSE,
     auto_temperature,
+    open_every_interval,
     refuse_constant_column,
     refuse_wide_kernel,
     saturation_factor,
@@ -645,6 +646,9 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
     u_max = float(np.max(u))
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=u_max)
     widen_intervals(report, theta, bias)
+    cause = _rejection_cause(report, bias)
+    if cause:
+        open_every_interval(report)
     report.notes.append(
         f"kernel smoothing: kernel variance 1/T = {1 / T:.3g} is {np.median(u):.3g} × the data's "
         f"narrowest local variance around the probes (median; max {u_max:.3g}); its "
@@ -654,7 +658,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         + f"its saturation; largest {np.nanmax(bias):.3g}"
         + ("; drift not affine in θ: both fits linearised at θ̂" if gradient else "")
         + ") is in bias.sd and the intervals"
-        + _rejection_cause(report, bias)
+        + cause
     )
 
 
@@ -676,6 +680,7 @@ def _rejection_cause(report, bias):
     return (
         f"; it is up to {ratio:.3g} × the parameters' standard errors and the misspecification "
         "test does not count it as noise: the INCONSISTENT verdict above may be the kernel's "
-        "smoothing, not the model (fit_global, or a smaller kernel variance — "
-        "Scores(temperature=…) larger — tells them apart)"
+        "smoothing, not the model, and the estimate the kernel's too, so no interval is finite "
+        "(fit_global, more data, or a smaller kernel variance — Scores(temperature=…) larger — "
+        "tells them apart)"
     )

@@ -429,7 +429,8 @@ def _resolution_notes(rep, widened):
             "and b times (the range the noise of their curvature allows: no upper end while a "
             "curvature of 0 is not excluded; ds.check_identifiability with a Study plans N); "
             "no (flat): no curvature seen along them at this N; no (open profile): the loss's "
-            "profile flattens on one side (drift not affine in θ)"
+            "profile flattens on one side (drift not affine in θ); no (kernel): a local fit "
+            "whose kernel smoothing may decide it (its note)"
         )
     return out
 

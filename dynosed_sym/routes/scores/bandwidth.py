@@ -81,6 +81,7 @@ __all__ = [
     "smoothing_bias",
     "saturation_factor",
     "widen_intervals",
+    "open_every_interval",
     "refuse_wide_kernel",
     "refuse_constant_column",
     "score_label",
@@ -289,6 +290,20 @@ def smoothing_bias(theta, theta_lg, theta_lg_half, method, u_max=0.0):
         return part2
     part1 = np.asarray(theta) - np.asarray(theta_lg)
     return np.abs(part1) + part2
+
+
+def open_every_interval(report):
+    """Every interval the whole line (``whole_line``, ``ci``; ``strength`` "no (kernel)"): the
+    local fit's verdict rejects the model while the kernel's smoothing bias exceeds the
+    sampling noise, so neither the estimate nor its interval can be told from the kernel's
+    error (its estimated bias can be far below the real one: a thin limit cycle at N = 500,
+    docs/local-route.md)."""
+    n = len(report.param_names)
+    report.whole_line = np.ones(n, dtype=bool)
+    if report.ci is not None:
+        report.ci = np.column_stack([np.full(n, -np.inf), np.full(n, np.inf)])
+    if report.strength is not None:
+        report.strength = ["no (kernel)"] * n
 
 
 def widen_intervals(report, theta, bias):
