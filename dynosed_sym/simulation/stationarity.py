@@ -505,8 +505,13 @@ def _judge(out):
         )
         verdict = "not stationary"
     if verdict == "stationary" and out.relaxation_time > RELAXATION_LIMIT:
+        over = (
+            f"≈ {out.relaxation_time:.3g} time units"
+            if np.isfinite(out.relaxation_time)
+            else f"no finite time (E[∇·f − ∇·∇·D] = {g:.3g} is not negative)"
+        )
         out.reasons.append(
-            f"the drift confines the samples only over ≈ {out.relaxation_time:.3g} time units "
+            f"the drift confines the samples only over {over} "
             f"(d / |E[∇·f − ∇·∇·D]|, more than {RELAXATION_LIMIT:.0e}): the picture of a "
             "diverging process (a huge cloud, a vanishing drift)"
         )

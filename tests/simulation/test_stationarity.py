@@ -249,3 +249,36 @@ def test_cramer_rao_bound_noise_is_counted(models):
     ratio = np.median(ses) / np.std(bounds, ddof=1)
     assert 0.8 < ratio < 1.25, ratio  # sd of 200 draws: ±5 %; the delta method at N = 300
     assert "not stationary" not in verdicts and "diverging" not in verdicts
+
+
+@pytest.mark.parametrize("g", [0.0, 1e-9])
+def test_an_unbounded_relaxation_time_is_said_in_words(g):
+    """A drift whose mean divergence is not negative (but not significantly positive) has no
+    finite relaxation time: the reason said "≈ inf time units (… more than 1e+06)"."""
+    from types import SimpleNamespace
+
+    from dynosed_sym.simulation.stationarity import _judge
+
+    out = SimpleNamespace(
+        variance_rate=np.zeros(2),
+        variance_rate_se=np.ones(2),
+        imbalance=np.zeros(2),
+        direction_names=["x", "y"],
+        mean_rate=np.zeros(2),
+        mean_rate_se=np.ones(2),
+        mean_imbalance=np.zeros(2),
+        divergence=g,
+        divergence_se=1.0,
+        divergence_bound=0.0,
+        divergence_bound_se=0.0,
+        jacobian_eigenvalues=np.array([-1.0, -2.0]),
+        unstable=np.zeros(2, dtype=bool),
+        linear=False,
+        reasons=[],
+        relaxation_time=float("inf"),
+        verdict=None,
+    )
+    _judge(out)
+    assert out.verdict == "borderline"
+    text = " ".join(out.reasons)
+    assert "no finite time (E[∇·f − ∇·∇·D] = " in text and "inf" not in text
