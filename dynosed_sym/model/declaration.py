@@ -383,6 +383,11 @@ class SDEModel:
         """
         if theta is None and self.n == 0:
             return np.zeros(0)
+        if theta is None:
+            raise ModelError(
+                f"{what}: None; give the {self.n} parameter values of model {self.name!r} "
+                f"({', '.join(self.param_names)}) as an array or a dict by name"
+            )
         theta = labelled_values(theta)  # a pandas Series by its labels, not by position
         if isinstance(theta, dict):
             keyed = {str(self._param_repl.get(k, k)): val for k, val in theta.items()}
@@ -544,6 +549,8 @@ def load_model(path) -> SDEModel:
             f"{type(path).__name__} {path!r}"
         )
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ModelError(f"model file {path!r} is a folder; give the model's .py file in it")
     if not os.path.isfile(path):
         raise ModelError(f"model file {path!r} does not exist")
     mod_name = "dynosed_user_model_" + re.sub(

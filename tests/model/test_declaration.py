@@ -470,6 +470,18 @@ def write(tmp_path, name, body):
 def test_load_model_missing_file(tmp_path):
     with pytest.raises(ds.ModelError, match="does not exist"):
         ds.load_model(tmp_path / "nope.py")
+    # a folder that exists was "does not exist" too
+    with pytest.raises(ds.ModelError, match="is a folder; give the model's .py file in it"):
+        ds.load_model(tmp_path)
+
+
+def test_theta_none_is_named(models):
+    """simulate(model, None, n) said "expected 4 values (one per parameter), got 1"."""
+    m = models["ou2d"]
+    with pytest.raises(ds.ModelError, match=r"theta: None; give the 4 parameter values of model"):
+        m.theta_vector(None)
+    with pytest.raises(ds.ModelError, match="theta: None"):
+        ds.simulate(m, None, 10)
 
 
 def test_load_model_syntax_error(tmp_path):
