@@ -16,18 +16,28 @@ solve's noise statistics, which otherwise cost B·m·n² operations, cost B·m·
 The assembly still returns the dense block means (every other statistic reads them); a
 :class:`FaceSplitArray` is that array with its :class:`FaceSplit` attached.  Only the array the
 assembly made carries it: anything derived from it (a slice, a product, a copy) is a plain
-array again, so a factor can never describe numbers it does not hold.  The solve scales the array
-in place by a power of two and scales the factor with it (:func:`rescale`).
+array again, and it is read-only (so are its views: a write would leave the factors describing
+other numbers).  The solve unlocks it to scale it in place by a power of two, scales the factors
+with it (:func:`rescale`) and locks it again.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FaceSplit", "FaceSplitArray", "face_split_of", "rescale", "face_split_columns"]
+__all__ = [
+    "FaceSplit",
+    "FaceSplitArray",
+    "face_split_of",
+    "with_face_split",
+    "unlocked",
+    "rescale",
+    "face_split_columns",
+]
 
 
 @dataclass(frozen=True)
@@ -112,12 +122,29 @@ class FaceSplitArray(np.ndarray):
 
 
 def with_face_split(A_blocks, fs):
-    """``A_blocks`` (a dense (B, m, n) array) as a :class:`FaceSplitArray` described by ``fs``."""
+    """``A_blocks`` (a dense (B, m, n) array) as a read-only :class:`FaceSplitArray` described by
+    ``fs`` (a write into it, or into a view of it, would leave the factors describing other
+    numbers: refused by NumPy; the solve's exact scaling unlocks it, :func:`unlocked`)."""
     if tuple(A_blocks.shape) != fs.shape:
         raise ValueError(f"face-split factors of shape {fs.shape} for block means {A_blocks.shape}")
     out = A_blocks.view(FaceSplitArray)
     out.face_split = fs
+    out.flags.writeable = False
     return out
+
+
+@contextmanager
+def unlocked(A_blocks):
+    """Inside the block, a read-only :class:`FaceSplitArray` is writable (for an in-place change
+    that :func:`rescale` follows); anything else is left as it is."""
+    lock = face_split_of(A_blocks) is not None and not A_blocks.flags.writeable
+    if lock:
+        A_blocks.flags.writeable = True  # a view of the assembly's own (writable) array
+    try:
+        yield A_blocks
+    finally:
+        if lock:
+            A_blocks.flags.writeable = False
 
 
 def face_split_of(A_blocks):

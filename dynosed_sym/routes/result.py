@@ -419,7 +419,8 @@ def _resolution_notes(rep, widened):
     out.append(
         "bias.sd: what the directions the data cannot separate do to the estimate — their bias "
         f"(τ·loading) and the noise their columns carry (in proportion to τ), τ = {tau_text} "
-        f"({how}); intervals: the values the block moments do not reject at the level, with "
+        f"({how}; at network size, for a parameter on the whole line, the bias alone: a lower "
+        "bound); intervals: the values the block moments do not reject at the level, with "
         "std.err² + bias.sd² as their variance (profile-Fieller)"
     )
     if rep.strength is not None:

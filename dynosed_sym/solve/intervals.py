@@ -61,6 +61,7 @@ __all__ = [
     "prior_scale_ml",
     "resolution_matrix",
     "check_prior_scale",
+    "open_intervals",
     "IDENTIFIED",
     "COMBINATION",
     "NOT_IDENTIFIABLE",
@@ -613,3 +614,23 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         open_directions=VU[:, open_] if carriers.any() else None,
         whole_line=free,
     ), se
+
+
+def open_intervals(rep, label):
+    """Every interval of the report ``rep`` the whole line: ``ci``, ``whole_line``, the status
+    (not identifiable, no combination or its interval) and the strength ``label`` of every
+    parameter (a runaway search, :mod:`.report`; a local fit its kernel may decide,
+    :func:`dynosed_sym.routes.scores.bandwidth.open_every_interval`)."""
+    n = len(rep.param_names)
+    rep.unique = False
+    rep.free_params = list(rep.param_names)
+    if rep.ci is not None:
+        rep.ci = np.column_stack([np.full(n, -np.inf), np.full(n, np.inf)])
+    if rep.status is not None:
+        rep.status = [NOT_IDENTIFIABLE] * n
+        rep.combinations = [None] * n
+        rep.combination_estimate = np.full(n, np.nan)
+        rep.combination_ci = np.full((n, 2), np.nan)
+    if rep.strength is not None:
+        rep.strength = [label] * n
+    rep.whole_line = np.ones(n, dtype=bool)

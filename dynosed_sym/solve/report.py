@@ -41,8 +41,8 @@ from .directions import RANK_THRESHOLD, col_se, singular_directions
 from .intervals import (
     COMBINATION,
     FREE_PROJECTION,
-    NOT_IDENTIFIABLE,
     check_prior_scale,
+    open_intervals,
     sandwich_resolution,
     weak_resolution,
     widen_about,
@@ -548,21 +548,9 @@ def _no_minimiser(rep):
     (:func:`.gauss_newton.corrected_gauss_newton`): the loss appears to have no finite
     minimiser, so no point is an estimate the data bound (the search's optimum is reported) and
     intervals taken at a linearisation say nothing: every interval is the whole line."""
-    n = len(rep.param_names)
-    rep.unique = False
-    rep.free_params = list(rep.param_names)
+    open_intervals(rep, "no (no minimiser)")
     if rep.std_errors is not None:
-        rep.std_errors = np.full(n, np.inf)
-    if rep.ci is not None:
-        rep.ci = np.column_stack([np.full(n, -np.inf), np.full(n, np.inf)])
-    if rep.status is not None:
-        rep.status = [NOT_IDENTIFIABLE] * n
-        rep.combinations = [None] * n
-        rep.combination_estimate = np.full(n, np.nan)
-        rep.combination_ci = np.full((n, 2), np.nan)
-    if rep.strength is not None:
-        rep.strength = ["no (no minimiser)"] * n
-    rep.whole_line = np.ones(n, dtype=bool)
+        rep.std_errors = np.full(len(rep.param_names), np.inf)
     rep.notes.append(
         "no finite interval: the corrected loss appears to have no finite minimiser (the "
         "iteration ran off, see the warning above); the estimate is the search's optimum it "

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import arguments
-from ..assembly.facesplit import face_split_of, rescale, with_face_split
+from ..assembly.facesplit import face_split_of, rescale, unlocked, with_face_split
 from ..errors import DataError
 from .blockops import DeviationStream, each_rtimes, is_dense
 from .deviations import BlockDeviations
@@ -365,6 +365,14 @@ def _scaled_deviations(dev, A_blocks, a):
 
 @contextmanager
 def _unit_blocks(A_blocks, a):
+    """``A_blocks / a`` for the solve (:func:`_scaled_blocks`), a matrix model's read-only block
+    means unlocked for their exact scaling and locked again afterwards."""
+    with unlocked(A_blocks), _scaled_blocks(A_blocks, a) as out:
+        yield out
+
+
+@contextmanager
+def _scaled_blocks(A_blocks, a):
     """``A_blocks / a`` for the solve.  A writable dense array with ``a ≤ 1`` (a power of two) is
     scaled in place and scaled back afterwards: both products are exact (a scaling up that does
     not overflow, checked, then its inverse), so the caller's array is restored bit for bit and

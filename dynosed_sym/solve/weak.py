@@ -327,8 +327,10 @@ def weak_intervals(
         unresolved components are not accounted for (β = 0).
     q : float, the interval's Student-t quantile
     free : (n,) bool, parameters loading ≥ 0.5 on unresolved directions (whole line).  With
-        streamed deviations (network size) their curvature and unresolved noise are not computed
-        (the passes cost B·m·n·|not free| instead of B·m·n²): their ``noise`` is 0 and their
+        streamed deviations or a matrix model's face-split ones (network size,
+        :attr:`~.deviations.BlockDeviations.restricted`) their curvature and unresolved noise are
+        not computed (the passes cost B·m·n·|not free| instead of B·m·n²): their ``noise`` is 0
+        and their
         ``bias_sd`` the loading part ``√(Σ_i V_U,ji² τ_i²)`` only, a lower bound.
     deviations : :class:`~dynosed_sym.solve.deviations.BlockDeviations`, optional
         The solve's ``(A_b − A)V`` of these blocks (``H⁺`` then lives on its resolved

@@ -416,7 +416,21 @@ def test_open_every_interval_leaves_no_finite_interval():
     from dynosed_sym.routes.scores.bandwidth import open_every_interval
 
     rep = SimpleNamespace(
-        param_names=["a", "b"], whole_line=None, ci=np.ones((2, 2)), strength=["yes ±3%"] * 2
+        param_names=["a", "b"],
+        whole_line=None,
+        ci=np.ones((2, 2)),
+        strength=["yes ±3%"] * 2,
+        status=["identified", "only in combination"],
+        combinations=[None, "a + b"],
+        combination_estimate=np.array([np.nan, 1.0]),
+        combination_ci=np.array([[np.nan, np.nan], [0.5, 1.5]]),
+        unique=True,
+        free_params=[],
     )
     open_every_interval(rep)
     assert rep.whole_line.all() and np.isinf(rep.ci).all() and rep.strength == ["no (kernel)"] * 2
+    # no combination keeps a finite interval either (the review found "only in combination"
+    # rows printing their finite interval after the note said none was finite)
+    assert rep.status == ["not identifiable"] * 2 and rep.combinations == [None, None]
+    assert np.isnan(rep.combination_ci).all() and np.isnan(rep.combination_estimate).all()
+    assert rep.free_params == ["a", "b"] and not rep.unique

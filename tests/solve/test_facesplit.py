@@ -202,6 +202,22 @@ def test_solve_restores_the_block_means_and_factors(size):
     np.testing.assert_array_equal(np.asarray(Ab), before)
     assert face_split_of(Ab) is fs
     np.testing.assert_array_equal(fs.P, P_before)
+    assert not Ab.flags.writeable  # locked again after the solve's in-place scaling
+
+
+def test_the_described_array_cannot_be_written():
+    """A write into the array or a view of it would leave the factors describing other numbers
+    (the review found ``Ab[0] *= 2`` made ``Ab @ θ`` wrong by half its size): refused."""
+    _, _, Ab, _, _ = _system(8, 4, 10, 2, 3)
+    for write in (
+        lambda: Ab.__setitem__((0, 0, 0), 1.0),
+        lambda: Ab[0].__imul__(2.0),
+        lambda: Ab.__iadd__(1.0),
+        lambda: np.multiply(Ab, 2.0, out=Ab),
+    ):
+        with pytest.raises(ValueError, match="read-only"):
+            write()
+    np.testing.assert_allclose(Ab @ np.ones(6), np.asarray(Ab) @ np.ones(6), rtol=1e-13)
 
 
 def test_directions_use_the_factors_only_when_dense_and_tall():

@@ -74,6 +74,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DataError
+from ...solve.intervals import open_intervals
 
 __all__ = [
     "auto_temperature",
@@ -293,17 +294,12 @@ def smoothing_bias(theta, theta_lg, theta_lg_half, method, u_max=0.0):
 
 
 def open_every_interval(report):
-    """Every interval the whole line (``whole_line``, ``ci``; ``strength`` "no (kernel)"): the
-    local fit's verdict rejects the model while the kernel's smoothing bias exceeds the
-    sampling noise, so neither the estimate nor its interval can be told from the kernel's
-    error (its estimated bias can be far below the real one: a thin limit cycle at N = 500,
-    docs/local-route.md)."""
-    n = len(report.param_names)
-    report.whole_line = np.ones(n, dtype=bool)
-    if report.ci is not None:
-        report.ci = np.column_stack([np.full(n, -np.inf), np.full(n, np.inf)])
-    if report.strength is not None:
-        report.strength = ["no (kernel)"] * n
+    """Every interval the whole line, each parameter "no (kernel)" and no combination's interval
+    (:func:`~dynosed_sym.solve.intervals.open_intervals`): the local fit's verdict rejects the
+    model while the kernel's smoothing bias exceeds the sampling noise, so neither the estimate
+    nor its interval can be told from the kernel's error (its estimated bias can be far below
+    the real one: a thin limit cycle at N = 500, docs/local-route.md)."""
+    open_intervals(report, "no (kernel)")
 
 
 def widen_intervals(report, theta, bias):
