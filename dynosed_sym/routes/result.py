@@ -157,7 +157,8 @@ class FitResult:
         if columns:
             head += f"  {'loading':>7}"
         if boot is not None:
-            head += f"  {'boot.se':>9}  {'bootstrap ' + pct:^23}"
+            # its own level: conf_int(0.8, method="bootstrap") stores an 80 % result
+            head += f"  {'boot.se':>9}  {f'bootstrap {100 * boot.level:g}% CI':^23}"
         head += f"  {'freeness':>10}  {'normalised':>10}  identifiable"
         lines = [
             f"{self.model.name}: {self.route} route, N = {self.n_samples}, "
@@ -393,9 +394,15 @@ _IDENTIFIABLE = {
 def _resolution_notes(rep, widened):
     """Footnote lines of the summary on loadings, bias.sd and τ."""
     if not np.any(np.asarray(rep.loading) > 0):
-        return [
+        out = [
             "every direction is resolved above its noise: no parameter loads on an unresolved one"
         ]
+        if rep.strength is not None and "no (kernel)" in rep.strength:
+            out.append(
+                "identifiable: no (kernel): the local fit's kernel smoothing may decide it (the "
+                "kernel smoothing note): no interval is finite"
+            )
+        return out
     out = [
         "loading: norm of the parameter's projection on the unresolved directions "
         "(≥ 0.5: not identifiable)"

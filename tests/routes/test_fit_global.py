@@ -293,6 +293,19 @@ def test_report_bootstrap_and_intervals_check_their_arguments(lorenz_fit):
     np.testing.assert_array_equal(rep.intervals(fit.theta, rep.ci_level), fit.conf_int())
 
 
+def test_summary_labels_the_bootstrap_at_its_own_level(lorenz_fit):
+    """After conf_int(0.8, method="bootstrap") the summary showed that 80 % result under
+    "bootstrap 95% CI" (the report's level)."""
+    _, _, fit = lorenz_fit
+    try:
+        ci80 = fit.conf_int(0.8, method="bootstrap")
+        text = fit.summary(bootstrap=True)
+        assert "bootstrap 80% CI" in text and "bootstrap 95% CI" not in text
+        assert fit.report.bootstrap_result.level == 0.8 and np.isfinite(ci80).all()
+    finally:
+        fit.report.bootstrap_result = None  # (the fixture is shared)
+
+
 @pytest.mark.parametrize("n_features", [1, 2])
 def test_fewer_features_than_parameters(lorenz_fit, n_features):
     m, X, _ = lorenz_fit

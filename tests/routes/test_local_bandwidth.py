@@ -408,6 +408,7 @@ def test_thin_cycle_local_fit_is_not_confidently_wrong(gen_dir):
     text = fit.summary(truth=truth)
     assert fit.report.verdict == "INCONSISTENT", text
     assert np.isinf(fit.conf_int()).all() and "no (kernel)" in text, text
+    assert "identifiable: no (kernel): the local fit's kernel smoothing may decide it" in text
 
 
 def test_open_every_interval_leaves_no_finite_interval():
