@@ -221,6 +221,15 @@ def assert_same_system(fit, ref, rtol=1e-12):
     assert np.abs(fit.b - ref.b).max() <= rtol * np.abs(ref.b).max()
 
 
+def assert_close_to_scale(got, want, rtol=1e-9, atol_scale=1e-12):
+    """``got`` ≈ ``want`` to ``rtol``, entries near 0 to ``atol_scale`` times want's largest
+    magnitude (the solve's products against their NumPy oracles: their rounding is relative to
+    the largest entry)."""
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol_scale * scale)
+
+
 def traced_peak(fn):
     """Peak memory traced by tracemalloc while ``fn()`` runs (bytes)."""
     tracemalloc.start()

@@ -87,13 +87,18 @@ class FaceSplit:
         PY = self.P * (Y[None, None, :] if Y.ndim == 1 else Y[:, None, :])  # (B, K, m)
         return np.matmul(PY, self.a).transpose(0, 2, 1).reshape(B, R * K)  # (B, R, K) flat
 
+    def factor_times(self, Y, lo=0, hi=None):
+        """``Z[k, f, j] = Σ_r a[k, r] Y[(r, f), j]`` (hi − lo, K, p) for Y (n, p) and the
+        features lo:hi (default all): ``(A_b Y)[k, j] = Σ_f P_b[f, k] Z[k, f, j]``."""
+        R, K = self.a.shape[1], self.P.shape[1]
+        a = self.a[lo:hi]
+        p = Y.shape[1]
+        return (a @ np.ascontiguousarray(Y).reshape(R, K * p)).reshape(a.shape[0], K, p)
+
     def matmat(self, V):
         """(B, m, k) ``A_b V`` for V (n, k)."""
-        (_, K, m), R = self.P.shape, self.a.shape[1]
-        k = V.shape[1]
-        Z = (self.a @ np.ascontiguousarray(V).reshape(R, K * k)).reshape(m, K, k)
         Pk = np.ascontiguousarray(self.P.transpose(2, 0, 1))  # (m, B, K)
-        return np.ascontiguousarray(np.matmul(Pk, Z).transpose(1, 0, 2))
+        return np.ascontiguousarray(np.matmul(Pk, self.factor_times(V)).transpose(1, 0, 2))
 
 
 class FaceSplitArray(np.ndarray):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..assembly.facesplit import FaceSplit
 from .grams import BlockGrams, map_parts
 
 __all__ = ["FaceSplitGrams"]
@@ -53,26 +54,33 @@ class FaceSplitGrams(BlockGrams):
 
     Attributes (besides BlockGrams's)
     ---------------------------------
-    a : (m, R) block-independent factor; D : (B, K, m) deviations of the per-block factor
+    dev : :class:`~dynosed_sym.assembly.facesplit.FaceSplit` of the deviations ``ΔA_b = a ⊙ D_b``
+        (``a`` (m, R) and ``D`` (B, K, m) are its two factors)
     """
 
-    def __init__(self, S, s, V, w, shape, a, D, AV, Dk=None):
-        super().__init__(None, S, s, V, w, shape)
-        B, K, m = D.shape
-        self.a, self.D, self.AV = a, D, AV
-        # (m, B, K): the right products' operand
-        self.Dk = np.ascontiguousarray(D.transpose(2, 0, 1)) if Dk is None else Dk
-        self.Dflat = np.ascontiguousarray(D.transpose(0, 2, 1)).reshape(B, m * K)  # bilinear
+    def __init__(self, S, s, V, w, dev, Dk, AV):
+        B, K, m = dev.P.shape
+        super().__init__(None, S, s, V, w, dev.shape)
+        self.dev, self.Dk, self.AV = dev, Dk, AV  # Dk (m, B, K): the right products' operand
+        self.Dflat = np.ascontiguousarray(dev.P.transpose(0, 2, 1)).reshape(B, m * K)  # bilinear
+
+    @property
+    def a(self):
+        return self.dev.a
+
+    @property
+    def D(self):
+        return self.dev.P
 
     @classmethod
-    def compute(cls, A, fs, U, s, V, w, workers=None):
+    def compute(cls, A, fs, U, s, V, w):
         """From the unit-scale system's thin SVD and the face-split factors ``fs`` of its block
         means (:class:`~dynosed_sym.assembly.facesplit.FaceSplit`, same units)."""
         w = np.asarray(w, dtype=float)
         a, P = fs.a, fs.P
-        (B, K, m), R = P.shape, a.shape[1]
-        D = P - np.tensordot(w, P, axes=1)[None]
-        Dk = np.ascontiguousarray(D.transpose(2, 0, 1))  # (m, B, K)
+        (_, K, m), R = P.shape, a.shape[1]
+        dev = FaceSplit(a, P - np.tensordot(w, P, axes=1)[None])  # ΔA_b = a ⊙ D_b
+        Dk = np.ascontiguousarray(dev.P.transpose(2, 0, 1))  # (m, B, K)
         C = np.matmul((Dk * w[None, :, None]).transpose(0, 2, 1), Dk)  # (m, K, K)
         aa = (a[:, :, None] * a[:, None, :]).reshape(m, R * R)
         S = (
@@ -82,15 +90,9 @@ class FaceSplitGrams(BlockGrams):
             .reshape(R * K, -1)
         )
         AV = U * np.asarray(s, dtype=float)[None, : U.shape[1]]
-        return cls(S, np.asarray(s, dtype=float), V, w, (B, m, R * K), a, D, AV, Dk)
+        return cls(S, np.asarray(s, dtype=float), V, w, dev, Dk, AV)
 
     # -- the products ------------------------------------------------------------------------
-    def _factor_times(self, Y, lo, hi):
-        """``Z[k, f, j] = Σ_r a[k, r] Y[(r, f), j]`` (hi − lo, K, p) for the features lo:hi."""
-        R, K = self.a.shape[1], self.D.shape[1]
-        p = Y.shape[1]
-        return (self.a[lo:hi] @ Y.reshape(R, K * p)).reshape(hi - lo, K, p)
-
     def bilinear(self, Y, AY, workers=None):
         """(B, p) ``(A y_j)ᵀΔA_b y_j`` for the columns of Y (n, p), with ``AY = A Y`` (m, p) in
         the units of the result (module docstring): summed over parts of the features."""
@@ -100,7 +102,7 @@ class FaceSplitGrams(BlockGrams):
 
         def part(bounds):
             lo, hi = bounds
-            Z = self._factor_times(Y, lo, hi)
+            Z = self.dev.factor_times(Y, lo, hi)
             Z *= AY[lo:hi, None, :]
             return self.Dflat[:, lo * K : hi * K] @ Z.reshape((hi - lo) * K, p)
 
@@ -149,8 +151,8 @@ class FaceSplitGrams(BlockGrams):
 
         def part(bounds):  # X_b for the features lo:hi, every block
             lo, hi = bounds
-            DP = np.matmul(self.Dk[lo:hi], self._factor_times(P, lo, hi))  # (f, B, |J|)
-            DU = np.matmul(self.Dk[lo:hi], self._factor_times(VU, lo, hi))  # (f, B, k)
+            DP = np.matmul(self.Dk[lo:hi], self.dev.factor_times(P, lo, hi))  # (f, B, |J|)
+            DU = np.matmul(self.Dk[lo:hi], self.dev.factor_times(VU, lo, hi))  # (f, B, k)
             X = np.empty((B, cols.size, k))
             for b in range(B):
                 np.matmul(DP[:, b, :].T, AVU[lo:hi], out=X[b])

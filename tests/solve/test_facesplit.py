@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close_to_scale
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,9 +45,7 @@ def _system(seed, B, m, R, K, size=37.0, noise=0.2):
 
 
 def _close(got, want, rtol=1e-9):
-    got, want = np.asarray(got, float), np.asarray(want, float)
-    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-11 * scale)
+    assert_close_to_scale(got, want, rtol, atol_scale=1e-11)
 
 
 @settings(max_examples=30, deadline=None)

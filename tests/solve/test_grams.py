@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close_to_scale
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,9 +31,7 @@ def _system(seed, B, m, n, size=37.0, spread=(1.0, 1e-4)):
 
 
 def _close(got, want, rtol=1e-9):
-    got, want = np.asarray(got, float), np.asarray(want, float)
-    scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-12 * scale)
+    assert_close_to_scale(got, want, rtol)
 
 
 @settings(max_examples=25, deadline=None)
