@@ -189,14 +189,18 @@ class ModelFunctions:
 
     def drift_theta(self, X, theta):
         """Nonzero ∂f_i/∂θ_k at the rows: list of (i, k, values (n,))."""
-        pairs, vals = self.drift_theta_values(X, theta)
-        return [(i, k, vals[:, q]) for q, (i, k) in enumerate(pairs)]
+        pairs, vals, column = self.drift_theta_distinct(X, theta)
+        return [(i, k, vals[:, u]) for (i, k), u in zip(pairs, column)]
 
-    def drift_theta_values(self, X, theta):
-        """The same as ``([(i, k)], values (n, pairs))``: one array, a column per pair."""
+    def drift_theta_distinct(self, X, theta):
+        """``([(i, k)], values (n, u), column (pairs,))``: the u distinct nonzero ∂f_i/∂θ_k at
+        the rows, pair q's values in ``values[:, column[q]]`` (a network W·h(x) has d distinct
+        entries for d² pairs: products over the rows are then taken on u columns, not d²)."""
         pairs, (fn, n_unique, column) = self._f_theta
+        if not pairs:
+            return pairs, np.zeros((X.shape[0], 0)), np.zeros(0, dtype=np.int64)
         vals = self._call(fn, X, theta, (n_unique,))
-        return pairs, vals[:, column] if pairs else np.zeros((X.shape[0], 0))
+        return pairs, vals, np.asarray(column, dtype=np.int64)
 
     def divergence_theta(self, X, theta):
         """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,))."""

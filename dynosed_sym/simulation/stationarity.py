@@ -271,12 +271,13 @@ def _theta_spread(fn, X, theta, V, xv, theta_sd):
     K = V.shape[1]
     grad_rate = np.zeros((theta.size, K))
     grad_mean = np.zeros((theta.size, fn.d))
-    pairs, vals = fn.drift_theta_values(X, theta)  # (rows, pairs)
+    pairs, vals, column = fn.drift_theta_distinct(X, theta)  # (rows, distinct entries)
     if pairs:
-        # mean(2 ∂f_i/∂θ_k · V_i · xv) = 2 V_i · mean(∂f_i/∂θ_k · xv): one product for all (i, k)
+        # mean(2 ∂f_i/∂θ_k · V_i · xv) = 2 V_i · mean(∂f_i/∂θ_k · xv): one product for all
+        # distinct entries, then gathered pair by pair
         i, k = np.array(pairs, dtype=np.int64).T
-        np.add.at(grad_rate, k, 2.0 * V[i] * (vals.T @ xv / X.shape[0]))
-        np.add.at(grad_mean, (k, i), vals.mean(axis=0))
+        np.add.at(grad_rate, k, 2.0 * V[i] * (vals.T @ xv / X.shape[0])[column])
+        np.add.at(grad_mean, (k, i), vals.mean(axis=0)[column])
     grad_div = np.zeros(theta.size)
     for k, vals in fn.divergence_theta(X, theta):
         grad_div[k] += vals.mean()
