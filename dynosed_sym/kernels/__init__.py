@@ -9,7 +9,9 @@ One module per kernel family:
 * :mod:`.stein_fill` — the model-independent fill of the global route's partial sums;
 * :mod:`.kernel_score` — the Gaussian-kernel sums of the local route's score estimator;
 * :mod:`.balls` — which ball a sample falls in (probe regions).
-* :mod:`.threads` — the ordered map that runs GIL-releasing kernels' parts on Python threads.
+* :mod:`.threads` — the ordered map that runs GIL-releasing kernels' parts on Python threads;
+* :mod:`.blas` — how many BLAS threads the solve and the checks use (``DYNOSED_BLAS_THREADS``).
 
-Nothing here imports the rest of the package: these are leaves of the dependency graph.
+Nothing here imports the rest of the package (but its errors): these are leaves of the
+dependency graph.
 """

@@ -24,6 +24,7 @@ from ..data.checks import diffusion_psd, distinct_samples, per_row, same_point
 from ..data.designs import as_design
 from ..data.sources import open_source, rows_differ
 from ..errors import DataError
+from ..kernels.blas import limited_blas
 from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
@@ -32,7 +33,6 @@ from ..solve.gradient import GlobalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
 from ..solve.profile import attach as attach_profile
-from ..solve.threads import limited_blas
 from ..solve.ustat import estimator_options, solve_system
 from .bandwidth import fit_auto, replayable
 from .designs import fit_global_design

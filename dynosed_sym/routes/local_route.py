@@ -48,6 +48,7 @@ from ..data.checks import diffusion_psd, distinct_samples, per_row, state_overfl
 from ..data.designs import as_design
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
+from ..kernels.blas import limited_blas
 from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
@@ -56,7 +57,6 @@ from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
 from ..solve.profile import attach as attach_profile
-from ..solve.threads import limited_blas
 from ..solve.ustat import estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, check_start, moved_to

@@ -70,6 +70,7 @@ import numpy as np
 from ..arguments import float_array
 from ..data.arrays import as_samples, check_finite
 from ..errors import DataError, StationarityError, StationarityWarning
+from ..kernels.blas import limited_blas
 from ..model.declaration import require_model
 from .functions import model_functions
 
@@ -315,6 +316,11 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
     StationarityCheck
         See the module docstring for the conditions and thresholds.
     """
+    with limited_blas():  # its covariances and products are small: one BLAS thread
+        return _check_stationarity(model, theta, X, groups, theta_sd)
+
+
+def _check_stationarity(model, theta, X, groups, theta_sd):
     require_model(model, "check_stationarity")
     theta = model.theta_vector(theta)
     fast = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2

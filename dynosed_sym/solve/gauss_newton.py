@@ -15,11 +15,11 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
+from ..kernels.blas import single_blas
 from .blockops import each_times
 from .fixedpoint import anderson_fixed_point, unconverged_message
 from .misspecification import block_weights
 from .temper import temper as temper_towards
-from .threads import single_blas
 from .ustat import ridge_at, solve_system
 
 __all__ = ["corrected_gauss_newton", "GN_MAX_STEPS", "GN_TOL"]

@@ -71,12 +71,12 @@ def block_parts(B, m, n):
 
 def _workers(workers, n_parts):
     """Threads for the parts: by default Numba's thread count divided by the BLAS threads each
-    part's products may use (``DYNOSED_BLAS_THREADS``, :mod:`.threads`), so that together they
-    do not oversubscribe the cores."""
+    part's products may use (``DYNOSED_BLAS_THREADS``, :mod:`dynosed_sym.kernels.blas`), so that
+    together they do not oversubscribe the cores."""
     if workers is None:
         import numba
 
-        from .threads import blas_limit
+        from ..kernels.blas import blas_limit
 
         workers = numba.get_num_threads() // blas_limit()
     return max(1, min(int(workers), n_parts, MAX_PARTS))

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import arguments
 from ..errors import DynosedError
+from ..kernels.blas import single_blas
 from .blockops import nbytes
 from .combinations import Combinations
 from .directions import RANK_THRESHOLD, col_se, singular_directions
@@ -50,7 +51,6 @@ from .intervals import (
 )
 from .misspecification import TailProbability, birge_ratio
 from .profile import hull
-from .threads import single_blas
 from .uncertainty import analyse_uncertainty, block_bootstrap, t_quantile
 from .ustat import solve_system
 from .verdicts import (

@@ -53,6 +53,7 @@ import numpy as np
 from .. import arguments
 from ..assembly.facesplit import face_split_of, rescale, unlocked, with_face_split
 from ..errors import DataError
+from ..kernels.blas import single_blas
 from .blockops import DeviationStream, each_rtimes, is_dense
 from .deviations import BlockDeviations
 from .directions import MIN_DOF, RANK_THRESHOLD, Directions, directions_and_deviations
@@ -67,7 +68,6 @@ from .jackknife import (
 )
 from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights
-from .threads import single_blas
 from .weak import Fill, Handover, fill_unresolved, hand_over
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The solve's BLAS thread limit (dynosed_sym.solve.threads): one BLAS thread inside the solve by
+"""The solve's BLAS thread limit (dynosed_sym.kernels.blas): one BLAS thread inside the solve by
 default, DYNOSED_BLAS_THREADS to change it, a clear error for a bad value."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from threadpoolctl import threadpool_info
 
 import dynosed_sym as ds
-from dynosed_sym.solve import threads
-from dynosed_sym.solve.threads import single_blas
+from dynosed_sym.kernels import blas as threads
+from dynosed_sym.kernels.blas import single_blas
 
 
 def _blas_threads():
@@ -94,7 +94,8 @@ def test_the_whole_fit_runs_with_the_limit(models, monkeypatch, route):
 @pytest.mark.parametrize("route", ["global", "local"])
 def test_the_limit_adds_no_frame_between_a_fit_and_its_caller(models, route):
     """The fits' warnings name the caller's line by a fixed stacklevel; a decorator's frame took
-    it (the demo's stationarity warnings read "solve/threads.py:89"): the limit is a with-block."""
+    it (the demo's stationarity warnings read "solve/threads.py:89", this module's old home):
+    the limit is a with-block."""
     model = models["ou2d"]
     X = ds.simulate(model, model.nominal, 2000, seed=3, burn_in=300)
     with pytest.warns(FutureWarning) as rec:
@@ -103,3 +104,25 @@ def test_the_limit_adds_no_frame_between_a_fit_and_its_caller(models, route):
         else:
             ds.fit_local(model, X, ds.choose_probes(X, 4, seed=1), temperature=49.0)
     assert {w.filename for w in rec} == {__file__}
+
+
+def test_check_stationarity_on_its_own_runs_with_the_limit(models, monkeypatch):
+    """Called on its own (not from a fit), the check limits BLAS too: its covariance and
+    products are small, and two BLAS threads against a busy core cost seconds."""
+    from dynosed_sym.simulation import stationarity
+
+    seen = []
+    real = stationarity._check_stationarity
+
+    def spy(*args):
+        seen.append(_blas_threads())
+        return real(*args)
+
+    monkeypatch.setattr(stationarity, "_check_stationarity", spy)
+    model = models["ou2d"]
+    X = ds.simulate(model, model.nominal, 500, seed=3, burn_in=300)
+    monkeypatch.setenv(threads.ENV, "1")
+    before = _blas_threads()
+    check = ds.check_stationarity(model, model.nominal, X)
+    assert check.verdict and seen and all(n == [1] * len(n) for n in seen)
+    assert _blas_threads() == before

@@ -1,4 +1,4 @@
-"""How many BLAS threads the solve uses.
+"""How many BLAS threads the solve and the checks use.
 
 The solve is a handful of dense factorisations (SVDs, Gram products) of matrices with at most a
 few thousand rows, run right after Numba's parallel assembly.  OpenBLAS's worker threads then
@@ -6,10 +6,11 @@ compete with Numba's (still spinning) ones and with any other process on the mac
 2-core machine one SVD of a 2048 × 100 system took 0.40 s with two BLAS threads and 0.034 s with
 one.  The solve therefore runs with ``DYNOSED_BLAS_THREADS`` BLAS threads (default 1), and so
 does the whole of ``fit_global`` and ``fit_local`` (their stationarity check and report make small
-BLAS calls too, which compete the same way);
-set it to a larger number on a quiet many-core machine with very large systems.  The dense
-solve's largest products use both cores anyway, as independent single-threaded products on
-Python threads (:mod:`.grams`).
+BLAS calls too, which compete the same way) and ``check_stationarity`` called on its own; set it
+to a larger number on a quiet many-core machine with very large systems.  The dense solve's
+largest products use both cores anyway, as independent single-threaded products on Python threads
+(:mod:`dynosed_sym.solve.grams`).  The module sits in the lowest layer, with the other thread
+helpers, so that every layer can use it.
 """
 
 from __future__ import annotations
