@@ -67,6 +67,7 @@ def test_statistics_equal_the_direct_products(seed, B, R, K, extra):
     g = FaceSplitGrams.compute(A, face_split_of(Ab), U, s, V, w)
     dA = [np.asarray(Ab[k]) - A for k in range(B)]
     _close(g.S, sum(w[k] * dA[k].T @ dA[k] for k in range(B)))
+    assert np.array_equal(g.S, g.S.T)  # spread from the symmetric pairs: exactly symmetric
     _close(
         g.vSv(), [sum(w[k] * np.sum((dA[k] @ V[:, i]) ** 2) for k in range(B)) for i in range(n)]
     )
