@@ -293,6 +293,35 @@ def test_report_bootstrap_and_intervals_check_their_arguments(lorenz_fit):
     np.testing.assert_array_equal(rep.intervals(fit.theta, rep.ci_level), fit.conf_int())
 
 
+def test_bootstrap_beyond_memory_is_refused_before_allocating(lorenz_fit, monkeypatch):
+    """fit.bootstrap(n_boot=10**9) was a bare MemoryError (238 GiB of drawn blocks): now refused
+    at once with the estimate, which covers the peak tracemalloc measures (the oracle is the
+    allocator, not the formula)."""
+    from conftest import traced_peak
+
+    from dynosed_sym.assembly import memory
+
+    _, _, fit = lorenz_fit
+    A_blocks, b_blocks, counts = fit.report._blocks
+    kept = fit.report.bootstrap_result
+    try:
+        monkeypatch.setattr(memory, "available_memory", lambda: 16 * 10**9)
+        with pytest.raises(
+            ds.DataError,
+            match=r"^n_boot=1,000,000,000 would need about 328 GB of memory for the bootstrap "
+            r"\(1,000,000,000 resamples × \(32 drawn blocks \+ 3 copies of 3 parameters\), "
+            r"8 bytes each\), more than the 16 GB available; lower n_boot",
+        ):
+            fit.bootstrap(n_boot=10**9)
+        monkeypatch.undo()
+        n_boot = 1000
+        peak = traced_peak(lambda: fit.bootstrap(n_boot=n_boot))
+        need = memory.bootstrap_bytes(n_boot, 3, counts.size, A_blocks.nbytes + b_blocks.nbytes)
+        assert peak <= need < 2 * peak
+    finally:
+        fit.report.bootstrap_result = kept  # (the fixture is shared)
+
+
 def test_summary_labels_the_bootstrap_at_its_own_level(lorenz_fit):
     """After conf_int(0.8, method="bootstrap") the summary showed that 80 % result under
     "bootstrap 95% CI" (the report's level)."""
