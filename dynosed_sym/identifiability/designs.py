@@ -38,7 +38,7 @@ from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws
 from ..solve.intervals import direction_factor_ranges
 from .designs_structural import DesignStructural, design_structural, env_thetas
-from .options import Experiment, Study
+from .options import Experiment, Study, check_sampler_signature
 from .simulated_sampling import design_sampler
 
 __all__ = ["DesignCheck", "check_design", "design_spec", "draw_design"]
@@ -305,6 +305,8 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
 
     t0 = time.perf_counter()
     design = design_spec(model, inputs, times)
+    if simulate and study.sampler is not None and design.has_time_course:  # (before any work)
+        check_sampler_signature(study.sampler, time_course=True)
     thetas = env_thetas(model, nominal, design.names)
     initial = _per_env(initial, design)
     for env in design.envs:

@@ -13,15 +13,19 @@ The kernel, the scores and the solve are those of the fits (:class:`~dynosed_sym
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from .. import arguments
 
-__all__ = ["Study", "Experiment", "MIN_STUDY_SAMPLES"]
+__all__ = ["Study", "Experiment", "MIN_STUDY_SAMPLES", "check_sampler_signature"]
 
 #: Fewest samples of a simulation check (Study.n_samples, given samples=): the directions are
 #: followed over nested subsets of at least 2 noise blocks of 4 rows or more.
 MIN_STUDY_SAMPLES = 16
+
+#: The call a ``sampler=`` must accept (a stationary snapshot: the first four, by position).
+SAMPLER_SIGNATURE = "sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d) samples"
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,12 @@ class Study:
     sampler : callable, optional
         ``sampler(inputs, theta, n, seed, time=None, initial=None) -> (n, d)`` samples of one
         snapshot at the nominal θ (e.g. an exact law), instead of the compiled simulator; for a
-        model without inputs it is called with ``inputs={}`` (checked like ``samples``).
+        model without inputs it is called with ``inputs={}`` (checked like ``samples``).  Its
+        signature is checked when the Study is built: it must take the first four arguments by
+        position (a time-course design also passes ``time`` and ``initial`` by position, checked
+        before the design's structural check); a sampler that cannot be called so is a
+        DataError naming ``Study.sampler`` and the expected call (it was the sampler's own
+        TypeError from inside the check).
 
     Examples
     --------
@@ -82,6 +91,8 @@ class Study:
             raise arguments.DataError(
                 f"Study.sampler must be callable, got {type(self.sampler).__name__}"
             )
+        if self.sampler is not None:
+            check_sampler_signature(self.sampler)
 
 
 @dataclass(frozen=True)
@@ -124,3 +135,23 @@ class Experiment:
 
     def __post_init__(self):
         arguments.check_field(self, "advise", arguments.flag)
+
+
+def check_sampler_signature(sampler, time_course=False, name="Study.sampler"):
+    """DataError unless ``sampler`` can be called as the check calls it: with ``(inputs, theta,
+    n, seed)`` by position, and for a time course also ``time, initial`` (inspect's binding, no
+    call; a callable without an inspectable signature passes)."""
+    try:
+        signature = inspect.signature(sampler)
+    except (TypeError, ValueError):  # (a builtin or an extension type: its call will tell)
+        return
+    args = ["inputs", "theta", "n", "seed"] + (["time", "initial"] if time_course else [])
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        what = getattr(sampler, "__name__", type(sampler).__name__)
+        how = ", as a time-course design draws its snapshots" if time_course else ""
+        raise arguments.DataError(
+            f"{name}: {what}{signature} cannot be called as sampler({', '.join(args)}){how} "
+            f"({exc}); expected {SAMPLER_SIGNATURE}, called with its arguments by position"
+        ) from None

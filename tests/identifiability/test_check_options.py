@@ -64,6 +64,35 @@ def test_a_bad_field_is_refused_when_the_object_is_built(build, match):
         build()
 
 
+def _stationary_only(inputs, theta, n, seed):  # (no time, initial: not for a time course)
+    return np.random.default_rng(seed).standard_normal((n, 2))
+
+
+def test_a_sampler_with_another_signature_is_refused_up_front(models):
+    """A sampler that cannot take (inputs, theta, n, seed) raised its own TypeError from inside
+    the check ("f() takes 3 positional arguments but 4 were given"); one without time, initial
+    did so in a time-course design, after the structural check."""
+
+    def f(theta, n, seed):
+        raise AssertionError("called")
+
+    expected = r"; expected sampler\(inputs, theta, n, seed, time=None, initial=None\) -> \(n, d\)"
+    for sampler, shown in ((f, r"f\(theta, n, seed\)"), (lambda n: n, r"<lambda>\(n\)")):
+        with pytest.raises(DataError, match=rf"^Study\.sampler: {shown} cannot be called as "):
+            Study(sampler=sampler)
+    with pytest.raises(DataError, match=r"\(too many positional arguments\)" + expected):
+        Study(sampler=f)
+    study = Study(sampler=_stationary_only, n_samples=500)  # (right for a stationary snapshot)
+    times = ds.Experiment(times=[0.0, 0.5, 1.0], initial=(np.ones(2), np.eye(2)), advise=False)
+    with pytest.raises(
+        DataError,
+        match=r"^Study\.sampler: _stationary_only\(inputs, theta, n, seed\) cannot be called as "
+        r"sampler\(inputs, theta, n, seed, time, initial\), as a time-course design draws its "
+        r"snapshots \(too many positional arguments\)" + expected,
+    ):
+        ds.check_identifiability(models["ou2d"], experiment=times, study=study)
+
+
 def test_an_experiment_returns_a_design_check(models):
     """A model with inputs: the structural design verdict, as the exported DesignCheck."""
     import sympy as sp
