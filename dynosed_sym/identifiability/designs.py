@@ -25,6 +25,7 @@ is in :mod:`.advice`.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -249,15 +250,16 @@ def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
     """Samples of every snapshot of the design: {env: array or TimeCourse}.
 
     ``sampler(inputs, theta, n, seed, time=None, initial=None)``; a snapshot at t = 0 is drawn
-    from the initial law itself.
+    from the initial law itself.  A DataError of a draw (e.g. the StationarityError of chains
+    that diverge at one environment's inputs) says which environment, inputs and time it was.
     """
     data = {}
     for i, env in enumerate(design.envs):
         u = env.input_dict
         if env.kind == "stationary":
-            data[env.name] = _checked(
-                sampler(u, thetas[env.name], n_samples, seed + 7919 * i), env.name, d, n_samples
-            )
+            with _drawing(design, env):
+                X = sampler(u, thetas[env.name], n_samples, seed + 7919 * i)
+            data[env.name] = _checked(X, env.name, d, n_samples)
             continue
         snaps = {}
         for k, t in enumerate(env.data.times.tolist()):
@@ -267,12 +269,36 @@ def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
                     initial[env.name], n_samples, d, rng, name=f"initial[{env.name!r}]"
                 )
             else:
-                X = sampler(
-                    u, thetas[env.name], n_samples, seed + 7919 * i + 31 * k, t, initial[env.name]
-                )
+                with _drawing(design, env, t):
+                    X = sampler(
+                        u,
+                        thetas[env.name],
+                        n_samples,
+                        seed + 7919 * i + 31 * k,
+                        t,
+                        initial[env.name],
+                    )
                 snaps[t] = _checked(X, env.name, d, n_samples)
         data[env.name] = TimeCourse(snaps)
     return data
+
+
+@contextmanager
+def _drawing(design, env, t=None):
+    """A DataError raised while drawing a snapshot of ``env``, prefixed with the environment (of
+    a design of several), its input values and the snapshot time: the model of an environment
+    is the user's model at those inputs, and its own messages cannot say which they were."""
+    where = [] if design.single else [f"environment {env.name!r}"]
+    if env.input_dict:
+        where.append("inputs " + ", ".join(f"{k} = {v:g}" for k, v in env.input_dict.items()))
+    if t is not None:
+        where.append(f"t = {t:g}")
+    try:
+        yield
+    except DataError as exc:
+        if not where:
+            raise
+        raise type(exc)(f"{', '.join(where)}: {exc}") from exc
 
 
 def _checked(X, env, d, n):

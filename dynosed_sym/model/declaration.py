@@ -355,14 +355,14 @@ class SDEModel:
         values : dict or array
             One value per input (see :meth:`input_vector`).
         name : str, optional
-            Default: ``{name}_u{hash}``, a digest of the values.
+            Default: this model's name, so that messages about the model of an experiment name
+            the model the user declared (a generated ``{name}_u{digest of the values}``, e.g.
+            ``'ou_in_u3f710ac0'``, showed in the design check's errors).  The name names no
+            file: the kernels are this model's, and the input values are their argument.
         """
-        import hashlib
-
         u = self.input_vector(values)
         if name is None:
-            digest = hashlib.sha256(np.asarray(u, dtype=float).tobytes()).hexdigest()[:8]
-            name = f"{self.name}_u{digest}"
+            name = self.name
         sub = {s: sp.Float(float(v), 17) for s, v in zip(self.inputs, u)}
         kw = dict(name=name, nominal=self.nominal, env_params=self.env_params)
         if self.G is not None:

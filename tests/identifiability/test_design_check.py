@@ -219,6 +219,24 @@ def test_design_check_errors(aniso, models):
         ds.check_identifiability(models["ou2d"], experiment=ds.Experiment(initial=OU_START))
 
 
+def test_design_check_messages_name_the_users_model_and_the_environment(aniso):
+    """An environment's model is the user's at its inputs: its error named a generated model
+    'ou2d_aniso_u6c3c396e' (a digest of the values), and not the environment."""
+    unstable = {"M11": 0.5, "M12": 0.5, "M21": -0.5, "M22": -1.0}  # (x grows: no stationary law)
+    with pytest.raises(
+        ds.StationarityError,
+        match=r"^environment 'A', inputs s = 1: simulate: the chains of model 'ou2d_aniso' at "
+        r"these parameters: diverging",
+    ):
+        ds.check_identifiability(
+            aniso,
+            unstable,
+            experiment=ds.Experiment(inputs={"A": {"s": 1.0}, "B": {"s": 3.0}}, advise=False),
+            study=ds.Study(n_samples=500),
+        )
+    assert aniso.with_inputs({"s": 2.0}).name == "ou2d_aniso"
+
+
 @pytest.mark.parametrize(
     "initial, message",
     [
