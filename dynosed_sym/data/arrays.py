@@ -77,17 +77,55 @@ def _from_frame(X, model, name):
             )
     out = np.empty((len(X), model.d))
     for j, s in enumerate(model.state_names):
-        series = X.iloc[:, cols.index(s)]
-        if getattr(series.dtype, "kind", "O") in "fiu":
-            values = series.to_numpy(dtype=float, na_value=np.nan)  # (nullable Int64, Float64)
-        else:
-            values = series.to_numpy()
-        out[:, j] = float_array(values, name, columns=[s])
+        out[:, j] = _column_values(X.iloc[:, cols.index(s)], name, s)
     return out
+
+
+def _column_values(series, name, state):
+    """The numbers of one pandas column (a Series) holding state variable ``state``."""
+    if getattr(series.dtype, "kind", "O") in "fiu":
+        values = series.to_numpy(dtype=float, na_value=np.nan)  # (nullable Int64, Float64)
+    else:
+        values = series.to_numpy()
+    return float_array(values, name, columns=[state])
+
+
+def _from_series(X, model, name):
+    """A named pandas Series, read by its name as a DataFrame's column is: (N, 1) for a 1-state
+    model whose state it names, else a DataError naming both (a Series named 'q' was read as
+    the data of state 'x')."""
+    label = X.name
+    shown = f"{label!r}" if isinstance(label, str) else f"{label!r} ({type(label).__name__})"
+    if model.d != 1:
+        raise DataError(
+            f"{name}: a pandas Series named {shown} holds one column, but model {model.name!r} "
+            f"has {model.d} state variables ({', '.join(model.state_names)}): pass a DataFrame "
+            "with a column per state variable"
+        )
+    state = model.state_names[0]
+    if str(label) != state:
+        raise DataError(
+            f"{name}: a pandas Series named {shown}, but the state variable of model "
+            f"{model.name!r} is {state!r}: a named Series is read by its name, as a DataFrame's "
+            f"columns are; rename it (.rename({state!r})) if it holds {state}, or pass "
+            ".to_numpy()"
+        )
+    return _column_values(X, name, state)[:, None]
 
 
 def is_frame(X):
     return hasattr(X, "columns") and hasattr(X, "to_numpy")
+
+
+def is_series(X):
+    """A pandas Series (one column with a ``name``), not a DataFrame."""
+    return (
+        not is_frame(X)
+        and getattr(X, "ndim", None) == 1
+        and hasattr(X, "name")
+        and hasattr(X, "to_numpy")
+        and (type(X).__module__ or "").startswith("pandas")
+    )
 
 
 def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
@@ -96,11 +134,15 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     Accepts a NumPy array (N, d) in ``model.state`` column order or a pandas
     DataFrame whose columns include the state names (order and extra columns
     do not matter), or an AnnData whose ``var_names`` include them (:func:`from_anndata`).
+    A pandas Series is one column: a named one is read by its name (it must name the state
+    variable of a 1-state model), an unnamed one (name None) as a 1-D array.
     """
     if is_anndata(X):
         return from_anndata(X, model, name=name, min_samples=min_samples)
     if is_frame(X):
         arr = _from_frame(X, model, name)
+    elif is_series(X) and X.name is not None:
+        arr = _from_series(X, model, name)
     else:
         arr = float_array(X, name, columns=model.state_names)
     if arr.ndim == 1 and model.d == 1:

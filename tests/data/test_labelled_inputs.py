@@ -138,3 +138,37 @@ def test_probes_with_a_repeated_state_column_are_refused(ou):
     P = pd.DataFrame(X[:5][:, [0, 1, 0]], columns=["x", "y", "x"])
     with pytest.raises(ds.DataError, match="probes: has 2 columns named 'x'"):
         ds.fit_local(m, X, P)
+
+
+def test_a_named_series_is_read_by_its_name(ou):
+    """A pandas Series named 'q' was taken as the data of a model whose single state is 'x' (a
+    DataFrame is matched by its column names; the Series' name was ignored)."""
+    import sympy as sp
+
+    from dynosed_sym.data import as_samples
+
+    m2, X2 = ou
+    x, a = sp.symbols("x a", real=True)
+    m = ds.SDEModel([x], [a], [-a * x], diffusion=1, name="series_1d")
+    values = X2[:200, 0]
+    for fit in (ds.fit_global, lambda m, X: ds.fit_local(m, X, [[0.0]])):
+        with pytest.raises(
+            ds.DataError,
+            match=r"^X: a pandas Series named 'q', but the state variable of model 'series_1d' "
+            r"is 'x': a named Series is read by its name, as a DataFrame's columns are; rename "
+            r"it \(\.rename\('x'\)\)",
+        ):
+            fit(m, pd.Series(values, name="q"))
+    with pytest.raises(ds.DataError, match=r"a pandas Series named 0 \(int\), but the state"):
+        as_samples(pd.DataFrame(values)[0], m)  # (a DataFrame with these columns is refused too)
+    with pytest.raises(ds.DataError, match="no column 'x' for state variable 'x'"):
+        as_samples(pd.DataFrame(values), m)
+    # its own name, or none (a 1-D array), is read as before (oracle: the array itself)
+    for series in (pd.Series(values, name="x"), pd.Series(values)):
+        np.testing.assert_array_equal(as_samples(series, m), values[:, None])
+    with pytest.raises(
+        ds.DataError,
+        match=r"^X: a pandas Series named 'x' holds one column, but model 'ou2d' has 2 state "
+        r"variables \(x, y\): pass a DataFrame",
+    ):
+        ds.fit_global(m2, pd.Series(values, name="x"))
