@@ -502,7 +502,7 @@ def check_identifiability(
         model,
         theta,
         route,
-        probes=None if probes is None or route != "local" else _probe_points(probes),
+        probes=None if probes is None or route != "local" else probes,  # (Balls: as fit_local)
         use_nominal=theta is not None,
         seed=study.seed,
     )
@@ -610,11 +610,6 @@ def _follow_directions(check, A_blocks, counts, structural, rep):
         n_res,
     )
     return V
-
-
-def _probe_points(probes):
-    centres = getattr(probes, "centres", None)
-    return np.asarray(centres if centres is not None else probes, dtype=float)
 
 
 def _global_design(model, X, features, solver, ex):

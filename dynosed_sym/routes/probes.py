@@ -360,6 +360,14 @@ def choose_probes(X, k, method="kmeans", *, radius=None, seed=0, min_separation=
 class Balls:
     """Balls with centres (k, d) and a radius (scalar or (k,)): regions of dense sampling.
 
+    Give the centres as (k, d), one row per centre.  A flat array of k numbers is k centres in
+    one dimension (a 1-state model's): a Balls does not know the model's dimension when it is
+    built, and its ``k`` and ``centres`` must not change meaning later.  Used with a model (or
+    data X) of d ≥ 2, such centres are a DataError asking for shape (k, d) — never read as one
+    centre of d coordinates (as a flat ``probes=`` array of length d is by :func:`as_probes`,
+    which knows d), nor as d centres: ``Balls(np.zeros(2), 1.0)`` meant for a 2-D model is
+    ``Balls([[0.0, 0.0]], 1.0)`` (``np.atleast_2d``).
+
     Attributes
     ----------
     centres : (k, d) array
@@ -377,6 +385,8 @@ class Balls:
     def __post_init__(self):
         if is_frame(self.centres):
             object.__setattr__(self, "columns", tuple(str(c) for c in self.centres.columns))
+        # (k 1-D centres: refused where the dimension shows itself d ≥ 2, :meth:`flat_error`)
+        object.__setattr__(self, "_flat", not is_frame(self.centres) and np.ndim(self.centres) == 1)
         C = _as_data(self.centres, "centres")
         r = arguments.float_array(self.radius, "Balls: radius")
         if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != C.shape[0]):
@@ -409,8 +419,26 @@ class Balls:
         DataFrame X read by the centres' column labels when they have them)."""
         return self._label_rows(_as_data(self.aligned(X)))
 
+    def flat_error(self, d, what):
+        """The DataError of centres given as a flat array (k centres in one dimension) used where
+        the dimension is d ≥ 2 (``what``: "model 'ou2d' has d = 2 state variables (x, y)")."""
+        c = self.centres[:, 0]
+        one = (
+            f"Balls({np.array2string(c[None, :], separator=', ')}, r) (np.atleast_2d(c)) for one "
+            "centre"
+            if c.size == d
+            else f"c.reshape(-1, {d}) for centres stored one after the other"
+        )
+        return DataError(
+            f"Balls: the centres were given as a flat array of {c.size} number(s) "
+            f"({np.array2string(c, precision=4)}), which is {c.size} centre(s) in 1 dimension, "
+            f"but {what}: pass the centres with shape (k, {d}), one row per centre, e.g. {one}"
+        )
+
     def _check_columns(self, X):
         """DataError unless X (checked by ``_as_data``) has a column per dimension of the balls."""
+        if X.shape[1] != self.centres.shape[1] and getattr(self, "_flat", False):
+            raise self.flat_error(X.shape[1], f"X has {X.shape[1]} columns")
         if X.shape[1] != self.centres.shape[1]:
             raise DataError(
                 f"X has {X.shape[1]} columns, the balls live in {self.centres.shape[1]} dimensions"
@@ -521,6 +549,12 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
     radius = None
     if isinstance(probes, Balls):
         P, radius = probes.centres, probes.radius
+        if model is not None and model.d != 1 and getattr(probes, "_flat", False):
+            raise probes.flat_error(
+                model.d,
+                f"model {model.name!r} has d = {model.d} state variables "
+                f"({', '.join(model.state_names)})",
+            )
         if probes.columns is not None and model is not None:  # labelled centres: by name
             P = P[:, _column_order(probes.columns, model.state_names, "probes")]
     elif isinstance(probes, (int, np.integer)) and not isinstance(probes, bool):

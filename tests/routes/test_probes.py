@@ -189,6 +189,39 @@ def test_overlapping_balls_count_every_row_inside_them():
         covered.restrict(X)  # ball 1 lies inside ball 0 and is not empty
 
 
+def test_flat_centres_are_one_dimensional_and_refused_in_more(models, clusters):
+    """Balls(np.zeros(2), 1.0) is two centres in one dimension (a Balls does not know d when it is
+    built); meant for a 2-D model it said "X has 2 columns, the balls live in 1 dimensions" or
+    "probes: … got shape (2, 1)": now every use where d ≥ 2 shows itself names the flat centres
+    and the shape to pass, and a 1-D model reads them as before."""
+    flat = Balls(np.zeros(2), 1.0)
+    assert flat.k == 2 and flat.centres.shape == (2, 1)
+    message = (
+        r"^Balls: the centres were given as a flat array of 2 number\(s\) \(\[0\. 0\.\]\), which "
+        r"is 2 centre\(s\) in 1 dimension, but {}: pass the centres with shape \(k, 2\), one row "
+        r"per centre, e\.g\. Balls\(\[\[0\., 0\.\]\], r\) \(np\.atleast_2d\(c\)\) for one centre$"
+    )
+    model = models["ou2d"]
+    in_model = message.format(r"model 'ou2d' has d = 2 state variables \(x, y\)")
+    for call, where in (
+        (lambda: flat.restrict(clusters), "X has 2 columns"),
+        (lambda: flat.counts(clusters), "X has 2 columns"),
+        (lambda: restrict_to_balls(clusters, np.zeros(2), 1.0), "X has 2 columns"),
+        (lambda: as_probes(flat, model), None),
+        (lambda: ds.check_identifiability(model, route="local", probes=flat, simulate=False), None),
+    ):
+        with pytest.raises(ds.DataError, match=message.format(where) if where else in_model):
+            call()
+    with pytest.raises(ds.DataError, match=r"e\.g\. c\.reshape\(-1, 2\) for centres stored one"):
+        Balls(np.zeros(4), 1.0).restrict(clusters)
+    one = Balls(np.atleast_2d(np.zeros(2)), 1.0)  # what was meant (oracle: brute force)
+    np.testing.assert_array_equal(one.restrict(clusters), clusters[(clusters**2).sum(1) < 1.0])
+    X1 = clusters[:, :1]  # one dimension: k flat centres, as before (oracle: the (k, 1) form)
+    np.testing.assert_array_equal(
+        Balls(np.array([0.0, 10.0]), 1.0).labels(X1), Balls([[0.0], [10.0]], 1.0).labels(X1)
+    )
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 30), st.integers(0, 2**31 - 1), st.floats(-80.0, 80.0))
 def test_probes_from_the_datas_own_law_are_inside_at_any_dimension(d, seed, scale_exp):
