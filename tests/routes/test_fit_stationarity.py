@@ -68,3 +68,22 @@ def test_local_route_checks_the_moments_only_for_whole_data(models):
     with pytest.warns(ds.StationarityWarning):
         whole = ds.fit_local(ou, X, 6, scores=ds.Scores(score="local_gaussian"))
     assert whole.stationarity.verdict != "stationary"
+
+
+def test_a_whole_line_parameter_enters_the_check_with_an_infinite_spread():
+    """The check's θ spread is inf for a parameter whose interval is the whole line, whatever
+    its se and bias.sd (at network size its bias.sd is the loading part alone, a lower bound):
+    a check along a direction the fit leaves open cannot fail."""
+    from types import SimpleNamespace
+
+    from dynosed_sym.routes.stationarity import _theta_sd
+
+    rep = SimpleNamespace(
+        std_errors=np.array([0.1, 0.2, 0.3, 0.4]),
+        bias_sd=np.array([0.0, 0.5, 0.4, 0.0]),
+        estimator="resolved",
+        whole_line=np.array([False, True, False, False]),
+    )
+    sd = _theta_sd(rep)
+    assert np.isinf(sd[1])
+    np.testing.assert_allclose(sd[[0, 2, 3]], [0.1, 0.5, 0.4])
