@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 
 from .. import arguments
-from ..assembly.memory import check_bootstrap_memory
 from ..errors import DataError, DynosedError
 from ..solve.report import analyse
 
@@ -116,22 +115,8 @@ class FitResult:
         shows its standard errors and percentile intervals beside the sandwich ones.
 
         ``n_boot`` (at least 2) is refused, before anything is allocated, when its resamples
-        would need more than ``MEMORY_SHARE`` (90 %) of the available memory: 8 bytes ×
-        n_boot × (B + 3 n) for B noise blocks and n parameters (the drawn blocks and copies of
-        the replicates), and 4 copies of the kept per-block means
-        (:func:`~dynosed_sym.assembly.memory.check_bootstrap_memory`).  Each resample is a
-        solve: a few hundred to a few thousand are the useful range.
+        would not fit in memory (:meth:`~dynosed_sym.solve.report.Report.bootstrap`).
         """
-        n_boot, _, _ = arguments.bootstrap_options(n_boot, seed, level)
-        blocks = self.report._blocks
-        if blocks is not None:  # (else the report says why it cannot bootstrap)
-            A_blocks, b_blocks, counts = blocks
-            check_bootstrap_memory(
-                n_boot,
-                A_blocks.shape[2],
-                np.size(counts),
-                block_bytes=getattr(A_blocks, "nbytes", 0) + getattr(b_blocks, "nbytes", 0),
-            )
         return self.report.bootstrap(n_boot=n_boot, seed=seed, level=level)  # (checks them)
 
     def summary(self, truth=None, bootstrap=None) -> str:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import arguments
+from ..assembly.memory import check_bootstrap_memory
 from ..errors import DynosedError
 from ..kernels.blas import single_blas
 from .blockops import nbytes
@@ -288,14 +289,24 @@ class IdentifiabilityReport:
         nothing about a direction the data do not bound.  With a Birge ratio S > 1
         (``interval_scale``) the percentile intervals are widened S-fold about the replicates'
         median, as the other intervals are; ``se`` stays the replicates' spread.
+
+        ``n_boot`` (≥ 2; each resample is a solve) is refused before anything is allocated when
+        its resamples would need more than 90 % of the available memory: 8·n_boot·(B + 3n)
+        bytes and 4 copies of the kept block means (``assembly.memory.check_bootstrap_memory``).
         """
+        n_boot, seed, level = arguments.bootstrap_options(n_boot, seed, level)
         if self._blocks is None:
             raise DynosedError(
                 "no per-block means were kept for this report (no noise blocks, or "
                 f"more than {KEEP_BLOCKS_BYTES >> 20} MB of them): cannot bootstrap"
             )
         A_blocks, b_blocks, counts = self._blocks
-        n_boot, seed, level = arguments.bootstrap_options(n_boot, seed, level)
+        check_bootstrap_memory(
+            n_boot,
+            A_blocks.shape[2],
+            np.size(counts),
+            block_bytes=getattr(A_blocks, "nbytes", 0) + getattr(b_blocks, "nbytes", 0),
+        )
         self.bootstrap_result = block_bootstrap(
             A_blocks,
             b_blocks,

@@ -313,6 +313,8 @@ def test_bootstrap_beyond_memory_is_refused_before_allocating(lorenz_fit, monkey
             r"8 bytes each\), more than the 16 GB available; lower n_boot",
         ):
             fit.bootstrap(n_boot=10**9)
+        with pytest.raises(ds.DataError, match=r"^n_boot=1,000,000,000 would need about 328 GB"):
+            fit.report.bootstrap(n_boot=10**9)  # the report's own method too
         monkeypatch.undo()
         n_boot = 1000
         peak = traced_peak(lambda: fit.bootstrap(n_boot=n_boot))
