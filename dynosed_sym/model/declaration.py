@@ -365,14 +365,16 @@ class SDEModel:
             name = self.name
         sub = {s: sp.Float(float(v), 17) for s, v in zip(self.inputs, u)}
         kw = dict(name=name, nominal=self.nominal, env_params=self.env_params)
-        if self.G is not None:
-            out = SDEModel(
-                self.state, self.params, self.drift.xreplace(sub), noise=self.G.xreplace(sub), **kw
-            )
-        else:
-            out = SDEModel(
-                self.state, self.params, self.drift.xreplace(sub), self.D.xreplace(sub), **kw
-            )
+        try:
+            if self.G is not None:
+                noise = self.G.xreplace(sub)
+                out = SDEModel(self.state, self.params, self.drift.xreplace(sub), noise=noise, **kw)
+            else:
+                D = self.D.xreplace(sub)
+                out = SDEModel(self.state, self.params, self.drift.xreplace(sub), D, **kw)
+        except ModelError as err:  # e.g. a D that is not positive semi-definite at these values
+            values = ", ".join(f"{s} = {float(v):g}" for s, v in zip(self.inputs, u))
+            raise ModelError(f"model {self.name!r} at inputs {values}: {err}") from None
         out._input_origin = (self, u)  # compile_model runs this model's kernels at u
         return out
 

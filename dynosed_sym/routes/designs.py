@@ -171,7 +171,12 @@ def environment_models(model, design, out_dir=None):
     for env in design.envs:
         key = tuple(np.asarray(env.inputs, dtype=float).tolist())
         if key not in cache:
-            m_e = model.with_inputs(env.inputs) if model.inputs else model
+            try:
+                m_e = model.with_inputs(env.inputs) if model.inputs else model
+            except ModelError as err:  # (a D not positive semi-definite at its inputs)
+                if design.single:
+                    raise
+                raise ModelError(f"environment {env.name!r}: {err}") from None
             cm = compile_model(m_e, out_dir)
             if not cm.is_affine:
                 raise NotAffineError(

@@ -198,6 +198,23 @@ def test_design_input_errors(aniso):
         ds.fit_global(aniso, data, inputs=inputs, dlogp_dt=np.zeros(200))
     with pytest.raises(ModelError, match="declares no inputs"):
         ds.fit_global(ds.load_model("models/ou2d.py"), data["s1"], inputs={"s": 1.0})
+    # an input value at which D is not positive semi-definite: the environment, the model and
+    # the values (was only "diffusion D is not positive semi-definite (eigenvalue -1)")
+    bad = {**inputs, "s3": {"s": -1.0}}
+    with pytest.raises(
+        ModelError,
+        match=r"^environment 's3': model 'ou2d_aniso' at inputs s = -1: diffusion D is not "
+        r"positive semi-definite \(eigenvalue -1\)$",
+    ):
+        ds.fit_global(aniso, data, inputs=bad)
+    with pytest.raises(ModelError, match=r"^model 'ou2d_aniso' at inputs s = -1: diffusion D"):
+        ds.fit_global(aniso, data["s1"], inputs={"s": -1.0})
+    with pytest.raises(ModelError, match=r"^environment 'B': model 'ou2d_aniso' at inputs s = -2"):
+        ds.check_identifiability(
+            aniso,
+            experiment=ds.Experiment(inputs={"A": {"s": 1.0}, "B": {"s": -2.0}}),
+            simulate=False,
+        )
 
 
 # --------------------------------------------------------------------------- time courses
