@@ -193,6 +193,24 @@ def test_skewed_data_with_kmeans_probes_fit(models):
     assert np.isfinite(fit.theta).all()
 
 
+def test_strength_labels_read_the_widened_intervals(models):
+    """The label "yes ±p%" is the half-width of the interval the summary prints beside it, after
+    the kernel's smoothing bias widened it (it was read from the interval before: "yes ±20%"
+    beside a ±64 % interval on the held-out Duffing oscillator).  Oracle: the half-widths of
+    fit.conf_int() against |θ̂|."""
+    model = models["ou2d"]
+    X = ds.simulate(model, model.nominal, 4000, seed=12, burn_in=400)
+    fit = ds.fit_local(model, X, ds.choose_probes(X, 12, method="kmeans", seed=2))
+    assert np.any(fit.report.bias_sd > 0)  # the smoothing bias is in the intervals
+    ci = fit.conf_int()
+    checked = 0
+    for th, (lo, hi), label in zip(fit.theta, ci, fit.report.strength):
+        if np.isfinite(lo) and np.isfinite(hi):
+            assert label == f"yes ±{100 * 0.5 * (hi - lo) / abs(th):.2g}%"
+            checked += 1
+    assert checked >= 2
+
+
 def test_refusal_threshold(narrow):
     """Just inside U_REFUSE the fit runs (with the bias in the intervals); beyond it, refused."""
     m, X, S = narrow
