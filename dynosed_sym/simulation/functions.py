@@ -45,6 +45,27 @@ class ModelFunctions:
             self._G_shape = G.shape
 
     @cached_property
+    def divergence_jumps(self):
+        """The step-like functions (sorted names) that make ∇·f − ∇·∇·D miss point masses: a drift
+        with jumps (sign, Heaviside, floor, ceiling, Piecewise) has δ terms on them in ∇·f, a
+        D with kinks (also Abs, Min, Max) in ∇·∇·D; the derivatives here are taken almost
+        everywhere, so their mean is not E[∇·f − ∇·∇·D].  Empty for smooth models."""
+        state = set(self._model.state)
+
+        def steps(exprs, kinds):
+            return {
+                type(a).__name__
+                for e in exprs
+                for a in sp.sympify(e).atoms(*kinds)
+                if a.free_symbols & state
+            }
+
+        jumps = (sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.Piecewise)
+        found = steps(self._model.drift, jumps)
+        found |= steps(self._model.D, jumps + (sp.Abs, sp.Min, sp.Max))
+        return sorted(found)
+
+    @cached_property
     def _symbolic_jacobian(self):
         """∂f/∂x (d, d) in SymPy, built on first use: d² entries, seconds at d = 30, which the
         checks of an affine drift do not need."""

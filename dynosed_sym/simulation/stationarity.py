@@ -138,7 +138,11 @@ class StationarityCheck:
     jacobian_eigenvalues : (d,) complex array
         Of the averaged Jacobian J̄.
     relaxation_time : float
-        ``d / −divergence`` (inf when the divergence is not negative).
+        ``d / −divergence`` (inf when the divergence is not negative; NaN when not computed).
+    divergence_skipped : str
+        The step-like functions (``"sign"``, …) for which the divergence conditions were not
+        checked (their jumps put point masses into ∇·f or ∇·∇·D that the almost-everywhere
+        derivatives miss: ``divergence`` is NaN); empty when they were.
     linear : bool
         ∂f/∂x does not depend on the state (a drift linear in x, decided symbolically): then an
         eigenvalue with real part ≥ 0 alone rules out a stationary law.
@@ -166,6 +170,7 @@ class StationarityCheck:
     linear: bool = False
     n_rows: int = 0
     n_groups: int = 0
+    divergence_skipped: str = ""
 
     @property
     def failed(self) -> bool:
@@ -187,6 +192,7 @@ class StationarityCheck:
                 zip(self.direction_names, [] if self.imbalance is None else self.imbalance.tolist())
             ),
             "mean_rate": [] if self.mean_rate is None else self.mean_rate.tolist(),
+            "divergence_skipped": self.divergence_skipped,
         }
 
     def __str__(self):
@@ -196,6 +202,11 @@ class StationarityCheck:
                 f" (E[∇·f − ∇·∇·D] = {self.divergence:.3g} ± {self.divergence_se:.2g}, "
                 f"bound {self.divergence_bound:.3g}; {self.n_rows:,} rows in {self.n_groups} "
                 "groups)"
+            )
+        if self.divergence_skipped:
+            head += (
+                " (divergence conditions not checked: the jumps or kinks of "
+                f"{self.divergence_skipped} put point masses into ∇·f or ∇·∇·D)"
             )
         return "\n".join([head] + [f"  {r}" for r in self.reasons])
 
@@ -367,10 +378,16 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
         g_se = float(np.hypot(g_se, spread_div))
     out.mean_rate_se = mean_se
     out.divergence, out.divergence_se = float(g), float(g_se)
+    if fn.divergence_jumps:  # its almost-everywhere mean misses the jumps' point masses
+        out.divergence = out.divergence_se = float("nan")
+        out.divergence_skipped = " and ".join(fn.divergence_jumps)
     bound, influence = _cramer_rao_bound(fn, Dx, X)
     out.divergence_bound = bound
     out.divergence_bound_se = float(_group_mean_se(influence[:, None], inv, G)[1][0])
-    out.relaxation_time = float(model.d / -g) if g < 0 else float("inf")
+    g = out.divergence
+    out.relaxation_time = (
+        float("nan") if np.isnan(g) else float(model.d / -g) if g < 0 else float("inf")
+    )
     if G < MIN_GROUPS:
         out.reasons.append(f"{G} group(s) of rows: too few to judge the moments against noise")
         return out
