@@ -333,3 +333,18 @@ def ou_time_course(times, n, seed, M=OU_M, D=1.0, start=OU_START):
         float(t): gaussian_samples(*ou_transient_law(M, D, *start, t), n, seed + 7 * k)
         for k, t in enumerate(times)
     }
+
+
+def sign_model_and_exact_draws(n=20_000, seed=1):
+    """f = −a·sign(x) − b·x, D = 1/2, (a, b) = (2, 1/2): the exact law
+    p ∝ exp(−(a|x| + b x²/2)/D) by inverse CDF on a fine grid."""
+    x, a, b = sp.symbols("x a b")
+    model = ds.SDEModel(
+        [x], [a, b], [-a * sp.sign(x) - b * x], diffusion=0.5, name="sign1d", nominal=[2.0, 0.5]
+    )
+    grid = np.linspace(-8.0, 8.0, 400_001)
+    logp = -(2.0 * np.abs(grid) + 0.25 * grid**2) / 0.5
+    cdf = np.cumsum(np.exp(logp - logp.max()))
+    cdf /= cdf[-1]
+    X = np.interp(np.random.default_rng(seed).random(n), cdf, grid)[:, None]
+    return model, X

@@ -52,6 +52,7 @@ from ..kernels.blas import limited_blas
 from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
+from ..simulation.functions import model_functions
 from ..solve.gauss_newton import corrected_gauss_newton
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
@@ -646,7 +647,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
     u_max = float(np.max(u))
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=u_max)
     widen_intervals(report, theta, bias)
-    cause = _rejection_cause(report, bias)
+    cause = _rejection_cause(report, bias) or _jumps_cause(model)
     if cause:
         open_every_interval(report)
     report.notes.append(
@@ -659,6 +660,19 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         + ("; drift not affine in θ: both fits linearised at θ̂" if gradient else "")
         + ") is in bias.sd and the intervals"
         + cause
+    )
+
+
+def _jumps_cause(model):
+    """The note's last clause for jumps in the drift or kinks in D: the density's gradient jumps,
+    and the bias estimate from local Gaussian fits (smooth densities) does not hold there."""
+    jumps = model_functions(model).divergence_jumps
+    if not jumps:
+        return ""
+    return (
+        f"; the model's {' and '.join(jumps)} make the density's gradient jump, which the "
+        "kernel smooths over and the estimated bias does not hold for: no interval is finite "
+        "(fit_global needs no smoothing of the density)"
     )
 
 

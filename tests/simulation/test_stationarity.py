@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.stats
 import sympy as sp
-from conftest import ou_stationary_cov, ou_stationary_samples
+from conftest import ou_stationary_cov, ou_stationary_samples, sign_model_and_exact_draws
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -284,28 +284,13 @@ def test_an_unbounded_relaxation_time_is_said_in_words(g):
     assert "no finite time (E[∇·f − ∇·∇·D] = " in text and "inf" not in text
 
 
-def _sign_model_and_exact_draws(n=20_000, seed=1):
-    """f = −a·sign(x) − b·x, D = 1/2, (a, b) = (2, 1/2): the exact law
-    p ∝ exp(−(a|x| + b x²/2)/D) by inverse CDF on a fine grid."""
-    x, a, b = sp.symbols("x a b")
-    model = ds.SDEModel(
-        [x], [a, b], [-a * sp.sign(x) - b * x], diffusion=0.5, name="sign1d", nominal=[2.0, 0.5]
-    )
-    grid = np.linspace(-8.0, 8.0, 400_001)
-    logp = -(2.0 * np.abs(grid) + 0.25 * grid**2) / 0.5
-    cdf = np.cumsum(np.exp(logp - logp.max()))
-    cdf /= cdf[-1]
-    X = np.interp(np.random.default_rng(seed).random(n), cdf, grid)[:, None]
-    return model, X
-
-
 def test_a_drift_with_jumps_is_not_judged_by_its_almost_everywhere_divergence():
     """sign(x) in the drift puts a point mass −2a·δ(x) into ∇·f that the almost-everywhere
     derivative drops: E[f'] a.e. = −b = −0.5 against the Cramér–Rao bound −D/Var ≈ −5.1, and
     the check called exact draws of the stationary law "not stationary" (the held-out round
     eight's non-smooth drift).  The divergence conditions are skipped and said so; the moment
     conditions still catch a drift that pushes outwards (θ = (−2, 0.5) on the same samples)."""
-    model, X = _sign_model_and_exact_draws()
+    model, X = sign_model_and_exact_draws()
     check = ds.check_stationarity(model, model.nominal, X)
     assert check.verdict == "stationary", str(check)
     assert check.divergence_skipped == "sign" and np.isnan(check.divergence)
