@@ -9,16 +9,17 @@ true parameters), the number of chains, steps, dt, start states and seeds.  All 
 solver is Heun for constant noise (Itô = Stratonovich there) and Euler–Maruyama otherwise.  One data
 set per seed in ``spec["seeds"]`` (final states of C chains) is written to the matching path of
 ``spec["outs"]`` (.npy); the versions are printed as JSON.
-This file imports only numpy, jax, diffrax and lineax.
+This file imports only numpy, jax, diffrax and lineax (and the standard library).
 """
 
+import functools
 import json
 import sys
 
 
 def _functions(spec, jnp, lx):
     names = spec["state"]
-    ns = {"jnp": jnp}
+    ns = {"jnp": jnp, "functools": functools}  # (SymPy prints Max as functools.reduce)
 
     def columns(x):
         return {nm: x[:, i] for i, nm in enumerate(names)}
