@@ -80,12 +80,7 @@ def _theta_sd(report):
     if bias is not None and report.estimator == "resolved":
         se = np.sqrt(se**2 + np.asarray(bias, dtype=float) ** 2)
     # a NaN spread (none is known to arise) is an undetermined parameter, not a refused argument
-    se = np.where(np.isnan(se), np.inf, se)
-    # a parameter whose interval is the whole line is not determined, whatever its se and bias.sd
-    # say (at network size its bias.sd is the loading part alone, a lower bound)
-    if report.whole_line is not None:
-        se = np.where(np.asarray(report.whole_line, bool), np.inf, se)
-    return se
+    return np.where(np.isnan(se), np.inf, se)
 
 
 def flag_stationarity(fit, X, *, stationary_data=True, points=None):

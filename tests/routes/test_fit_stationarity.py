@@ -70,20 +70,17 @@ def test_local_route_checks_the_moments_only_for_whole_data(models):
     assert whole.stationarity.verdict != "stationary"
 
 
-def test_a_whole_line_parameter_enters_the_check_with_an_infinite_spread():
-    """The check's θ spread is inf for a parameter whose interval is the whole line, whatever
-    its se and bias.sd (at network size its bias.sd is the loading part alone, a lower bound):
-    a check along a direction the fit leaves open cannot fail."""
-    from types import SimpleNamespace
-
-    from dynosed_sym.routes.stationarity import _theta_sd
-
-    rep = SimpleNamespace(
-        std_errors=np.array([0.1, 0.2, 0.3, 0.4]),
-        bias_sd=np.array([0.0, 0.5, 0.4, 0.0]),
-        estimator="resolved",
-        whole_line=np.array([False, True, False, False]),
-    )
-    sd = _theta_sd(rep)
-    assert np.isinf(sd[1])
-    np.testing.assert_allclose(sd[[0, 2, 3]], [0.1, 0.5, 0.4])
+def test_an_interval_the_local_fit_opened_does_not_silence_the_check():
+    """f = −x + c with D = 1 on samples of spread 2 (the law has spread 1/√2): the local fit
+    rejects and opens its interval; the check must still see that the variance is out of
+    balance (a spread that c cannot change) — a whole-line parameter's spread taken as
+    infinite had made it "stationary" (the review of stop 52)."""
+    x, c = sp.Symbol("x", real=True), sp.Symbol("c", real=True)
+    model = ds.SDEModel([x], [c], [-x + c], diffusion=1, name="fixed_rate")
+    X = np.random.default_rng(3).normal(0.5, 2.0, size=(2000, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = ds.fit_local(model, X, 10)
+    assert not np.isfinite(fit.conf_int()).any()
+    assert fit.stationarity.verdict != "stationary"
+    assert "variance along x still shrinks" in " ".join(fit.stationarity.reasons)
