@@ -41,6 +41,7 @@ from ..solve.ustat import estimator_options, solve_system
 from .designs import DesignInfo, env_record, env_residuals, environment_models
 from .probes import Balls, as_probes
 from .result import FitResult, report_on
+from .scores.bandwidth import open_for_jumps
 
 __all__ = ["fit_local_design", "log_kde_jackknife", "time_derivative_weights"]
 
@@ -283,6 +284,7 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
     theta = estimate.theta
     options = dict(grouping=grouping, estimate=estimate, prior_scale=prior_scale)
     report = report_on(system, theta, lam, names, **options)
+    open_for_jumps(report, model)  # (the environments' scores are estimated)
     info = DesignInfo(
         environments=[env_record(env, env_sizes[env.name], model) for env in design.envs],
         param_names=names,

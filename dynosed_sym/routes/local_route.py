@@ -52,7 +52,6 @@ from ..kernels.blas import limited_blas
 from ..model.declaration import require_parameters
 from ..options import BANDWIDTH_ROWS, Execution, resolve_options
 from ..progress import progress_bar, progress_enabled
-from ..simulation.functions import model_functions
 from ..solve.gauss_newton import corrected_gauss_newton
 from ..solve.gradient import LocalProblem, fit_gradient, starting_point
 from ..solve.intervals import check_prior_scale
@@ -68,6 +67,7 @@ from .scores.bandwidth import (
     U_REFUSE,
     auto_temperature,
     open_every_interval,
+    open_for_jumps,
     refuse_constant_column,
     refuse_wide_kernel,
     saturation_factor,
@@ -326,6 +326,8 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
         _smoothing(report, theta, at.companions, gradient, at.estimator, info, where, rule)
     if searched is not None and solver.profile:  # the linearised intervals, to the profile
         report = attach_profile(report, searched[0], solver.lam, searched[1], theta)
+    if not at.arrays:  # estimated scores, smoothed across a jump of the drift
+        open_for_jumps(report, model)
     if A_blocks is None and at.arrays:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
         report.notes.append(
@@ -647,7 +649,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
     u_max = float(np.max(u))
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=u_max)
     widen_intervals(report, theta, bias)
-    cause = _rejection_cause(report, bias) or _jumps_cause(model)
+    cause = _rejection_cause(report, bias)
     if cause:
         open_every_interval(report)
     report.notes.append(
@@ -660,19 +662,6 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         + ("; drift not affine in θ: both fits linearised at θ̂" if gradient else "")
         + ") is in bias.sd and the intervals"
         + cause
-    )
-
-
-def _jumps_cause(model):
-    """The note's last clause for jumps in the drift or kinks in D: the density's gradient jumps,
-    and the bias estimate from local Gaussian fits (smooth densities) does not hold there."""
-    jumps = model_functions(model).divergence_jumps
-    if not jumps:
-        return ""
-    return (
-        f"; the model's {' and '.join(jumps)} make the density's gradient jump, which the "
-        "kernel smooths over and the estimated bias does not hold for: no interval is finite "
-        "(fit_global needs no smoothing of the density)"
     )
 
 

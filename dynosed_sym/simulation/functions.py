@@ -18,6 +18,11 @@ __all__ = ["ModelFunctions", "model_functions"]
 _CACHE: dict = {}
 
 
+#: Functions whose value jumps, and whose value has kinks (a jump in the derivative; x/|x| jumps).
+_JUMPS = (sp.sign, sp.Heaviside, sp.floor, sp.ceiling)
+_KINKS = (sp.Abs, sp.Min, sp.Max)
+
+
 class ModelFunctions:
     """Vectorised f(x; θ), ∂f/∂x (x; θ), ∇·∇·D(x), D(x) and G(x) of one model.
 
@@ -44,26 +49,50 @@ class ModelFunctions:
             self._G = sp.lambdify(state, G.tolist(), "numpy")
             self._G_shape = G.shape
 
-    @cached_property
-    def divergence_jumps(self):
-        """The step-like functions (sorted names) that make ∇·f − ∇·∇·D miss point masses: a drift
-        with jumps (sign, Heaviside, floor, ceiling, Piecewise) has δ terms on them in ∇·f, a
-        D with kinks (also Abs, Min, Max) in ∇·∇·D; the derivatives here are taken almost
-        everywhere, so their mean is not E[∇·f − ∇·∇·D].  Empty for smooth models."""
-        state = set(self._model.state)
-
-        def steps(exprs, kinds):
-            return {
-                type(a).__name__
-                for e in exprs
-                for a in sp.sympify(e).atoms(*kinds)
-                if a.free_symbols & state
+    def _steps(self, exprs, kinds, own=False):
+        """Sorted names of the functions of ``kinds`` in ``exprs`` whose argument depends on the
+        state (``own``: on the state of the expression's own row, x_i in f_i)."""
+        state = list(self._model.state)
+        found = set()
+        for i, e in enumerate(exprs):
+            wanted = {state[i]} if own else set(state)
+            found |= {
+                type(a).__name__ for a in sp.sympify(e).atoms(*kinds) if a.free_symbols & wanted
             }
-
-        jumps = (sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.Piecewise)
-        found = steps(self._model.drift, jumps)
-        found |= steps(self._model.D, jumps + (sp.Abs, sp.Min, sp.Max))
         return sorted(found)
+
+    @cached_property
+    def drift_jumps(self):
+        """The step functions (sign, Heaviside, floor, ceiling) of the state in the drift: where
+        f jumps, the stationary density's gradient jumps too."""
+        return self._steps(self._model.drift, _JUMPS)
+
+    @cached_property
+    def drift_not_smooth(self):
+        """The step and kink functions (also Abs, Min, Max: x/|x| is a jump) of x_i in f_i:
+        ∂f_i/∂x_i taken almost everywhere then misses the point masses on the jumps, so the
+        divergence is taken by finite differences (:mod:`.stationarity`)."""
+        return self._steps(self._model.drift, _JUMPS + _KINKS, own=True)
+
+    @cached_property
+    def diffusion_not_smooth(self):
+        """The step and kink functions of the state in D: ∇·∇·D (second derivatives) then has
+        point masses the almost-everywhere derivatives miss."""
+        return self._steps(self._model.D, _JUMPS + _KINKS)
+
+    def divergence_differences(self, X, theta, rel_step):
+        """∇·f (n,) by central differences, step ``rel_step`` × each coordinate's standard
+        deviation: a jump of f_i across x_i enters as its size over the step where a row is within
+        a step of it, so the mean over the rows holds the jump's point mass (to O(step))."""
+        out = np.zeros(X.shape[0])
+        sd = X.std(axis=0)
+        for j in range(self.d):
+            h = rel_step * (sd[j] if sd[j] > 0 else 1.0)
+            up, down = X.copy(), X.copy()
+            up[:, j] += h
+            down[:, j] -= h
+            out += (self.drift(up, theta)[:, j] - self.drift(down, theta)[:, j]) / (2.0 * h)
+        return out
 
     @cached_property
     def _symbolic_jacobian(self):
@@ -78,7 +107,10 @@ class ModelFunctions:
 
     @cached_property
     def linear(self):
-        """∂f/∂x does not depend on the state (a drift linear in x)."""
+        """∂f/∂x does not depend on the state (a drift linear in x; not one with steps or kinks of
+        the state, whose almost-everywhere Jacobian can be constant: −a·sign(x))."""
+        if self._steps(self._model.drift, _JUMPS + _KINKS):
+            return False
         parts = self._jacobian_terms
         if parts is not None:
             return not parts[0]  # no state-dependent derivative
@@ -223,11 +255,32 @@ class ModelFunctions:
         vals = self._call(fn, X, theta, (n_unique,))
         return pairs, vals, np.asarray(column, dtype=np.int64)
 
-    def divergence_theta(self, X, theta):
-        """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,))."""
+    def divergence_theta(self, X, theta, rel_step=None):
+        """Nonzero ∂(∇·f)/∂θ_k at the rows: list of (k, values (n,)); with ``rel_step`` by
+        central differences of ∂f_i/∂θ_k across x_i (as :meth:`divergence_differences`)."""
+        if rel_step is not None:
+            return self._divergence_theta_differences(X, theta, rel_step)
         ks, fn = self._div_theta
         vals = self._call(fn, X, theta, (len(ks),))
         return [(k, vals[:, q]) for q, k in enumerate(ks)]
+
+    def _divergence_theta_differences(self, X, theta, rel_step):
+        pairs, _, column = self.drift_theta_distinct(X[:1], theta)
+        acc, sd = {}, X.std(axis=0)
+        for j in range(self.d):
+            on_j = [(k, u) for (i, k), u in zip(pairs, column) if i == j]
+            if not on_j:
+                continue
+            h = rel_step * (sd[j] if sd[j] > 0 else 1.0)
+            up, down = X.copy(), X.copy()
+            up[:, j] += h
+            down[:, j] -= h
+            diff = (
+                self.drift_theta_distinct(up, theta)[1] - self.drift_theta_distinct(down, theta)[1]
+            )
+            for k, u in on_j:
+                acc[k] = acc.get(k, 0.0) + diff[:, u] / (2.0 * h)
+        return sorted(acc.items())
 
     def diffusion(self, X):
         """D(x) (n, d, d)."""

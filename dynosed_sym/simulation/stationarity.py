@@ -98,6 +98,11 @@ MAX_ROWS = 20_000
 MIN_GROUPS = 16
 #: Reasons quoted in an error or warning (all are in ``StationarityCheck.reasons``).
 MAX_REASONS = 2
+#: Step of the central differences of a drift with steps or kinks, in units of each
+#: coordinate's standard deviation: a jump enters the mean divergence as its point mass to
+#: O(step) (the almost-everywhere derivative drops it: −a·sign(x) gave E[f'] = 0).
+FD_STEP = 0.02
+
 #: Rows per Jacobian evaluation (bounds the memory of (rows, d, d)).
 _JAC_ROWS = 4096
 
@@ -140,9 +145,10 @@ class StationarityCheck:
     relaxation_time : float
         ``d / −divergence`` (inf when the divergence is not negative; NaN when not computed).
     divergence_skipped : str
-        The step-like functions (``"sign"``, …) for which the divergence conditions were not
-        checked (their jumps put point masses into ∇·f or ∇·∇·D that the almost-everywhere
-        derivatives miss: ``divergence`` is NaN); empty when they were.
+        The step or kink functions of D (``"Abs"``, …) for which the divergence conditions were
+        not checked (∇·∇·D has point masses the almost-everywhere derivatives miss:
+        ``divergence`` is NaN); empty when they were.  (A drift's steps and kinks are handled:
+        its divergence is then taken by central differences, :data:`FD_STEP`.)
     linear : bool
         ∂f/∂x does not depend on the state (a drift linear in x, decided symbolically): then an
         eigenvalue with real part ≥ 0 alone rules out a stationary law.
@@ -205,8 +211,8 @@ class StationarityCheck:
             )
         if self.divergence_skipped:
             head += (
-                " (divergence conditions not checked: the jumps or kinks of "
-                f"{self.divergence_skipped} put point masses into ∇·f or ∇·∇·D)"
+                " (divergence conditions not checked: the kinks of "
+                f"{self.divergence_skipped} in D put point masses into ∇·∇·D)"
             )
         return "\n".join([head] + [f"  {r}" for r in self.reasons])
 
@@ -269,8 +275,11 @@ def _directions(d, Jbar, state_names):
 
 
 def _mean_jacobian(fn, X, theta):
-    """J̄ (d, d) and the per-row divergence ∇·f − ∇·∇·D (n,)."""
+    """J̄ (d, d) and the per-row divergence ∇·f − ∇·∇·D (n,); ∇·f by central differences for a
+    drift with steps or kinks in its own coordinates (:data:`FD_STEP`)."""
     Jbar, div = fn.mean_jacobian(X, theta, rows=_JAC_ROWS)
+    if fn.drift_not_smooth:  # the almost-everywhere derivative misses the jumps' point masses
+        div = fn.divergence_differences(X, theta, FD_STEP)
     if not fn.constant_D:
         div -= fn.div_div_D(X)
     return Jbar, div
@@ -291,7 +300,8 @@ def _theta_spread(fn, X, theta, V, xv, theta_sd):
         np.add.at(grad_rate, k, 2.0 * V[i] * (vals.T @ xv / X.shape[0])[column])
         np.add.at(grad_mean, (k, i), vals.mean(axis=0)[column])
     grad_div = np.zeros(theta.size)
-    for k, vals in fn.divergence_theta(X, theta):
+    step = FD_STEP if fn.drift_not_smooth else None
+    for k, vals in fn.divergence_theta(X, theta, step):
         grad_div[k] += vals.mean()
     sd = np.asarray(theta_sd, dtype=float)
 
@@ -378,9 +388,9 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
         g_se = float(np.hypot(g_se, spread_div))
     out.mean_rate_se = mean_se
     out.divergence, out.divergence_se = float(g), float(g_se)
-    if fn.divergence_jumps:  # its almost-everywhere mean misses the jumps' point masses
+    if fn.diffusion_not_smooth:  # ∇·∇·D almost everywhere misses the kinks' point masses
         out.divergence = out.divergence_se = float("nan")
-        out.divergence_skipped = " and ".join(fn.divergence_jumps)
+        out.divergence_skipped = " and ".join(fn.diffusion_not_smooth)
     bound, influence = _cramer_rao_bound(fn, Dx, X)
     out.divergence_bound = bound
     out.divergence_bound_se = float(_group_mean_se(influence[:, None], inv, G)[1][0])

@@ -213,20 +213,30 @@ def test_strength_labels_read_the_widened_intervals(models):
 
 
 def test_a_drift_with_jumps_gets_no_finite_local_interval():
-    """sign(x) in the drift: the density's gradient jumps at 0, the kernel smooths across it and
-    the bias estimate from local Gaussian fits does not hold (the held-out round eight's
-    non-smooth drift: at N = 20,000 a third of its consistent local fits had an interval missing
-    the truth).  Every local interval is the whole line with the reason; the global route, which
-    needs no smoothing of the density, covers (a, b) = (2, 0.5) on the same exact draws."""
-    model, X = sign_model_and_exact_draws(n=1000, seed=1)
-    fit = ds.fit_local(model, X, ds.choose_probes(X, 10, method="kmeans", seed=0))
-    assert fit.report.verdict == "consistent"  # (the rejection's rule does not open them)
-    assert not np.isfinite(fit.conf_int()).any()
-    assert fit.report.strength == ["no (kernel)"] * 2
-    assert "the model's sign make the density's gradient jump" in fit.summary()
-    from dynosed_sym.routes.local_route import _jumps_cause
+    """sign(x) in the drift: the density's gradient jumps at 0, every score estimator smooths
+    across it and the bias there is not estimated (the held-out round eight's non-smooth drift:
+    at N = 20,000 a third of its consistent local fits had an interval missing the truth).
+    Every local interval is the whole line with the reason, for the kernel score and for score
+    matching alike; the global route, which needs no smoothing of the density, covers
+    (a, b) = (2, 0.5) on the same exact draws."""
+    from dynosed_sym.routes.scores.bandwidth import open_for_jumps
 
-    assert _jumps_cause(ds.load_model("models/ou2d.py")) == ""
+    model, X = sign_model_and_exact_draws(n=1000, seed=1)
+    P = ds.choose_probes(X, 10, method="kmeans", seed=0)
+    fit = ds.fit_local(model, X, P)
+    assert fit.report.verdict == "consistent"  # (the rejection's rule does not open them)
+    matching = ds.Scores(score="score_matching", radius=0.3)
+    for f in (fit, ds.fit_local(model, X, P, scores=matching)):
+        assert not np.isfinite(f.conf_int()).any()
+        assert f.report.strength == ["no (kernel)"] * 2
+        assert "the drift's sign makes the stationary density's gradient jump" in f.summary()
+    assert not open_for_jumps(fit.report, ds.load_model("models/ou2d.py"))
+    x, a, b, s = sp.symbols("x a b s", real=True)  # two environments: the stacked design report
+    with_input = ds.SDEModel([x], [a, b], [-a * sp.sign(x) - b * x], diffusion=s, inputs=[s])
+    design = ds.fit_local(
+        with_input, {"A": X, "B": X}, 8, inputs={"A": {"s": 0.5}, "B": {"s": 0.5}}
+    )
+    assert not np.isfinite(design.conf_int()).any()
     ci = ds.fit_global(model, X).conf_int()
     assert np.all((ci[:, 0] <= [2.0, 0.5]) & ([2.0, 0.5] <= ci[:, 1]))
 

@@ -284,21 +284,43 @@ def test_an_unbounded_relaxation_time_is_said_in_words(g):
     assert "no finite time (E[∇·f − ∇·∇·D] = " in text and "inf" not in text
 
 
-def test_a_drift_with_jumps_is_not_judged_by_its_almost_everywhere_divergence():
-    """sign(x) in the drift puts a point mass −2a·δ(x) into ∇·f that the almost-everywhere
+def test_a_drift_with_jumps_is_judged_by_its_whole_divergence():
+    """sign(x) in the drift puts a point mass −2a·p(0)·δ into ∇·f that the almost-everywhere
     derivative drops: E[f'] a.e. = −b = −0.5 against the Cramér–Rao bound −D/Var ≈ −5.1, and
     the check called exact draws of the stationary law "not stationary" (the held-out round
-    eight's non-smooth drift).  The divergence conditions are skipped and said so; the moment
-    conditions still catch a drift that pushes outwards (θ = (−2, 0.5) on the same samples)."""
+    eight's non-smooth drift).  Taken by central differences the mean divergence is the exact
+    −b − 2a·p(0) (p(0) by quadrature), written with sign or as x/|x|; the moment conditions
+    still catch a drift that pushes outwards (θ = (−2, 0.5)), and a drift that is only a jump
+    is not "linear in x" (its Jacobian almost everywhere is 0: it was called diverging)."""
     model, X = sign_model_and_exact_draws()
-    check = ds.check_stationarity(model, model.nominal, X)
-    assert check.verdict == "stationary", str(check)
-    assert check.divergence_skipped == "sign" and np.isnan(check.divergence)
-    assert "divergence conditions not checked" in str(check)
-    assert check.to_dict()["divergence_skipped"] == "sign"
+    grid = np.linspace(-8.0, 8.0, 400_001)
+    p0 = 1.0 / np.trapezoid(np.exp(-(2.0 * np.abs(grid) + 0.25 * grid**2) / 0.5), grid)
+    exact = -0.5 - 2.0 * 2.0 * p0
+    x, a, b = sp.symbols("x a b", real=True)
+    as_abs = ds.SDEModel([x], [a, b], [-a * x / sp.Abs(x) - b * x], diffusion=0.5, name="abs1d")
+    for m in (model, as_abs):
+        check = ds.check_stationarity(m, [2.0, 0.5], X)
+        assert check.verdict == "stationary", str(check)
+        assert abs(check.divergence - exact) < 4 * check.divergence_se, (check.divergence, exact)
+        assert check.divergence_skipped == ""
     pushed = ds.check_stationarity(model, [-2.0, 0.5], X)
     assert pushed.failed and "variance along x still grows" in " ".join(pushed.reasons)
-    smooth = ds.check_stationarity(
-        ds.load_model("models/ou2d.py"), [-1, 0.5, -0.5, -1], X[:, [0, 0]]
+    jump_only = ds.SDEModel([x], [a], [-a * sp.sign(x)], diffusion=0.5, name="laplace1d")
+    laplace = np.random.default_rng(2).laplace(0.0, 0.25, size=(5000, 1))  # p ∝ exp(−4|x|)
+    check = ds.check_stationarity(jump_only, [2.0], laplace)
+    assert not check.linear and check.verdict == "stationary", str(check)
+
+
+def test_a_diffusion_with_kinks_skips_the_divergence_conditions():
+    """D = 0.5 + |x|/10 has a kink at 0: ∇·∇·D has a point mass there that the almost-everywhere
+    second derivative drops, so the divergence conditions are not checked (and the check says
+    so); the moment conditions are."""
+    _, X = sign_model_and_exact_draws(n=2000)
+    x, a, b = sp.symbols("x a b", real=True)
+    kinked = ds.SDEModel(
+        [x], [a, b], [-a * sp.sign(x) - b * x], diffusion=0.5 + sp.Abs(x) / 10, name="kinkD"
     )
-    assert smooth.divergence_skipped == "" and np.isfinite(smooth.divergence)
+    check = ds.check_stationarity(kinked, [2.0, 0.5], X)
+    assert check.divergence_skipped == "Abs" and np.isnan(check.divergence)
+    assert "divergence conditions not checked" in str(check)
+    assert check.to_dict()["divergence_skipped"] == "Abs"

@@ -74,6 +74,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DataError
+from ...simulation.functions import model_functions
 from ...solve.intervals import open_intervals, strength_labels
 
 __all__ = [
@@ -300,6 +301,25 @@ def open_every_interval(report):
     nor its interval can be told from the kernel's error (its estimated bias can be far below
     the real one: a thin limit cycle at N = 500, docs/local-route.md)."""
     open_intervals(report, "no (kernel)")
+
+
+def open_for_jumps(report, model):
+    """A local fit on estimated scores of a model with steps in its drift (sign, Heaviside, floor,
+    ceiling): every interval the whole line ("no (kernel)") with a note naming them; returns
+    whether it did.  The stationary density's gradient jumps where the drift does, every score
+    estimator smooths across the jump, and the smoothing bias is not estimated there (the
+    held-out round eight's non-smooth drift, docs/local-route.md)."""
+    jumps = model_functions(model).drift_jumps
+    if not jumps:
+        return False
+    open_every_interval(report)
+    report.notes.append(
+        f"local route: the drift's {' and '.join(jumps)} make{'s' if len(jumps) == 1 else ''} "
+        "the stationary density's gradient jump; the estimated scores smooth across the jump "
+        "and their bias there is not estimated: no interval is finite (fit_global, which needs "
+        "no smoothing of the density, gives them)"
+    )
+    return True
 
 
 def widen_intervals(report, theta, bias):
