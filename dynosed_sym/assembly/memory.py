@@ -212,10 +212,19 @@ def check_bootstrap_memory(n_boot, n, n_blocks, block_bytes=0, available=None):
     have = available_memory() if available is None else available
     if have is None or need <= MEMORY_SHARE * have:
         return
+    blocks = BOOTSTRAP_BLOCK_COPIES * int(block_bytes)
+    if blocks >= MEMORY_SHARE * have:  # the kept block means alone: n_boot does not matter
+        raise DataError(
+            f"the bootstrap would need about {_size(need)} of memory, more than the "
+            f"{_size(have)} available: {BOOTSTRAP_BLOCK_COPIES} copies of the kept per-block "
+            f"means ({_size(int(block_bytes))} each) whatever n_boot; refit with fewer blocks "
+            "(Execution(n_blocks=…)) or features, or use the sandwich intervals"
+        )
     raise DataError(
         f"n_boot={n_boot:,} would need about {_size(need)} of memory for the bootstrap "
         f"({n_boot:,} resamples × ({n_blocks:,} drawn blocks + {BOOTSTRAP_COPIES} copies of "
-        f"{n} parameters), 8 bytes each), more than the {_size(have)} available; lower n_boot "
+        f"{n} parameters), 8 bytes each, and {BOOTSTRAP_BLOCK_COPIES} copies of the kept "
+        f"per-block means, {_size(blocks)}), more than the {_size(have)} available; lower n_boot "
         "(a few hundred to a few thousand resamples suffice for standard errors and 95 % "
         "intervals)"
     )

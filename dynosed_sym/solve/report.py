@@ -305,7 +305,7 @@ class IdentifiabilityReport:
             n_boot,
             A_blocks.shape[2],
             np.size(counts),
-            block_bytes=getattr(A_blocks, "nbytes", 0) + getattr(b_blocks, "nbytes", 0),
+            block_bytes=nbytes(A_blocks) + np.asarray(b_blocks).nbytes,
         )
         self.bootstrap_result = block_bootstrap(
             A_blocks,

@@ -310,12 +310,16 @@ def test_bootstrap_beyond_memory_is_refused_before_allocating(lorenz_fit, monkey
             ds.DataError,
             match=r"^n_boot=1,000,000,000 would need about 328 GB of memory for the bootstrap "
             r"\(1,000,000,000 resamples × \(32 drawn blocks \+ 3 copies of 3 parameters\), "
-            r"8 bytes each\), more than the 16 GB available; lower n_boot",
+            r"8 bytes each, and 4 copies of the kept per-block means, [0-9.]+ [kM]B\), more than "
+            r"the 16 GB available; lower n_boot",
         ):
             fit.bootstrap(n_boot=10**9)
         with pytest.raises(ds.DataError, match=r"^n_boot=1,000,000,000 would need about 328 GB"):
             fit.report.bootstrap(n_boot=10**9)  # the report's own method too
         monkeypatch.undo()
+        # block means too large for any n_boot: the message names them, not n_boot (review)
+        with pytest.raises(ds.DataError, match=r"^the bootstrap would need .* whatever n_boot"):
+            memory.check_bootstrap_memory(2, 3, 32, block_bytes=256 * 2**20, available=10**9)
         n_boot = 1000
         peak = traced_peak(lambda: fit.bootstrap(n_boot=n_boot))
         need = memory.bootstrap_bytes(n_boot, 3, counts.size, A_blocks.nbytes + b_blocks.nbytes)
