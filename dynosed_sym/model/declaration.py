@@ -22,6 +22,7 @@ from .validation import (
     SUPPORTED_FUNCTIONS,
     check_constants,
     check_functions,
+    check_real_arguments,
     diffusion_matrix,
     diffusion_range,
     diffusion_symbols,
@@ -214,6 +215,7 @@ class SDEModel:
         for j, fj in enumerate(f):
             where = f"drift[{j}] (d{self.state[j]})"
             check_functions(fj, where)
+            check_real_arguments(fj, where, declared)
             drift_symbols(fj, where, declared, names, bool(self.inputs))
         self.drift = f
 
@@ -235,6 +237,7 @@ class SDEModel:
                 continue
             where = f"diffusion D[{i},{j}]" + (" (½GGᵀ of noise=)" if noise is not None else "")
             check_functions(Dij, where)
+            check_real_arguments(Dij, where, param_set | known)
             diffusion_symbols(Dij, where, param_set, known)
         diffusion_range(D, "noise" if noise is not None else "diffusion")
         factor = diffusion_matrix(D, d, "noise G" if noise is not None else "diffusion D", self.G)

@@ -276,6 +276,25 @@ def check_functions(expr, where):
     check_constants(expr, where)
 
 
+#: Functions whose SymPy derivative of a symbol not declared real holds re() and im().
+_REAL_ONLY = (sp.Abs, sp.arg, sp.re, sp.im, sp.conjugate)
+
+
+def check_real_arguments(expr, where, declared):
+    """Refuse Abs, arg, re, im, conjugate of a declared symbol not known to be real: their
+    derivatives then hold re() and im() of it (d|x|/dx = (re(x)·d re(x)/dx + …)/|x|), which no
+    kernel can compute — it failed as a SymPy printer error in every entry point."""
+    for f in sorted(expr.atoms(*_REAL_ONLY), key=sp.default_sort_key):
+        loose = sorted((s for s in f.free_symbols & declared if not s.is_real), key=str)
+        if loose:
+            names = ", ".join(str(s) for s in loose)
+            raise ModelError(
+                f"{where}: {f} takes {names}, which SymPy does not know to be real, and "
+                f"differentiates it through re() and im(); declare it real, e.g. "
+                f"sp.symbols('{names.replace(', ', ' ')}', real=True)"
+            )
+
+
 # Names read as time: the stationary routes cannot use a drift f(x, t) (see SDEModel).
 TIME_NAMES = ("t", "time", "tau")
 

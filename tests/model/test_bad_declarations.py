@@ -163,3 +163,24 @@ def test_load_model_of_something_that_is_no_path(path, shown):
 def test_load_model_of_a_model():
     with pytest.raises(ds.ModelError, match=r"^load_model: got an SDEModel, not a path"):
         ds.load_model(ou1(diffusion=1))
+
+
+def test_abs_of_a_symbol_not_declared_real_is_refused_by_name():
+    """Abs(x) of sp.symbols("x") (not known to be real) has a SymPy derivative through re() and
+    im(): simulate, fit_global, fit_local and check_stationarity all failed with a SymPy
+    printer error ('Unsupported by SlotPrinter: re').  Refused when declared, naming the
+    component, the function and the symbol; the same model with real symbols compiles and
+    simulates."""
+    x, a = sp.symbols("x a")
+    with pytest.raises(ds.ModelError) as err:
+        ds.SDEModel([x], [a], [-a * x / sp.Abs(x)], diffusion=0.5, name="abs_nr")
+    assert str(err.value) == (
+        "drift[0] (dx): Abs(x) takes x, which SymPy does not know to be real, and differentiates "
+        "it through re() and im(); declare it real, e.g. sp.symbols('x', real=True)"
+    )
+    with pytest.raises(ds.ModelError, match=r"^diffusion D\[0,0\]: Abs\(x\) takes x"):
+        ds.SDEModel([x], [a], [-a * x], diffusion=0.5 + sp.Abs(x), name="abs_nr_d")
+    xr, ar = sp.symbols("x a", real=True)
+    model = ds.SDEModel([xr], [ar], [-ar * xr / sp.Abs(xr)], diffusion=0.5, name="abs_real")
+    X = ds.simulate(model, [2.0], 500, seed=0)
+    assert np.isfinite(X).all()
