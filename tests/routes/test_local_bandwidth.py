@@ -241,6 +241,37 @@ def test_a_drift_with_jumps_gets_no_finite_local_interval():
     assert np.all((ci[:, 0] <= [2.0, 0.5]) & ([2.0, 0.5] <= ci[:, 1]))
 
 
+def test_stated_combinations_widen_with_the_smoothing_bias():
+    """A combination stated for a parameter "only in combination" (θ_R,j/Q_jj with the interval
+    q·S·√(se² + noise)/Q_jj) kept its interval when the kernel's smoothing bias widened the
+    parameters' (the review of stop 52): its half-width now takes (q·S·bias_j/Q_jj)² more under
+    the root; a parameter without a stated combination is left alone.  Oracle: the formula with
+    scipy's t quantile."""
+    from types import SimpleNamespace
+
+    import scipy.stats
+
+    from dynosed_sym.routes.scores.bandwidth import _widen_combinations
+    from dynosed_sym.solve.combinations import Combination
+
+    names = ("a", "b")
+    combo = Combination((1.0, 0.5), names, "estimable", pivot=0, value=2.0, interval=(1.5, 2.5))
+    rep = SimpleNamespace(
+        combination_ci=np.array([[1.5, 2.5], [np.nan, np.nan]]),
+        combinations=[combo, None],
+        resolution=np.array([[0.8, 0.4], [0.4, 0.2]]),
+        ci_level=0.95,
+        dof=31,
+        interval_scale=1.2,
+    )
+    _widen_combinations(rep, np.array([0.3, 0.7]))
+    q = scipy.stats.t.ppf(0.975, 31) * 1.2
+    half = np.hypot(0.5, q * 0.3 / 0.8)
+    np.testing.assert_allclose(rep.combination_ci[0], [2.0 - half, 2.0 + half], rtol=1e-12)
+    np.testing.assert_allclose(rep.combinations[0].interval, rep.combination_ci[0], rtol=0)
+    assert np.isnan(rep.combination_ci[1]).all() and rep.combinations[1] is None
+
+
 def test_refusal_threshold(narrow):
     """Just inside U_REFUSE the fit runs (with the bias in the intervals); beyond it, refused."""
     m, X, S = narrow

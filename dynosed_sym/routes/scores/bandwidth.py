@@ -71,11 +71,14 @@ refused).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...errors import DataError
 from ...simulation.functions import model_functions
 from ...solve.intervals import open_intervals, strength_labels
+from ...solve.uncertainty import t_quantile
 
 __all__ = [
     "auto_temperature",
@@ -322,6 +325,26 @@ def open_for_jumps(report, model):
     return True
 
 
+def _widen_combinations(report, bias):
+    """The stated combinations' intervals widened by the kernel's smoothing bias too: the
+    combination of parameter j is its resolved part θ_R,j over Q_jj, and its half-width
+    q·S·√(se² + noise)/|Q_jj| takes (q·S·bias_j/|Q_jj|)² more under the root."""
+    c_ci = getattr(report, "combination_ci", None)
+    if c_ci is None or report.combinations is None or report.resolution is None:
+        return
+    q = t_quantile(report.ci_level, report.dof) * max(float(report.interval_scale), 1.0)
+    c_ci = np.array(c_ci, dtype=float)
+    for j, combo in enumerate(report.combinations):
+        if combo is None or not np.isfinite(c_ci[j]).all() or not np.isfinite(bias[j]):
+            continue
+        centre, half = c_ci[j].mean(), 0.5 * (c_ci[j, 1] - c_ci[j, 0])
+        extra = q * bias[j] / abs(report.resolution[j, j])
+        half = float(np.hypot(half, extra))
+        c_ci[j] = [centre - half, centre + half]
+        report.combinations[j] = replace(combo, interval=(centre - half, centre + half))
+    report.combination_ci = c_ci
+
+
 def widen_intervals(report, theta, bias):
     """Add ``bias`` (n,) in quadrature to ``report.bias_sd``, recompute ``report.ci`` and the
     strength labels of the intervals that changed (a label "yes ±p%" read from the interval
@@ -334,6 +357,7 @@ def widen_intervals(report, theta, bias):
     theta = np.asarray(theta, float)
     before = report.ci
     report.ci = report.intervals(theta, report.ci_level)
+    _widen_combinations(report, bias)
     if report.strength is not None and report.data_factor_range is not None:
         fresh = strength_labels(theta, report.ci, report.data_factor_range)
         report.strength = [
