@@ -39,6 +39,7 @@ from .arrays import (
     from_anndata,
     is_anndata,
     is_frame,
+    is_series,
     missing_column,
     validate_rows,
 )
@@ -317,7 +318,7 @@ class IterSource(DataSource):
             except StopIteration:
                 return None
             label = f"{self.name} (chunk starting at row {self._offset})"
-            if is_frame(raw):
+            if is_frame(raw) or is_series(raw):  # (a named Series is read by its name)
                 block = as_samples(raw, self.model, label, min_samples=0)
             else:
                 block = validate_rows(

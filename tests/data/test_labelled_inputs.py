@@ -172,3 +172,7 @@ def test_a_named_series_is_read_by_its_name(ou):
         r"variables \(x, y\): pass a DataFrame",
     ):
         ds.fit_global(m2, pd.Series(values, name="x"))
+    # streamed chunks given as named Series are read by their names too (they skipped the check)
+    chunks = [pd.Series(values[:100], name="q"), pd.Series(values[100:], name="q")]
+    with pytest.raises(ds.DataError, match=r"chunk starting at row 0\): a pandas Series named 'q'"):
+        ds.fit_global(m, iter(chunks))
