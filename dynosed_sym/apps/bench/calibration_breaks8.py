@@ -204,12 +204,13 @@ def piecewise():
     ``ds.simulate`` at dt = 0.01, 2000 steps (20 time units; the sign terms pull at a constant
     speed, the smooth part's a.e. Jacobian entries are at most 3.25) from N(0, I) agrees with
     the exact law (KS p 0.59, 0.93 at dt = 0.01 and 0.83, 0.65 at dt = 0.002 with 10⁴ burn-in
-    steps, N = 20,000; the jumps of sign() cost Euler steps no visible bias) — but warns
-    (StationarityWarning) that the chains are not stationary, on the Cramér–Rao bound
-    E[∇·f] ≤ −tr(DΣ⁻¹): its ∇·f is the derivative almost everywhere, which misses the jumps'
-    δ terms (−2a δ(x) − 2b δ(y) here; fit_global warns the same on exact draws).  Not
-    drawn with diffrax: its bridge prints Max as ``functools.reduce(jnp.maximum, …)``, which the
-    solver's script cannot evaluate; the exact oracle cells take its place."""
+    steps, N = 20,000; the jumps of sign() cost Euler steps no visible bias).  When declared it
+    drew a false StationarityWarning (the check's ∇·f, taken almost everywhere, missed the
+    jumps' δ terms −2a δ(x) − 2b δ(y); fit_global warned the same on exact draws): the check
+    now takes such a drift's divergence by central differences.  Not drawn with diffrax in the
+    committed sweep: its bridge could not evaluate SymPy's printing of Max
+    (``functools.reduce(jnp.maximum, …)``; fixed after the sweep); the exact cells take its
+    place."""
     x, y = sp.symbols("x y", real=True)
     a, b, c, e = sp.symbols("a b c e", real=True)
     V = a * sp.Abs(x) + b * sp.Abs(y) + c * sp.Max(0, x + y) ** 2 / 2 + e * (x - y) ** 2 / 2
