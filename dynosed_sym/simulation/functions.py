@@ -85,13 +85,8 @@ class ModelFunctions:
         deviation: a jump of f_i across x_i enters as its size over the step where a row is within
         a step of it, so the mean over the rows holds the jump's point mass (to O(step))."""
         out = np.zeros(X.shape[0])
-        sd = X.std(axis=0)
-        for j in range(self.d):
-            h = rel_step * (sd[j] if sd[j] > 0 else 1.0)
-            up, down = X.copy(), X.copy()
-            up[:, j] += h
-            down[:, j] -= h
-            out += (self.drift(up, theta)[:, j] - self.drift(down, theta)[:, j]) / (2.0 * h)
+        for j, up, down, width in _central_steps(X, rel_step, range(self.d)):
+            out += (self.drift(up, theta)[:, j] - self.drift(down, theta)[:, j]) / width
         return out
 
     @cached_property
@@ -266,20 +261,14 @@ class ModelFunctions:
 
     def _divergence_theta_differences(self, X, theta, rel_step):
         pairs, _, column = self.drift_theta_distinct(X[:1], theta)
-        acc, sd = {}, X.std(axis=0)
-        for j in range(self.d):
-            on_j = [(k, u) for (i, k), u in zip(pairs, column) if i == j]
-            if not on_j:
-                continue
-            h = rel_step * (sd[j] if sd[j] > 0 else 1.0)
-            up, down = X.copy(), X.copy()
-            up[:, j] += h
-            down[:, j] -= h
+        on = {j: [(k, u) for (i, k), u in zip(pairs, column) if i == j] for j in range(self.d)}
+        acc = {}
+        for j, up, down, width in _central_steps(X, rel_step, [j for j in on if on[j]]):
             diff = (
                 self.drift_theta_distinct(up, theta)[1] - self.drift_theta_distinct(down, theta)[1]
             )
-            for k, u in on_j:
-                acc[k] = acc.get(k, 0.0) + diff[:, u] / (2.0 * h)
+            for k, u in on[j]:
+                acc[k] = acc.get(k, 0.0) + diff[:, u] / width
         return sorted(acc.items())
 
     def diffusion(self, X):
@@ -295,6 +284,19 @@ class ModelFunctions:
         if self._G is None:
             return None
         return self._call(self._G, X, None, self._G_shape)
+
+
+def _central_steps(X, rel_step, coords):
+    """``(j, X + h_j e_j, X − h_j e_j, 2 h_j)`` for the coordinates j, the step ``rel_step`` ×
+    the coordinate's standard deviation (1 where it is 0): the central differences of
+    :meth:`ModelFunctions.divergence_differences` and of its θ-derivatives."""
+    sd = X.std(axis=0)
+    for j in coords:
+        h = rel_step * (sd[j] if sd[j] > 0 else 1.0)
+        up, down = X.copy(), X.copy()
+        up[:, j] += h
+        down[:, j] -= h
+        yield j, up, down, 2.0 * h
 
 
 def _state_jacobian(f, state):

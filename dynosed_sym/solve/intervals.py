@@ -62,6 +62,7 @@ __all__ = [
     "resolution_matrix",
     "check_prior_scale",
     "open_intervals",
+    "relabel",
     "IDENTIFIED",
     "COMBINATION",
     "NOT_IDENTIFIABLE",
@@ -345,6 +346,22 @@ def strength_labels(theta, ci, data_factor):
             out.append(f"no (≈{f_lo:.2g}–{f_hi:.2g}× N)")
         else:
             out.append(f"no (≈{f_lo:.2g}× N)")
+    return out
+
+
+def relabel(strength, theta, ci, before, ranges, opened=None):
+    """The strength labels after the intervals changed from ``before`` to ``ci`` (a local fit's
+    smoothing bias, a profile): a parameter whose interval is the same keeps its label, another
+    gets :func:`strength_labels`' — or ``opened`` where the change made it infinite."""
+    fresh = strength_labels(theta, ci, ranges)
+    out = []
+    for j, label in enumerate(strength):
+        if before is not None and np.array_equal(ci[j], before[j]):
+            out.append(label)
+        elif opened is not None and not np.isfinite(ci[j]).all():
+            out.append(opened)
+        else:
+            out.append(fresh[j])
     return out
 
 

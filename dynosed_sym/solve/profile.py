@@ -65,7 +65,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataError
-from .intervals import NOT_IDENTIFIABLE, strength_labels
+from .intervals import NOT_IDENTIFIABLE, relabel
 from .uncertainty import t_quantile
 
 __all__ = ["MAX_PARAMS", "ProfileSide", "ProfileTrace", "attach", "hull", "profile_traces"]
@@ -431,15 +431,9 @@ def attach(report, prob, lam, theta_v, theta):
         notes.append("WARNING: " + msg)
     strength = report.strength
     if strength is not None:  # the labels of the intervals the profile changed, read again
-        fresh = strength_labels(theta, ci, report.data_factor_range)
-        strength = [
-            label
-            if np.array_equal(ci[j], report.ci[j])
-            else "no (open profile)"
-            if not np.isfinite(ci[j]).all()
-            else fresh[j]
-            for j, label in enumerate(strength)
-        ]
+        strength = relabel(
+            strength, theta, ci, report.ci, report.data_factor_range, opened="no (open profile)"
+        )
     status = report.status
     if status is not None:  # an interval the profile opened: not identifiable on that side
         opened = ~np.isfinite(ci).all(axis=1) & np.isfinite(report.ci).all(axis=1)

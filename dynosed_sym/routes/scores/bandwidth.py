@@ -77,7 +77,7 @@ import numpy as np
 
 from ...errors import DataError
 from ...simulation.functions import model_functions
-from ...solve.intervals import open_intervals, strength_labels
+from ...solve.intervals import open_intervals, relabel
 from ...solve.uncertainty import t_quantile
 
 __all__ = [
@@ -359,8 +359,6 @@ def widen_intervals(report, theta, bias):
     report.ci = report.intervals(theta, report.ci_level)
     _widen_combinations(report, bias)
     if report.strength is not None and report.data_factor_range is not None:
-        fresh = strength_labels(theta, report.ci, report.data_factor_range)
-        report.strength = [
-            label if before is not None and np.array_equal(report.ci[j], before[j]) else fresh[j]
-            for j, label in enumerate(report.strength)
-        ]
+        report.strength = relabel(
+            report.strength, theta, report.ci, before, report.data_factor_range
+        )
