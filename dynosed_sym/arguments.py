@@ -19,6 +19,7 @@ __all__ = [
     "choice",
     "flag",
     "level",
+    "relative_error",
     "bootstrap_options",
     "parameter_vector",
     "check_field",
@@ -64,13 +65,35 @@ def seed(value, name="seed"):
 
 
 def level(value, name="level"):
-    """A confidence level: a number strictly between 0 and 1 (0.95 for a 95 % interval)."""
+    """A confidence level: a number strictly between 0 and 1 (0.95 for a 95 % interval), at
+    least 0.5: a level below one half is the error rate α given for the coverage 1 − α (the
+    ``alpha=0.05`` of statsmodels and SciPy), which gave a 5 % interval without a word."""
     value = number(value, name)
     if not 0.0 < value < 1.0:
         hint = f" (for a {value:g} % interval pass {value / 100:g})" if 50 <= value < 100 else ""
         raise DataError(
             f"{name} must be between 0 and 1 (exclusive), e.g. 0.95 for a 95 % interval, "
             f"got {value!r}{hint}"
+        )
+    if value < 0.5:
+        raise DataError(
+            f"{name}={value:g} asks for a {100 * value:g} % interval: {name} is the coverage, "
+            f"not the error rate alpha; for a {100 * (1 - value):g} % interval (alpha = "
+            f"{value:g}) pass {name}={1 - value:g} (levels below 0.5 are refused)"
+        )
+    return value
+
+
+def relative_error(value, name="rel_error"):
+    """A target relative error: a fraction of |θ| in (0, 1] (0.1 for ±10 %).  Above 1 it is a
+    percentage given as a number (``rel_error=5`` meant as ±5 %), which planned for ±500 %: the
+    handful of samples for an interval wider than the parameter itself, without a word."""
+    value = number(value, name, positive=True)
+    if value > 1.0:
+        raise DataError(
+            f"{name} is a fraction of |θ| (0.1 for an interval of half-width ±10 %), at most 1; "
+            f"got {value:g}, i.e. ±{100 * value:g} %"
+            + (f" (for ±{value:g} % pass {value / 100:g})" if value <= 100 else "")
         )
     return value
 

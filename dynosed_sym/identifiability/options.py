@@ -39,7 +39,8 @@ class Study:
     seed : int
         Seeds the simulation, the random features and the structural check's probe points.
     rel_error : float
-        Target relative error per parameter for :attr:`IdentifiabilityCheck.n_required`.
+        Target relative error per parameter for :attr:`IdentifiabilityCheck.n_required`: a
+        fraction of |θ|, at most 1 (0.1 for an interval of half-width ±10 %).
     level : float
         Confidence level of that target (default 0.95).
     simulation : Simulation, optional
@@ -85,7 +86,7 @@ class Study:
     def __post_init__(self):
         arguments.check_field(self, "n_samples", arguments.integer, minimum=MIN_STUDY_SAMPLES)
         arguments.check_field(self, "seed", arguments.seed)
-        arguments.check_field(self, "rel_error", arguments.number, positive=True)
+        arguments.check_field(self, "rel_error", arguments.relative_error)
         arguments.check_field(self, "level", arguments.level)
         if self.sampler is not None and not callable(self.sampler):
             raise arguments.DataError(

@@ -197,7 +197,7 @@ class IdentifiabilityCheck(RankVerdict):
         if self.std_errors is None:
             raise DynosedError("no simulation was run (simulate=False)")
         if rel_error is not None:
-            rel_error = arguments.number(rel_error, "rel_error", positive=True)
+            rel_error = arguments.relative_error(rel_error)
         rel_error = self.rel_error if rel_error is None else rel_error
         level = self.level if level is None else arguments.level(level)
         q = t_quantile(level, np.inf)
