@@ -33,6 +33,7 @@ __all__ = [
     "SUPPORTED_FUNCTIONS",
     "TIME_NAMES",
     "distinct_symbols",
+    "continuous_symbols",
     "drift_symbols",
     "diffusion_symbols",
     "diffusion_matrix",
@@ -314,6 +315,29 @@ def distinct_symbols(state_syms, param_syms, input_syms):
     dup = {n for n, count in names.items() if count > 1}
     if dup:
         raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
+
+
+def continuous_symbols(state_syms, param_syms):
+    """Refuse a state variable or a parameter SymPy knows to be an integer (``integer=True``, or
+    ``even``, ``odd``, ``prime``, ``zero``): SymPy has already used that to simplify the drift
+    it was written into — ``floor(x)`` is ``x``, ``sin(pi*x)`` is 0, ``(-1)**(2*x)`` is 1 —
+    before the model sees it, while a state moves and a fit estimates on the real line, so the
+    kernels would compute another drift than the one written, without a word."""
+    for kind, syms in (("state variable", state_syms), ("parameter", param_syms)):
+        for s in syms:
+            if s.is_integer:
+                raise ModelError(
+                    f"{kind} {s} is declared with {assumptions_of(s)}, an integer: "
+                    + (
+                        "a state of an SDE moves on the real line"
+                        if kind == "state variable"
+                        else "a fit estimates it on the real line"
+                    )
+                    + ", and SymPy has already used the assumption to simplify the expressions "
+                    "written with it (floor(x) is x, sin(pi*x) is 0, (-1)**(2*x) is 1), so the "
+                    f"kernels would compute another drift; declare it real: "
+                    f"sp.Symbol('{s}', real=True)"
+                )
 
 
 def drift_symbols(fj, where, declared, names, has_inputs):
