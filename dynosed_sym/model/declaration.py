@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import traceback
 from functools import cached_property
 
 import numpy as np
@@ -23,6 +24,7 @@ from .validation import (
     check_constants,
     check_functions,
     check_real_arguments,
+    continuous_symbols,
     diffusion_matrix,
     diffusion_range,
     diffusion_symbols,
@@ -197,6 +199,7 @@ class SDEModel:
         if not state_syms:
             raise ModelError("state: at least one state variable is required")
         distinct_symbols(state_syms, param_syms, input_syms)
+        continuous_symbols(state_syms, param_syms)
 
         self.state = tuple(state_syms)
         self.params = tuple(param_syms)
@@ -553,11 +556,12 @@ def load_model(path) -> SDEModel:
             "load_model: expected the path of a model file (str or os.PathLike), got "
             f"{type(path).__name__} {path!r}"
         )
-    path = os.fspath(path)
-    if os.path.isdir(path):
+    path = os.path.expanduser(os.fspath(path))  # "~/m.py", as out_dir= and the shell read it
+    if os.path.isdir(path) and not os.path.isfile(path + ".py"):
         raise ModelError(f"model file {path!r} is a folder; give the model's .py file in it")
     if not os.path.isfile(path):
-        raise ModelError(f"model file {path!r} does not exist")
+        hint = f"; did you mean {path + '.py'!r}?" if os.path.isfile(path + ".py") else ""
+        raise ModelError(f"model file {path!r} does not exist{hint}")
     mod_name = "dynosed_user_model_" + re.sub(
         r"\W", "_", os.path.splitext(os.path.basename(path))[0]
     )
@@ -570,8 +574,14 @@ def load_model(path) -> SDEModel:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except ModelError:
-        raise
+    except ModelError as exc:  # a declaration the file makes: name the file and its line
+        lines = [
+            fr.f_lineno
+            for fr, _ in traceback.walk_tb(exc.__traceback__)
+            if os.path.abspath(fr.f_code.co_filename) == os.path.abspath(path)
+        ]
+        where = f"model file {path!r}" + (f", line {lines[-1]}" if lines else "")
+        raise ModelError(f"{where}: {exc}") from exc
     except Exception as exc:  # user code: report the file, keep the cause
         raise ModelError(f"model file {path!r} failed to run: {type(exc).__name__}: {exc}") from exc
     model = getattr(module, "model", None)
