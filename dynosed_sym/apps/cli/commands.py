@@ -88,7 +88,8 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 @positive_option(
     "--rel-error",
     default=0.1,
-    help="Target relative error per parameter (half-width of the interval).",
+    help="Target relative error per parameter (half-width of the interval), a fraction of "
+    "|θ| at most 1: 0.1 for ±10 %.",
 )
 @typed_option(
     "--level",
@@ -130,6 +131,13 @@ def check(model_file, **opts):
     from ...identifiability import Study, check_identifiability, structural_check
 
     t0 = time.perf_counter()
+    for name in ("initial_mean", "initial_var"):
+        if opts[name] is not None and not opts["times"]:
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(
+                f"{flag} is the law at t = 0 of a time-course design, and without --times there "
+                f"is none, so it would be ignored: pass --times t1,t2,..., or drop {flag}"
+            )
     model = _load_model(model_file)
     nominal = _parse_nominal(model, opts["nominal_items"])
     structural_only, as_json = opts["structural_only"], opts["as_json"]

@@ -19,6 +19,7 @@ from .options import (
     input_option,
     model_argument,
     progress_option,
+    refuse_ignored_options,
     route_option,
     score_options,
     scores_from,
@@ -97,6 +98,7 @@ def fit(model_file, data_files, **opts):
         raise click.BadParameter(f"{out!r}: expected a .json or .csv file", param_hint="--out")
     _out_folder(out)
     _refuse_overwrite(out, (model_file, *data_files))
+    refuse_ignored_options(opts)
     features = features_from(opts, opts["seed"])
     scores = scores_from(opts) if opts["route"] == "local" else None
     model = _load_model(model_file)

@@ -77,6 +77,47 @@ def route_option(help=None):
     return choice_option("--route", choices=["global", "local"], default="global", help=help)
 
 
+def given(name):
+    """Whether the option of parameter ``name`` was given (on the command line or through its
+    environment variable), not left at its default."""
+    source = click.get_current_context().get_parameter_source(name)
+    sources = click.core.ParameterSource
+    return source in (sources.COMMANDLINE, sources.ENVIRONMENT)
+
+
+#: options that one route alone reads: parameter name → (flag, route)
+ROUTE_OPTIONS = {
+    "n_features": ("--features", "global"),
+    "bandwidth": ("--bandwidth", "global"),
+    "order": ("--order", "global"),
+    "n_probes": ("--probes", "local"),
+    "probe_method": ("--probe-method", "local"),
+    "radius": ("--radius", "local"),
+    "temperature": ("--temperature", "local"),
+    "score": ("--score", "local"),
+}
+
+
+def refuse_ignored_options(opts):
+    """UsageError for an option of the other route, or ``--order`` without ``--time-column``
+    (``opts``: the command's options): they were ignored without a word (``--score
+    local_gaussian`` without ``--route local`` fitted the global route)."""
+    route = opts["route"]
+    for name, (flag, owner) in ROUTE_OPTIONS.items():
+        if owner != route and name in opts and given(name):
+            raise click.UsageError(
+                f"{flag} is an option of the {owner} route ([{owner}] in --help), and this fit "
+                f"takes the {route} route, which would ignore it: add --route {owner}, or drop "
+                f"{flag}"
+            )
+    if opts.get("order") is not None and opts.get("time_column") is None:
+        raise click.UsageError(
+            "--order is the quadrature order of time courses, and this fit has none, so it "
+            "would be ignored: pass --time-column (the column of each row's time), or drop "
+            "--order"
+        )
+
+
 # --------------------------------------------------------------------------- Features
 feature_options = group(
     count_option(
