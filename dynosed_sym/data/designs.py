@@ -249,6 +249,21 @@ def is_design_data(X):
     return isinstance(X, (dict, TimeCourse))
 
 
+def _refuse_columns_as_environments(X, model):
+    """DataError for a dict of columns named by the state variables (``{"x": xs, "y": ys}``, a
+    natural way to hold one data set): a dict is read as environments, and each 1-D column
+    gave "X['x']: expected a 2-D array (N, 2)", blaming the column for being a column."""
+    if model.d < 2 or not set(X) <= set(model.state_names):
+        return
+    if all(not isinstance(v, (dict, TimeCourse)) and np.ndim(v) == 1 for v in X.values()):
+        keys = ", ".join(repr(k) for k in X)
+        raise DataError(
+            f"X: a dict with keys {keys}, state variables of model {model.name!r}, each "
+            "holding one column: a dict is read as the environments of a design ({environment: "
+            "samples (N, d)}); for the columns of one data set pass pandas.DataFrame(X)"
+        )
+
+
 def _per_env_inputs(model, inputs, names):
     """Normalise ``inputs`` to {env: vector}; a plain {input: value} dict is one environment's."""
     k = len(model.inputs)
@@ -335,6 +350,7 @@ def as_design(X, model, inputs=None, env_column=None, time_column=None):
         if not X:
             raise DataError("X: an empty dict of environments")
         X = {str(k): v for k, v in X.items()}
+        _refuse_columns_as_environments(X, model)
         if len(X) == 1:
             single = True
     names = list(X)
