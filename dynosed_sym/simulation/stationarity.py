@@ -370,10 +370,10 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
     fv, xv = F @ V, Xc @ V
     dv = np.einsum("nij,ik,jk->nk", Dx, V, V)
     dv = np.broadcast_to(dv, fv.shape)
-    rate, rate_se = _group_mean_se(2 * fv * xv + 2 * dv, inv, G)
-    scale, _ = _group_mean_se(2 * np.abs(fv * xv) + 2 * np.abs(dv), inv, G)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out.imbalance = np.where(scale > 0, rate / scale, 0.0)
+    spread_rate = spread_mean = None
+    if theta_sd is not None:
+        spread_rate, spread_mean, spread_div = _theta_spread(fn, X, theta, V, xv, theta_sd)
+    rate, rate_se, rate_z, out.imbalance = _variance_rate(fv, xv, dv, inv, G, spread_rate)
     out.variance_rate, out.variance_rate_se = rate, rate_se
     (g,), (g_se,) = _group_mean_se(div[:, None], inv, G)
     out.mean_rate, mean_se = _group_mean_se(F, inv, G)
@@ -381,9 +381,6 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
     with np.errstate(invalid="ignore", divide="ignore"):
         out.mean_imbalance = np.where(mean_scale > 0, out.mean_rate / mean_scale, 0.0)
     if theta_sd is not None:
-        spread_rate, spread_mean, spread_div = _theta_spread(fn, X, theta, V, xv, theta_sd)
-        rate_se = np.sqrt(rate_se**2 + spread_rate**2)
-        out.variance_rate_se = rate_se
         mean_se = np.sqrt(mean_se**2 + spread_mean**2)
         g_se = float(np.hypot(g_se, spread_div))
     out.mean_rate_se = mean_se
@@ -401,8 +398,41 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
     if G < MIN_GROUPS:
         out.reasons.append(f"{G} group(s) of rows: too few to judge the moments against noise")
         return out
-    _judge(out)
+    _judge(out, rate_z)
     return out
+
+
+def _exponent(values):
+    """Per column of ``values`` (n, k): the exponent e of the power of two 2**e at or above its
+    largest magnitude (0 for a column of zeros or non-finite values)."""
+    top = np.abs(values).max(axis=0)
+    return np.frexp(np.where(np.isfinite(top) & (top > 0), top, 1.0))[1]
+
+
+def _variance_rate(fv, xv, dv, inv, n_groups, spread=None):
+    """``d/dt Var(vₖᵀx) = E[2 (vₖᵀf)(vₖᵀx̃) + 2 vₖᵀDvₖ]`` per direction k: (rate, its standard
+    error (with ``spread``, the bound of θ's uncertainty, in quadrature), its z-score, and the
+    imbalance rate / E[|2 f x̃| + |2 vᵀDv|]).
+
+    The terms are taken in units of a power of two at or above the larger of them (exact
+    scaling: the same bits as the plain sums wherever those are finite), so that samples far
+    beyond the law's scale cannot overflow them: at ‖x‖ ~ 1e160 the plain x·f was inf, every
+    z-score NaN, and the check said "stationary".  The rate itself may be beyond double range
+    (inf); the z-score and the imbalance, which the verdict reads, are not."""
+    ea, eb, ed = _exponent(fv), _exponent(xv), _exponent(dv)
+    e = np.maximum(ea + eb, ed)
+    with np.errstate(under="ignore"):
+        product = 2.0 * np.ldexp(np.ldexp(fv, -ea) * np.ldexp(xv, -eb), ea + eb - e)
+        noise = 2.0 * np.ldexp(dv, -e)
+        rate, se = _group_mean_se(product + noise, inv, n_groups)
+        scale, _ = _group_mean_se(np.abs(product) + np.abs(noise), inv, n_groups)
+        if spread is not None:
+            se = np.sqrt(se**2 + np.ldexp(spread, -e) ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        imbalance = np.where(scale > 0, rate / scale, 0.0)
+    z = _z(rate, se)
+    with np.errstate(over="ignore"):
+        return np.ldexp(rate, e), np.ldexp(se, e), z, imbalance
 
 
 def _row_groups(groups, n):
@@ -448,7 +478,10 @@ def _cramer_rao_bound(fn, Dx, X):
     if not fn.constant_D or X.shape[0] <= X.shape[1]:
         return 0.0, zeros
     Xc = X - X.mean(axis=0)
-    cov = np.atleast_2d(np.cov(X, rowvar=False))
+    with np.errstate(over="ignore", invalid="ignore"):  # samples beyond the law's scale
+        cov = np.atleast_2d(np.cov(X, rowvar=False))
+    if not np.isfinite(cov).all():
+        return 0.0, zeros
     try:
         w, U = np.linalg.eigh(cov)
     except np.linalg.LinAlgError:
@@ -469,9 +502,10 @@ def _z(value, se):
         return np.where(se > 0, value / np.where(se > 0, se, 1.0), np.sign(value) * np.inf)
 
 
-def _judge(out):
-    """Set ``verdict`` and ``reasons`` from the computed moments (module docstring)."""
-    z = _z(out.variance_rate, out.variance_rate_se)
+def _judge(out, z=None):
+    """Set ``verdict`` and ``reasons`` from the computed moments (module docstring); ``z``: the
+    variance rates' z-scores (default: rate / standard error)."""
+    z = _z(out.variance_rate, out.variance_rate_se) if z is None else z
     imb = out.imbalance
     grows = (z > Z_SIGNIFICANT) & (imb > IMBALANCE_DIVERGING)
     changes = (np.abs(z) > Z_SIGNIFICANT) & (np.abs(imb) > IMBALANCE_BORDERLINE)
