@@ -241,3 +241,27 @@ def test_variance_rate_is_the_plain_products_bit_for_bit(seed, exponents, n_grou
     got = _variance_rate(fv, xv, dv, inv, n_groups)
     for a, b in zip(got, (rate, se, _z(rate, se), rate / scale)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "args, flag, shown",
+    [
+        (["simulate", "{ou}", "-n", "10", "-o", "{out}", "--theta", "M11=-1"], "--theta", "-1"),
+        (["check", "{ou}", "--structural-only", "--nominal", "M11=-1"], "--nominal", "-1"),
+        (["fit", "{ou}", "{data}", "--theta0", "M11=-1"], "--theta0", "-1"),
+    ],
+)
+def test_a_parameter_given_twice_on_the_command_line_is_refused(
+    runner, project_root, tmp_path, args, flag, shown
+):
+    """``--theta M11=-1 --theta M11=-2``: the last one won without a word."""
+    data = tmp_path / "data.csv"
+    data.write_text("x,y\n0.1,0.2\n0.3,-0.1\n", encoding="utf-8")
+    names = {"ou": str(project_root / "models" / "ou2d.py"), "out": str(tmp_path / "x.npy")}
+    argv = [a.format(data=str(data), **names) for a in args] + [flag, "M11=-2"]
+    res = runner.invoke(main, argv)
+    assert res.exit_code == 2, res.output
+    assert f"Invalid value for {flag}: 'M11' is given twice ({shown} and -2); give each " in (
+        " ".join(res.output.split())
+    )
+    assert not (tmp_path / "x.npy").exists()

@@ -30,6 +30,11 @@ def _assignments(text, option):
                 f"expected [ENV:]NAME=VALUE[,NAME=VALUE], got {text!r}", param_hint=option
             )
         name, _, val = part.partition("=")
+        if name.strip() in out:
+            raise click.BadParameter(
+                f"{name.strip()!r} is given twice in {text!r}; give each input once",
+                param_hint=option,
+            )
         try:
             out[name.strip()] = float(val)
         except ValueError:

@@ -46,6 +46,12 @@ def _parse_assignments(model, items, option):
             raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
         name, _, val = item.partition("=")
         name = name.strip()
+        if name in values:  # the last one silently won (a typo for another parameter, often)
+            raise click.BadParameter(
+                f"{name!r} is given twice ({values[name]:g} and {val.strip()}); give each "
+                "parameter once",
+                param_hint=option,
+            )
         try:
             values[name] = float(val)
         except ValueError:
