@@ -39,6 +39,24 @@ import numpy as np
 from ..errors import ConvergenceWarning, DataError
 from .combinations import Combination
 from .directions import numerical_floor
+from .flat import (  # re-exported: the flat directions' rules were written here first
+    LONE_LOADING,
+    LONE_SHARE,
+    ONE_SIDED_Z,
+    RESCUE_P,
+    RESCUE_REJECT_P,
+    SCALE_SHARE,
+    SCALE_T,
+    SCALE_TAU,
+    carriers_of,
+    flat_rescues,
+    lone_carriers,
+    lone_directions,
+    open_scale,
+    scale_carriers,
+    scale_directions,
+    whole_line_notes,
+)
 from .linear import unit_scale
 from .weak import fieller, weak_intervals
 
@@ -47,7 +65,7 @@ from .weak import fieller, weak_intervals
 FACTOR_SHARE = 0.01
 #: Half-width of the range of a direction's true t that its estimate allows (t is the curvature in
 #: units of its own standard error: sampling noise of standard deviation 1; ±1.645: 90 %).
-FACTOR_Z = 1.6448536269514722
+FACTOR_Z = ONE_SIDED_Z
 
 __all__ = [
     "Resolution",
@@ -74,6 +92,13 @@ __all__ = [
     "RESCUE_P",
     "RESCUE_REJECT_P",
     "scale_carriers",
+    "lone_directions",
+    "lone_carriers",
+    "whole_line_notes",
+    "LONE_SHARE",
+    "LONE_LOADING",
+    "SCALE_T",
+    "SCALE_TAU",
 ]
 
 IDENTIFIED = "identified"
@@ -82,21 +107,6 @@ NOT_IDENTIFIABLE = "not identifiable"
 
 #: A parameter whose loading on unresolved directions is at least this is not identifiable.
 FREE_PROJECTION = 0.5
-#: An unresolved direction carrying more than this share of the estimate's squared norm is the
-#: drift's overall scale (:func:`scale_carriers`).
-SCALE_SHARE = 0.5
-#: ... and whose component exceeds this many times the scale τ of the identified estimates.
-SCALE_TAU = 2.0
-#: Largest t = κ̂/sd(κ̂) of a scale direction whose curvature counts as not seen (one-sided 5 %,
-#: :func:`scale_carriers`): the lower end of the data-factor range, a curvature of 0 not excluded.
-SCALE_T = FACTOR_Z
-#: A flat direction rescues a rejected model when the test profiled along it has at least this
-#: p-value (the fit's consistency level, :data:`~dynosed_sym.solve.report.CONSISTENCY_P`).
-RESCUE_P = 0.01
-#: ... and only when the test at the estimate rejects strongly, p below this: the test's size is
-#: imperfect at small N (the Stuart–Landau oscillator at N = 2000 rejects 3 of 20 correct fits at
-#: p ~ 10⁻³), and a mild rejection is no evidence of an attenuated scale (Selkov: p < 10⁻¹²).
-RESCUE_REJECT_P = 1e-6
 #: An estimable combination is stated only when the noise the unresolved components add to it
 #: (at the scale τ) is at most this fraction of its own sampling variance.
 COMBINATION_NOISE = 0.25
@@ -142,7 +152,12 @@ class Resolution:
         The unresolved directions found open (:func:`open_scale`), None when there are none.
     whole_line : (n,) bool or None
         The parameters whose interval is the whole line at every level (loading ≥ 0.5, the open
-        scale's carriers): the mask the intervals were made with.
+        scale's carriers, the lone directions' carriers): the mask the intervals were made with.
+    lone : (n,) bool or None
+        The parameters that carry a flat direction resting on one or two parameters
+        (:func:`lone_carriers`): their intervals are the whole line.
+    lone_directions : (n, k) or None
+        Those directions, None when there are none.
     """
 
     loading: np.ndarray
@@ -164,6 +179,8 @@ class Resolution:
     open_directions: np.ndarray | None = None
     whole_line: np.ndarray | None = None
     data_factor_range: np.ndarray | None = None
+    lone: np.ndarray | None = None
+    lone_directions: np.ndarray | None = None
 
 
 def resolution_matrix(V, resolved):
@@ -365,101 +382,6 @@ def relabel(strength, theta, ci, before, ranges, opened=None):
     return out
 
 
-def scale_directions(theta, VU, tau=None):
-    """(k,) bool: the unresolved directions that are the estimate's own (:func:`scale_carriers`):
-    holding more than :data:`SCALE_SHARE` of its squared norm, ``(v_iᵀθ̂)² > SCALE_SHARE·‖θ̂‖²``,
-    with a component larger than :data:`SCALE_TAU` times the scale τ of the identified
-    estimates (when τ is known) — a component at τ's size is what any direction may carry (the
-    ridge's noise along a structurally null direction), not a sign that the truth lies along it."""
-    theta = np.asarray(theta, dtype=float)
-    norm2 = float(theta @ theta)
-    if VU.shape[1] == 0 or not np.isfinite(norm2) or norm2 <= 0.0:
-        return np.zeros(VU.shape[1], dtype=bool)
-    z = VU.T @ theta
-    out = z * z > SCALE_SHARE * norm2
-    if tau is not None and np.all(np.isfinite(tau)):
-        out &= np.abs(z) > SCALE_TAU * float(np.max(tau))
-    return out
-
-
-def scale_carriers(theta, VU, t_unresolved, tau=None):
-    """(n,) bool: the parameters that carry the drift's overall scale when the data leave it open.
-
-    An unresolved direction v_i holding most of the estimate (:func:`scale_directions`) is the
-    estimate's own direction: the data do not fix
-    how large θ is (an oscillator whose stationary law keeps its shape when the drift is scaled,
-    FitzHugh–Nagumo or Selkov at small N).  The bias a wrong scale puts into parameter j is
-    ``V_ji·Δz_i``.  The least-squares component along v_i is attenuated by the share
-    ``κ_i/σ_i²`` of its curvature that is signal, and when the curvature is not seen at all —
-    ``t_i = κ̂_i/sd(κ̂_i) ≤`` :data:`SCALE_T`, one-sided 5 % — that share has no lower bound: Δz_i
-    is not bounded by the data, and the scale τ drawn from the resolved parameters says nothing
-    about it (they are ≈ 0 when the truth lies along v_i).  Every parameter that loads on such a
-    direction (``|V_ji| > 10⁻⁸``) then gets the whole line.  With ``t_i > SCALE_T`` the intervals
-    size the bias by the attenuation (:mod:`.weak`).  ``t_unresolved`` None (no noise estimate):
-    the curvature is not seen.
-    """
-    return _carriers(VU, open_scale(theta, VU, t_unresolved, tau))
-
-
-def open_scale(theta, VU, t_unresolved, tau=None, rescued=None):
-    """(k,) bool: the unresolved directions whose curvature is not seen, ``t_i ≤`` :data:`SCALE_T`
-    (all of them when ``t_unresolved`` is None), and that either are the estimate's own
-    (:func:`scale_directions`) or rescue a rejected model (``rescued``, from
-    :func:`flat_rescues`).
-
-    The second catches a fully attenuated estimate: at small N the column noise swamps the
-    curvature of the drift's overall scale, the least-squares component along it is ≈ 0 and so is
-    every resolved estimate (Selkov at N = 5000: θ̂ ≈ 0.03 against a truth of norm 1.8, the
-    direction holding 22 % of the estimate).  The data reject that small a drift — the residual
-    at the estimate is 11 × its noise, p < 10⁻¹² — while along v_i a larger drift fits within the
-    noise it carries (p = 0.47): the component along v_i is not 0 and not bounded, and the scale
-    τ drawn from the attenuated estimates would size it at 1 % of the truth's."""
-    flat = _flat(VU, t_unresolved)
-    own = scale_directions(theta, VU, tau)
-    if rescued is not None:
-        own = own | np.asarray(rescued, dtype=bool)
-    return own & flat
-
-
-def flat_rescues(test, VU, t_unresolved, tau=None, live=None):
-    """(k,) bool: the flat unresolved directions (``t_i ≤`` :data:`SCALE_T`) along which the
-    misspecification test, profiled, no longer rejects (p ≥ :data:`RESCUE_P`) at a component
-    larger than :data:`SCALE_TAU` times the scale τ of the identified estimates
-    (:func:`open_scale`; a component of τ's size is no sign that the truth lies along v_i, as in
-    :func:`scale_directions`).
-
-    ``test(along, size) -> (p, component)`` runs the test profiled along the (n, 1) direction
-    ``along`` (:func:`~dynosed_sym.solve.misspecification.profile_along`) and gives the
-    estimate's component along it where the test is taken (it may skip the p-value when that
-    component is at most ``size``); called only on flat directions above the floating-point floor
-    (``live``: a structurally null direction's A v is rounding, and any component along it
-    "fits"), and only by a caller whose plain test rejected.  A flat direction absorbs a
-    misspecified model's residual too: what this opens is the intervals, never the verdict."""
-    k = VU.shape[1]
-    flat = _flat(VU, t_unresolved)
-    if live is not None:
-        flat &= np.asarray(live, dtype=bool)
-    size = 0.0 if tau is None or not np.all(np.isfinite(tau)) else SCALE_TAU * float(np.max(tau))
-    out = np.zeros(k, dtype=bool)
-    for i in np.flatnonzero(flat):
-        p, z = test(VU[:, [i]], size)
-        out[i] = p >= RESCUE_P and abs(z) > size
-    return out
-
-
-def _flat(VU, t_unresolved):
-    """(k,) bool: the unresolved directions whose curvature is not seen, ``t_i ≤`` :data:`SCALE_T`
-    (all of them when ``t_unresolved`` is None: no noise estimate)."""
-    if t_unresolved is None:
-        return np.ones(VU.shape[1], dtype=bool)
-    return ~(np.asarray(t_unresolved, dtype=float) > SCALE_T)
-
-
-def _carriers(VU, open_):
-    """(n,) bool: the parameters loading on any of the open directions (``|V_ji| > 10⁻⁸``)."""
-    return (np.abs(VU[:, open_]) > 1e-8).any(axis=1)
-
-
 def _free(V, resolved):
     VU = V[:, ~np.asarray(resolved, dtype=bool)]
     loading = np.linalg.norm(VU, axis=1) if VU.shape[1] else np.zeros(V.shape[0])
@@ -536,7 +458,6 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     A, b, A_blocks, b_blocks, counts = system
     dirs = estimate.directions
     V, resolved = dirs.V, dirs.resolved
-    n = A.shape[1]
     theta, theta_R = estimate.theta, estimate.theta_resolved
     VU, loading, free = _free(V, resolved)
     blocks = (A_blocks, b_blocks, counts)
@@ -569,9 +490,11 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         live = s_u > numerical_floor(dirs.singular_values, *A.shape)
         rescued = flat_rescues(rescue, VU, t_u, tau, live=live)
     open_ = open_scale(theta, VU, t_u, tau, rescued)
-    carriers = _carriers(VU, open_)
-    if (carriers & ~free).any():  # the overall scale is open: its carriers get the whole line
-        free = free | carriers
+    carriers = carriers_of(VU, open_)
+    lone_dirs = lone_directions(VU, t_u) if method == "ml" else np.zeros(VU.shape[1], bool)
+    lone = lone_carriers(VU[:, lone_dirs], None) & ~carriers & ~free
+    if ((carriers | lone) & ~free).any():  # open scale, lone flat direction: the whole line
+        free = free | carriers | lone
         ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
         wk = replace(wk, ci=ci, bounded=bounded)
     Q = resolution_matrix(V, resolved)
@@ -579,30 +502,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     # moves, also in β_j, are not combinations the data leave open
     moved2 = estimate.moved2()
     unres_sd = np.sqrt(np.maximum(wk.bias_sd**2 - moved2, 0.0))
-    status, combos = [], []
-    names = tuple(str(nm) for nm in names)  # shared by every combination stated
-    c_est = np.full(n, np.nan)
-    c_ci = np.full((n, 2), np.nan)
-    for j in range(n):
-        if free[j] or not wk.bounded[j]:
-            status.append(NOT_IDENTIFIABLE)
-            combos.append(None)
-        elif unres_sd[j] > se[j] and wk.noise[j] > COMBINATION_NOISE * se[j] ** 2:
-            # the unresolved components put noise into this estimate in proportion to their
-            # unknown size: a combination is stated only when that noise is small beside its own
-            status.append(COMBINATION)
-            combos.append(None)
-        elif unres_sd[j] > se[j]:
-            status.append(COMBINATION)
-            c_est[j] = theta_R[j] / Q[j, j]
-            half = q * np.sqrt(se[j] ** 2 + wk.noise[j])
-            c_ci[j] = [(theta_R[j] - half) / Q[j, j], (theta_R[j] + half) / Q[j, j]]
-            combos.append(
-                Combination(Q[j], names, "estimable", pivot=j, value=c_est[j], interval=c_ci[j])
-            )
-        else:
-            status.append(IDENTIFIED)
-            combos.append(None)
+    status, combos, c_est, c_ci = _statuses(wk, se, unres_sd, free, lone, theta_R, Q, names, q)
     factor = data_factors(V, resolved, dirs.t, dirs.threshold)
     ranges = data_factor_ranges(V, resolved, dirs.t, dirs.threshold)
     if carriers.any() and t_u is not None:  # the open scale's own factor of data
@@ -630,7 +530,42 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         scale=carriers,
         open_directions=VU[:, open_] if carriers.any() else None,
         whole_line=free,
+        lone=lone,
+        lone_directions=VU[:, lone_dirs] if lone.any() else None,
     ), se
+
+
+def _statuses(wk, se, unres_sd, free, lone, theta_R, Q, names, q):
+    """Status, estimable combination, its estimate and interval of every parameter
+    (:func:`weak_resolution`; the module docstring)."""
+    n = se.size
+    status, combos = [], []
+    names = tuple(str(nm) for nm in names)  # shared by every combination stated
+    c_est = np.full(n, np.nan)
+    c_ci = np.full((n, 2), np.nan)
+    for j in range(n):
+        # a lone direction's carrier keeps its estimable combination (its interval: the whole line)
+        in_combination = unres_sd[j] > se[j] or lone[j]
+        if not lone[j] and (free[j] or not wk.bounded[j]):
+            status.append(NOT_IDENTIFIABLE)
+            combos.append(None)
+        elif in_combination and wk.noise[j] > COMBINATION_NOISE * se[j] ** 2:
+            # the unresolved components put noise into this estimate in proportion to their
+            # unknown size: a combination is stated only when that noise is small beside its own
+            status.append(COMBINATION)
+            combos.append(None)
+        elif in_combination:
+            status.append(COMBINATION)
+            c_est[j] = theta_R[j] / Q[j, j]
+            half = q * np.sqrt(se[j] ** 2 + wk.noise[j])
+            c_ci[j] = [(theta_R[j] - half) / Q[j, j], (theta_R[j] + half) / Q[j, j]]
+            combos.append(
+                Combination(Q[j], names, "estimable", pivot=j, value=c_est[j], interval=c_ci[j])
+            )
+        else:
+            status.append(IDENTIFIED)
+            combos.append(None)
+    return status, combos, c_est, c_ci
 
 
 def open_intervals(rep, label):

@@ -40,6 +40,7 @@ from ..kernels.blas import single_blas
 from .blockops import nbytes
 from .combinations import Combinations
 from .directions import RANK_THRESHOLD, col_se, singular_directions
+from .flat import whole_line_notes
 from .intervals import (
     COMBINATION,
     FREE_PROJECTION,
@@ -201,7 +202,7 @@ class IdentifiabilityReport:
         (:func:`~dynosed_sym.solve.weak.fieller`; :meth:`intervals` at other levels).
     scale : (n,) bool or None
         The parameters that carry an overall scale the data leave open (whole-line intervals,
-        :func:`~dynosed_sym.solve.intervals.scale_carriers`).
+        :func:`~dynosed_sym.solve.flat.scale_carriers`).
     whole_line : (n,) bool or None
         The parameters whose interval is the whole line at every level (infinite standard error,
         loading ≥ 0.5, an open scale, or no finite minimiser): the one mask
@@ -683,14 +684,7 @@ def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     rep.data_factor_range = res.data_factor_range
     rep.scale = res.scale
     rep.whole_line = np.isinf(rep.std_errors) | res.whole_line
-    if res.scale is not None and res.scale.any():
-        carriers = ", ".join(n for n, f in zip(rep.param_names, res.scale) if f)
-        rep.notes.append(
-            "the data do not determine the drift's overall scale: along an unresolved direction "
-            "with no curvature seen, the estimate's component is not bounded by the data; the "
-            f"parameters that carry it ({carriers}) get the whole line (only their ratios along "
-            "it are constrained); more data, or a parameter fixed by knowledge, resolves it"
-        )
+    rep.notes.extend(whole_line_notes(rep.param_names, res.scale, res.lone, res.lone_directions))
     if estimate is not None:  # undetermined where the rejection may be attenuation
         settle_verdict(rep, system, dirs, estimate, res.open_directions, CONSISTENCY_P)
     if res.prior_scale_converged is False:

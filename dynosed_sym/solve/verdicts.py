@@ -3,7 +3,7 @@
 The verdict's own test is :func:`.misspecification.verdict_test` (taken in
 :func:`.report.analyse`).  Here: the test at the Tikhonov solution profiled along given
 directions (:func:`profiled_test`) — along a flat direction for the intervals' flat rescue
-(:func:`profiled_p`, :func:`.intervals.flat_rescues`) and along the open scale for the summary's
+(:func:`profiled_p`, :func:`.flat.flat_rescues`) and along the open scale for the summary's
 note (:func:`profile_open_scale`) — and whether the unprofiled test at the Tikhonov solution
 rejects strongly, the rescue's trigger (:func:`rejects_strongly`).  ``rep`` is the
 :class:`~.report.IdentifiabilityReport` being built, ``system`` its
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .directions import numerical_floor
-from .intervals import RESCUE_REJECT_P, open_scale, scale_directions, widen_about
+from .flat import RESCUE_REJECT_P, open_scale, scale_directions
+from .intervals import widen_about
 from .misspecification import (
     PROFILE_MAX_DIRECTIONS,
     TailProbability,
@@ -98,7 +99,7 @@ def profiled_test(rep, system, estimate, along, p_wanted=None):
 
 def profiled_p(rep, system, estimate):
     """``(along, size) -> (p, component)``: the profiled test's p-value and the component along
-    the direction where it is taken (:func:`.intervals.flat_rescues`; p = 0, without its
+    the direction where it is taken (:func:`.flat.flat_rescues`; p = 0, without its
     integral, when the component is at most ``size`` or not finite — a limit |z| → ∞ is no
     component the data point to)."""
 
@@ -139,7 +140,7 @@ def profile_open_scale(rep, system, estimate, resolved, along, level, tau):
     misspecified model's too — and a direction the law does not depend on (a symmetry) is flat
     whatever N, so the profile alone decides nothing.  The drift's overall scale is never such
     a symmetry (scaling θ with D fixed changes the stationary law): where an open direction is
-    the estimate's own (:func:`.intervals.scale_directions`, with the scale ``tau``: the report's
+    the estimate's own (:func:`.flat.scale_directions`, with the scale ``tau``: the report's
     τ, or None for :func:`verdict_open_scale`) and the test
     profiled along the resolved directions and the own ones does not reject, the verdict is
     neither: ``consistent`` becomes None, the report's ``verdict`` "undetermined".  Otherwise
@@ -173,9 +174,9 @@ def settle_verdict(rep, system, dirs, estimate, open_directions, level):
 def verdict_open_scale(rep, system, dirs, estimate, level):
     """The verdict's open scale where the intervals see none (``dirs``: the report's
     :class:`~.directions.Directions`; ``level``: the verdict's): an unresolved direction with no
-    curvature seen that holds most of the estimate (:func:`.intervals.open_scale`), but whose
+    curvature seen that holds most of the estimate (:func:`.flat.open_scale`), but whose
     component is within twice the scale τ of the identified estimates — the intervals' guard
-    against a structurally null direction's noise (:func:`.intervals.scale_directions`).
+    against a structurally null direction's noise (:func:`.flat.scale_directions`).
     Where the drift is attenuated as a whole the identified estimates, and τ with them, are as
     small as that component (van der Pol at N = 1000, 3 of 20 data sets of the verdicts bench),
     so the guard

@@ -332,8 +332,11 @@ def test_limit_cycle_intervals_see_the_noise_of_an_invisible_parameter(models):
     sandwich at θ̂ (ω̂ ≈ 0) misses the noise the true ω (= 2) puts into them through that column:
     before the unresolved-noise term the stated combinations' 95 % intervals covered their truth
     in 3 of 14 (N = 20,000) and 1 of 42 (N = 5000) data sets.  Now a combination is stated only
-    when that noise is small beside its own, and the parameters' intervals include it.  Oracle:
-    exact stationary samples; each stated combination's truth from its reported coefficients."""
+    when that noise is small beside its own, and the parameters' intervals include it.  Where the
+    tilt reaches a or c by 0.1 or more, the flat direction rests on ω alone and its carriers get
+    the whole line (:func:`dynosed_sym.solve.flat.lone_carriers`): 159 finite intervals of 180 at
+    stop 53, against ≥ 162 before.  Oracle: exact stationary samples; each stated combination's
+    truth from its reported coefficients."""
     model = models["limit_cycle"]
     truth = np.array([1.0, 1.0, 2.0])
     finite, combos, n_sets = [], [], 0
@@ -354,7 +357,7 @@ def test_limit_cycle_intervals_see_the_noise_of_an_invisible_parameter(models):
     print(
         f"\nfinite intervals {sum(finite)}/{len(finite)}, combinations {sum(combos)}/{len(combos)}"
     )
-    assert len(finite) >= 1.8 * n_sets  # a and c keep finite intervals in most data sets
+    assert len(finite) >= 1.6 * n_sets  # a and c keep finite intervals in most data sets
     assert np.mean(finite) >= 0.95
     assert len(combos) < 10 or np.mean(combos) >= 0.85
 
