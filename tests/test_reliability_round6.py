@@ -265,3 +265,24 @@ def test_a_parameter_given_twice_on_the_command_line_is_refused(
         " ".join(res.output.split())
     )
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_data_outside_a_states_declared_sign_are_refused_naming_the_column(tmp_path):
+    """A state declared positive=True had its drift simplified by SymPy (Abs(x) is x): data
+    with x ≤ 0 were fitted with the simplified drift without a word (reliability round six's
+    report).  fit_global and fit_local's probes refuse them; positive data fit as before."""
+    x = sp.Symbol("x", positive=True)
+    a = sp.Symbol("a", real=True)
+    model = ds.SDEModel([x], [a], [1 - a * x * sp.Abs(x)], sp.Rational(1, 10), name="pos_abs")
+    assert model.drift[0] == 1 - a * x**2  # what SymPy made of it
+    ex = ds.Execution(out_dir=str(tmp_path))
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(1.0, 0.3, (400, 1))) + 0.05
+    fit = ds.fit_global(model, X, features=ds.Features(n_features=64), execution=ex)
+    assert np.isfinite(fit.theta).all()
+    bad = X.copy()
+    bad[[7, 9], 0] = [-0.2, 0.0]
+    with pytest.raises(ds.DataError, match=r"column 'x' holds 2 value\(s\) ≤ 0 \(row 7: -0.2\)"):
+        ds.fit_global(model, bad, features=ds.Features(n_features=64), execution=ex)
+    with pytest.raises(ds.DataError, match="declares x positive=True"):
+        ds.fit_local(model, X, np.array([[1.0], [-0.5]]), execution=ex)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..data.checks import state_overflow
+from ..data.checks import state_overflow, state_signs
 from ..errors import DataError
 from ..kernels.stein_fill import FEATURE_BLOCK
 
@@ -154,6 +154,7 @@ def feature_arguments(X, feats, name="X", offset=0, model=None):
     if X.shape[0] == 0:
         return
     if model is not None:
+        state_signs(model, X, name, offset=offset)
         state_overflow(model, X, name, offset=offset)
     limit = MAX_FEATURE_TURNS * 2.0 * math.pi - 2.0 * math.pi
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is itself the answer

@@ -25,6 +25,7 @@ __all__ = [
     "PSD_ROWS",
     "state_monomials",
     "state_overflow",
+    "state_signs",
     "LOG2_MAX",
 ]
 
@@ -236,3 +237,38 @@ def state_overflow(model, X, name="X", what="row", offset=0):
         f"overflow ({bad.size} {label}(s) affected); rescale the state variables (and the model "
         f"with them) to order one, or drop the {label} if the value is a recording error"
     )
+
+
+#: SymPy sign assumptions of a state variable and the values they exclude.
+_SIGNS = (
+    ("positive", lambda x: ~(x > 0), "≤ 0"),
+    ("nonnegative", lambda x: ~(x >= 0), "< 0"),
+    ("negative", lambda x: ~(x < 0), "≥ 0"),
+    ("nonpositive", lambda x: ~(x <= 0), "> 0"),
+)
+
+
+def state_signs(model, X, name="X", what="row", offset=0):
+    """Raise DataError when a column of X (n, d) leaves the sign its state variable was declared
+    with (``sp.Symbol("x", positive=True)``, nonnegative, negative, nonpositive).
+
+    SymPy has used the assumption to simplify the drift and D when they were written
+    (``Abs(x)`` is ``x``, ``sqrt(x**2)`` is ``x``), so at values of the other sign the kernels
+    compute another model than the one written; names the column, the assumption, the first
+    such row (counted from ``offset``) and how many there are.
+    """
+    for j, sym in enumerate(getattr(model, "state", ())):
+        for assumption, outside, text in _SIGNS:
+            if not getattr(sym, f"is_{assumption}", None):
+                continue
+            bad = np.flatnonzero(outside(np.asarray(X[:, j], dtype=float)))
+            if bad.size:
+                r = int(bad[0])
+                raise DataError(
+                    f"{name}: column {str(sym)!r} holds {bad.size} value(s) {text} ({what} "
+                    f"{r + offset}: {X[r, j]:.3g}), but model {model.name!r} declares {sym} "
+                    f"{assumption}=True, under which SymPy has already simplified its drift and "
+                    f"D (Abs({sym}) is {sym}); declare it real=True (sp.Symbol({str(sym)!r}, "
+                    "real=True)) and write the model for both signs, or drop those rows"
+                )
+            break  # the strongest assumption held is the one checked

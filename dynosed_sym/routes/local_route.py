@@ -44,7 +44,7 @@ import numpy as np
 from ..assembly.local import local_rows
 from ..codegen.loading import compile_model
 from ..data.arrays import as_samples
-from ..data.checks import diffusion_psd, distinct_samples, per_row, state_overflow
+from ..data.checks import diffusion_psd, distinct_samples, per_row, state_overflow, state_signs
 from ..data.designs import as_design
 from ..data.sources import ArraySource, is_streamed, open_source
 from ..errors import DataError
@@ -457,7 +457,8 @@ def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):
             )
         kmeans = {}
         P, ball_radius = as_probes(probes, model, Xa, info=kmeans)
-        state_overflow(model, P, "probes", "probe")  # the model is evaluated there
+        state_signs(model, P, "probes", "probe")  # the model is evaluated there
+        state_overflow(model, P, "probes", "probe")
         diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there
         M = P.shape[0]
         g = _dlogp_at(dlogp_dt, P)
