@@ -286,3 +286,24 @@ def test_data_outside_a_states_declared_sign_are_refused_naming_the_column(tmp_p
         ds.fit_global(model, bad, features=ds.Features(n_features=64), execution=ex)
     with pytest.raises(ds.DataError, match="declares x positive=True"):
         ds.fit_local(model, X, np.array([[1.0], [-0.5]]), execution=ex)
+
+
+def test_kmeans_probes_on_fewer_distinct_points_than_asked_are_refused():
+    """choose_probes(method='kmeans') on data with 3 distinct points and k = 5 returned repeated
+    probes, and fit_local counted their data twice without a word (reliability round six's
+    report); now a DataError names how many distinct points there are."""
+    X = np.tile(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), (100, 1))
+    with pytest.raises(ds.DataError, match=r"only 3 distinct point\(s\), fewer than the k = 5"):
+        ds.choose_probes(X, 5, method="kmeans")
+    P = ds.choose_probes(X, 3, method="kmeans")
+    assert len({tuple(p) for p in P}) == 3
+
+
+def test_a_transposed_sample_array_is_named_as_such(models):
+    """X of shape (d, N) said 'has 2000 columns' without the likely cause (round six's report)."""
+    X = np.random.default_rng(1).normal(size=(2000, 3))
+    with pytest.raises(ds.DataError, match=r"has 2000 columns .* looks transposed .* pass X\.T"):
+        ds.fit_global(models["lorenz"], X.T)
+    with pytest.raises(ds.DataError, match="has 2 columns") as err:
+        ds.fit_global(models["lorenz"], X[:, :2])
+    assert "transposed" not in str(err.value)

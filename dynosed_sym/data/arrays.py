@@ -150,9 +150,14 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     if arr.ndim != 2:
         raise DataError(f"{name}: expected a 2-D array (N, {model.d}), got {arr.ndim} dimension(s)")
     if arr.shape[1] != model.d:
+        turned = (
+            f"; it looks transposed (rows are samples): pass {name}.T"
+            if (arr.shape[0] == model.d and arr.shape[1] > model.d)
+            else ""
+        )
         raise DataError(
             f"{name}: has {arr.shape[1]} columns but model {model.name!r} has "
-            f"{model.d} state variables ({', '.join(model.state_names)})"
+            f"{model.d} state variables ({', '.join(model.state_names)}){turned}"
         )
     check_finite(arr, name)
     if arr.shape[0] < min_samples:

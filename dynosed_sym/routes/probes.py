@@ -234,8 +234,12 @@ def kmeans_centres(X, k, seed=0, n_iter=None, tol=1e-10, return_info=False):
     d2 = _sq_dist_to(X, C[0])
     for i in range(1, k):
         tot = d2.sum()
-        j = rng.choice(N, p=d2 / tot) if tot > 0 else rng.integers(N)
-        C[i] = X[j]
+        if not tot > 0:  # every row is one of the centres so far: a k-th would repeat one
+            raise DataError(
+                f"k-means: X has only {i} distinct point(s), fewer than the k = {k} probes "
+                f"asked for (a repeated probe would count its data twice): ask for at most {i}"
+            )
+        C[i] = X[rng.choice(N, p=d2 / tot)]
         d2 = np.minimum(d2, _sq_dist_to(X, C[i]))
     converged, it = False, 0
     while it < n_iter:
