@@ -307,3 +307,29 @@ def test_a_transposed_sample_array_is_named_as_such(models):
     with pytest.raises(ds.DataError, match="has 2 columns") as err:
         ds.fit_global(models["lorenz"], X[:, :2])
     assert "transposed" not in str(err.value)
+
+
+def test_a_declared_sign_is_checked_by_simulate_and_check_stationarity_too(tmp_path):
+    """The sign check reaches every place the model is evaluated on states (the review of the
+    first version: check_stationarity gave a verdict and simulate returned chains that crossed
+    0, both with SymPy's simplified drift), and names the simplification for a negative state."""
+    x = sp.Symbol("x", negative=True)
+    a = sp.Symbol("a", real=True)
+    model = ds.SDEModel([x], [a], [-1 - a * x * sp.Abs(x)], sp.Rational(1, 10), name="neg_abs")
+    assert model.drift[0] == -1 + a * x**2
+    ex = ds.Execution(out_dir=str(tmp_path))
+    X = -np.abs(np.random.default_rng(2).normal(1.0, 0.3, (300, 1))) - 0.05
+    assert ds.check_stationarity(model, [1.0], X) is not None
+    with pytest.raises(ds.DataError, match=r"≥ 0 .* negative=True.*\(Abs\(x\) is -x\)"):
+        ds.check_stationarity(model, [1.0], -X)
+    with pytest.raises(ds.DataError, match="simulate: the samples: column 'x'"):
+        ds.simulate(model, [1.0], 200, x0=[0.5], burn_in=0, seed=0, execution=ex)
+
+
+def test_inputs_declared_integer_are_refused():
+    """Inputs were left out of the integer check (review of round six): ``floor(s) - s`` of an
+    integer input s vanished from the drift at declaration."""
+    x, a = sp.symbols("x a", real=True)
+    s = sp.Symbol("s", integer=True)
+    with pytest.raises(ds.ModelError, match="input s is declared with integer=True"):
+        ds.SDEModel([x], [a], [-a * x + sp.floor(s) - s], 1, inputs=[s], name="int_input")

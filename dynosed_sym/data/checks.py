@@ -248,7 +248,7 @@ _SIGNS = (
 )
 
 
-def state_signs(model, X, name="X", what="row", offset=0):
+def state_signs(model, X, name="X", what="row", offset=0, fix="or drop those rows"):
     """Raise DataError when a column of X (n, d) leaves the sign its state variable was declared
     with (``sp.Symbol("x", positive=True)``, nonnegative, negative, nonpositive).
 
@@ -264,11 +264,14 @@ def state_signs(model, X, name="X", what="row", offset=0):
             bad = np.flatnonzero(outside(np.asarray(X[:, j], dtype=float)))
             if bad.size:
                 r = int(bad[0])
+                import sympy as sp
+
                 raise DataError(
                     f"{name}: column {str(sym)!r} holds {bad.size} value(s) {text} ({what} "
                     f"{r + offset}: {X[r, j]:.3g}), but model {model.name!r} declares {sym} "
                     f"{assumption}=True, under which SymPy has already simplified its drift and "
-                    f"D (Abs({sym}) is {sym}); declare it real=True (sp.Symbol({str(sym)!r}, "
-                    "real=True)) and write the model for both signs, or drop those rows"
+                    f"D (Abs({sym}) is {sp.Abs(sym)}); declare it real=True "
+                    f"(sp.Symbol({str(sym)!r}, real=True)) and write the model for both signs, "
+                    f"{fix}"
                 )
             break  # the strongest assumption held is the one checked

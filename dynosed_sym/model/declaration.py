@@ -199,7 +199,7 @@ class SDEModel:
         if not state_syms:
             raise ModelError("state: at least one state variable is required")
         distinct_symbols(state_syms, param_syms, input_syms)
-        continuous_symbols(state_syms, param_syms)
+        continuous_symbols(state_syms, param_syms, input_syms)
 
         self.state = tuple(state_syms)
         self.params = tuple(param_syms)

@@ -317,13 +317,14 @@ def distinct_symbols(state_syms, param_syms, input_syms):
         raise ModelError(f"two different symbols share the name {sorted(dup)[0]!r}")
 
 
-def continuous_symbols(state_syms, param_syms):
+def continuous_symbols(state_syms, param_syms, input_syms=()):
     """Refuse a state variable or a parameter SymPy knows to be an integer (``integer=True``, or
     ``even``, ``odd``, ``prime``, ``zero``): SymPy has already used that to simplify the drift
     it was written into — ``floor(x)`` is ``x``, ``sin(pi*x)`` is 0, ``(-1)**(2*x)`` is 1 —
     before the model sees it, while a state moves and a fit estimates on the real line, so the
     kernels would compute another drift than the one written, without a word."""
-    for kind, syms in (("state variable", state_syms), ("parameter", param_syms)):
+    kinds = (("state variable", state_syms), ("parameter", param_syms), ("input", input_syms))
+    for kind, syms in kinds:
         for s in syms:
             if s.is_integer:
                 raise ModelError(
@@ -332,6 +333,8 @@ def continuous_symbols(state_syms, param_syms):
                         "a state of an SDE moves on the real line"
                         if kind == "state variable"
                         else "a fit estimates it on the real line"
+                        if kind == "parameter"
+                        else "an input's value may be any real number"
                     )
                     + ", and SymPy has already used the assumption to simplify the expressions "
                     "written with it (floor(x) is x, sin(pi*x) is 0, (-1)**(2*x) is 1), so the "

@@ -28,7 +28,7 @@ import numpy as np
 from .. import arguments
 from ..assembly.memory import check_simulation_memory
 from ..codegen.loading import compile_model
-from ..data.checks import diffusion_psd
+from ..data.checks import diffusion_psd, state_signs
 from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
 from ..kernels.lanes import half_kick_records
@@ -223,6 +223,9 @@ def simulate(
 def _checked(plan, X):
     """X when it passes the stationarity checks (raise when diverging, warn when not settled)."""
     groups = np.arange(X.shape[0]) // plan.n_keep  # rows are ordered chain by chain
+    # the chains integrated SymPy's simplification outside a declared sign (Abs(x) -> x)
+    fix = f"or start inside that range and reduce dt ({plan.dt:g}) if Euler steps leave it"
+    state_signs(plan.model, X, "simulate: the samples", "sample", fix=fix)
     check = check_stationarity(plan.model, plan.theta, X, groups)
     burn = f"burn_in (now {plan.burn_in} steps = {plan.burn_in * plan.dt:g} time units)"
     enforce_stationary(

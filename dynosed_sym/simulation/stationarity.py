@@ -69,6 +69,7 @@ import numpy as np
 
 from ..arguments import float_array
 from ..data.arrays import as_samples, check_finite
+from ..data.checks import state_signs
 from ..errors import DataError, StationarityError, StationarityWarning
 from ..kernels.blas import limited_blas
 from ..model.declaration import require_model
@@ -352,6 +353,7 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
     X, groups = _subsample(X, groups)
     X = np.ascontiguousarray(X)
     check_finite(X, "X")  # the rows evaluated (a fit's data are checked already)
+    state_signs(model, X, "X")  # the model evaluated there is the one declared
     ids, inv = np.unique(groups, return_inverse=True)
     G = ids.size
     out = StationarityCheck(n_rows=X.shape[0], n_groups=int(G))

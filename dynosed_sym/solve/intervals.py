@@ -52,6 +52,7 @@ from .flat import (  # re-exported: the flat directions' rules were written here
     flat_rescues,
     lone_carriers,
     lone_directions,
+    lone_widening,
     open_scale,
     scale_carriers,
     scale_directions,
@@ -493,10 +494,12 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     carriers = carriers_of(VU, open_)
     lone_dirs = lone_directions(VU, t_u) if method == "ml" else np.zeros(VU.shape[1], bool)
     lone = lone_carriers(VU[:, lone_dirs], None) & ~carriers & ~free
-    if ((carriers | lone) & ~free).any():  # open scale, lone flat direction: the whole line
+    widen = lone_widening(VU[:, lone_dirs], tau) * ~(carriers | lone | free)
+    if ((carriers | lone) & ~free).any() or widen.any():  # open scale, lone direction
         free = free | carriers | lone
-        ci, bounded = fieller(theta, se**2 + wk.bias_sd**2, wk.c, wk.gamma, q, free)
-        wk = replace(wk, ci=ci, bounded=bounded)
+        bias_sd = np.sqrt(wk.bias_sd**2 + widen**2)
+        ci, bounded = fieller(theta, se**2 + bias_sd**2, wk.c, wk.gamma, q, free)
+        wk = replace(wk, ci=ci, bounded=bounded, bias_sd=bias_sd)
     Q = resolution_matrix(V, resolved)
     # the status reads the unresolved directions' part of β_j: the hand-over's and the tempering's
     # moves, also in β_j, are not combinations the data leave open

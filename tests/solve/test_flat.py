@@ -108,3 +108,31 @@ def test_a_given_prior_scale_keeps_the_lone_directions_carriers_finite(rotated_o
     truth = M.ravel()
     assert np.all((ci[fin, 0] <= truth[fin]) & (truth[fin] <= ci[fin, 1]))
     assert "which rests on one or two parameters" not in fit.summary()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_small_loadings_on_a_lone_direction_are_sized_at_ten_tau(models, ou_samples, seed):
+    """OU with M12 = 10 against entries of size 1 (from the review of the rule): the free
+    direction rests on M12, M11 and M22 load just under 0.1 and M21 0.02 — all τ-sized before,
+    with 99 % intervals excluding the truth (M21: [0.08, 0.31] around 0).  Sized at
+    LONE_TAU·τ, every finite 99 % interval covers (exact stationary samples)."""
+    M = np.array([[-1.0, 10.0], [0.0, -1.0]])
+    fit = ds.fit_global(
+        models["ou2d"], ou_samples(M, 1.0, 10_000, seed), features=ds.Features(seed=seed)
+    )
+    ci = fit.conf_int(level=0.99)
+    fin = np.isfinite(ci).all(axis=1)
+    truth = M.ravel()
+    assert fin.sum() >= 2
+    assert np.all((ci[fin, 0] <= truth[fin]) & (truth[fin] <= ci[fin, 1])), ci
+
+
+def test_lone_widening_is_zero_off_the_lone_directions_and_grows_with_the_loading():
+    from dynosed_sym.solve.flat import LONE_TAU, lone_widening
+
+    v = np.array([[0.99], [0.05], [0.0], [0.12]])
+    w = lone_widening(v, 2.0)
+    assert w[0] == 0.0 and w[3] == 0.0  # carriers (≥ 0.1) get the whole line instead
+    assert w[2] == 0.0
+    assert w[1] == pytest.approx(0.05 * 2.0 * np.sqrt(LONE_TAU**2 - 1))
+    assert not lone_widening(np.zeros((4, 0)), 1.0).any()
