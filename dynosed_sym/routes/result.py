@@ -247,7 +247,8 @@ class FitResult:
         cols["ci_low"], cols["ci_high"] = ci[:, 0].copy(), ci[:, 1].copy()
         cols["freeness"] = np.asarray(rep.freeness, dtype=float).copy()
         cols["freeness_normalised"] = np.asarray(rep.freeness_normalised, dtype=float).copy()
-        cols["identifiable"] = np.array([nm not in free for nm in self.param_names])
+        whole = np.zeros(n, bool) if rep.whole_line is None else np.asarray(rep.whole_line, bool)
+        cols["identifiable"] = np.array([nm not in free for nm in self.param_names]) & ~whole
         honest = rep.loading is not None
         cols["loading"] = np.asarray(rep.loading, dtype=float).copy() if honest else nan.copy()
         cols["bias_sd"] = np.asarray(rep.bias_sd, dtype=float).copy() if honest else nan.copy()

@@ -136,3 +136,13 @@ def test_lone_widening_is_zero_off_the_lone_directions_and_grows_with_the_loadin
     assert w[2] == 0.0
     assert w[1] == pytest.approx(0.05 * 2.0 * np.sqrt(LONE_TAU**2 - 1))
     assert not lone_widening(np.zeros((4, 0)), 1.0).any()
+
+
+def test_records_call_a_whole_line_parameter_not_identifiable(rotated_ou):
+    """to_dataframe / to_dict said identifiable True for a lone direction's carrier whose
+    interval is the whole line (the review); now the flag reads the interval too."""
+    M, model, X = rotated_ou
+    fit = ds.fit_global(model, X, features=ds.Features(seed=0))
+    df = fit.to_dataframe()
+    assert not df["identifiable"].any()
+    assert not any(p["identifiable"] for p in fit.to_dict()["parameters"])
