@@ -333,3 +333,18 @@ def test_inputs_declared_integer_are_refused():
     s = sp.Symbol("s", integer=True)
     with pytest.raises(ds.ModelError, match="input s is declared with integer=True"):
         ds.SDEModel([x], [a], [-a * x + sp.floor(s) - s], 1, inputs=[s], name="int_input")
+
+
+def test_an_input_given_twice_in_separate_items_is_refused():
+    """``--input A:s=1 --input A:s=3`` (or ``s=1 s=3`` for the design check) kept the last value
+    without a word: the first version refused repeats inside one item only (the review)."""
+    import click
+
+    from dynosed_sym.apps.cli.designs import parse_inputs
+
+    with pytest.raises(click.BadParameter, match=r"'s' is given twice for A \(1 and 3\)"):
+        parse_inputs(("A:s=1", "A:s=3"), ["A", "B"])
+    with pytest.raises(click.BadParameter, match=r"'s' is given twice \(1 and 3\)"):
+        parse_inputs(("s=1", "s=3"), None)
+    assert parse_inputs(("A:s=1", "B:s=3"), ["A", "B"]) == {"A": {"s": 1.0}, "B": {"s": 3.0}}
+    assert parse_inputs(("s=1", "s=1"), None) == {"s": 1.0}

@@ -44,6 +44,19 @@ def _assignments(text, option):
     return out
 
 
+def _merge(into, new, where, option):
+    """``into.update(new)``, refusing a name ``into`` already holds (the last value won)."""
+    for name, value in new.items():
+        if name in into and into[name] != value:
+            raise click.BadParameter(
+                f"{name!r} is given twice{where} ({into[name]:g} and {value:g}); give each "
+                "input once",
+                param_hint=option,
+            )
+        into[name] = value
+    return into
+
+
 def parse_inputs(items, env_names, option="--input"):
     """``--input`` items → {env: {name: value}} (see the module docstring), or None."""
     if not items:
@@ -57,7 +70,7 @@ def parse_inputs(items, env_names, option="--input"):
                 raise click.BadParameter(
                     f"{env!r} is not an environment ({', '.join(env_names)})", param_hint=option
                 )
-            named.setdefault(env, {}).update(_assignments(rest, option))
+            _merge(named.setdefault(env, {}), _assignments(rest, option), f" for {env}", option)
         else:
             positional.append(_assignments(item, option))
     if env_names is None:  # the design check: environments are named by --input itself
@@ -69,13 +82,13 @@ def parse_inputs(items, env_names, option="--input"):
         if positional:
             merged = {}
             for p in positional:
-                merged.update(p)
+                _merge(merged, p, "", option)
             return merged
         return named
     if len(env_names) == 1:
         merged = dict(named.get(env_names[0], {}))
         for p in positional:
-            merged.update(p)
+            _merge(merged, p, "", option)
         return {env_names[0]: merged}
     if positional:
         if len(positional) != len(env_names):
@@ -86,7 +99,7 @@ def parse_inputs(items, env_names, option="--input"):
                 param_hint=option,
             )
         for env, p in zip(env_names, positional):
-            named.setdefault(env, {}).update(p)
+            _merge(named.setdefault(env, {}), p, f" for {env}", option)
     return named
 
 
