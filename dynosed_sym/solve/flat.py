@@ -10,7 +10,9 @@ either when
 * it rests on one or two parameters, whose values the other estimates say nothing about
   (:func:`lone_carriers`).
 
-Their carriers get the whole line; :func:`whole_line_notes` writes what the summary says.
+Their carriers get the whole line — for a lone direction those loading ≥ :data:`LONE_LOADING`
+on it, the others a bias of :data:`LONE_TAU` times τ (:func:`lone_widening`); both only when τ
+is estimated, not given.  :func:`whole_line_notes` writes what the summary says.
 """
 
 from __future__ import annotations
