@@ -28,6 +28,7 @@ __all__ = [
     "flat_rescues",
     "lone_directions",
     "lone_carriers",
+    "lone_loading",
     "whole_line_notes",
     "carriers_of",
     "SCALE_SHARE",
@@ -176,14 +177,21 @@ def lone_directions(VU, t_unresolved):
     return _flat(VU, t_unresolved) & ((VU**4).sum(axis=0) >= LONE_SHARE)
 
 
+def lone_loading(VU_lone):
+    """(n,) each parameter's loading on the given lone directions (the columns of ``VU_lone``,
+    :func:`lone_directions`' selection; zeros when there are none)."""
+    VU_lone = np.asarray(VU_lone, dtype=float)
+    if VU_lone.shape[1] == 0:
+        return np.zeros(VU_lone.shape[0])
+    return np.linalg.norm(VU_lone, axis=1)
+
+
 def lone_carriers(VU, t_unresolved):
     """(n,) bool: the parameters whose loading on the :func:`lone_directions` is at least
     :data:`LONE_LOADING`; their intervals are the whole line (a smaller loading has its bias
     sized at :data:`LONE_TAU` times τ instead, :func:`lone_widening`)."""
-    lone = lone_directions(VU, t_unresolved)
-    if not lone.any():
-        return np.zeros(np.asarray(VU).shape[0], dtype=bool)
-    return np.linalg.norm(np.asarray(VU)[:, lone], axis=1) >= LONE_LOADING
+    VU = np.asarray(VU, dtype=float)
+    return lone_loading(VU[:, lone_directions(VU, t_unresolved)]) >= LONE_LOADING
 
 
 def lone_widening(VU_lone, tau):
@@ -198,10 +206,7 @@ def lone_widening(VU_lone, tau):
     parameter would open nearly all of them (on the 10-gene network with decay rates, every
     parameter loads above 10⁻⁸ on a lone direction of one parameter); an order of magnitude of
     τ is the assumption instead, and the summary's bias.sd carries it."""
-    VU_lone = np.asarray(VU_lone, dtype=float)
-    if VU_lone.shape[1] == 0:
-        return np.zeros(VU_lone.shape[0])
-    rho = np.linalg.norm(VU_lone, axis=1)
+    rho = lone_loading(VU_lone)
     tau = np.broadcast_to(np.asarray(tau, dtype=float), rho.shape)
     out = rho * np.where(np.isfinite(tau), tau, 0.0) * np.sqrt(LONE_TAU**2 - 1.0)
     return np.where(rho < LONE_LOADING, out, 0.0)

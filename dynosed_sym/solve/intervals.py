@@ -52,6 +52,7 @@ from .flat import (  # re-exported: the flat directions' rules were written here
     flat_rescues,
     lone_carriers,
     lone_directions,
+    lone_loading,
     lone_widening,
     open_scale,
     scale_carriers,
@@ -493,8 +494,9 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     open_ = open_scale(theta, VU, t_u, tau, rescued)
     carriers = carriers_of(VU, open_)
     lone_dirs = lone_directions(VU, t_u) if method == "ml" else np.zeros(VU.shape[1], bool)
-    lone = lone_carriers(VU[:, lone_dirs], None) & ~carriers & ~free
-    widen = lone_widening(VU[:, lone_dirs], tau) * ~(carriers | lone | free)
+    VU_lone = VU[:, lone_dirs]
+    lone = (lone_loading(VU_lone) >= LONE_LOADING) & ~carriers & ~free
+    widen = lone_widening(VU_lone, tau) * ~(carriers | lone | free)
     if ((carriers | lone) & ~free).any() or widen.any():  # open scale, lone direction
         free = free | carriers | lone
         bias_sd = np.sqrt(wk.bias_sd**2 + widen**2)
