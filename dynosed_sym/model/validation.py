@@ -323,23 +323,19 @@ def continuous_symbols(state_syms, param_syms, input_syms=()):
     it was written into — ``floor(x)`` is ``x``, ``sin(pi*x)`` is 0, ``(-1)**(2*x)`` is 1 —
     before the model sees it, while a state moves and a fit estimates on the real line, so the
     kernels would compute another drift than the one written, without a word."""
-    kinds = (("state variable", state_syms), ("parameter", param_syms), ("input", input_syms))
-    for kind, syms in kinds:
+    kinds = (
+        ("state variable", state_syms, "a state of an SDE moves on the real line"),
+        ("parameter", param_syms, "a fit estimates it on the real line"),
+        ("input", input_syms, "an input's value may be any real number"),
+    )
+    for kind, syms, why in kinds:
         for s in syms:
             if s.is_integer:
                 raise ModelError(
-                    f"{kind} {s} is declared with {assumptions_of(s)}, an integer: "
-                    + (
-                        "a state of an SDE moves on the real line"
-                        if kind == "state variable"
-                        else "a fit estimates it on the real line"
-                        if kind == "parameter"
-                        else "an input's value may be any real number"
-                    )
-                    + ", and SymPy has already used the assumption to simplify the expressions "
-                    "written with it (floor(x) is x, sin(pi*x) is 0, (-1)**(2*x) is 1), so the "
-                    f"kernels would compute another drift; declare it real: "
-                    f"sp.Symbol('{s}', real=True)"
+                    f"{kind} {s} is declared with {assumptions_of(s)}, an integer: {why}, and "
+                    "SymPy has already used the assumption to simplify the expressions written "
+                    "with it (floor(x) is x, sin(pi*x) is 0, (-1)**(2*x) is 1), so the kernels "
+                    f"would compute another drift; declare it real: sp.Symbol('{s}', real=True)"
                 )
 
 
