@@ -434,7 +434,7 @@ LOCAL_OUTCOMES = {
     "rows": ("either", _SCORE_FAILS),
     "scale": ("either", _SCORE_FAILS),
     "lam": GLOBAL_OUTCOMES["lam"],
-    "temperature": ("raise", r"^temperature must be positive and finite"),
+    "temperature": ("raise", r"^Scores\.temperature must be (positive|finite), got"),
     "temperature_huge": (
         "raise",
         r"^kernel score: probe \d+ .* (effective data point|kernel widths)",
@@ -443,8 +443,8 @@ LOCAL_OUTCOMES = {
     "probes_nan": ("raise", r"^probes: contain NaN or inf"),
     "probes_shape": ("raise", r"^probes: expected an array of shape \(M, 2\)"),
     "probes_empty": ("raise", r"^probes: no probe points"),
-    "radius": ("raise", r"^(score matching: )?radius must be a positive number"),
-    "degree": ("raise", r"^score matching: degree must be an integer ≥ 2"),
+    "radius": ("raise", r"^Scores\.radius must be a positive number or one per probe"),
+    "degree": ("raise", r"^Scores\.degree must be at least 2, got [01]$"),
 }
 DATA_DEFECTS = [None] * 14 + [
     "tiny",

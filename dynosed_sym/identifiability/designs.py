@@ -39,7 +39,7 @@ from ..routes.options import Features, Solver
 from ..simulation.simulate import initial_draws
 from ..solve.intervals import direction_factor_ranges
 from .designs_structural import DesignStructural, design_structural, env_thetas
-from .options import Experiment, Study, check_sampler_signature
+from .options import Experiment, Study, check_sampler_signature, check_times
 from .simulated_sampling import design_sampler
 
 __all__ = ["DesignCheck", "check_design", "design_spec", "draw_design"]
@@ -504,9 +504,7 @@ def design_spec(model, inputs, times):
     data = {}
     for e in names:
         if e in per_times:
-            ts = np.asarray(per_times[e], dtype=float).reshape(-1)
-            if ts.size < 2 or (ts < 0).any() or not np.isfinite(ts).all():
-                raise DataError(f"times[{e!r}]: at least 2 finite snapshot times ≥ 0")
+            ts = check_times(per_times[e], f"times[{e!r}]")
             data[e] = TimeCourse({float(t): placeholder for t in ts})
         else:
             data[e] = placeholder

@@ -16,9 +16,11 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import arguments
 
-__all__ = ["Study", "Experiment", "MIN_STUDY_SAMPLES", "check_sampler_signature"]
+__all__ = ["Study", "Experiment", "MIN_STUDY_SAMPLES", "check_sampler_signature", "check_times"]
 
 #: Fewest samples of a simulation check (Study.n_samples, given samples=): the directions are
 #: followed over nested subsets of at least 2 noise blocks of 4 rows or more.
@@ -106,7 +108,8 @@ class Experiment:
         ``{environment: {input: value}}`` — several stationary environments with shared
         parameters (env parameters one value each) — or one environment's ``{input: value}``.
     times : sequence of float or dict, optional
-        Snapshot times of a time course (every environment, or ``{environment: times}``).
+        Snapshot times of a time course (every environment, or ``{environment: times}``): at
+        least 2 finite times ≥ 0, each given once (checked when the object is built).
     initial : (mean, covariance), (N0, d) samples, or dict, optional
         The law at t = 0 of a time course (per environment as a dict).
     order : int, optional
@@ -136,6 +139,34 @@ class Experiment:
 
     def __post_init__(self):
         arguments.check_field(self, "advise", arguments.flag)
+        arguments.check_field(self, "times", _experiment_times)
+
+
+def _experiment_times(value, name):
+    """None, snapshot times (:func:`check_times`) or ``{environment: times}``; which
+    environments exist the check sees (``inputs=``)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        for env, ts in value.items():
+            check_times(ts, f"{name}[{env!r}]")
+    else:
+        check_times(value, name)
+    return value
+
+
+def check_times(values, name):
+    """``values`` as (K,) snapshot times: at least 2, finite, ≥ 0 and each given once; else a
+    DataError naming ``name`` (a repeated time would merge two snapshots into one)."""
+    ts = arguments.float_array(values, name).reshape(-1)
+    if ts.size < 2 or (ts < 0).any() or not np.isfinite(ts).all():
+        raise arguments.DataError(f"{name}: at least 2 finite snapshot times ≥ 0, got {values!r}")
+    repeated = np.unique(ts[np.flatnonzero(np.diff(np.sort(ts)) == 0)])
+    if repeated.size:
+        raise arguments.DataError(
+            f"{name}: time {float(repeated[0])!r} is given twice (each snapshot time once)"
+        )
+    return ts
 
 
 def check_sampler_signature(sampler, time_course=False, name="Study.sampler"):

@@ -201,6 +201,64 @@ class Solver:
             arguments.check_field(self, "max_nfev", arguments.integer, minimum=1)
         if self.seed is not None:
             arguments.check_field(self, "seed", arguments.seed)
+        arguments.check_field(self, "prior_scale", _prior_scale)
+
+
+def _prior_scale(value, name):
+    """``value`` if it can be a prior scale: "ml", None, a number ≥ 0, numbers ≥ 0 (one per
+    parameter) or ``{parameter: number ≥ 0}``; how many and which parameters the fit checks
+    (:func:`dynosed_sym.solve.intervals.check_prior_scale`)."""
+    if value is None or (isinstance(value, str) and value == "ml"):
+        return value
+    what = f"{name} must be 'ml', None, a number ≥ 0, one per parameter or {{parameter: number}}"
+    values = list(value.values()) if isinstance(value, dict) else value
+    if isinstance(value, str) or any(isinstance(v, (bool, np.bool_)) for v in np.ravel(values)):
+        raise arguments.DataError(f"{what}, got {value!r}")
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise arguments.DataError(f"{what}, got {value!r}") from None
+    if arr.ndim > 1:
+        raise arguments.DataError(f"{what}, got an array of shape {arr.shape}")
+    if not (np.isfinite(arr).all() and (arr >= 0).all()):
+        raise arguments.DataError(f"{name} must be finite and ≥ 0, got {value!r}")
+    return value
+
+
+def _temperature(value, name):
+    """ "auto" or a positive finite number (as a float)."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, (str, bool, np.bool_)):
+        raise arguments.DataError(f"{name} must be 'auto' or a positive number, got {value!r}")
+    return arguments.number(value, name, positive=True)
+
+
+def _optional_positive(value, name):
+    """None, or a positive finite number (as a float)."""
+    return None if value is None else arguments.number(value, name, positive=True)
+
+
+def _radius(value, name):
+    """None, or one positive finite number or one per probe (how many the fit checks)."""
+    if value is None:
+        return None
+    r = arguments.float_array(value, name)
+    if r.ndim > 1 or r.size == 0 or not (np.isfinite(r).all() and (r > 0).all()):
+        raise arguments.DataError(
+            f"{name} must be a positive number or one per probe, got {value!r}"
+        )
+    return value
+
+
+def _times(value, name):
+    """None, or finite snapshot times (which of them are interior the fit checks)."""
+    if value is None:
+        return None
+    t = arguments.float_array(value, name)
+    if t.ndim > 1 or t.size == 0 or not np.isfinite(t).all():
+        raise arguments.DataError(f"{name} must be finite snapshot times, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -227,8 +285,11 @@ class Scores:
     use_times : sequence of float, optional
         Time courses: the interior snapshot times whose rows are used (default: all).
 
-    What is valid depends on ``score`` (a degree only matters to score matching), so the fields
-    are checked by the fit when it builds the estimator, each error naming the field.
+    Each field is checked when the object is built, as far as it can be without the data: the
+    temperature "auto" or positive, the radius and the bandwidth positive, the degree an integer
+    ≥ 2, the times finite.  What depends on ``score`` and the probes (one radius per probe, a
+    radius or degree given with a score that does not use it, interior snapshot times) the fit
+    checks when it builds the estimator, each error naming the field.
 
     Examples
     --------
@@ -243,6 +304,13 @@ class Scores:
     degree: int = 2
     dlogp_bandwidth: float | None = None
     use_times: object = None
+
+    def __post_init__(self):
+        arguments.check_field(self, "temperature", _temperature)
+        arguments.check_field(self, "radius", _radius)
+        arguments.check_field(self, "degree", arguments.integer, minimum=2)
+        arguments.check_field(self, "dlogp_bandwidth", _optional_positive)
+        arguments.check_field(self, "use_times", _times)
 
 
 #: The execution keywords, as fields of ``execution=Execution(...)``.

@@ -57,6 +57,12 @@ def test_the_study_seeds_the_features(models):
         (lambda: Study(seed=-1), r"^Study\.seed must be at least 0"),
         (lambda: Study(sampler=np.zeros(3)), r"^Study\.sampler must be callable, got ndarray"),
         (lambda: Experiment(advise="yes"), r"^Experiment\.advise must be True or False"),
+        # a repeated time merged two snapshots: "1 snapshot(s)" at check time
+        (lambda: Experiment(times=[0.5, 0.5]), r"^Experiment\.times: time 0\.5 is given twice"),
+        (lambda: Experiment(times=[0.0, np.nan]), r"^Experiment\.times: at least 2 finite snap"),
+        (lambda: Experiment(times=[-1.0, 1.0]), r"^Experiment\.times: at least 2 finite snapsh"),
+        (lambda: Experiment(times=[1.0]), r"^Experiment\.times: at least 2 finite snapshot ti"),
+        (lambda: Experiment(times={"kd": [0, 1, 1]}), r"^Experiment\.times\['kd'\]: time 1\.0 is"),
     ],
 )
 def test_a_bad_field_is_refused_when_the_object_is_built(build, match):

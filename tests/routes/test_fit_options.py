@@ -132,11 +132,41 @@ def test_n_blocks_messages_say_where_zero_is_allowed():
         (lambda: Execution(chunk_rows=0), r"^Execution\.chunk_rows must be at least 1"),
         (lambda: Execution(progress="yes"), r"^Execution\.progress must be True or False"),
         (lambda: Execution(backend="ray"), r"^Execution\.backend must be one of"),
+        # the fields checked by the fit before (a wrong value surfaced only at fit time)
+        (lambda: Solver(prior_scale=-1), r"^Solver\.prior_scale must be finite and ≥ 0, got -1$"),
+        (lambda: Solver(prior_scale=[1.0, np.nan]), r"^Solver\.prior_scale must be finite and"),
+        (lambda: Solver(prior_scale={"a": -2.0}), r"^Solver\.prior_scale must be finite and"),
+        (lambda: Solver(prior_scale="mle"), r"^Solver\.prior_scale must be 'ml', None, a num"),
+        (lambda: Solver(prior_scale=True), r"^Solver\.prior_scale must be 'ml', None, a numb"),
+        (lambda: Solver(prior_scale=np.ones((2, 2))), r"array of shape \(2, 2\)$"),
+        (lambda: ds.Scores(temperature=-1), r"^Scores\.temperature must be positive, got -1"),
+        (lambda: ds.Scores(temperature=np.nan), r"^Scores\.temperature must be finite"),
+        (lambda: ds.Scores(temperature="high"), r"^Scores\.temperature must be 'auto' or a pos"),
+        (lambda: ds.Scores(radius=0.0), r"^Scores\.radius must be a positive number or one per"),
+        (lambda: ds.Scores(radius=[[1.0]]), r"^Scores\.radius must be a positive number or one"),
+        (lambda: ds.Scores(degree=1), r"^Scores\.degree must be at least 2, got 1$"),
+        (lambda: ds.Scores(degree=2.5), r"^Scores\.degree must be an integer"),
+        (lambda: ds.Scores(dlogp_bandwidth=0), r"^Scores\.dlogp_bandwidth must be positive"),
+        (lambda: ds.Scores(use_times=[1.0, np.inf]), r"^Scores\.use_times must be finite snap"),
     ],
 )
 def test_a_bad_field_is_refused_when_the_object_is_built(build, match):
     with pytest.raises(DataError, match=match):
         build()
+
+
+def test_valid_fields_are_kept_and_what_needs_the_model_is_checked_by_the_fit(ou_data):
+    """A number is stored as a float; a per-parameter prior scale is kept as given, and its
+    length and names are checked by the fit, which knows the parameters."""
+    assert ds.Scores(temperature=np.int64(30)).temperature == 30.0
+    assert isinstance(ds.Scores(temperature=30).temperature, float)
+    assert ds.Scores(radius=[0.5, 1.0]).radius == [0.5, 1.0]
+    assert Solver(prior_scale={"M11": 1.0}).prior_scale == {"M11": 1.0}
+    model, X = ou_data
+    with pytest.raises(DataError, match=r"^prior_scale: 'a' is not a parameter \(M11, "):
+        ds.fit_global(model, X, solver=Solver(prior_scale={"a": 1.0}))
+    with pytest.raises(DataError, match=r"^prior_scale: expected one value per parameter \(4\)"):
+        ds.fit_global(model, X, solver=Solver(prior_scale=[1.0, 2.0]))
 
 
 def test_objects_are_frozen_and_varied_by_replace():
@@ -205,7 +235,7 @@ def test_fit_local_refuses_a_dask_execution_and_a_string_for_scores(ou_data):
     [
         (ds.Scores(degree=3), r"Scores\.degree=3 is the polynomial degree of .*'kernel' does not"),
         (ds.Scores(score="local_gaussian", degree=np.int64(4)), r"Scores\.degree=4 .*'local_gauss"),
-        (ds.Scores(dlogp_bandwidth=-1.0), r"Scores\.dlogp_bandwidth is a setting of time courses"),
+        (ds.Scores(dlogp_bandwidth=1.0), r"Scores\.dlogp_bandwidth is a setting of time courses"),
         (ds.Scores(use_times=[1.0]), r"Scores\.use_times is a setting of time courses"),
     ],
 )
