@@ -36,6 +36,7 @@ __all__ = [
     "CHUNK_ROWS",
     "BANDWIDTH_ROWS",
     "BACKENDS",
+    "out_dir_path",
 ]
 
 DEFAULT_BLOCKS = 32  # data blocks for sampling-noise estimates
@@ -92,6 +93,21 @@ EXECUTION_DOC = {
 _MARK = "    <execution options>\n"
 
 
+def out_dir_path(value, name):
+    """A folder of generated kernels given by the user (``out_dir=``): its path as str with "~"
+    expanded (:func:`~dynosed_sym.arguments.folder_path`), an empty or blank string refused
+    (``out_dir=""`` is false, and the kernels went to the default folder without a word)."""
+    path = arguments.folder_path(value, name)
+    if not path.strip():
+        raise arguments.DataError(
+            f"{name}={path!r} is an empty or blank string, not a folder (an empty one was "
+            "taken as 'not given': the kernels went to the default folder); pass out_dir='.' "
+            "for the working directory, or None (or leave it out) for the default folder "
+            "(docs/generated-code.md)"
+        )
+    return path
+
+
 def execution_doc(*names):
     """Decorator: put the :data:`EXECUTION_DOC` entries of ``names`` (default: all) where a
     docstring says ``<execution options>``."""
@@ -145,7 +161,7 @@ class Execution:
         if self.n_groups is not None:
             arguments.check_field(self, "n_groups", arguments.integer, minimum=1)
         if self.out_dir is not None:
-            arguments.check_field(self, "out_dir", arguments.folder_path)
+            arguments.check_field(self, "out_dir", out_dir_path)
 
     def at_least(self, min_blocks, entry):
         """This object, or a DataError when it has fewer than ``min_blocks`` noise blocks for

@@ -18,10 +18,10 @@ import warnings
 
 import numpy as np
 
-from ..arguments import folder_path
 from ..errors import CodegenError, DataError, ModelError
 from ..kernels.threads import map_ordered
 from ..model.declaration import require_model
+from ..options import out_dir_path
 from ..progress import note_first_compile
 from . import trust
 from .files import (
@@ -324,7 +324,7 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
     """
     require_model(model, "compile_model")
     if out_dir is not None:
-        out_dir = folder_path(out_dir, "compile_model: out_dir")
+        out_dir = out_dir_path(out_dir, "compile_model: out_dir")
     origin = getattr(model, "_input_origin", None)
     if origin is not None:
         parent, u = origin

@@ -21,6 +21,7 @@ __all__ = [
     "is_frame",
     "is_anndata",
     "missing_column",
+    "refuse_structured",
 ]
 
 
@@ -62,6 +63,37 @@ def missing_column(name, state, cols, what="DataFrame"):
     return DataError(
         f"{name}: {what} has no column {state!r} for state variable {state!r} "
         f"(columns: {shown}){hint}"
+    )
+
+
+def refuse_structured(dtype, model, name, var=None):
+    """A DataError for a NumPy structured (record) dtype: its rows are records of named fields,
+    not rows of numbers (it was "holds a value that is not a number at row 0: (…, …)").  Names
+    the fields and the two conversions (``var``: the array's name in them, default ``name``), and
+    the state variables the fields lack."""
+    var = name if var is None else var
+    fields = getattr(dtype, "names", None)
+    if not fields:
+        return
+    states = list(getattr(model, "state_names", ()))
+    shown = ", ".join(repr(f) for f in fields[:20]) + (" ..." if len(fields) > 20 else "")
+    missing = [s for s in states if s not in fields]
+    if missing:
+        fix = (
+            f"; it has no field {missing[0]!r} for state variable {missing[0]!r} (state "
+            f"variables: {', '.join(states)}): rename the fields, or stack the columns yourself "
+            f"in the model's order: np.column_stack([{var}[f] for f in (...)])"
+        )
+    else:
+        order = ", ".join(repr(s) for s in states)
+        fix = (
+            f": pass pandas.DataFrame({var}), whose columns are read by name as the state "
+            f"variables, or np.column_stack([{var}[f] for f in ({order}{',' * (len(states) == 1)}"
+            f")]) in the model's order"
+        )
+    raise DataError(
+        f"{name}: a NumPy structured (record) array with fields {shown}: each row is one record, "
+        f"not a row of numbers{fix}"
     )
 
 
@@ -139,6 +171,8 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     """
     if is_anndata(X):
         return from_anndata(X, model, name=name, min_samples=min_samples)
+    if isinstance(X, np.ndarray):
+        refuse_structured(X.dtype, model, name)
     if is_frame(X):
         arr = _from_frame(X, model, name)
     elif is_series(X) and X.name is not None:
@@ -261,6 +295,8 @@ def validate_rows(raw, d, name="X", offset=0, columns=None) -> np.ndarray:
     where the columns are already in ``model.state`` order (``columns``: their names, for the
     messages).
     """
+    if isinstance(raw, np.ndarray):
+        refuse_structured(raw.dtype, None, name)
     arr = float_array(raw, name, columns=columns, offset=offset)
     if arr.ndim == 1 and d == 1:
         arr = arr[:, None]

@@ -41,10 +41,11 @@ from .arrays import (
     is_frame,
     is_series,
     missing_column,
+    refuse_structured,
     validate_rows,
 )
 from .blocks import block_edges
-from .checks import Spread, diffusion_psd
+from .checks import Spread, diffusion_psd, state_overflow, state_signs
 
 __all__ = [
     "open_source",
@@ -103,12 +104,15 @@ class DataSource:
 
     def checked_chunks(self, chunk_rows=CHUNK_ROWS):
         """The chunks of :meth:`chunks`, each also checked where the model is needed: a
-        state-dependent D(x) at every row (errors name global rows); after the last chunk, a
-        DataError when all rows were the same point."""
+        state-dependent D(x) at every row, the declared signs of the state and terms that
+        overflow (errors name the input, e.g. the environment ``X['B']`` of a design, and global
+        rows); after the last chunk, a DataError when all rows were the same point."""
         spread = Spread()
         row = 0
         for chunk in self.chunks(chunk_rows):
             diffusion_psd(self.model, chunk, self.name, offset=row)
+            state_signs(self.model, chunk, self.name, offset=row)
+            state_overflow(self.model, chunk, self.name, offset=row)
             spread.see(chunk)
             row += chunk.shape[0]
             yield chunk
@@ -237,6 +241,8 @@ class SliceSource(DataSource):
         self.reader = reader
         self._closer = closer
         self.location = location
+        var = f"np.load({location!r})" if kind == "npy" else "X[:]"  # (the array in the fix)
+        refuse_structured(getattr(obj, "dtype", None), model, f"{name}: {location or kind}", var)
         shape = tuple(obj.shape)
         if len(shape) == 1 and model.d == 1:
             shape = (shape[0], 1)

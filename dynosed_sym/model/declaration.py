@@ -25,6 +25,7 @@ from .validation import (
     check_functions,
     check_real_arguments,
     continuous_symbols,
+    declared_signs,
     diffusion_matrix,
     diffusion_range,
     diffusion_symbols,
@@ -255,6 +256,7 @@ class SDEModel:
         self.name = str(name)
         self.nominal = None if nominal is None else self.theta_vector(nominal, "nominal")
         if self.nominal is not None:
+            declared_signs(self.params, self.nominal, "nominal", "parameter", self.name)
             self.nominal.setflags(write=False)
         env = env_param_list(env_params, self.params, param_repl)
         self.env_params = tuple(sorted(env, key=self.params.index))
@@ -347,6 +349,7 @@ class SDEModel:
         if not np.all(np.isfinite(out)):
             bad = self.input_names[int(np.flatnonzero(~np.isfinite(out))[0])]
             raise ModelError(f"{what}: value of {bad!r} is not finite")
+        declared_signs(self.inputs, out, what, "input", self.name)
         return out
 
     def with_inputs(self, values, name=None) -> SDEModel:

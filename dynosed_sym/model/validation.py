@@ -38,6 +38,7 @@ __all__ = [
     "diffusion_symbols",
     "diffusion_matrix",
     "env_param_list",
+    "declared_signs",
     "values_by_name",
 ]
 
@@ -468,3 +469,37 @@ def values_by_name(keyed, names, what, kind, model_name):
     if missing:
         raise ModelError(f"{what}: no value for {noun.split()[-1]} {missing[0]!r}")
     return np.array([by_name[n] for n in names], dtype=float)
+
+
+#: SymPy sign assumptions and the values each admits (the strongest held is checked).
+_SIGNS = (
+    ("positive", lambda v: v > 0, "> 0"),
+    ("nonnegative", lambda v: v >= 0, "≥ 0"),
+    ("negative", lambda v: v < 0, "< 0"),
+    ("nonpositive", lambda v: v <= 0, "≤ 0"),
+)
+
+
+def declared_signs(symbols, values, what, noun, model_name):
+    """Raise ModelError when a value lies outside the sign its symbol was declared with
+    (``sp.Symbol("s", positive=True)``, nonnegative, negative, nonpositive).
+
+    SymPy used the assumption when the drift and D were written (``Abs(s)`` is ``s``), so at a
+    value of the other sign the kernels would compute another model, without a word.  Names the
+    symbol (``noun``: "input", "parameter"), the value, the assumption and SymPy's simplifications.
+    """
+    for sym, v in zip(symbols, np.asarray(values, dtype=float).tolist()):
+        for assumption, inside, allowed in _SIGNS:
+            if not getattr(sym, f"is_{assumption}", None):
+                continue
+            if not inside(v):
+                name = str(sym)
+                raise ModelError(
+                    f"{what}: value of {name!r} is {v:g}, but model {model_name!r} declares "
+                    f"{noun} {name} {assumption}=True, under which SymPy has already simplified "
+                    f"the drift and D written with it (Abs({name}) is {sp.Abs(sym)}, "
+                    f"sqrt({name}**2) is {sp.sqrt(sym**2)}), so at {v:g} the kernels would "
+                    f"compute another model; give a value {allowed}, or declare it real=True "
+                    f"(sp.Symbol({name!r}, real=True)) and write the model for both signs"
+                )
+            break

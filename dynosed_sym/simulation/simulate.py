@@ -35,7 +35,7 @@ from ..kernels.lanes import half_kick_records
 from ..model.declaration import require_model
 from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
-from .starts import positive_starts, start_states
+from .starts import domain_failure, positive_starts, start_states
 from .stationarity import check_stationarity, enforce_stationary
 
 __all__ = [
@@ -282,6 +282,35 @@ class SimulationPlan:
             self.keys[lo:hi],
         )
 
+    def left_domain(self, c, step, starts):
+        """Raise the DataError of chain ``c`` (from its row of ``starts``), not finite at
+        ``step``, when its last finite state lies outside the model's domain (an Euler step of a
+        CIR-type D ∝ x below 0): it was reported as "simulation diverged"."""
+        if step <= 1:
+            last = starts[c]
+        else:  # the chain alone, recorded at step - 1: the same stream, the same states
+            one = self.cm.run_chains(
+                starts[c : c + 1], self.theta, self.G, self.dt, step - 2, 1, 1, self.keys[c : c + 1]
+            )[0]
+            last = one[0, 0]
+        why = domain_failure(self.model, self.theta, last) if np.isfinite(last).all() else None
+        if why is None:
+            return
+        shown = np.array2string(last, precision=4)
+        if step <= 1:
+            raise DataError(
+                f"simulate: chain {c} starts at x = {shown}, outside the domain of model "
+                f"{self.model.name!r}: {why}; pass x0= with a state inside it"
+            )
+        raise DataError(
+            f"simulate: chain {c} of model {self.model.name!r} left the domain of its drift and "
+            f"D at step {step - 1} (t = {(step - 1) * self.dt:.4g}, dt={self.dt:g}): an Euler "
+            f"step took it to x = {shown}, where {why}. It did not diverge: the time step is "
+            f"too coarse near the domain's edge; reduce dt (e.g. to {self.dt / 10:g}), or write "
+            "the model so that it is defined for every state the noise can reach (e.g. "
+            "Abs(x) or Max(x, 0) in place of x in D)"
+        )
+
     def empty_output(self):
         """Buffers ``out`` (n_keep, C, d) and ``status`` (C,) for ``simulate_chains``."""
         return (
@@ -293,6 +322,7 @@ class SimulationPlan:
         """Raise if a chain diverged, else the (n_samples, d) samples ordered by chain.  Chains
         from the default starts that diverge are run once more from positive starts
         (:func:`~dynosed_sym.simulation.starts.positive_starts`) before giving up."""
+        first = self.x0
         if status.any() and self.seed is not None:
             starts = positive_starts(self.model, self.n_chains, self.seed, self.theta, self.dt)
             if starts is not None:
@@ -301,6 +331,7 @@ class SimulationPlan:
                     out, status = again, status2
         if status.any():
             c = int(np.flatnonzero(status)[0])
+            self.left_domain(c, int(status[c]), first)
             hint = (
                 ""
                 if self.cm.noise_matrix is not None

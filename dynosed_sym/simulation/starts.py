@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import DataError
 from .functions import model_functions
 
-__all__ = ["start_states", "positive_starts", "outside_domain", "RELAX_TIME"]
+__all__ = ["start_states", "positive_starts", "outside_domain", "domain_failure", "RELAX_TIME"]
 
 #: Time units of deterministic relaxation applied to a replaced start state.
 RELAX_TIME = 1.0
@@ -122,3 +122,32 @@ def positive_starts(model, n_chains, seed, theta, dt=0.01):
         return None
     Z[neg] = _relax(model, theta, np.abs(Z[neg]), dt)
     return None if outside_domain(model, Z, theta).any() else Z
+
+
+def domain_failure(model, theta, x):
+    """Why the state x (d,) lies outside the domain (module docstring): a phrase naming the
+    entry of D(x), G(x) or the drift and its formula, or None when x is inside."""
+    fn = model_functions(model)
+    X = np.asarray(x, dtype=float)[None]
+    with np.errstate(all="ignore"):
+        f = fn.drift(X, theta)[0]
+        Dx = None if fn.constant_D else fn.diffusion(X)[0]
+        G = fn.noise(X)
+    if Dx is not None:
+        if not np.isfinite(Dx).all():
+            i, j = np.argwhere(~np.isfinite(Dx))[0]
+            return f"D(x) is not finite (D[{i},{j}] = {model.D[i, j]})"
+        eig = np.linalg.eigvalsh(Dx)
+        if eig[0] < -1e-12 * max(1.0, float(np.abs(eig).max())):
+            i = int(np.argmin(np.diag(Dx)))
+            entry = f"; D[{i},{i}] = {model.D[i, i]} = {Dx[i, i]:.3g}" if Dx[i, i] < 0 else ""
+            return (
+                f"D(x) is not positive semi-definite (smallest eigenvalue {eig[0]:.3g}"
+                f"{entry}), and the noise √(2D) of the next step is not a number"
+            )
+    if G is not None and not np.isfinite(G).all():
+        return "the noise matrix G(x) is not finite"
+    if not np.isfinite(f).all():
+        j = int(np.flatnonzero(~np.isfinite(f))[0])
+        return f"the drift is not finite (drift[{j}] (d{model.state[j]}) = {model.drift[j]})"
+    return None
