@@ -21,6 +21,7 @@ from ..options import Execution, resolve_options
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
+from ..solve.flat import LONE_LOADING, lone_directions, lone_loading, lone_widening
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
 from .designs import DesignCheck, RankVerdict, check_design, resolution_text, short_count
@@ -170,9 +171,24 @@ class IdentifiabilityCheck(RankVerdict):
             a + self.n_samples * ((V[:, gain] ** 2) @ fi[gain] - (V[:, lost] ** 2) @ fi[lost]), 0.0
         )
         VU = V[:, ~then]
-        c = np.sum((VU @ VU.T * np.broadcast_to(self.prior_scale, (n,))[None, :]) ** 2, axis=1)
+        tau = np.broadcast_to(self.prior_scale, (n,))
+        c = np.sum((VU @ VU.T * tau[None, :]) ** 2, axis=1)
         free = np.linalg.norm(VU, axis=1) >= FREE_PROJECTION
-        return np.where(free, np.inf, a), c, free
+        n_res = self.direction_n_resolve
+        never = ~then if n_res is None else ~then & ~np.isfinite(n_res)
+        lone, widen = self._lone(V[:, never], tau)
+        return np.where(free | lone, np.inf, a), c + widen**2, free | lone
+
+    def _lone(self, V_never, tau):
+        """(lone, widen) (n,): the fit's lone-direction rule (:mod:`dynosed_sym.solve.flat`) on
+        the directions no N resolves (``V_never``): the parameters loading ≥ LONE_LOADING on one
+        that rests on one or two parameters get the whole line, the others the bias of ten
+        times τ — as the fit at any N gives them, when its τ is estimated (not given)."""
+        n = V_never.shape[0]
+        if getattr(self.report, "prior_scale_method", None) != "ml" or V_never.shape[1] == 0:
+            return np.zeros(n, dtype=bool), np.zeros(n)
+        V_lone = V_never[:, lone_directions(V_never, None)]
+        return lone_loading(V_lone) >= LONE_LOADING, lone_widening(V_lone, tau)
 
     def se_at(self, N):
         """Predicted honest standard deviation (n,) — or (len(N), n) — of the error at sample
@@ -318,7 +334,8 @@ class IdentifiabilityCheck(RankVerdict):
             )
             + "the bias from directions still unresolved at N (bias.sd: at the simulated N; a "
             "direction that shows no curvature there counts as unresolved at every N, ? where "
-            "that makes the width infinite); "
+            "that makes the width infinite; inf for a parameter loading ≥ 0.1 on such a "
+            "direction resting on one or two parameters, as in a fit with τ estimated); "
             f"N for ±x%: samples for a {100 * self.level:g}% interval of half-width x% of "
             "|nominal| (extrapolated: below a few hundred samples the asymptotics are optimistic; "
             f"> {short_count(self.n_samples)}: not within the simulated N, whose unresolved "

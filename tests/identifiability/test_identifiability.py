@@ -515,3 +515,35 @@ def test_model_with_inputs_needs_their_values():
     rep = structural_check(model.with_inputs({"u": 2.0}))
     # f = (2a + b)x − x³: U c = 0 for c = (−1/2, 1)
     assert [c["combination"] for c in rep.combinations] == ["−1/2·a + b"]
+
+
+def _rotated_ou(n, seed):
+    """The 2-D OU of models/ou2d.py at M = [[−1, 1], [0, −2]], D = I, and n exact draws of its
+    stationary law: its free direction ≈ 0.90·M12 − 0.38·M21 + … rests on one parameter."""
+    base = ds.load_model("models/ou2d.py")
+    M = np.array([[-1.0, 1.0], [0.0, -2.0]])
+    model = ds.SDEModel(base.state, base.params, base.drift, diffusion=1, name="ou2d_rotated")
+    cov = scipy.linalg.solve_continuous_lyapunov(M, -2 * np.eye(2))
+    X = np.random.default_rng(seed).multivariate_normal(np.zeros(2), cov, size=n)
+    return model, M.ravel(), X
+
+
+@pytest.mark.filterwarnings("ignore::dynosed_sym.errors.StationarityWarning")
+def test_predictions_follow_the_fits_lone_direction_rule():
+    """A flat direction that rests on one or two parameters leaves their intervals the whole line
+    in every fit with an estimated τ (docs/design-statistics.md §8); se_at predicted finite
+    standard errors for M11, M21 and M22 at any N (0.20 for M11 at N = 10⁶).  The prediction at
+    N now agrees with a fit to N fresh draws; with a τ given, as in the fit, the rule is off."""
+    model, nominal, X = _rotated_ou(5000, 0)
+    chk = check_identifiability(model, nominal, study=ds.Study(samples=X))
+    assert chk.report.prior_scale_method == "ml"
+    assert np.isinf(chk.se_at(1e6)).all() and np.isinf(chk.samples_for(0.1)).all()
+    _, _, X_new = _rotated_ou(20_000, 1)
+    fit = ds.fit_global(model, X_new)
+    open_ = ~np.isfinite(fit.conf_int()).all(axis=1)
+    assert open_.tolist() == np.isinf(chk.se_at(20_000)).tolist() == [True] * 4
+    given = ds.Solver(prior_scale=1.0)
+    chk_tau = check_identifiability(model, nominal, study=ds.Study(samples=X), solver=given)
+    fit_tau = ds.fit_global(model, X_new, solver=given)
+    finite = np.isfinite(fit_tau.conf_int()).all(axis=1)
+    assert finite.tolist() == np.isfinite(chk_tau.se_at(20_000)).tolist() == [1, 0, 1, 1]
