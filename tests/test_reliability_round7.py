@@ -234,3 +234,180 @@ def test_an_euler_step_below_zero_of_a_cir_model_is_named_not_called_divergence(
     last = out[step - 1, 0, 0]
     assert last < 0 and np.isfinite(out[:step, 0, 0]).all() and (out[: step - 1, 0, 0] >= 0).all()
     assert float(found[4]) == pytest.approx(last, rel=1e-3)
+
+
+# --------------------------------------------------------------------------- load_model
+@pytest.mark.parametrize(
+    "text, code, line",
+    [
+        ("import sys\nsys.exit(0)\n", 0, 2),
+        ("raise SystemExit(3)\n", 3, 1),
+        (
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--k')\n"
+            "p.parse_args(['--bogus'])\n",
+            2,
+            4,
+        ),
+    ],
+)
+def test_a_model_file_that_exits_is_a_model_error(tmp_path, text, code, line, capsys):
+    """``sys.exit()`` (or argparse reading dynosed's own arguments) at the top of a model file
+    ended the calling program: the CLI exited 0 without writing its output."""
+    path = tmp_path / "exits.py"
+    path.write_text(text, encoding="utf-8")
+    message = re.escape(
+        f"model file {str(path)!r}, line {line} called sys.exit({code!r}) while it was loaded: a "
+        "model file is imported, not run as a script (it ended the calling program); put its "
+        "script part (argument parsing, sys.exit) under 'if __name__ == \"__main__\":'"
+    )
+    with pytest.raises(ds.ModelError, match="^" + message + "$"):
+        ds.load_model(path)
+    capsys.readouterr()
+
+
+def test_the_cli_reports_a_model_file_that_exits(tmp_path):
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    out = tmp_path / "x.npy"
+    res = CliRunner().invoke(
+        main, ["simulate", str(tmp_path / "exits.py"), "-n", "5", "--out", str(out)]
+    )
+    assert res.exit_code == 1 and not out.exists()
+    assert "line 2 called sys.exit(0) while it was loaded" in res.output
+
+
+# --------------------------------------------------------------------------- CSV rows
+def test_a_csv_whose_rows_have_one_field_more_than_its_header_is_refused(tmp_path, project_root):
+    """``x,y`` over ``1,2,3``: pandas took the first field as the row label, x = 2 and y = 3."""
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    rng = np.random.default_rng(4)
+    rows = "".join(
+        f"{i},{a!r},{b!r}\n" for i, (a, b) in enumerate(rng.normal(size=(50, 2)).tolist())
+    )
+    path = tmp_path / "shifted.csv"
+    path.write_text("x,y\n" + rows, encoding="utf-8")
+    res = CliRunner().invoke(main, ["fit", str(project_root / "models" / "ou2d.py"), str(path)])
+    assert res.exit_code == 1
+    assert (
+        f"Error: {path}: the data rows have 1 field(s) more than the header names (2: x, y): the "
+        "first field of each row would be read as a row label and every column as its right "
+        "neighbour's values; give the header one name per field (or drop the extra field)"
+    ) in res.output
+    # a file written with its index (header ',x,y') has a name for every field: it is read
+    path.write_text(",x,y\n" + rows, encoding="utf-8")
+    res = CliRunner().invoke(main, ["fit", str(project_root / "models" / "ou2d.py"), str(path)])
+    assert res.exit_code == 0, res.output
+
+
+def test_a_csv_row_with_an_extra_field_is_a_data_error(tmp_path, project_root):
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    path = tmp_path / "ragged.csv"
+    path.write_text("x,y\n1,2\n3,4\n5,6,7\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["fit", str(project_root / "models" / "ou2d.py"), str(path)])
+    assert res.exit_code == 1 and "ParserError" not in res.output
+    assert (
+        f"Error: {path}: the rows do not have the same number of fields (Error tokenizing data. "
+        "C error: Expected 2 fields in line 4, saw 3); every row needs one value per header column"
+    ) in res.output
+
+
+# --------------------------------------------------------------------------- lists, labels
+@pytest.mark.parametrize(
+    "rows, bad, n", [([[1.0, 2.0], [3.0]], 1, 1), ([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0, 7.0]], 2, 3)]
+)
+def test_ragged_rows_name_the_row_and_its_length(models, rows, bad, n):
+    """NumPy's "setting an array element with a sequence. The requested array has an
+    inhomogeneous shape after 1 dimensions …" named no row."""
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            f"X: rows of different lengths: row {bad} has {n} value(s), row 0 has 2; every row "
+            "holds one value per state variable of model 'ou2d' (x, y)"
+        ),
+    ):
+        ds.fit_global(models["ou2d"], rows, features=ds.Features(n_features=16))
+
+
+def test_a_dataframe_with_pandas_default_labels_says_so(models, ou_data):
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "X: DataFrame has no column 'x' for state variable 'x' (columns: '0', '1'); its "
+            "columns are the default labels 0 … 1 of pandas.DataFrame(array), which say nothing "
+            "about which state each holds: name them (pandas.DataFrame(array, columns=['x', "
+            "'y'])), or pass the array itself"
+        ),
+    ):
+        ds.fit_global(models["ou2d"], pd.DataFrame(ou_data), features=ds.Features(n_features=16))
+
+
+# --------------------------------------------------------------------------- step counts
+@pytest.mark.parametrize(
+    "kw, shown",
+    [
+        (dict(thin=2**63), "5000 + 9223372036854775808 × 1 = 9.22e+18 steps of dt=0.01"),
+        (dict(burn_in=2**64), "18446744073709551616 + 10 × 1 = 1.84e+19 steps of dt=0.01"),
+    ],
+)
+def test_more_steps_than_a_chain_can_count_are_refused(models, kw, shown):
+    """thin=2**63 wrapped the kernel's int64 step counter around and returned its uninitialised
+    record buffer as samples; burn_in=2**64 was a Numba TypingError."""
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(f"simulate: burn_in + thin × records per chain = {shown} per chain")
+        + r" \(t = \S+\), beyond the 4\.61e\+18 steps a chain can count; give burn_in and thin "
+        r"as steps of dt",
+    ):
+        ds.simulate(models["ou2d"], models["ou2d"].nominal, 10, **kw)
+
+
+# --------------------------------------------------------------------------- time courses
+INIT = ([0.0, 0.0], np.eye(2))
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(times=["a", 1.0]), "times: holds text at row 0: 'a'; numbers are expected"),
+        (dict(times=[1.0, 1.0]), "times: 1 is given twice; give each time once"),
+        (dict(n_samples=[10, 20, 30]), "n_samples: one count, or one per time (2), got 3"),
+        (
+            dict(initial=(["a", 0.0], np.eye(2))),
+            "initial: mean: holds text at row 0: 'a'; numbers are expected",
+        ),
+        (
+            dict(times=[1e300, 2e300]),
+            "times: t = 1e+300 with dt=0.01 needs 1e+302 steps per chain, beyond the 4.61e+18 "
+            "steps a chain can count; check the time unit of the snapshot times, or enlarge dt",
+        ),
+    ],
+)
+def test_time_course_arguments_are_named(models, kw, message):
+    """Were NumPy's "could not convert string to float", "operands could not be broadcast", an
+    OverflowError "int too big to convert", and for a repeated time "1 snapshot(s)"."""
+    from dynosed_sym.simulation import simulate_time_course
+
+    args = dict(times=[0.5, 1.0], n_samples=10, initial=INIT) | kw
+    with pytest.raises(ds.DataError, match="^" + re.escape(message)):
+        simulate_time_course(models["ou2d"], models["ou2d"].nominal, **args)
+
+
+def test_initial_samples_in_a_dataframe_are_read_by_name(models):
+    """``initial=DataFrame({"y": …, "x": …})`` was read by position: y's values started x."""
+    from dynosed_sym.simulation.simulate import initial_draws, snapshot_at
+
+    ou = models["ou2d"]
+    frame = pd.DataFrame({"y": [5.0, 6.0], "x": [0.0, 1.0]})
+    X = snapshot_at(ou, ou.nominal, 0.0, 50, initial=frame)
+    assert {tuple(r) for r in X.tolist()} == {(0.0, 5.0), (1.0, 6.0)}
+    with pytest.raises(ds.DataError, match=r"^initial: a DataFrame of samples \(columns y, x\)"):
+        initial_draws(frame, 5, 2, np.random.default_rng(0))  # no model to read the names

@@ -25,9 +25,10 @@ __all__ = [
 ]
 
 
-def missing_column(name, state, cols, what="DataFrame"):
+def missing_column(name, state, cols, what="DataFrame", states=None):
     """The DataError of a frame without the column of state variable ``state``: the columns as
-    read (repr, so stray spaces show) and, when one differs only by spaces or case, the fix."""
+    read (repr, so stray spaces show) and, when one differs only by spaces or case, the fix
+    (``states``: the model's state names, shown in the fix for pandas' default labels)."""
     near = [c for c in cols if c.strip().lower() == state.lower()]
     same_text = [
         c for c in cols if unicodedata.normalize("NFC", c) == unicodedata.normalize("NFC", state)
@@ -47,6 +48,13 @@ def missing_column(name, state, cols, what="DataFrame"):
         )
     elif near:
         hint = f"; column {near[0]!r} differs from {state!r} in case: names are case-sensitive"
+    elif cols and cols == [str(i) for i in range(len(cols))]:
+        hint = (
+            f"; its columns are the default labels 0 … {len(cols) - 1} of pandas.DataFrame(array), "
+            "which say nothing about which state each holds: name them (pandas.DataFrame(array, "
+            f"columns={list(states or [state])!r})), or pass the array itself, whose columns are "
+            "taken in the model's state order"
+        )
     elif any(c.startswith("(") and c.endswith(")") for c in cols):
         hint = (
             "; its columns are tuples (a MultiIndex): keep one level, e.g. "
@@ -101,7 +109,7 @@ def _from_frame(X, model, name):
     cols = [str(c) for c in X.columns]
     for s in model.state_names:
         if s not in cols:
-            raise missing_column(name, s, cols)
+            raise missing_column(name, s, cols, states=model.state_names)
         if cols.count(s) > 1:
             raise DataError(
                 f"{name}: DataFrame has {cols.count(s)} columns named {s!r}; keep the one "
@@ -178,6 +186,7 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     elif is_series(X) and X.name is not None:
         arr = _from_series(X, model, name)
     else:
+        _ragged_rows(X, model, name)
         arr = float_array(X, name, columns=model.state_names)
     if arr.ndim == 1 and model.d == 1:
         arr = arr[:, None]
@@ -197,6 +206,22 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     if arr.shape[0] < min_samples:
         raise DataError(f"{name}: {arr.shape[0]} sample(s); at least {min_samples} are needed")
     return np.ascontiguousarray(arr)
+
+
+def _ragged_rows(X, model, name):
+    """A DataError for a list of rows of different lengths (NumPy's message was "setting an
+    array element with a sequence. The requested array has an inhomogeneous shape …")."""
+    if not isinstance(X, (list, tuple)) or len(X) < 2:
+        return
+    sizes = [len(r) if isinstance(r, (list, tuple, np.ndarray)) else None for r in X]
+    first = sizes[0]
+    for i, n in enumerate(sizes):
+        if n != first and None not in (n, first):
+            raise DataError(
+                f"{name}: rows of different lengths: row {i} has {n} value(s), row 0 has "
+                f"{first}; every row holds one value per state variable of model "
+                f"{model.name!r} ({', '.join(model.state_names)})"
+            )
 
 
 def is_anndata(X):

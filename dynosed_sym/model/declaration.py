@@ -543,6 +543,16 @@ def require_parameters(model):
         )
 
 
+def _file_line(path, exc):
+    """ "model file 'path', line n": the last line of ``path`` in the traceback of ``exc``."""
+    lines = [
+        fr.f_lineno
+        for fr, _ in traceback.walk_tb(exc.__traceback__)
+        if os.path.abspath(fr.f_code.co_filename) == os.path.abspath(path)
+    ]
+    return f"model file {path!r}" + (f", line {lines[-1]}" if lines else "")
+
+
 def load_model(path) -> SDEModel:
     """Import a model file and return its module-level ``model``.
 
@@ -578,13 +588,14 @@ def load_model(path) -> SDEModel:
     try:
         spec.loader.exec_module(module)
     except ModelError as exc:  # a declaration the file makes: name the file and its line
-        lines = [
-            fr.f_lineno
-            for fr, _ in traceback.walk_tb(exc.__traceback__)
-            if os.path.abspath(fr.f_code.co_filename) == os.path.abspath(path)
-        ]
-        where = f"model file {path!r}" + (f", line {lines[-1]}" if lines else "")
-        raise ModelError(f"{where}: {exc}") from exc
+        raise ModelError(f"{_file_line(path, exc)}: {exc}") from exc
+    except SystemExit as exc:  # sys.exit(), or argparse reading dynosed's own argv, at top level
+        raise ModelError(
+            f"{_file_line(path, exc)} called sys.exit({exc.code!r}) while it was loaded: a model "
+            "file is imported, not run as a script (it ended the calling program); put its "
+            "script part (argument parsing, sys.exit) under "
+            "'if __name__ == \"__main__\":'"
+        ) from None
     except Exception as exc:  # user code: report the file, keep the cause
         raise ModelError(f"model file {path!r} failed to run: {type(exc).__name__}: {exc}") from exc
     model = getattr(module, "model", None)

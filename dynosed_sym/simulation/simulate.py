@@ -28,6 +28,7 @@ import numpy as np
 from .. import arguments
 from ..assembly.memory import check_simulation_memory
 from ..codegen.loading import compile_model
+from ..data.arrays import as_samples, is_frame
 from ..data.checks import diffusion_psd, state_signs
 from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
@@ -352,6 +353,25 @@ class SimulationPlan:
         )
 
 
+#: Steps a chain can count: the kernel's step counter is an int64 (2**63 - 1 at most).
+MAX_CHAIN_STEPS = 2**62
+
+
+def chain_steps(burn_in, thin, n_keep, dt):
+    """The steps of one chain, ``burn_in + thin · n_keep``, or a DataError when the kernel's int64
+    step counter cannot hold them (burn_in=2**64 gave a Numba TypingError; thin=2**63 wrapped
+    around and returned the uninitialised record buffer as samples)."""
+    steps = int(burn_in) + int(thin) * int(n_keep)
+    if steps > MAX_CHAIN_STEPS:
+        raise DataError(
+            f"simulate: burn_in + thin × records per chain = {burn_in} + {thin} × {n_keep} = "
+            f"{steps:.3g} steps of dt={dt:g} per chain (t = {steps * dt:.3g}), beyond the "
+            f"{MAX_CHAIN_STEPS:.3g} steps a chain can count; give burn_in and thin as steps of "
+            "dt (e.g. burn_in=5000, thin=10), not as times or sample counts"
+        )
+    return steps
+
+
 def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir):
     """Validate the arguments of :func:`simulate` and prepare the kernel's inputs."""
     theta = model.theta_vector(theta)
@@ -365,6 +385,7 @@ def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, 
         else arguments.integer(n_chains, "n_chains", minimum=1)
     )
     seed = arguments.seed(seed)
+    chain_steps(burn_in, thin, -(-n_samples // n_chains), dt)
     check_simulation_memory(model, n_samples, n_chains)  # before anything is allocated
     start = np.ascontiguousarray(initial_states(model, n_chains, seed, x0, theta=theta, dt=dt))
     diffusion_psd(model, start, "x0", "start state")
@@ -403,12 +424,23 @@ def with_inputs(model, inputs, what="simulate"):
     return model
 
 
-def initial_draws(initial, n, d, rng, name="initial"):
+def initial_draws(initial, n, d, rng, name="initial", model=None):
     """n start states (n, d) from an initial law: a Gaussian ``(mean, cov)`` or samples (resampled
-    with replacement)."""
+    with replacement).  Samples in a DataFrame are read by their column names, which needs the
+    ``model``; without it a DataFrame is refused (it was read by position: columns y, x were
+    taken as x, y)."""
+    if is_frame(initial):
+        if model is None:
+            raise DataError(
+                f"{name}: a DataFrame of samples (columns {', '.join(map(str, initial.columns))}) "
+                "is not read by name here; pass an array (N, d) with its columns in the model's "
+                "state order (frame[[state names]].to_numpy())"
+            )
+        X = as_samples(initial, model, name, min_samples=1)
+        return X[rng.integers(0, X.shape[0], int(n))]
     if isinstance(initial, (tuple, list)) and len(initial) == 2:
-        mean = np.asarray(initial[0], dtype=float).reshape(-1)
-        cov = np.asarray(initial[1], dtype=float)
+        mean = arguments.float_array(initial[0], f"{name}: mean").reshape(-1)
+        cov = arguments.float_array(initial[1], f"{name}: covariance")
         if cov.ndim == 0:
             cov = float(cov) * np.eye(d)
         if mean.shape != (d,) or cov.shape != (d, d):
@@ -473,10 +505,17 @@ def simulate_time_course(
     TimeCourse
     """
     model = with_inputs(model, inputs, "simulate_time_course")
-    times = np.asarray(times, dtype=float).reshape(-1)
+    times = arguments.float_array(times, "times").reshape(-1)
     if times.size < 1 or not np.isfinite(times).all() or (times < 0).any():
         raise DataError("times: expected finite snapshot times ≥ 0")
-    sizes = np.broadcast_to(np.asarray(n_samples), times.shape)
+    twice = [t for t in np.unique(times) if (times == t).sum() > 1]
+    if twice:  # (a TimeCourse keeps one snapshot per time: it said "1 snapshot(s)")
+        raise DataError(f"times: {float(twice[0]):g} is given twice; give each time once")
+    if np.ndim(n_samples) != 0 and np.size(n_samples) != times.size:
+        raise DataError(
+            f"n_samples: one count, or one per time ({times.size}), got {np.size(n_samples)}"
+        )
+    sizes = np.broadcast_to(np.asarray(n_samples, dtype=object), times.shape)
     dt = arguments.number(dt, "dt", positive=True)
     seed = arguments.seed(seed)
     out = {}
@@ -499,10 +538,17 @@ def _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir):
     """The snapshot at time t (the k-th of a time course seeded by ``seed``)."""
     n = arguments.integer(n, "n_samples", minimum=1)
     rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
-    x0 = initial_draws(initial, n, model.d, rng)
+    x0 = initial_draws(initial, n, model.d, rng, model=model)
     if t == 0.0:
         return x0
-    steps = max(1, int(np.ceil(t / dt - 1e-9)))
+    ratio = t / dt - 1e-9
+    if not ratio <= MAX_CHAIN_STEPS:  # (int() of 1e300 / 0.01 was an OverflowError)
+        raise DataError(
+            f"times: t = {t:.6g} with dt={dt:g} needs {ratio:.3g} steps per chain, beyond the "
+            f"{MAX_CHAIN_STEPS:.3g} steps a chain can count; check the time unit of the snapshot "
+            "times, or enlarge dt"
+        )
+    steps = max(1, int(np.ceil(ratio)))
     # a transient snapshot: no stationarity check (the chains are meant to be on their way)
     plan = plan_simulation(
         model,

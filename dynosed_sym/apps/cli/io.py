@@ -163,7 +163,13 @@ def _read_table(path, suffix):
             frame = pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
         except pd.errors.EmptyDataError:
             raise DataError(f"{path}: the file is empty (no header row, no data)") from None
+        except pd.errors.ParserError as exc:  # a row with more fields than the ones before it
+            raise DataError(
+                f"{path}: the rows do not have the same number of fields ({str(exc).strip()}); "
+                "every row needs one value per header column"
+            ) from None
         _unique_header(path)
+        _header_covers_rows(path, frame)
         return frame
     try:
         return pd.read_parquet(path)
@@ -171,6 +177,24 @@ def _read_table(path, suffix):
         raise DynosedError(
             "reading .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'"
         ) from None
+
+
+def _header_covers_rows(path, frame):
+    """A DataError when every data row has more fields than the header names: pandas then reads
+    the first field of each row as its label, and every column took its right neighbour's
+    values (``x,y`` over ``1,2,3`` gave x = 2, y = 3) without a word."""
+    import pandas as pd
+
+    if isinstance(frame.index, pd.RangeIndex):
+        return
+    extra = frame.index.nlevels
+    names = ", ".join(str(c) for c in frame.columns)
+    raise DataError(
+        f"{path}: the data rows have {extra} field(s) more than the header names "
+        f"({frame.shape[1]}: {names}): the first field of each row would be read as a row label "
+        "and every column as its right neighbour's values; give the header one name per field "
+        "(or drop the extra field)"
+    )
 
 
 def _unique_header(path):
