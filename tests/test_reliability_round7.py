@@ -411,3 +411,35 @@ def test_initial_samples_in_a_dataframe_are_read_by_name(models):
     assert {tuple(r) for r in X.tolist()} == {(0.0, 5.0), (1.0, 6.0)}
     with pytest.raises(ds.DataError, match=r"^initial: a DataFrame of samples \(columns y, x\)"):
         initial_draws(frame, 5, 2, np.random.default_rng(0))  # no model to read the names
+
+
+# --------------------------------------------------------------------------- files
+def test_a_transposed_npy_file_says_so(models, ou_data, tmp_path):
+    path = tmp_path / "t.npy"
+    np.save(path, ou_data.T.copy())
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            f"X: {path} holds an array of shape (2, 600), expected (N, 2) with columns x, y; it "
+            "looks transposed (rows are samples): store its transpose"
+        ),
+    ):
+        ds.fit_global(models["ou2d"], str(path), features=ds.Features(n_features=16))
+
+
+def test_simulate_writes_the_npy_file_it_names(tmp_path, project_root, monkeypatch):
+    """``--out x.NPY`` wrote x.NPY.npy (np.save appends its suffix, case-sensitively) and said
+    "wrote … to x.NPY"; a fit of x.NPY then found no file."""
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    ou = str(project_root / "models" / "ou2d.py")
+    res = CliRunner().invoke(main, ["simulate", ou, "-n", "50", "--out", "x.NPY", "--seed", "2"])
+    assert res.exit_code == 0, res.output
+    assert "to x.NPY " in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.NPY"]
+    X = np.load(tmp_path / "x.NPY")
+    model = ds.load_model(ou)
+    np.testing.assert_array_equal(X, ds.simulate(model, model.nominal, 50, seed=2))

@@ -247,9 +247,15 @@ class SliceSource(DataSource):
         if len(shape) == 1 and model.d == 1:
             shape = (shape[0], 1)
         if len(shape) != 2 or shape[1] != model.d:
+            turned = (
+                "; it looks transposed (rows are samples): store its transpose (numpy.save(path, "
+                "X.T) for an array X of shape (d, N))"
+                if len(shape) == 2 and shape[0] == model.d and shape[1] > model.d
+                else ""
+            )
             raise DataError(
                 f"{name}: {location or kind} holds an array of shape {tuple(obj.shape)}, "
-                f"expected (N, {model.d}) with columns {', '.join(model.state_names)}"
+                f"expected (N, {model.d}) with columns {', '.join(model.state_names)}{turned}"
             )
         _numeric_dtype(obj, name, location or kind)
         self.n_rows = int(shape[0])

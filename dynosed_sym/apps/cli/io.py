@@ -226,7 +226,8 @@ def _write_samples(X, model, path, suffix):
     if not os.path.isdir(folder):
         raise DynosedError(f"--out: folder {folder!r} does not exist")
     if suffix == ".npy":
-        np.save(path, X)
+        with open(path, "wb") as fh:  # np.save(path) appends ".npy" to "x.NPY": not the file named
+            np.save(fh, X)
         return
     try:
         import pandas as pd
