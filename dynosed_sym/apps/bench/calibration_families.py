@@ -29,6 +29,7 @@ from .calibration_breaks6 import BREAKS6
 from .calibration_breaks7 import BREAKS7
 from .calibration_breaks8 import BREAKS8
 from .calibration_breaks9 import BREAKS9
+from .calibration_breaks10 import BREAKS10
 from .calibration_data import Protocol, ou_stationary_cov
 from .calibration_data import declare_family as _family
 from .calibration_data import exact_gaussian as _exact_gaussian
@@ -516,6 +517,7 @@ HELD_OUT = {
     **BREAKS7,  # the seventh (calibration_breaks7)
     **BREAKS8,  # the eighth (calibration_breaks8)
     **BREAKS9,  # the ninth (calibration_breaks9)
+    **BREAKS10,  # the tenth (calibration_breaks10)
 }
 
 
