@@ -196,6 +196,50 @@ def test_a_streamed_environment_names_itself_in_the_overflow_error(tmp_path):
         )
 
 
+def test_an_environment_in_memory_names_itself(tmp_path):
+    """The same check on an environment held in memory (the global route's feature check) and
+    every error of a local design's environment named only X."""
+    x, a, s = sp.symbols("x a s", real=True)
+    m = ds.SDEModel([x], [a], [-a * x**3 + s], diffusion=1.0, inputs=[s], name="cubic_in")
+    rng = np.random.default_rng(0)
+    XA, XB = rng.normal(size=(400, 1)), rng.normal(size=(400, 1)) + 0.3
+    inputs = {"A": {"s": 0.0}, "B": {"s": 1.0}}
+    huge = XB.copy()
+    huge[3, 0] = 1e300
+    with pytest.raises(ds.DataError, match=re.escape("X['B']: value 1e+300 in column 'x', row 3")):
+        ds.fit_global(m, {"A": XA, "B": huge}, inputs=inputs, features=ds.Features(n_features=16))
+    nan = XB.copy()
+    nan[5, 0] = np.nan
+    with pytest.raises(
+        ds.DataError, match=r"^environment 'B': X: 1 row\(s\) contain NaN or inf \(rows 5\)"
+    ):
+        ds.fit_local(m, {"A": XA, "B": nan}, 4, inputs=inputs)
+
+
+@pytest.mark.parametrize(
+    "probes, message",
+    [
+        (
+            4.0,
+            "probes=4 is one number: a count of probes is an integer (probes=4), probe points "
+            "an (M, d) array (one row per point)",
+        ),
+        (np.float64(2.5), "probes=2.5 is one number: a count of probes is an integer (probes=k)"),
+        (
+            [[0.0, 0.0], [1.0]],
+            "probes: rows of different lengths: row 1 has 1 value(s), row 0 "
+            "has 2; every row holds one value per state variable of model 'ou2d' (x, y)",
+        ),
+    ],
+)
+def test_probes_given_as_a_float_or_ragged_rows_are_named(models, ou_data, probes, message):
+    """A float count said "expected an array of shape (M, 2) … got shape ()", ragged rows were
+    NumPy's "inhomogeneous shape" message; an integer count still chooses k-means probes."""
+    with pytest.raises(ds.DataError, match="^" + re.escape(message)):
+        ds.fit_local(models["ou2d"], ou_data, probes)
+    assert ds.fit_local(models["ou2d"], ou_data, 4).theta.shape == (4,)
+
+
 # --------------------------------------------------------------------------- CIR below 0
 @pytest.fixture(scope="module")
 def cir():
@@ -443,3 +487,20 @@ def test_simulate_writes_the_npy_file_it_names(tmp_path, project_root, monkeypat
     X = np.load(tmp_path / "x.NPY")
     model = ds.load_model(ou)
     np.testing.assert_array_equal(X, ds.simulate(model, model.nominal, 50, seed=2))
+
+
+def test_a_design_checks_dataframe_initial_law_is_read_by_name(models, monkeypatch):
+    """The design check drew its t = 0 snapshot from ``initial=`` without the model, so a
+    DataFrame of samples was refused there (read by position before this round)."""
+    from dynosed_sym.identifiability import designs
+
+    drawn = {}
+    draw = designs.draw_design
+    monkeypatch.setattr(
+        designs, "draw_design", lambda *a, **k: drawn.setdefault("d", draw(*a, **k))
+    )
+    frame = pd.DataFrame({"y": [5.0, 6.0], "x": [0.0, 1.0]})
+    experiment = ds.Experiment(times=[0.0, 0.5, 1.0], initial=frame, advise=False)
+    ds.check_identifiability(models["ou2d"], experiment=experiment, study=ds.Study(n_samples=200))
+    first = drawn["d"]["data"].snapshots[0]
+    assert {tuple(r) for r in np.asarray(first).tolist()} == {(0.0, 5.0), (1.0, 6.0)}

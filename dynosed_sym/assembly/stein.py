@@ -190,16 +190,17 @@ def assemble_array(cm, X, edges, feats: RandomFeatures, dlogp_dt=None):
     return contract_blocks(cm, feats, [(P_s[g], P_c[g], counts[g]) for g in range(counts.size)])
 
 
-def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0):
+def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0, name="X"):
     """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``.
 
-    Each chunk's feature arguments are checked first (errors name global rows, counted from
-    ``start``); the data-level checks (finite rows, D(x), spread) are the source's
+    Each chunk's feature arguments are checked first (errors name the input ``name`` — an
+    environment's ``X['B']`` — and global rows, counted from ``start``); the data-level checks
+    (finite rows, D(x), spread) are the source's
     (:meth:`dynosed_sym.data.sources.DataSource.checked_chunks`).
     """
     row = int(start)
     for chunk in chunks:
-        feature_arguments(chunk, feats, offset=row, model=cm.model)
+        feature_arguments(chunk, feats, name=name, offset=row, model=cm.model)
         for k, piece in blocks.split(chunk):
             P_s, P_c = block_sums(cm, piece, feats)
             blocks.add(k, P_s, P_c, piece.shape[0])
@@ -220,11 +221,11 @@ def assemble_source(
     """
     if source.kind == "array":
         edges = block_edges(source.n_rows, n_blocks)
-        feature_arguments(source.array, feats, model=cm.model)
+        feature_arguments(source.array, feats, name=source.name, model=cm.model)
         system = assemble_array(cm, source.array, edges, feats, dlogp_dt)
         if bar is not None:
             bar.update(source.n_rows)
         return system
     blocks = NoiseBlocks(source.n_rows, n_blocks)
-    accumulate(cm, feats, blocks, source.checked_chunks(chunk_rows), bar)
+    accumulate(cm, feats, blocks, source.checked_chunks(chunk_rows), bar, name=source.name)
     return contract_blocks(cm, feats, blocks.finish())

@@ -198,7 +198,12 @@ def _fill_task(payload, feats, data, reader, lo, hi, n_rows, n_blocks, chunk_row
     blocks = NoiseBlocks(n_rows, n_blocks, start=lo)
     with _KERNEL_LOCK:
         accumulate(
-            cm, feats, blocks, (X[a:b] for a, b in windows(X.shape[0], chunk_rows)), start=lo
+            cm,
+            feats,
+            blocks,
+            (X[a:b] for a, b in windows(X.shape[0], chunk_rows)),
+            start=lo,
+            name=name,
         )
     return blocks.sums
 

@@ -22,6 +22,7 @@ __all__ = [
     "is_anndata",
     "missing_column",
     "refuse_structured",
+    "refuse_ragged_rows",
 ]
 
 
@@ -186,7 +187,7 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     elif is_series(X) and X.name is not None:
         arr = _from_series(X, model, name)
     else:
-        _ragged_rows(X, model, name)
+        refuse_ragged_rows(X, model, name)
         arr = float_array(X, name, columns=model.state_names)
     if arr.ndim == 1 and model.d == 1:
         arr = arr[:, None]
@@ -208,7 +209,7 @@ def as_samples(X, model, name="X", min_samples=2) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _ragged_rows(X, model, name):
+def refuse_ragged_rows(X, model, name):
     """A DataError for a list of rows of different lengths (NumPy's message was "setting an
     array element with a sequence. The requested array has an inhomogeneous shape …")."""
     if not isinstance(X, (list, tuple)) or len(X) < 2:

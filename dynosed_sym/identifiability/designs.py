@@ -246,14 +246,14 @@ def short_count(N):
     return f"{N:.0f}"
 
 
-def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
+def draw_design(design, thetas, sampler, n_samples, initial, seed, model):
     """Samples of every snapshot of the design: {env: array or TimeCourse}.
 
     ``sampler(inputs, theta, n, seed, time=None, initial=None)``; a snapshot at t = 0 is drawn
     from the initial law itself.  A DataError of a draw (e.g. the StationarityError of chains
     that diverge at one environment's inputs) says which environment, inputs and time it was.
     """
-    data = {}
+    data, d = {}, model.d
     for i, env in enumerate(design.envs):
         u = env.input_dict
         if env.kind == "stationary":
@@ -266,7 +266,7 @@ def draw_design(design, thetas, sampler, n_samples, initial, seed, d):
             if t == 0:
                 rng = np.random.default_rng(np.random.SeedSequence([seed, i, k]))
                 snaps[t] = initial_draws(
-                    initial[env.name], n_samples, d, rng, name=f"initial[{env.name!r}]"
+                    initial[env.name], n_samples, d, rng, name=f"initial[{env.name!r}]", model=model
                 )
             else:
                 with _drawing(design, env, t):
@@ -346,7 +346,9 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
         # checked before the structural check computes the law at each time from it (a mean of
         # the wrong length was NumPy's matmul error there, a NaN covariance an SVD failure)
         where = "initial" if design.single else f"initial[{env.name!r}]"
-        initial_draws(initial[env.name], 0, model.d, np.random.default_rng(0), name=where)
+        initial_draws(
+            initial[env.name], 0, model.d, np.random.default_rng(0), name=where, model=model
+        )
     models = {e: me for e, (me, _) in environment_models(model, design, out_dir).items()}
     structural = design_structural(model, design, thetas, models, initial, seed)
     check = _structural_design_check(model, design, thetas, structural)
@@ -355,7 +357,7 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
         return check
     sampler = study.sampler or design_sampler(model, study.simulation, out_dir)
     t1 = time.perf_counter()
-    data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model.d)
+    data = draw_design(design, thetas, sampler, int(n_samples), initial, seed, model)
     sim = as_design(data, model, {e.name: e.input_dict for e in design.envs})
     fit = fit_global_design(
         model,

@@ -139,7 +139,7 @@ def fit_local_design(
         m_e = models[env.name][0]
         if env.kind == "stationary":
             spec = _probes_for(probes, env.name, None, design)
-            fit = fit_one(m_e, env.data, spec, **kw)
+            fit = _in_environment(env.name, fit_one, m_e, env.data, spec, **kw)
             dA, db = _jackknife(fit, f"environment {env.name!r}")
             rows.append(dict(env=env.name, A=fit.A, b=fit.b, N=fit.n_samples))
             groups.append(dict(env=env.name, parts={len(rows) - 1: (dA, db)}, B=dA.shape[0]))
@@ -303,3 +303,12 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
         settings["environments"] = len(design.envs)
     N = int(sum(env_sizes.values()))
     return FitResult(model, theta, A, b, report, "local", N, settings, names=names, design=info)
+
+
+def _in_environment(name, fit_one, *args, **kw):
+    """``fit_one(*args, **kw)`` with a DataError's message prefixed by the environment it is
+    about (the single-snapshot route names its input ``X``: a design has several)."""
+    try:
+        return fit_one(*args, **kw)
+    except DataError as exc:
+        raise type(exc)(f"environment {name!r}: {exc}") from exc

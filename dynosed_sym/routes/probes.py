@@ -19,13 +19,14 @@ Memory is O(N) per centre (distances are computed centre by centre, in chunks of
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import arguments
-from ..data.arrays import is_frame, missing_column
+from ..data.arrays import is_frame, missing_column, refuse_ragged_rows
 from ..errors import ConvergenceWarning, DataError
 from ..kernels.balls import ball_labels
 from ..options import CHUNK_ROWS
@@ -567,6 +568,12 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
         P, kinfo = kmeans_centres(X, int(probes), seed=seed, return_info=True)
         if info is not None:
             info.update(kinfo)
+    elif isinstance(probes, numbers.Real) and not isinstance(probes, (bool, np.bool_)):
+        raise DataError(
+            f"probes={float(probes):g} is one number: a count of probes is an integer "
+            f"(probes={int(probes) if float(probes).is_integer() else 'k'}), probe points an "
+            "(M, d) array (one row per point)"
+        )
     elif is_frame(probes) and model is not None:
         order = _column_order(probes.columns, model.state_names, "probes")
         P = arguments.float_array(
@@ -574,6 +581,8 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
         )
     else:
         names = None if model is None else model.state_names
+        if model is not None:
+            refuse_ragged_rows(probes, model, "probes")
         P = arguments.float_array(probes, "probes", columns=names)
     d = model.d if model is not None else (P.shape[1] if P.ndim == 2 else 1)
     if P.ndim == 1 and d == 1:
