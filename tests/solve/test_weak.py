@@ -9,6 +9,7 @@ strength, and FitzHugh–Nagumo data from an independent NumPy Euler–Maruyama 
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -590,3 +591,58 @@ def test_selkov_small_n_is_not_confidently_wrong(tmp_path):
             assert np.isinf(fit.conf_int(level=0.5)).all()
             fit.bootstrap(n_boot=20)
             assert np.isinf(fit.conf_int(method="bootstrap")).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-5.0, 50.0), min_size=1, max_size=6),
+    st.floats(0.05, 3.0),
+    st.floats(0.5, 100.0),
+)
+def test_attenuation_is_sized_at_the_curvatures_lower_bound(t, sd, s2):
+    """a_i = max(κ̂_i − 1.645·sd_i, sd_i)/σ_i², clipped to [10⁻¹², 1] (NumPy oracle): below the
+    point estimate's share by the curvature's one-sided 95 % margin, continuous in κ̂ (the two
+    pieces meet at κ̂ = 2.645·sd), never above the share at κ̂ itself, and the detection level
+    sd/σ² wherever the bound is below it."""
+    from dynosed_sym.solve.weak import ATTENUATION_Z, attenuation
+
+    t = np.asarray(t, dtype=float)
+    n = t.size
+    kappa, kappa_sd = t * sd, np.full(n, sd)
+    dirs = Directions(np.ones(n), np.eye(n), np.ones(n), np.zeros(n, bool), kappa, kappa_sd, t)
+    a = attenuation(dirs, np.ones(n, bool), np.full(n, s2))
+    expected = np.clip(np.maximum(kappa - 1.6448536269514722 * sd, sd) / s2, 1e-12, 1.0)
+    np.testing.assert_allclose(a, expected, rtol=1e-12)
+    assert ATTENUATION_Z == pytest.approx(1.6448536269514722)
+    point = np.clip(np.maximum(kappa, sd) / s2, 1e-12, 1.0)  # the share at κ̂ (before stop 54)
+    assert np.all(a <= point + 1e-15)
+    low = t <= 1.0 + ATTENUATION_Z
+    np.testing.assert_allclose(a[low], min(sd / s2, 1.0), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_rayleigh_small_n_component_sized_at_the_curvatures_lower_bound(tmp_path, monkeypatch):
+    """The tenth held-out round's thin Rayleigh cycle at N = 500, data set 5 of its sweep (drawn
+    as the sweep draws it): the unresolved direction ≈ c (truth 50, estimate ≈ 3) has its
+    curvature at t ≈ 2, just above the flat rules' 1.645.  Its component sized with the
+    attenuation at the curvature's point estimate left a, b and e "only in combination" with
+    intervals that all missed their truths; at the curvature's lower bound at most one misses,
+    and every interval is at least as wide as before."""
+    from dynosed_sym.apps.bench.calibration_data import load_dataset
+    from dynosed_sym.apps.bench.calibration_families import family
+    from dynosed_sym.solve import weak
+
+    model, truth, protocol = family("rayleigh")
+    X = load_dataset("rayleigh", model, truth, protocol, 5, 500, str(tmp_path))
+    cis = {}
+    for z in (0.0, weak.ATTENUATION_Z):
+        monkeypatch.setattr(weak, "ATTENUATION_Z", z)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ds.StationarityWarning)
+            cis[z] = ds.fit_global(model, X, features=ds.Features(seed=5)).conf_int()
+    before, after = cis[0.0], cis[weak.ONE_SIDED_Z]
+    finite = np.isfinite(before).all(axis=1)
+    assert finite.sum() == 3 and np.isfinite(after).all(axis=1).tolist() == finite.tolist()
+    covers = lambda ci: (ci[finite, 0] <= truth[finite]) & (truth[finite] <= ci[finite, 1])  # noqa: E731
+    assert covers(before).sum() == 0 and covers(after).sum() >= 2
+    assert np.all(np.diff(after[finite], axis=1) >= np.diff(before[finite], axis=1))
