@@ -216,6 +216,44 @@ def test_an_environment_in_memory_names_itself(tmp_path):
         ds.fit_local(m, {"A": XA, "B": nan}, 4, inputs=inputs)
 
 
+def test_a_cir_chain_leaving_its_domain_in_the_design_check_says_where_dt_is_set(cir):
+    """Inside check_identifiability the simulator's "reduce dt" message lost the check's hint on
+    where its step is set (the "x0=" messages had it)."""
+    study = ds.Study(n_samples=2000, simulation=ds.Simulation(dt=0.05))
+    with pytest.raises(ds.DataError) as info:
+        ds.check_identifiability(cir, [0.2, 1.0], study=study)
+    text = str(info.value)
+    assert text.startswith("check_identifiability: the simulation check's samples: simulate: chain")
+    assert "reduce dt (e.g. to 0.005)" in text
+    assert text.endswith("study=Study(simulation=ds.Simulation(x0=..., dt=..., burn_in=...)))")
+
+
+def test_one_snapshot_with_inputs_is_not_called_an_environment():
+    """A local fit of one snapshot is not a design of environments: its errors name X alone."""
+    x, a, s = sp.symbols("x a s", real=True)
+    m = ds.SDEModel([x], [a], [-a * x + s], diffusion=1.0, inputs=[s], name="one_in")
+    X = np.random.default_rng(0).normal(size=(300, 1))
+    X[3, 0] = np.nan
+    with pytest.raises(ds.DataError, match=r"^X: 1 row\(s\) contain NaN or inf \(rows 3\)$"):
+        ds.fit_local(m, X, 4, inputs={"s": 1.0})
+
+
+def test_parameter_values_outside_their_declared_sign_are_refused_where_given():
+    """SDEModel(nominal=) was checked; θ given to simulate and a nominal given to the check
+    simulated another model (Abs(b) is b for b positive=True: the mean of −a·x + |b| − 1 at
+    b = −1 came out −2 instead of 0)."""
+    x, a = sp.symbols("x a", real=True)
+    b = sp.Symbol("b", positive=True)
+    m = ds.SDEModel([x], [a, b], [-a * x + sp.Abs(b) - 1], diffusion=1, name="sign_b")
+    expected = r"^{}: value of 'b' is -1, but model 'sign_b' declares parameter b positive=True"
+    with pytest.raises(ds.ModelError, match=expected.format("theta")):
+        ds.simulate(m, [1.0, -1.0], 100)
+    with pytest.raises(ds.ModelError, match=expected.format("nominal")):
+        ds.check_identifiability(m, [1.0, -1.0])
+    X = ds.simulate(m, [1.0, 1.0], 4000, seed=3)
+    assert abs(float(X.mean())) < 0.1  # the declared model's mean, 0
+
+
 @pytest.mark.parametrize(
     "probes, message",
     [
@@ -225,6 +263,7 @@ def test_an_environment_in_memory_names_itself(tmp_path):
             "an (M, d) array (one row per point)",
         ),
         (np.float64(2.5), "probes=2.5 is one number: a count of probes is an integer (probes=k)"),
+        (np.array(4.0), "probes=4 is one number: a count of probes is an integer (probes=4)"),
         (
             [[0.0, 0.0], [1.0]],
             "probes: rows of different lengths: row 1 has 1 value(s), row 0 "

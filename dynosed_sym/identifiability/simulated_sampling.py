@@ -113,7 +113,7 @@ def _study_settings(what):
     try:
         yield
     except DataError as exc:  # a StationarityError, or no start inside the model's domain
-        if "x0=" not in str(exc):
+        if "x0=" not in str(exc) and "reduce dt" not in str(exc):  # (a CIR-type step below 0)
             raise
         raise type(exc)(
             f"{what}: {exc} — here the start, step and burn-in are set by "

@@ -55,7 +55,7 @@ import sympy as sp
 from .. import arguments
 from ..data.arrays import is_frame
 from ..errors import DataError, DynosedError, ModelError
-from ..model.validation import numeric_parts
+from ..model.validation import declared_signs, numeric_parts
 from ..routes.probes import as_probes
 from ..solve.combinations import Combination, exact_combination, format_combination
 from .exact import exact, exact_rank, function_null_space, orthonormal, rat
@@ -173,7 +173,9 @@ class StructuralReport:
 
 def nominal_vector(model, nominal):
     if nominal is not None:
-        return model.theta_vector(nominal, "nominal")
+        theta = model.theta_vector(nominal, "nominal")
+        declared_signs(model.params, theta, "nominal", "parameter", model.name)
+        return theta
     return None if model.nominal is None else np.asarray(model.nominal, dtype=float)
 
 

@@ -139,7 +139,8 @@ def fit_local_design(
         m_e = models[env.name][0]
         if env.kind == "stationary":
             spec = _probes_for(probes, env.name, None, design)
-            fit = _in_environment(env.name, fit_one, m_e, env.data, spec, **kw)
+            where = None if design.single else env.name
+            fit = _in_environment(where, fit_one, m_e, env.data, spec, **kw)
             dA, db = _jackknife(fit, f"environment {env.name!r}")
             rows.append(dict(env=env.name, A=fit.A, b=fit.b, N=fit.n_samples))
             groups.append(dict(env=env.name, parts={len(rows) - 1: (dA, db)}, B=dA.shape[0]))
@@ -307,8 +308,11 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
 
 def _in_environment(name, fit_one, *args, **kw):
     """``fit_one(*args, **kw)`` with a DataError's message prefixed by the environment it is
-    about (the single-snapshot route names its input ``X``: a design has several)."""
+    about (the single-snapshot route names its input ``X``: a design has several; ``name``
+    None for one snapshot, as its data are then ``X`` itself)."""
     try:
         return fit_one(*args, **kw)
     except DataError as exc:
+        if name is None:
+            raise
         raise type(exc)(f"environment {name!r}: {exc}") from exc

@@ -212,12 +212,15 @@ def _prior_scale(value, name):
         return value
     what = f"{name} must be 'ml', None, a number ≥ 0, one per parameter or {{parameter: number}}"
     values = list(value.values()) if isinstance(value, dict) else value
-    if isinstance(value, str) or any(isinstance(v, (bool, np.bool_)) for v in np.ravel(values)):
-        raise arguments.DataError(f"{what}, got {value!r}")
     try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise arguments.DataError(f"{what}, got {value!r}") from None
+        flags = isinstance(value, str) or any(
+            isinstance(v, (bool, np.bool_)) for v in np.ravel(np.asarray(values, dtype=object))
+        )
+        arr = None if flags else np.asarray(values, dtype=float)
+    except (TypeError, ValueError):  # (text, ragged lists)
+        arr = None
+    if arr is None:
+        raise arguments.DataError(f"{what}, got {value!r}")
     if arr.ndim > 1:
         raise arguments.DataError(f"{what}, got an array of shape {arr.shape}")
     if not (np.isfinite(arr).all() and (arr >= 0).all()):

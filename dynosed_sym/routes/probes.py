@@ -552,6 +552,8 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
     ``iterations`` are written into the dict ``info`` when given).
     """
     radius = None
+    if isinstance(probes, np.ndarray) and probes.ndim == 0:  # a 0-d array: its number
+        probes = probes.item()
     if isinstance(probes, Balls):
         P, radius = probes.centres, probes.radius
         if model is not None and model.d != 1 and getattr(probes, "_flat", False):

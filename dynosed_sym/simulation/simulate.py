@@ -34,6 +34,7 @@ from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
 from ..kernels.lanes import half_kick_records
 from ..model.declaration import require_model
+from ..model.validation import declared_signs
 from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
 from .starts import domain_failure, positive_starts, start_states
@@ -375,6 +376,7 @@ def chain_steps(burn_in, thin, n_keep, dt):
 def plan_simulation(model, theta, n_samples, dt, burn_in, thin, n_chains, seed, x0, out_dir):
     """Validate the arguments of :func:`simulate` and prepare the kernel's inputs."""
     theta = model.theta_vector(theta)
+    declared_signs(model.params, theta, "theta", "parameter", model.name)
     n_samples = arguments.integer(n_samples, "n_samples", minimum=1)
     dt = arguments.number(dt, "dt", positive=True)
     burn_in = arguments.integer(burn_in, "burn_in", minimum=0)

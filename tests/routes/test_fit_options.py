@@ -139,6 +139,7 @@ def test_n_blocks_messages_say_where_zero_is_allowed():
         (lambda: Solver(prior_scale="mle"), r"^Solver\.prior_scale must be 'ml', None, a num"),
         (lambda: Solver(prior_scale=True), r"^Solver\.prior_scale must be 'ml', None, a numb"),
         (lambda: Solver(prior_scale=np.ones((2, 2))), r"array of shape \(2, 2\)$"),
+        (lambda: Solver(prior_scale=[1, [2, 3]]), r"^Solver\.prior_scale must be 'ml', None, a n"),
         (lambda: ds.Scores(temperature=-1), r"^Scores\.temperature must be positive, got -1"),
         (lambda: ds.Scores(temperature=np.nan), r"^Scores\.temperature must be finite"),
         (lambda: ds.Scores(temperature="high"), r"^Scores\.temperature must be 'auto' or a pos"),
