@@ -380,7 +380,8 @@ def test_a_csv_whose_rows_have_one_field_more_than_its_header_is_refused(tmp_pat
     assert (
         f"Error: {path}: the data rows have 1 field(s) more than the header names (2: x, y): the "
         "first field of each row would be read as a row label and every column as its right "
-        "neighbour's values; give the header one name per field (or drop the extra field)"
+        "neighbour's values; give the header one name per field (or drop the extra field — a "
+        "delimiter at the end of every row makes one)"
     ) in res.output
     # a file written with its index (header ',x,y') has a name for every field: it is read
     path.write_text(",x,y\n" + rows, encoding="utf-8")
@@ -401,6 +402,11 @@ def test_a_csv_row_with_an_extra_field_is_a_data_error(tmp_path, project_root):
         f"Error: {path}: the rows do not have the same number of fields (Error tokenizing data. "
         "C error: Expected 2 fields in line 4, saw 3); every row needs one value per header column"
     ) in res.output
+    # other parser errors are not called a field count (an unclosed quote)
+    path.write_text('x,y\n1,2\n"4,5\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["fit", str(project_root / "models" / "ou2d.py"), str(path)])
+    assert res.exit_code == 1 and "ParserError" not in res.output
+    assert f"Error: {path}: the file cannot be read as CSV (Error tokenizing data. " in res.output
 
 
 # --------------------------------------------------------------------------- lists, labels
@@ -431,6 +437,11 @@ def test_a_dataframe_with_pandas_default_labels_says_so(models, ou_data):
         ),
     ):
         ds.fit_global(models["ou2d"], pd.DataFrame(ou_data), features=ds.Features(n_features=16))
+    # probes in such a frame: the fix names every state (it named the first missing one only)
+    with pytest.raises(
+        ds.DataError, match=re.escape("(pandas.DataFrame(array, columns=['x', 'y']))")
+    ):
+        ds.fit_local(models["ou2d"], ou_data, pd.DataFrame(ou_data[:5]))
 
 
 # --------------------------------------------------------------------------- step counts

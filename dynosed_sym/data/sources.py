@@ -391,7 +391,9 @@ class DaskSource(DataSource):
             cols = [str(c) for c in X.columns]
             missing = [s for s in model.state_names if s not in cols]
             if missing:
-                raise missing_column(name, missing[0], cols, "dask DataFrame")
+                raise missing_column(
+                    name, missing[0], cols, "dask DataFrame", states=model.state_names
+                )
             X = X[model.state_names].to_dask_array(lengths=True)
         if X.ndim == 1 and model.d == 1:
             X = X[:, None]

@@ -62,7 +62,7 @@ def _column_order(labels, wanted, name):
     cols = [str(c) for c in labels]
     missing = [c for c in wanted if c not in cols]
     if missing:
-        raise missing_column(name, missing[0], cols)
+        raise missing_column(name, missing[0], cols, states=list(wanted))
     repeated = [c for c in wanted if cols.count(c) > 1]
     if repeated:
         raise DataError(

@@ -163,10 +163,15 @@ def _read_table(path, suffix):
             frame = pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
         except pd.errors.EmptyDataError:
             raise DataError(f"{path}: the file is empty (no header row, no data)") from None
-        except pd.errors.ParserError as exc:  # a row with more fields than the ones before it
+        except pd.errors.ParserError as exc:  # a row with more fields, an unclosed quote, …
+            text = str(exc).strip()
+            what = (
+                "the rows do not have the same number of fields"
+                if "Expected" in text and "fields" in text
+                else "the file cannot be read as CSV"
+            )
             raise DataError(
-                f"{path}: the rows do not have the same number of fields ({str(exc).strip()}); "
-                "every row needs one value per header column"
+                f"{path}: {what} ({text}); every row needs one value per header column"
             ) from None
         _unique_header(path)
         _header_covers_rows(path, frame)
@@ -193,7 +198,7 @@ def _header_covers_rows(path, frame):
         f"{path}: the data rows have {extra} field(s) more than the header names "
         f"({frame.shape[1]}: {names}): the first field of each row would be read as a row label "
         "and every column as its right neighbour's values; give the header one name per field "
-        "(or drop the extra field)"
+        "(or drop the extra field — a delimiter at the end of every row makes one)"
     )
 
 
