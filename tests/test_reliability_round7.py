@@ -554,3 +554,26 @@ def test_a_design_checks_dataframe_initial_law_is_read_by_name(models, monkeypat
     ds.check_identifiability(models["ou2d"], experiment=experiment, study=ds.Study(n_samples=200))
     first = drawn["d"]["data"].snapshots[0]
     assert {tuple(r) for r in np.asarray(first).tolist()} == {(0.0, 5.0), (1.0, 6.0)}
+
+
+def test_streamed_chunks_are_checked_against_the_model_once(models, ou_data, tmp_path, monkeypatch):
+    """The streamed global fit checked each chunk's states against the model twice (the source's
+    checked chunks, then the feature check of the fill); once now, still before the fill."""
+    from dynosed_sym.assembly import features
+    from dynosed_sym.data import sources
+
+    calls = []
+    for module in (sources, features):
+        real = module.state_overflow
+        monkeypatch.setattr(
+            module, "state_overflow", lambda *a, _r=real, **k: calls.append(1) or _r(*a, **k)
+        )
+    path = tmp_path / "ou.npy"
+    np.save(path, ou_data)
+    ds.fit_global(
+        models["ou2d"],
+        str(path),
+        features=ds.Features(n_features=16, bandwidth=1.0),
+        execution=ds.Execution(chunk_rows=200),
+    )
+    assert len(calls) == 3  # 600 rows in chunks of 200

@@ -190,17 +190,21 @@ def assemble_array(cm, X, edges, feats: RandomFeatures, dlogp_dt=None):
     return contract_blocks(cm, feats, [(P_s[g], P_c[g], counts[g]) for g in range(counts.size)])
 
 
-def accumulate(cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0, name="X"):
+def accumulate(
+    cm, feats, blocks: NoiseBlocks, chunks, bar=None, *, start=0, name="X", checked=False
+):
     """Run the fill over ``chunks`` (validated arrays in row order) into ``blocks``.
 
     Each chunk's feature arguments are checked first (errors name the input ``name`` — an
-    environment's ``X['B']`` — and global rows, counted from ``start``); the data-level checks
-    (finite rows, D(x), spread) are the source's
-    (:meth:`dynosed_sym.data.sources.DataSource.checked_chunks`).
+    environment's ``X['B']`` — and global rows, counted from ``start``), and the states against
+    the model (declared signs, overflowing terms) unless ``checked`` (chunks from
+    :meth:`dynosed_sym.data.sources.DataSource.checked_chunks`, which checks them with the
+    other data-level checks: finite rows, D(x), spread).
     """
     row = int(start)
+    model = None if checked else cm.model
     for chunk in chunks:
-        feature_arguments(chunk, feats, name=name, offset=row, model=cm.model)
+        feature_arguments(chunk, feats, name=name, offset=row, model=model)
         for k, piece in blocks.split(chunk):
             P_s, P_c = block_sums(cm, piece, feats)
             blocks.add(k, P_s, P_c, piece.shape[0])
@@ -227,5 +231,6 @@ def assemble_source(
             bar.update(source.n_rows)
         return system
     blocks = NoiseBlocks(source.n_rows, n_blocks)
-    accumulate(cm, feats, blocks, source.checked_chunks(chunk_rows), bar, name=source.name)
+    chunks = source.checked_chunks(chunk_rows)
+    accumulate(cm, feats, blocks, chunks, bar, name=source.name, checked=True)
     return contract_blocks(cm, feats, blocks.finish())
