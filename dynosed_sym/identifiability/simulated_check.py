@@ -21,7 +21,7 @@ from ..options import Execution, resolve_options
 from ..routes.global_route import fit_global
 from ..routes.local_route import fit_local
 from ..routes.options import Features, Scores, Solver, moved_to
-from ..solve.flat import LONE_LOADING, lone_directions, lone_loading, lone_widening
+from ..solve.flat import lone_rule
 from ..solve.report import FREE_PROJECTION, col_se
 from ..solve.uncertainty import t_quantile
 from .designs import DesignCheck, RankVerdict, check_design, resolution_text, short_count
@@ -187,8 +187,7 @@ class IdentifiabilityCheck(RankVerdict):
         n = V_never.shape[0]
         if getattr(self.report, "prior_scale_method", None) != "ml" or V_never.shape[1] == 0:
             return np.zeros(n, dtype=bool), np.zeros(n)
-        V_lone = V_never[:, lone_directions(V_never, None)]
-        return lone_loading(V_lone) >= LONE_LOADING, lone_widening(V_lone, tau)
+        return lone_rule(V_never, None, tau)[:2]
 
     def se_at(self, N):
         """Predicted honest standard deviation (n,) — or (len(N), n) — of the error at sample

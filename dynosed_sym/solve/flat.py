@@ -28,6 +28,7 @@ __all__ = [
     "flat_rescues",
     "lone_directions",
     "lone_carriers",
+    "lone_rule",
     "lone_loading",
     "whole_line_notes",
     "carriers_of",
@@ -190,8 +191,17 @@ def lone_carriers(VU, t_unresolved):
     """(n,) bool: the parameters whose loading on the :func:`lone_directions` is at least
     :data:`LONE_LOADING`; their intervals are the whole line (a smaller loading has its bias
     sized at :data:`LONE_TAU` times τ instead, :func:`lone_widening`)."""
+    return lone_rule(VU, t_unresolved)[0]
+
+
+def lone_rule(VU, t_unresolved, tau=None):
+    """The lone-direction rule on the unresolved directions ``VU`` (n, k) with curvature t's
+    ``t_unresolved`` (None: none seen) and the scale ``tau``: (carriers (n,) bool — the whole
+    line, :func:`lone_carriers` —, widening (n,) — the smaller loadings' extra bias,
+    :func:`lone_widening`, zeros without τ —, the lone directions' columns (n, k'))."""
     VU = np.asarray(VU, dtype=float)
-    return lone_loading(VU[:, lone_directions(VU, t_unresolved)]) >= LONE_LOADING
+    VU_lone = VU[:, lone_directions(VU, t_unresolved)]
+    return lone_loading(VU_lone) >= LONE_LOADING, lone_widening(VU_lone, tau), VU_lone
 
 
 def lone_widening(VU_lone, tau):

@@ -52,8 +52,7 @@ from .flat import (  # re-exported: the flat directions' rules were written here
     flat_rescues,
     lone_carriers,
     lone_directions,
-    lone_loading,
-    lone_widening,
+    lone_rule,
     open_scale,
     scale_carriers,
     scale_directions,
@@ -493,10 +492,12 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         rescued = flat_rescues(rescue, VU, t_u, tau, live=live)
     open_ = open_scale(theta, VU, t_u, tau, rescued)
     carriers = carriers_of(VU, open_)
-    lone_dirs = lone_directions(VU, t_u) if method == "ml" else np.zeros(VU.shape[1], bool)
-    VU_lone = VU[:, lone_dirs]
-    lone = (lone_loading(VU_lone) >= LONE_LOADING) & ~carriers & ~free
-    widen = lone_widening(VU_lone, tau) * ~(carriers | lone | free)
+    if method == "ml":  # (τ given: it bounds the lone directions' components too)
+        lone, widen, VU_lone = lone_rule(VU, t_u, tau)
+    else:
+        lone, widen, VU_lone = np.zeros_like(carriers), np.zeros(carriers.shape), VU[:, :0]
+    lone = lone & ~carriers & ~free
+    widen = widen * ~(carriers | lone | free)
     if ((carriers | lone) & ~free).any() or widen.any():  # open scale, lone direction
         free = free | carriers | lone
         bias_sd = np.sqrt(wk.bias_sd**2 + widen**2)
@@ -536,7 +537,7 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         open_directions=VU[:, open_] if carriers.any() else None,
         whole_line=free,
         lone=lone,
-        lone_directions=VU[:, lone_dirs] if lone.any() else None,
+        lone_directions=VU_lone if lone.any() else None,
     ), se
 
 
