@@ -14,6 +14,7 @@ import numpy as np
 
 from ..arguments import float_array
 from ..errors import DataError, ModelError
+from ..model.validation import sign_assumption
 
 __all__ = [
     "per_row",
@@ -239,15 +240,6 @@ def state_overflow(model, X, name="X", what="row", offset=0):
     )
 
 
-#: SymPy sign assumptions of a state variable and the values they exclude.
-_SIGNS = (
-    ("positive", lambda x: ~(x > 0), "≤ 0"),
-    ("nonnegative", lambda x: ~(x >= 0), "< 0"),
-    ("negative", lambda x: ~(x < 0), "≥ 0"),
-    ("nonpositive", lambda x: ~(x <= 0), "> 0"),
-)
-
-
 def state_signs(model, X, name="X", what="row", offset=0, fix="or drop those rows"):
     """Raise DataError when a column of X (n, d) leaves the sign its state variable was declared
     with (``sp.Symbol("x", positive=True)``, nonnegative, negative, nonpositive).
@@ -258,20 +250,20 @@ def state_signs(model, X, name="X", what="row", offset=0, fix="or drop those row
     such row (counted from ``offset``) and how many there are.
     """
     for j, sym in enumerate(getattr(model, "state", ())):
-        for assumption, outside, text in _SIGNS:
-            if not getattr(sym, f"is_{assumption}", None):
-                continue
-            bad = np.flatnonzero(outside(np.asarray(X[:, j], dtype=float)))
-            if bad.size:
-                r = int(bad[0])
-                import sympy as sp
+        row = sign_assumption(sym)
+        if row is None:
+            continue
+        assumption, inside, _, text = row
+        bad = np.flatnonzero(~inside(np.asarray(X[:, j], dtype=float)))
+        if bad.size:
+            r = int(bad[0])
+            import sympy as sp
 
-                raise DataError(
-                    f"{name}: column {str(sym)!r} holds {bad.size} value(s) {text} ({what} "
-                    f"{r + offset}: {X[r, j]:.3g}), but model {model.name!r} declares {sym} "
-                    f"{assumption}=True, under which SymPy has already simplified its drift and "
-                    f"D (Abs({sym}) is {sp.Abs(sym)}); declare it real=True "
-                    f"(sp.Symbol({str(sym)!r}, real=True)) and write the model for both signs, "
-                    f"{fix}"
-                )
-            break  # the strongest assumption held is the one checked
+            raise DataError(
+                f"{name}: column {str(sym)!r} holds {bad.size} value(s) {text} ({what} "
+                f"{r + offset}: {X[r, j]:.3g}), but model {model.name!r} declares {sym} "
+                f"{assumption}=True, under which SymPy has already simplified its drift and "
+                f"D (Abs({sym}) is {sp.Abs(sym)}); declare it real=True "
+                f"(sp.Symbol({str(sym)!r}, real=True)) and write the model for both signs, "
+                f"{fix}"
+            )

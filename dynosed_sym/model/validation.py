@@ -39,6 +39,8 @@ __all__ = [
     "diffusion_matrix",
     "env_param_list",
     "declared_signs",
+    "sign_assumption",
+    "SIGN_ASSUMPTIONS",
     "values_by_name",
 ]
 
@@ -471,13 +473,23 @@ def values_by_name(keyed, names, what, kind, model_name):
     return np.array([by_name[n] for n in names], dtype=float)
 
 
-#: SymPy sign assumptions and the values each admits (the strongest held is checked).
-_SIGNS = (
-    ("positive", lambda v: v > 0, "> 0"),
-    ("nonnegative", lambda v: v >= 0, "≥ 0"),
-    ("negative", lambda v: v < 0, "< 0"),
-    ("nonpositive", lambda v: v <= 0, "≤ 0"),
+#: SymPy sign assumptions, strongest first: (assumption, inside(values) — elementwise on arrays —,
+#: the values it admits, the values it excludes).
+SIGN_ASSUMPTIONS = (
+    ("positive", lambda v: v > 0, "> 0", "≤ 0"),
+    ("nonnegative", lambda v: v >= 0, "≥ 0", "< 0"),
+    ("negative", lambda v: v < 0, "< 0", "≥ 0"),
+    ("nonpositive", lambda v: v <= 0, "≤ 0", "> 0"),
 )
+
+
+def sign_assumption(sym):
+    """The row of :data:`SIGN_ASSUMPTIONS` of the strongest sign assumption ``sym`` was declared
+    with (the one checked), or None."""
+    for row in SIGN_ASSUMPTIONS:
+        if getattr(sym, f"is_{row[0]}", None):
+            return row
+    return None
 
 
 def declared_signs(symbols, values, what, noun, model_name):
@@ -489,17 +501,16 @@ def declared_signs(symbols, values, what, noun, model_name):
     symbol (``noun``: "input", "parameter"), the value, the assumption and SymPy's simplifications.
     """
     for sym, v in zip(symbols, np.asarray(values, dtype=float).tolist()):
-        for assumption, inside, allowed in _SIGNS:
-            if not getattr(sym, f"is_{assumption}", None):
-                continue
-            if not inside(v):
-                name = str(sym)
-                raise ModelError(
-                    f"{what}: value of {name!r} is {v:g}, but model {model_name!r} declares "
-                    f"{noun} {name} {assumption}=True, under which SymPy has already simplified "
-                    f"the drift and D written with it (Abs({name}) is {sp.Abs(sym)}, "
-                    f"sqrt({name}**2) is {sp.sqrt(sym**2)}), so at {v:g} the kernels would "
-                    f"compute another model; give a value {allowed}, or declare it real=True "
-                    f"(sp.Symbol({name!r}, real=True)) and write the model for both signs"
-                )
-            break
+        row = sign_assumption(sym)
+        if row is None or row[1](v):
+            continue
+        assumption, _, allowed, _ = row
+        name = str(sym)
+        raise ModelError(
+            f"{what}: value of {name!r} is {v:g}, but model {model_name!r} declares "
+            f"{noun} {name} {assumption}=True, under which SymPy has already simplified "
+            f"the drift and D written with it (Abs({name}) is {sp.Abs(sym)}, "
+            f"sqrt({name}**2) is {sp.sqrt(sym**2)}), so at {v:g} the kernels would "
+            f"compute another model; give a value {allowed}, or declare it real=True "
+            f"(sp.Symbol({name!r}, real=True)) and write the model for both signs"
+        )
