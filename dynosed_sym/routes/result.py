@@ -346,6 +346,7 @@ class FitResult:
                 "p_value_message": rep.p_value_message,
                 "misspec_open_scale": _open_scale_test(rep),
                 "misspec_unresolved": _unresolved_test(rep),
+                "misspec_smoothing": rep.misspec_smoothing,
                 "misspec_profiled": bool(rep.misspec_profiled),
                 "interval_scale": float(rep.interval_scale),
                 "ci_level": float(rep.ci_level),

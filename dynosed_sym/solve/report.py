@@ -157,6 +157,11 @@ class IdentifiabilityReport:
     misspec_unresolved : :class:`~dynosed_sym.solve.verdicts.UnresolvedTest` or None
         A rejected test profiled along every direction (some unresolved); with ``.undetermined``
         the verdict is "undetermined" (:func:`~dynosed_sym.solve.verdicts.profile_unresolved`).
+    misspec_smoothing : float or None
+        Local route: a rejection where the kernel's estimated smoothing bias is this many times
+        the parameters' standard errors (at least 1): the test does not count that bias as noise,
+        so it cannot tell the kernel from the model; the verdict is "undetermined" and every
+        interval is open (docs/design-statistics.md §8).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
@@ -243,6 +248,7 @@ class IdentifiabilityReport:
     misspec_dim: float | None = None
     misspec_open_scale: tuple | None = None
     misspec_unresolved: object = None
+    misspec_smoothing: float | None = None
     misspec_profiled: bool = False
     misspec_at: np.ndarray | None = None
     interval_scale: float = 1.0
@@ -376,7 +382,8 @@ class IdentifiabilityReport:
         if self.consistent is not None:
             return "consistent" if self.consistent else "INCONSISTENT"
         rest = getattr(self.misspec_unresolved, "undetermined", False)
-        return "undetermined" if rest or self.misspec_open_scale is not None else None
+        opened = self.misspec_open_scale is not None or self.misspec_smoothing is not None
+        return "undetermined" if rest or opened else None
 
     def __str__(self):
         lines = [

@@ -434,14 +434,15 @@ def test_a_rejection_under_a_large_smoothing_bias_names_the_kernel(verdict, se, 
     se[np.array(inf[: se.size])] = np.inf  # (a not identifiable parameter: no ratio)
     bias = np.array(bias[: se.size])
     report = SimpleNamespace(verdict=verdict, std_errors=None if none else se)
-    out = _rejection_cause(report, bias)
+    got, out = _rejection_cause(report, bias)
     ok = np.isfinite(se) & np.isfinite(bias)
     ratio = np.max(bias[ok] / se[ok]) if ok.any() else np.nan
     if verdict != "INCONSISTENT" or none or not ratio >= 1.0:
-        assert out == ""
+        assert (got, out) == (None, "")
     else:
+        assert got == pytest.approx(ratio, rel=1e-12)
         assert f"up to {ratio:.3g} × the parameters' standard errors" in out
-        assert "may be the kernel's smoothing, not the model" in out
+        assert "cannot tell the kernel's smoothing from a misspecified model" in out
 
 
 @pytest.mark.slow
@@ -450,8 +451,9 @@ def test_lengyel_epstein_local_rejection_says_it_may_be_the_kernel(gen_dir):
     N = 10,000): the kernel's variance is up to four times the ring's local variance at some
     probe, the
     smoothing bias is hundreds of the standard errors, and the test rejects the correct model.
-    The summary must not leave that as "model misspecified?" alone: the note says the rejection
-    may be the kernel's; the global route on the same data does not reject."""
+    The summary must not call the correct model INCONSISTENT: the verdict is "undetermined",
+    the note says the rejection cannot tell the kernel from the model; the global route on the
+    same data does not reject."""
     from dynosed_sym.apps.bench.calibration_data import data_seed, draw
     from dynosed_sym.apps.bench.calibration_families import family
     from dynosed_sym.apps.bench.calibration_sweep import _probes
@@ -461,8 +463,11 @@ def test_lengyel_epstein_local_rejection_says_it_may_be_the_kernel(gen_dir):
     ex = ds.Execution(out_dir=gen_dir)
     fit = ds.fit_local(model, X, _probes(X, protocol, 0), execution=ex)
     text = fit.summary(truth=truth)
-    assert fit.report.verdict == "INCONSISTENT", text
-    assert "the INCONSISTENT verdict above may be the kernel's smoothing, not the model" in text
+    assert fit.report.verdict == "undetermined", text
+    assert fit.report.consistent is None and fit.report.misspec_smoothing >= 1.0, text
+    assert "rejected at the estimate: UNDETERMINED" in text
+    assert "cannot tell the kernel's smoothing from a misspecified model" in text
+    assert fit.to_dict()["report"]["misspec_smoothing"] == fit.report.misspec_smoothing
     assert "so no interval is finite" in text
     finite, _ = _covered(fit, truth)
     assert not finite.any() and fit.report.whole_line.all(), text
@@ -485,7 +490,7 @@ def test_thin_cycle_local_fit_is_not_confidently_wrong(gen_dir):
     X = draw(model, truth, protocol, 500, data_seed("oregonator", 0))
     fit = ds.fit_local(model, X, _probes(X, protocol, 0), execution=ds.Execution(out_dir=gen_dir))
     text = fit.summary(truth=truth)
-    assert fit.report.verdict == "INCONSISTENT", text
+    assert fit.report.verdict == "undetermined", text  # (a correct model: not INCONSISTENT)
     assert np.isinf(fit.conf_int()).all() and "no (kernel)" in text, text
     assert "identifiable: no (kernel): the local fit's kernel smoothing may decide it" in text
 
