@@ -216,6 +216,15 @@ def refuse_ragged_rows(X, model, name):
         return
     sizes = [len(r) if isinstance(r, (list, tuple, np.ndarray)) else None for r in X]
     first = sizes[0]
+    if any(n is None for n in sizes) and any(n is not None for n in sizes):  # [[0, 0], 1]
+        i = next(i for i, n in enumerate(sizes) if (n is None) != (first is None))
+        kinds = ("a row", "one number")
+        raise DataError(
+            f"{name}: mixes rows and single numbers: row {i} is "
+            f"{kinds[sizes[i] is None]}, row 0 {kinds[first is None]}; give one row per point "
+            f"with one value per state variable of model {model.name!r} "
+            f"({', '.join(model.state_names)})"
+        )
     for i, n in enumerate(sizes):
         if n != first and None not in (n, first):
             raise DataError(

@@ -231,6 +231,15 @@ class H5Reader(_RowReader):
         return h5py.File(self.filename, "r")[self.dataset]
 
 
+#: How each file kind's transpose is stored (the hint for a (d, N) array).
+_TRANSPOSE = {
+    "npy": "numpy.save(path, X.T)",
+    "memmap": "numpy.save(path, X.T)",
+    "zarr": "zarr.save(path, X.T)",
+    "hdf5": "h5py.File(path, 'a').create_dataset(name, data=X.T)",
+}
+
+
 class SliceSource(DataSource):
     """A file-backed 2-D array read by row windows (npy, memmap, Zarr, HDF5)."""
 
@@ -248,8 +257,8 @@ class SliceSource(DataSource):
             shape = (shape[0], 1)
         if len(shape) != 2 or shape[1] != model.d:
             turned = (
-                "; it looks transposed (rows are samples): store its transpose (numpy.save(path, "
-                "X.T) for an array X of shape (d, N))"
+                f"; it looks transposed (rows are samples): store its transpose ({_TRANSPOSE[kind]}"
+                " for an array X of shape (d, N))"
                 if len(shape) == 2 and shape[0] == model.d and shape[1] > model.d
                 else ""
             )
@@ -332,6 +341,8 @@ class IterSource(DataSource):
             label = f"{self.name} (chunk starting at row {self._offset})"
             if is_frame(raw) or is_series(raw):  # (a named Series is read by its name)
                 block = as_samples(raw, self.model, label, min_samples=0)
+            elif isinstance(raw, np.ndarray) and raw.dtype.names:  # a record array's chunk
+                refuse_structured(raw.dtype, self.model, label, var="chunk")
             else:
                 block = validate_rows(
                     raw, self.d, label, offset=self._offset, columns=self.model.state_names
@@ -567,6 +578,8 @@ def open_source(X, model, name="X") -> DataSource:
         )
     if isinstance(X, (list, tuple)):
         if X and all(is_frame(c) or (isinstance(c, np.ndarray) and c.ndim == 2) for c in X):
+            return IterSource(X, model, name)
+        if X and all(isinstance(c, np.ndarray) and c.dtype.names for c in X):  # record chunks
             return IterSource(X, model, name)
         return ArraySource(as_samples(X, model, name), model, name)
     if hasattr(X, "__array__"):

@@ -575,6 +575,11 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
             f"probes={float(probes):g} is one number: a count of probes is an integer "
             f"(probes={int(probes) if float(probes).is_integer() else 'k'}), probe points an "
             "(M, d) array (one row per point)"
+            + (
+                f": one probe at {float(probes):g} is probes=[[{float(probes):g}]]"
+                if model is not None and model.d == 1
+                else ""
+            )
         )
     elif is_frame(probes) and model is not None:
         order = _column_order(probes.columns, model.state_names, "probes")

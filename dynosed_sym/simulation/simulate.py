@@ -513,9 +513,14 @@ def simulate_time_course(
     twice = [t for t in np.unique(times) if (times == t).sum() > 1]
     if twice:  # (a TimeCourse keeps one snapshot per time: it said "1 snapshot(s)")
         raise DataError(f"times: {float(twice[0]):g} is given twice; give each time once")
-    if np.ndim(n_samples) != 0 and np.size(n_samples) != times.size:
+    if np.ndim(n_samples) > 1 or (np.ndim(n_samples) and np.size(n_samples) != times.size):
         raise DataError(
-            f"n_samples: one count, or one per time ({times.size}), got {np.size(n_samples)}"
+            f"n_samples: one count, or a flat list of one per time ({times.size}), got "
+            + (
+                f"an array of shape {np.shape(n_samples)}"
+                if np.ndim(n_samples) > 1
+                else f"{np.size(n_samples)}"
+            )
         )
     sizes = np.broadcast_to(np.asarray(n_samples, dtype=object), times.shape)
     dt = arguments.number(dt, "dt", positive=True)

@@ -9,6 +9,8 @@ keyword arguments to the builder of the object (``features_from(opts)``).
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from .io import _full_theta, _parse_prior_scale
@@ -38,9 +40,20 @@ def count_option(*decls, minimum=1, maximum=None, **kwargs):
     return typed_option(*decls, type=click.IntRange(minimum, maximum), **kwargs)
 
 
+class _Positive(click.FloatRange):
+    """A finite number greater than zero (click's range lets nan and inf through: nan compares
+    false with both bounds, and ``--temperature nan`` was reported as ``Scores.temperature``)."""
+
+    def convert(self, value, param, ctx):
+        out = super().convert(value, param, ctx)
+        if not math.isfinite(out):
+            self.fail(f"{out} is not a finite number.", param, ctx)
+        return out
+
+
 def positive_option(*decls, **kwargs):
-    """A number option greater than zero."""
-    return typed_option(*decls, type=click.FloatRange(min=0, min_open=True), **kwargs)
+    """A finite number option greater than zero."""
+    return typed_option(*decls, type=_Positive(min=0, min_open=True), **kwargs)
 
 
 def choice_option(*decls, choices, **kwargs):

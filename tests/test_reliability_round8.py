@@ -1,0 +1,141 @@
+"""Reliability round eight: the last review's findings, each refused with a message that names
+the argument, the field or the option and says what to do (docs/reliability.md, one row each).
+
+Oracles: the messages of the same checks on the inputs they document (a record array given
+whole, a one-point probe array), and the fit of the corrected input.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import dynosed_sym as ds
+from dynosed_sym.simulation.simulate import simulate_time_course
+
+OU_M = np.array([[-1.0, 0.5], [-0.5, -1.0]])  # ou2d's nominal drift; D = I
+
+
+@pytest.fixture(scope="module")
+def ou_data(ou_samples):
+    return ou_samples(OU_M, 1.0, 600, seed=8)
+
+
+def _records(X, names):
+    rec = np.zeros(X.shape[0], dtype=[(n, float) for n in names])
+    for j, n in enumerate(names):
+        rec[n] = X[:, j]
+    return rec
+
+
+def test_a_list_of_record_chunks_names_their_fields(models, ou_data):
+    """A list of structured arrays, streamed as chunks, said "holds a value that is not a number
+    in column 'x', row 0: (…, …)" (NumPy stacked the records); now each chunk is refused as a
+    record array whole is, naming its fields and the chunk."""
+    ou = models["ou2d"]
+    rec = _records(ou_data, ["x", "y"])
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "X (chunk starting at row 0): a NumPy structured (record) array with fields 'x', 'y': "
+            "each row is one record, not a row of numbers: pass pandas.DataFrame(chunk)"
+        ),
+    ):
+        ds.fit_global(ou, [rec[:300], rec[300:]], features=ds.Features(n_features=16))
+    other = _records(ou_data, ["x1", "x2"])
+    with pytest.raises(ds.DataError, match=r"has no field 'x' for state variable 'x'"):
+        ds.fit_global(ou, (other[:300], other[300:]), features=ds.Features(n_features=16))
+
+
+def test_probes_mixing_rows_and_numbers_are_named(models, ou_data):
+    """``[[0, 0], 1]`` gave NumPy's "setting an array element with a sequence …"."""
+    ou = models["ou2d"]
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "probes: mixes rows and single numbers: row 1 is one number, row 0 a row; give one "
+            "row per point with one value per state variable of model 'ou2d' (x, y)"
+        ),
+    ):
+        ds.fit_local(ou, ou_data, [[0.0, 0.0], 1.0])
+    with pytest.raises(ds.DataError, match=r"row 1 is a row, row 0 one number"):
+        ds.fit_local(ou, ou_data, [1.0, [0.0, 0.0]])
+
+
+def test_a_one_state_models_float_probe_says_how_to_give_one_point():
+    """``probes=0.5`` for a d = 1 model is refused (a count is an integer) and the message says
+    how one point at 0.5 is written; that spelling fits."""
+    import sympy as sp
+
+    x, a = sp.symbols("x a", real=True)
+    m = ds.SDEModel([x], [a], [-a * x], [[sp.Rational(1, 2)]], name="ou1_round8")
+    X = np.random.default_rng(0).normal(0.0, np.sqrt(0.5), size=(800, 1))
+    with pytest.raises(ds.DataError, match=re.escape("one probe at 0.5 is probes=[[0.5]]")):
+        ds.fit_local(m, X, 0.5)
+    fit = ds.fit_local(m, X, [[0.5]])
+    assert fit.theta.shape == (1,) and np.isfinite(fit.theta).all()
+
+
+def test_simulate_time_course_refuses_nested_sample_counts(models):
+    """``n_samples=[[100], [200]]`` was a raw broadcast ValueError."""
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "n_samples: one count, or a flat list of one per time (2), got an array of shape (2, 1)"
+        ),
+    ):
+        simulate_time_course(
+            models["ou2d"], OU_M.ravel(), [0.5, 1.0], n_samples=[[100], [200]], initial=np.zeros(2)
+        )
+
+
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("nan", "nan is not a finite number"),
+        ("inf", "inf is not a finite number"),
+        ("-inf", "-inf is not in the range x>0"),
+    ],
+)
+def test_cli_positive_options_refuse_non_finite_values(value, why, tmp_path, ou_data, project_root):
+    """``dynosed fit --temperature nan`` named ``Scores.temperature`` (click's range lets nan
+    through); now click names the option, for every positive number option (``--dt`` too)."""
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    data = tmp_path / "x.npy"
+    np.save(data, ou_data)
+    model = str(project_root / "models" / "ou2d.py")
+    runner = CliRunner()
+    res = runner.invoke(
+        main, ["fit", model, str(data), "--route", "local", f"--temperature={value}"]
+    )
+    assert res.exit_code == 2, res.output
+    assert f"Invalid value for '--temperature': {why}" in res.output, res.output
+    res = runner.invoke(main, ["simulate", model, "-n", "10", f"--dt={value}"])
+    assert res.exit_code == 2 and f"Invalid value for '--dt': {why}" in res.output, res.output
+
+
+@pytest.mark.parametrize(
+    "kind, hint",
+    [("zarr", "zarr.save(path, X.T)"), ("hdf5", "create_dataset(name, data=X.T)")],
+)
+def test_a_transposed_zarr_or_hdf5_array_gets_its_own_hint(kind, hint, models, ou_data, tmp_path):
+    """The transposed-array hint said ``numpy.save`` for Zarr and HDF5 stores too."""
+    if kind == "zarr":
+        zarr = pytest.importorskip("zarr")
+        path = str(tmp_path / "t.zarr")
+        zarr.save(path, ou_data.T.copy())
+    else:
+        h5py = pytest.importorskip("h5py")
+        with h5py.File(tmp_path / "t.h5", "w") as f:
+            f.create_dataset("X", data=ou_data.T.copy())
+        path = h5py.File(tmp_path / "t.h5", "r")["X"]  # (an open dataset, as a user passes it)
+    with pytest.raises(ds.DataError, match=r"looks transposed") as err:
+        ds.fit_global(models["ou2d"], path, features=ds.Features(n_features=16))
+    if kind == "hdf5":
+        path.file.close()
+    assert hint in str(err.value) and "numpy.save" not in str(err.value)
