@@ -126,6 +126,14 @@ def ou_stationary_cov(M, D):
     return 0.5 * (S + S.T)
 
 
+def records(X, names):
+    """X (N, k) as a NumPy structured (record) array with the fields ``names``."""
+    rec = np.zeros(X.shape[0], dtype=[(n, float) for n in names])
+    for j, n in enumerate(names):
+        rec[n] = X[:, j]
+    return rec
+
+
 def ou_stationary_samples(M, D, n, seed):
     """n exact i.i.d. draws (n, d) from N(0, Σ), Σ from the Lyapunov equation."""
     S = ou_stationary_cov(M, D)

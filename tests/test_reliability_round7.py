@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sympy as sp
+from conftest import records
 
 import dynosed_sym as ds
 from dynosed_sym.simulation.simulate import chain_keys, initial_states
@@ -25,13 +26,6 @@ OU_M = np.array([[-1.0, 0.5], [-0.5, -1.0]])  # ou2d's nominal drift; D = I
 @pytest.fixture(scope="module")
 def ou_data(ou_samples):
     return ou_samples(OU_M, 1.0, 600, seed=7)
-
-
-def _records(X, names):
-    rec = np.zeros(X.shape[0], dtype=[(n, float) for n in names])
-    for j, n in enumerate(names):
-        rec[n] = X[:, j]
-    return rec
 
 
 # --------------------------------------------------------------------------- record arrays
@@ -45,7 +39,7 @@ STRUCTURED = re.escape(
 def test_a_record_array_is_refused_naming_its_fields_and_the_conversion(models, ou_data):
     """A structured array said "holds a value that is not a number at row 0: (…, …)"."""
     ou = models["ou2d"]
-    rec = _records(ou_data, ["x", "y"])
+    rec = records(ou_data, ["x", "y"])
     features = ds.Features(n_features=16)
     with pytest.raises(ds.DataError, match="^" + STRUCTURED + "$"):
         ds.fit_global(ou, rec, features=features)
@@ -62,7 +56,7 @@ def test_a_record_array_is_refused_naming_its_fields_and_the_conversion(models, 
 
 
 def test_a_record_array_without_a_state_field_names_it(models, ou_data):
-    rec = _records(ou_data, ["x", "q"])
+    rec = records(ou_data, ["x", "q"])
     with pytest.raises(
         ds.DataError,
         match=re.escape(
@@ -75,7 +69,7 @@ def test_a_record_array_without_a_state_field_names_it(models, ou_data):
 
 def test_a_record_npy_file_is_refused_before_reading(models, ou_data, tmp_path):
     path = tmp_path / "rec.npy"
-    np.save(path, _records(ou_data, ["x", "y"]))
+    np.save(path, records(ou_data, ["x", "y"]))
     shown = repr(str(path))
     with pytest.raises(
         ds.DataError,
@@ -473,7 +467,7 @@ INIT = ([0.0, 0.0], np.eye(2))
     [
         (dict(times=["a", 1.0]), "times: holds text at row 0: 'a'; numbers are expected"),
         (dict(times=[1.0, 1.0]), "times: 1 is given twice; give each time once"),
-        (dict(n_samples=[10, 20, 30]), "n_samples: one count, or one per time (2), got 3"),
+        (dict(n_samples=[10, 20, 30]), "n_samples: one count, or a flat list of one per time (2), got 3"),
         (
             dict(initial=(["a", 0.0], np.eye(2))),
             "initial: mean: holds text at row 0: 'a'; numbers are expected",

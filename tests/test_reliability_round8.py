@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import records
 
 import dynosed_sym as ds
 from dynosed_sym.simulation.simulate import simulate_time_course
@@ -23,19 +24,12 @@ def ou_data(ou_samples):
     return ou_samples(OU_M, 1.0, 600, seed=8)
 
 
-def _records(X, names):
-    rec = np.zeros(X.shape[0], dtype=[(n, float) for n in names])
-    for j, n in enumerate(names):
-        rec[n] = X[:, j]
-    return rec
-
-
 def test_a_list_of_record_chunks_names_their_fields(models, ou_data):
     """A list of structured arrays, streamed as chunks, said "holds a value that is not a number
     in column 'x', row 0: (…, …)" (NumPy stacked the records); now each chunk is refused as a
     record array whole is, naming its fields and the chunk."""
     ou = models["ou2d"]
-    rec = _records(ou_data, ["x", "y"])
+    rec = records(ou_data, ["x", "y"])
     with pytest.raises(
         ds.DataError,
         match=re.escape(
@@ -44,7 +38,7 @@ def test_a_list_of_record_chunks_names_their_fields(models, ou_data):
         ),
     ):
         ds.fit_global(ou, [rec[:300], rec[300:]], features=ds.Features(n_features=16))
-    other = _records(ou_data, ["x1", "x2"])
+    other = records(ou_data, ["x1", "x2"])
     with pytest.raises(ds.DataError, match=r"has no field 'x' for state variable 'x'"):
         ds.fit_global(ou, (other[:300], other[300:]), features=ds.Features(n_features=16))
 
