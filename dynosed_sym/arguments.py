@@ -22,6 +22,7 @@ __all__ = [
     "relative_error",
     "bootstrap_options",
     "parameter_vector",
+    "snapshot_times",
     "check_field",
     "float_array",
     "numeric_dtype",
@@ -57,6 +58,22 @@ def number(value, name, positive=False, nonnegative=False):
     if nonnegative and value < 0:
         raise DataError(f"{name} must be non-negative, got {value!r}")
     return value
+
+
+def snapshot_times(values, name, minimum=1):
+    """``values`` as (K,) snapshot times: at least ``minimum``, finite, ≥ 0 and each given once,
+    in the order given; else a DataError naming ``name`` (a repeated time would merge two
+    snapshots into one: a time course said "1 snapshot(s)")."""
+    ts = float_array(values, name).reshape(-1)
+    if ts.size < minimum or not np.isfinite(ts).all() or (ts < 0).any():
+        raise DataError(
+            f"{name}: at least {minimum} finite snapshot time{'s' * (minimum > 1)} ≥ 0, got "
+            f"{values!r}"
+        )
+    repeated = np.unique(ts[np.flatnonzero(np.diff(np.sort(ts)) == 0)])
+    if repeated.size:
+        raise DataError(f"{name}: time {float(repeated[0]):g} is given twice; give each time once")
+    return ts
 
 
 def seed(value, name="seed"):

@@ -466,8 +466,11 @@ INIT = ([0.0, 0.0], np.eye(2))
     "kw, message",
     [
         (dict(times=["a", 1.0]), "times: holds text at row 0: 'a'; numbers are expected"),
-        (dict(times=[1.0, 1.0]), "times: 1 is given twice; give each time once"),
-        (dict(n_samples=[10, 20, 30]), "n_samples: one count, or a flat list of one per time (2), got 3"),
+        (dict(times=[1.0, 1.0]), "times: time 1 is given twice; give each time once"),
+        (
+            dict(n_samples=[10, 20, 30]),
+            "n_samples: one count, or a flat list of one per time (2), got 3",
+        ),
         (
             dict(initial=(["a", 0.0], np.eye(2))),
             "initial: mean: holds text at row 0: 'a'; numbers are expected",

@@ -16,8 +16,6 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import arguments
 
 __all__ = ["Study", "Experiment", "MIN_STUDY_SAMPLES", "check_sampler_signature", "check_times"]
@@ -158,15 +156,7 @@ def _experiment_times(value, name):
 def check_times(values, name):
     """``values`` as (K,) snapshot times: at least 2, finite, ≥ 0 and each given once; else a
     DataError naming ``name`` (a repeated time would merge two snapshots into one)."""
-    ts = arguments.float_array(values, name).reshape(-1)
-    if ts.size < 2 or (ts < 0).any() or not np.isfinite(ts).all():
-        raise arguments.DataError(f"{name}: at least 2 finite snapshot times ≥ 0, got {values!r}")
-    repeated = np.unique(ts[np.flatnonzero(np.diff(np.sort(ts)) == 0)])
-    if repeated.size:
-        raise arguments.DataError(
-            f"{name}: time {float(repeated[0])!r} is given twice (each snapshot time once)"
-        )
-    return ts
+    return arguments.snapshot_times(values, name, minimum=2)
 
 
 def check_sampler_signature(sampler, time_course=False, name="Study.sampler"):

@@ -507,12 +507,7 @@ def simulate_time_course(
     TimeCourse
     """
     model = with_inputs(model, inputs, "simulate_time_course")
-    times = arguments.float_array(times, "times").reshape(-1)
-    if times.size < 1 or not np.isfinite(times).all() or (times < 0).any():
-        raise DataError("times: expected finite snapshot times ≥ 0")
-    twice = [t for t in np.unique(times) if (times == t).sum() > 1]
-    if twice:  # (a TimeCourse keeps one snapshot per time: it said "1 snapshot(s)")
-        raise DataError(f"times: {float(twice[0]):g} is given twice; give each time once")
+    times = arguments.snapshot_times(times, "times")
     if np.ndim(n_samples) > 1 or (np.ndim(n_samples) and np.size(n_samples) != times.size):
         raise DataError(
             f"n_samples: one count, or a flat list of one per time ({times.size}), got "
