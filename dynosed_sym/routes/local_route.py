@@ -65,8 +65,8 @@ from .result import FitResult, gradient_info, report_on
 from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
     U_REFUSE,
+    apply_smoothing_bias,
     auto_temperature,
-    open_every_interval,
     open_for_jumps,
     refuse_constant_column,
     refuse_wide_kernel,
@@ -74,7 +74,6 @@ from .scores.bandwidth import (
     score_label,
     smoothing_bias,
     smoothing_ratio,
-    widen_intervals,
 )
 from .stationarity import flag_stationarity
 
@@ -321,9 +320,12 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)
+    smoothing = None  # (the kernel's estimated smoothing bias, where there is one)
     if at.companions is not None:
         where = (cm, model, at.P, at.g)
-        _smoothing(report, theta, at.companions, gradient, at.estimator, info, where, rule)
+        smoothing = _smoothing(
+            report, theta, at.companions, gradient, at.estimator, info, where, rule
+        )
     if searched is not None and solver.profile:  # the linearised intervals, to the profile
         report = attach_profile(report, searched[0], solver.lam, searched[1], theta)
     if not at.arrays:  # estimated scores, smoothed across a jump of the drift
@@ -335,6 +337,7 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
             "against floating-point precision only"
         )
     fit = FitResult(model, theta, A, b, report, "local", at.n_samples, info)
+    fit.smoothing_bias = smoothing
     fit.scores = est
     fit.probes = at.P
     kmeans_probes = isinstance(probes, (int, np.integer)) and not isinstance(probes, bool)
@@ -618,7 +621,8 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
 
 
 def _smoothing(report, theta, companions, gradient, estimator, info, where, solve):
-    """Widen the report's intervals by the kernel's estimated smoothing bias (or say why not)."""
+    """Widen the report's intervals by the kernel's estimated smoothing bias (or say why not);
+    returns that bias (n,), or None where it was not estimated."""
     lg, lg_half = companions
     T = estimator.temperature
     if lg is None:
@@ -626,7 +630,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
             "note: the local Gaussian fit at some probe is degenerate: the kernel's smoothing "
             "bias was not estimated and is not in the intervals"
         )
-        return
+        return None
     u = smoothing_ratio(lg, T)
     info["smoothing"] = round(float(np.median(u)), 4)
     if lg_half is None:
@@ -635,7 +639,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
             "(median over probes); its smoothing bias was not estimated (degenerate local fit "
             "at T/2) and is not in the intervals"
         )
-        return
+        return None
     cm, model, P, g = where
     lam, statistic, solve_as, prior_scale = solve
     thetas = []
@@ -649,11 +653,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
     u_max = float(np.max(u))
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=u_max)
-    widen_intervals(report, theta, bias)
-    ratio, cause = _rejection_cause(report, bias)
-    if cause:
-        open_every_interval(report)
-        report.consistent, report.misspec_smoothing = None, ratio  # verdict "undetermined"
+    cause = apply_smoothing_bias(report, theta, bias)
     report.notes.append(
         f"kernel smoothing: kernel variance 1/T = {1 / T:.3g} is {np.median(u):.3g} × the data's "
         f"narrowest local variance around the probes (median; max {u_max:.3g}); its "
@@ -665,32 +665,4 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         + ") is in bias.sd and the intervals"
         + cause
     )
-
-
-def _rejection_cause(report, bias):
-    """(ratio, the smoothing note's last clause) where the test rejects and the kernel's
-    smoothing bias is ``ratio`` ≥ 1 times some parameter's standard error, else (None, "").
-
-    The bias is an error of the scores that the misspecification test sees but does not count
-    as noise, so when it is above the sampling noise the rejection cannot tell the kernel's error
-    from the model's (the test rejects correct models on the local route where the kernel is
-    wide against the data: docs/design-statistics.md §8, the sixth round's Lengyel–Epstein
-    cycle; round ten's true 15-gene network in 14 of 20 fits at N = 5000): the verdict is
-    "undetermined", not INCONSISTENT, and no interval is finite."""
-    if report.verdict != "INCONSISTENT" or report.std_errors is None:
-        return None, ""
-    se, bias = np.asarray(report.std_errors, float), np.asarray(bias, float)
-    ok = np.isfinite(se) & (se > 0) & np.isfinite(bias)
-    if not ok.any():
-        return None, ""
-    ratio = float(np.max(bias[ok] / se[ok]))
-    if not ratio >= 1.0:
-        return None, ""
-    return ratio, (
-        f"; it is up to {ratio:.3g} × the parameters' standard errors and the misspecification "
-        "test does not count it as noise: its rejection above cannot tell the kernel's "
-        "smoothing from a misspecified model (verdict undetermined, neither consistent nor "
-        "INCONSISTENT), and the estimate may be the kernel's too, so no interval is finite "
-        "(fit_global, more data, or a smaller kernel variance — Scores(temperature=…) larger — "
-        "tells them apart)"
-    )
+    return bias

@@ -44,6 +44,9 @@ class FitResult:
     lengthscale : float or None
         The global route's kernel length scale ℓ, exact (``info["bandwidth"]`` is rounded):
         ``Features(bandwidth=fit.lengthscale)`` reproduces the fit; None on the local route.
+    smoothing_bias : (n,) array or None
+        A local fit on estimated scores: the kernel's estimated smoothing bias per parameter
+        (in ``report.bias_sd`` and the intervals); None where it was not estimated.
     """
 
     def __init__(self, model, theta, A, b, report, route, n_samples, info, names=None, design=None):
@@ -57,6 +60,7 @@ class FitResult:
         self.param_names = list(model.param_names if names is None else names)
         self.design = design
         self.lengthscale = None
+        self.smoothing_bias = None
 
     @property
     def converged(self) -> bool:
@@ -298,7 +302,9 @@ class FitResult:
         "undetermined" or None —, residual_norm, residual_ratio, p_value — an upper
         bound when p_value_bound —, p_value_converged, p_value_message, misspec_open_scale — the
         rejected test profiled along an open scale as well, "undetermined" when it does not
-        reject, or None —,
+        reject, or None —, misspec_unresolved — the rejected test profiled along every
+        direction, or None —, misspec_smoothing — on the local route, the kernel's smoothing
+        bias over the standard errors where it made a rejection "undetermined", or None —,
         misspec_profiled — the test taken along the resolved directions where it is smallest —,
         interval_scale — the Birge ratio by which every interval is widened about its estimate
         —, ci_level, lam,

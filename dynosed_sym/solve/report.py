@@ -158,10 +158,9 @@ class IdentifiabilityReport:
         A rejected test profiled along every direction (some unresolved); with ``.undetermined``
         the verdict is "undetermined" (:func:`~dynosed_sym.solve.verdicts.profile_unresolved`).
     misspec_smoothing : float or None
-        Local route: a rejection where the kernel's estimated smoothing bias is this many times
-        the parameters' standard errors (at least 1): the test does not count that bias as noise,
-        so it cannot tell the kernel from the model; the verdict is "undetermined" and every
-        interval is open (docs/design-statistics.md §8).
+        Local route: a rejection with the kernel's smoothing bias this many (≥ 1) times the
+        standard errors; the test cannot tell the kernel from the model: the verdict is
+        "undetermined", every interval open (docs/design-statistics.md §10).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
@@ -411,8 +410,9 @@ class IdentifiabilityReport:
                 f"T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} effective dimensions, "
                 f"{p} {verdict}"
             )
-            if self.misspec_open_scale is not None:
-                lines.append(open_scale_line(self.misspec_open_scale, self.verdict, CONSISTENCY_P))
+            if self.misspec_open_scale is not None:  # (its verdict before the kernel's, if any)
+                decided = "INCONSISTENT" if self.misspec_smoothing is not None else self.verdict
+                lines.append(open_scale_line(self.misspec_open_scale, decided, CONSISTENCY_P))
             if self.misspec_unresolved is not None:
                 lines.append(
                     unresolved_line(self.misspec_unresolved, self.param_names, CONSISTENCY_P)

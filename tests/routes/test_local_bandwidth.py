@@ -428,13 +428,13 @@ def test_a_rejection_under_a_large_smoothing_bias_names_the_kernel(verdict, se, 
     hand."""
     from types import SimpleNamespace
 
-    from dynosed_sym.routes.local_route import _rejection_cause
+    from dynosed_sym.routes.scores.bandwidth import rejection_cause
 
     se = np.array(se)
     se[np.array(inf[: se.size])] = np.inf  # (a not identifiable parameter: no ratio)
     bias = np.array(bias[: se.size])
     report = SimpleNamespace(verdict=verdict, std_errors=None if none else se)
-    got, out = _rejection_cause(report, bias)
+    got, out = rejection_cause(report, bias)
     ok = np.isfinite(se) & np.isfinite(bias)
     ratio = np.max(bias[ok] / se[ok]) if ok.any() else np.nan
     if verdict != "INCONSISTENT" or none or not ratio >= 1.0:
@@ -519,3 +519,21 @@ def test_open_every_interval_leaves_no_finite_interval():
     assert rep.status == ["not identifiable"] * 2 and rep.combinations == [None, None]
     assert np.isnan(rep.combination_ci).all() and np.isnan(rep.combination_estimate).all()
     assert rep.free_params == ["a", "b"] and not rep.unique
+
+
+def test_a_standing_open_scale_rejection_is_not_reworded_by_the_kernels_verdict(models):
+    """A report whose test profiled along the open scale still rejects (p = 10⁻⁶), turned
+    "undetermined" by the kernel's smoothing (apply_smoothing_bias, as the local route does):
+    the open-scale line must keep saying that it still rejects — it said "a larger drift along
+    it fits the data within the noise it carries" from the final verdict alone."""
+    from dynosed_sym.routes.scores.bandwidth import apply_smoothing_bias
+
+    X = np.random.default_rng(0).normal(size=(400, 2)) / np.sqrt(2)
+    rep = ds.fit_global(models["ou2d"], X, features=ds.Features(n_features=32)).report
+    rep.consistent, rep.p_value, rep.misspec_open_scale = False, 1e-9, (40.0, 1e-6, False)
+    theta = np.zeros(len(rep.param_names))
+    cause = apply_smoothing_bias(rep, theta, 10 * np.asarray(rep.std_errors))
+    assert cause and rep.verdict == "undetermined" and rep.misspec_smoothing >= 10 * (1 - 1e-9)
+    line = [ln for ln in str(rep).splitlines() if "open scale as well" in ln]
+    assert len(line) == 1 and "it still rejects" in line[0], line
+    assert "fits the data within the noise" not in line[0], line
