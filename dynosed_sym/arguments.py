@@ -65,11 +65,14 @@ def snapshot_times(values, name, minimum=1):
     in the order given; else a DataError naming ``name`` (a repeated time would merge two
     snapshots into one: a time course said "1 snapshot(s)")."""
     ts = float_array(values, name).reshape(-1)
-    if ts.size < minimum or not np.isfinite(ts).all() or (ts < 0).any():
+    if ts.size < minimum:
         raise DataError(
-            f"{name}: at least {minimum} finite snapshot time{'s' * (minimum > 1)} ≥ 0, got "
-            f"{values!r}"
+            f"{name}: at least {minimum} snapshot time{'s' * (minimum > 1)} needed, got {ts.size}"
         )
+    bad = np.flatnonzero(~np.isfinite(ts) | (ts < 0))
+    if bad.size:  # (the first one, not the whole list: a list of 200 times was 6000 characters)
+        k = int(bad[0])
+        raise DataError(f"{name}: time {float(ts[k]):g} (entry {k}) is not a finite time ≥ 0")
     repeated = np.unique(ts[np.flatnonzero(np.diff(np.sort(ts)) == 0)])
     if repeated.size:
         raise DataError(f"{name}: time {float(repeated[0]):g} is given twice; give each time once")

@@ -6,6 +6,7 @@ validated into C-contiguous float64 (N, d).
 
 from __future__ import annotations
 
+import numbers
 import unicodedata
 
 import numpy as np
@@ -214,17 +215,17 @@ def refuse_ragged_rows(X, model, name):
     array element with a sequence. The requested array has an inhomogeneous shape …")."""
     if not isinstance(X, (list, tuple)) or len(X) < 2:
         return
-    sizes = [len(r) if isinstance(r, (list, tuple, np.ndarray)) else None for r in X]
-    first = sizes[0]
-    if any(n is None for n in sizes) and any(n is not None for n in sizes):  # [[0, 0], 1]
-        i = next(i for i, n in enumerate(sizes) if (n is None) != (first is None))
+    number = [_is_number(r) for r in X]
+    if any(number) and not all(number):  # [[0, 0], 1]: rows and single numbers
+        i = next(i for i, k in enumerate(number) if k != number[0])
         kinds = ("a row", "one number")
         raise DataError(
-            f"{name}: mixes rows and single numbers: row {i} is "
-            f"{kinds[sizes[i] is None]}, row 0 {kinds[first is None]}; give one row per point "
-            f"with one value per state variable of model {model.name!r} "
-            f"({', '.join(model.state_names)})"
+            f"{name}: mixes rows and single numbers: row {i} is {kinds[number[i]]}, row 0 "
+            f"{kinds[number[0]]}; give one row per point with one value per state variable of "
+            f"model {model.name!r} ({', '.join(model.state_names)})"
         )
+    sizes = [len(r) if isinstance(r, (list, tuple, np.ndarray)) and np.ndim(r) else None for r in X]
+    first = sizes[0]
     for i, n in enumerate(sizes):
         if n != first and None not in (n, first):
             raise DataError(
@@ -232,6 +233,15 @@ def refuse_ragged_rows(X, model, name):
                 f"{first}; every row holds one value per state variable of model "
                 f"{model.name!r} ({', '.join(model.state_names)})"
             )
+
+
+def _is_number(value):
+    """A single real number (a Python or NumPy scalar, a 0-d array), not a row of them."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0
+    return isinstance(value, (numbers.Real, np.number))
 
 
 def is_anndata(X):

@@ -233,10 +233,10 @@ class H5Reader(_RowReader):
 
 #: How each file kind's transpose is stored (the hint for a (d, N) array).
 _TRANSPOSE = {
-    "npy": "numpy.save(path, X.T)",
-    "memmap": "numpy.save(path, X.T)",
-    "zarr": "zarr.save(path, X.T)",
-    "hdf5": "h5py.File(path, 'a').create_dataset(name, data=X.T)",
+    "npy": "numpy.save(path, numpy.load(path).T)",
+    "memmap": "numpy.save(path, numpy.asarray(X).T)",
+    "zarr": "zarr.save(new_path, X[:].T)",
+    "hdf5": "f.create_dataset(new_name, data=X[()].T) in the file f opened with mode 'a'",
 }
 
 
@@ -258,7 +258,7 @@ class SliceSource(DataSource):
         if len(shape) != 2 or shape[1] != model.d:
             turned = (
                 f"; it looks transposed (rows are samples): store its transpose ({_TRANSPOSE[kind]}"
-                " for an array X of shape (d, N))"
+                ", X the stored (d, N) array)"
                 if len(shape) == 2 and shape[0] == model.d and shape[1] > model.d
                 else ""
             )
@@ -532,15 +532,14 @@ def _open_path(path, model, name):
         except DataError:
             fh.close()
             raise
-        return SliceSource(
-            "hdf5",
-            ds,
-            model,
-            name,
-            reader=H5Reader(os.path.abspath(path), ds.name, ds),
-            closer=fh.close,
-            location=path,
-        )
+        reader = H5Reader(os.path.abspath(path), ds.name, ds)
+        try:
+            return SliceSource(
+                "hdf5", ds, model, name, reader=reader, closer=fh.close, location=path
+            )
+        except DataError:  # refused: the file is closed (reopening it to fix it then works)
+            fh.close()
+            raise
     raise DataError(
         f"{name}: cannot stream {path!r}: expected a .npy file, a .zarr store or an "
         ".h5/.hdf5 file (load other formats yourself and pass an array or an iterator "
@@ -577,9 +576,7 @@ def open_source(X, model, name="X") -> DataSource:
             "hdf5", X, model, name, reader=reader, location=f"{X.file.filename}:{X.name}"
         )
     if isinstance(X, (list, tuple)):
-        if X and all(is_frame(c) or (isinstance(c, np.ndarray) and c.ndim == 2) for c in X):
-            return IterSource(X, model, name)
-        if X and all(isinstance(c, np.ndarray) and c.dtype.names for c in X):  # record chunks
+        if chunk_list(X):
             return IterSource(X, model, name)
         return ArraySource(as_samples(X, model, name), model, name)
     if hasattr(X, "__array__"):
@@ -620,6 +617,15 @@ def rows_differ(source: DataSource, point, chunk_rows=CHUNK_ROWS) -> bool:
     return any(bool((chunk != point).any()) for chunk in source.chunks(chunk_rows))
 
 
+def chunk_list(X) -> bool:
+    """Whether the list or tuple ``X`` holds chunks — DataFrames, 2-D arrays, or NumPy record
+    arrays (refused chunk by chunk, naming their fields) — rather than rows of numbers."""
+    return bool(X) and all(
+        is_frame(c) or (isinstance(c, np.ndarray) and (c.ndim == 2 or bool(c.dtype.names)))
+        for c in X
+    )
+
+
 def is_streamed(X) -> bool:
     """True for inputs read in chunks (:func:`open_source`): a
     :class:`DataSource`, a file path, a ``numpy.memmap``, a Zarr or HDF5
@@ -633,9 +639,7 @@ def is_streamed(X) -> bool:
     if module.startswith(("zarr", "h5py", "dask")):
         return True
     if isinstance(X, (list, tuple)):
-        return bool(X) and all(
-            isinstance(c, np.ndarray) and c.ndim == 2 or hasattr(c, "columns") for c in X
-        )
+        return chunk_list(X)
     if hasattr(X, "__array__") or hasattr(X, "columns"):
         return False
     return hasattr(X, "__iter__") or hasattr(X, "__next__")

@@ -19,6 +19,7 @@ Memory is O(N) per centre (distances are computed centre by centre, in chunks of
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -576,8 +577,8 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
             f"(probes={int(probes) if float(probes).is_integer() else 'k'}), probe points an "
             "(M, d) array (one row per point)"
             + (
-                f": one probe at {float(probes):g} is probes=[[{float(probes):g}]]"
-                if model is not None and model.d == 1
+                f": one probe at {float(probes)!r} is probes=[[{float(probes)!r}]]"
+                if model is not None and model.d == 1 and math.isfinite(float(probes))
                 else ""
             )
         )

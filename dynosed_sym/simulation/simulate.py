@@ -507,14 +507,20 @@ def simulate_time_course(
     TimeCourse
     """
     model = with_inputs(model, inputs, "simulate_time_course")
-    times = arguments.snapshot_times(times, "times")
-    if np.ndim(n_samples) > 1 or (np.ndim(n_samples) and np.size(n_samples) != times.size):
+    times = arguments.snapshot_times(times, "times", minimum=2)  # (a time course: ≥ 2)
+    try:
+        shape = np.shape(n_samples)
+    except ValueError:  # ragged nested counts
+        shape = (-1, -1)
+    if len(shape) > 1 or (shape and np.size(n_samples) != times.size):
         raise DataError(
             f"n_samples: one count, or a flat list of one per time ({times.size}), got "
             + (
-                f"an array of shape {np.shape(n_samples)}"
-                if np.ndim(n_samples) > 1
-                else f"{np.size(n_samples)}"
+                "rows of different lengths"
+                if shape == (-1, -1)
+                else f"an array of shape {shape}"
+                if len(shape) > 1
+                else f"{shape[0]}"
             )
         )
     sizes = np.broadcast_to(np.asarray(n_samples, dtype=object), times.shape)

@@ -59,9 +59,9 @@ def test_the_study_seeds_the_features(models):
         (lambda: Experiment(advise="yes"), r"^Experiment\.advise must be True or False"),
         # a repeated time merged two snapshots: "1 snapshot(s)" at check time
         (lambda: Experiment(times=[0.5, 0.5]), r"^Experiment\.times: time 0\.5 is given twice"),
-        (lambda: Experiment(times=[0.0, np.nan]), r"^Experiment\.times: at least 2 finite snap"),
-        (lambda: Experiment(times=[-1.0, 1.0]), r"^Experiment\.times: at least 2 finite snapsh"),
-        (lambda: Experiment(times=[1.0]), r"^Experiment\.times: at least 2 finite snapshot ti"),
+        (lambda: Experiment(times=[0.0, np.nan]), r"^Experiment\.times: time nan \(entry 1\) is"),
+        (lambda: Experiment(times=[-1.0, 1.0]), r"^Experiment\.times: time -1 \(entry 0\) is not"),
+        (lambda: Experiment(times=[1.0]), r"^Experiment\.times: at least 2 snapshot times needed"),
         (
             lambda: Experiment(times={"kd": [0, 1, 1]}),
             r"^Experiment\.times\['kd'\]: time 1 is given twice",

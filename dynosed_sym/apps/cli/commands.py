@@ -21,6 +21,7 @@ from .io import (
     _write_samples,
 )
 from .options import (
+    FiniteRange,
     count_option,
     feature_options,
     features_from,
@@ -93,7 +94,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 )
 @typed_option(
     "--level",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteRange(0, 1, min_open=True, max_open=True),
     default=0.95,
     help="Confidence level of that target.",
 )
@@ -112,7 +113,9 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 )
 @click.option("--times", default=None, help="A time-course design: snapshot times t1,t2,...")
 @click.option("--initial-mean", default=None, help="Time course: mean of the law at t = 0.")
-@typed_option("--initial-var", type=float, help="Time course: variance (isotropic) at t = 0.")
+@typed_option(
+    "--initial-var", type=FiniteRange(), help="Time course: variance (isotropic) at t = 0."
+)
 @click.option("--no-advise", is_flag=True, help="Design: skip the design advice.")
 @click.option(
     "--candidate",

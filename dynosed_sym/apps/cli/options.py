@@ -40,9 +40,10 @@ def count_option(*decls, minimum=1, maximum=None, **kwargs):
     return typed_option(*decls, type=click.IntRange(minimum, maximum), **kwargs)
 
 
-class _Positive(click.FloatRange):
-    """A finite number greater than zero (click's range lets nan and inf through: nan compares
-    false with both bounds, and ``--temperature nan`` was reported as ``Scores.temperature``)."""
+class FiniteRange(click.FloatRange):
+    """A finite number in click's range (which lets nan through — it compares false with both
+    bounds — and inf without an upper one: ``--temperature nan`` was reported as
+    ``Scores.temperature``, ``--lam nan`` as ``Solver.lam``)."""
 
     def convert(self, value, param, ctx):
         out = super().convert(value, param, ctx)
@@ -53,7 +54,7 @@ class _Positive(click.FloatRange):
 
 def positive_option(*decls, **kwargs):
     """A finite number option greater than zero."""
-    return typed_option(*decls, type=_Positive(min=0, min_open=True), **kwargs)
+    return typed_option(*decls, type=FiniteRange(min=0, min_open=True), **kwargs)
 
 
 def choice_option(*decls, choices, **kwargs):
@@ -240,9 +241,7 @@ def scores_from(opts):
 
 # --------------------------------------------------------------------------- Solver
 solver_options = group(
-    typed_option(
-        "--lam", type=click.FloatRange(min=0), default=1e-6, help="Tikhonov regularisation λ."
-    ),
+    typed_option("--lam", type=FiniteRange(min=0), default=1e-6, help="Tikhonov regularisation λ."),
     click.option(
         "--theta0",
         "theta0_items",
