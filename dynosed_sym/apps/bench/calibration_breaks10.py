@@ -32,7 +32,7 @@ import numpy as np
 import sympy as sp
 
 from .calibration_data import declare_family
-from .calibration_networks import NETWORK_SEED
+from .calibration_networks import NETWORK_SEED, basal_network
 
 __all__ = ["BREAKS10"]
 
@@ -218,25 +218,14 @@ def mm_net15():
     5 time units do not agree (p < 0.001, and ds.simulate warns)."""
     d = MMNET_D
     x = sp.symbols(f"x0:{d}", real=True)
-    W = sp.MatrixSymbol("W", d, d)
-    beta = sp.symbols(f"beta0:{d}", real=True)
     Wt, bt, rep = mm_net_truth()
-    g = [1 / (1 + xi) if rep[j] else xi / (1 + xi) for j, xi in enumerate(x)]
-    drift = [sum(W[i, j] * g[j] for j in range(d)) - x[i] + beta[i] for i in range(d)]
-    return declare_family(
+    return basal_network(
         "heldout_mm_net15",
-        list(x),
-        [W, *beta],
-        drift,
-        np.concatenate([Wt.ravel(), bt]),
-        R(1, 20),
-        sizes=(5000, 10_000),
-        dt=0.02,
-        burn_in=1000,
-        relaxation=1.34,
+        [1 / (1 + xi) if rep[j] else xi / (1 + xi) for j, xi in enumerate(x)],
+        Wt,
+        bt,
+        1.34,
         x0=(1.0,) * d,
-        relaxation_note="1/|Re λ| of the slowest eigenvalue at the fixed point",
-        local_probes=200,
     )
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import sympy as sp
 
 from .calibration_data import declare_family
-from .calibration_networks import NETWORK_SEED
+from .calibration_networks import NETWORK_SEED, basal_network
 
 __all__ = ["BREAKS11"]
 
@@ -250,25 +250,14 @@ def hub_net20():
     ds.simulate warns)."""
     d = HUB_D
     x = sp.symbols(f"x0:{d}", real=True)
-    W = sp.MatrixSymbol("W", d, d)
-    beta = sp.symbols(f"beta0:{d}", real=True)
     Wt, bt, rep, _ = hub_net_truth()
-    h = [1 / (1 + xi**2) if rep[j] else xi**2 / (1 + xi**2) for j, xi in enumerate(x)]
-    drift = [sum(W[i, j] * h[j] for j in range(d)) - x[i] + beta[i] for i in range(d)]
-    return declare_family(
+    return basal_network(
         "heldout_hub_net20",
-        list(x),
-        [W, *beta],
-        drift,
-        np.concatenate([Wt.ravel(), bt]),
-        R(1, 20),
-        sizes=(5000, 10_000),
-        dt=0.02,
-        burn_in=1000,
-        relaxation=1.32,
+        [1 / (1 + xi**2) if rep[j] else xi**2 / (1 + xi**2) for j, xi in enumerate(x)],
+        Wt,
+        bt,
+        1.32,
         x0=(1.0,) * d,
-        relaxation_note="1/|Re λ| of the slowest eigenvalue at the fixed point",
-        local_probes=200,
     )
 
 

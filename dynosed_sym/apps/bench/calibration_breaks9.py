@@ -38,7 +38,7 @@ import numpy as np
 import sympy as sp
 
 from .calibration_data import declare_family, grid_sampler
-from .calibration_networks import NETWORK_SEED
+from .calibration_networks import NETWORK_SEED, basal_network
 
 __all__ = ["BREAKS9"]
 
@@ -100,25 +100,8 @@ def repress12():
     coordinates 0.044, N = 5000, which is above the check's Bonferroni level 0.01/12)."""
     d = REPRESS_D
     x = sp.symbols(f"x0:{d}", real=True)
-    W = sp.MatrixSymbol("W", d, d)
-    beta = sp.symbols(f"beta0:{d}", real=True)
-    r = [1 / (1 + xi**2) for xi in x]
-    drift = [sum(W[i, j] * r[j] for j in range(d)) - x[i] + beta[i] for i in range(d)]
     Wt, bt = repress_truth()
-    return declare_family(
-        "heldout_repress12",
-        list(x),
-        [W, *beta],
-        drift,
-        np.concatenate([Wt.ravel(), bt]),
-        R(1, 20),
-        sizes=(5000, 10_000),
-        dt=0.02,
-        burn_in=1000,
-        relaxation=1.8,
-        relaxation_note="1/|Re λ| of the slowest eigenvalue at the fixed point",
-        local_probes=200,
-    )
+    return basal_network("heldout_repress12", [1 / (1 + xi**2) for xi in x], Wt, bt, 1.8)
 
 
 #: s of the Allee population's noise D(x) = s·x.

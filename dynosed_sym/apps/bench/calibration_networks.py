@@ -15,9 +15,16 @@ import sympy as sp
 
 import dynosed_sym as ds
 
-from .calibration_data import Protocol
+from .calibration_data import Protocol, declare_family
 
-__all__ = ["activation", "network_model", "network_protocol", "net10", "net20"]
+__all__ = [
+    "activation",
+    "network_model",
+    "network_protocol",
+    "basal_network",
+    "net10",
+    "net20",
+]
 
 #: Base seed of the sparse truths (documented; nobody tuned on it).
 NETWORK_SEED = 19_2026
@@ -69,6 +76,34 @@ def network_protocol(sizes, probes, x0=None):
         x0=x0,
         local_probes=probes,
         relaxation_note="the −x decay (bounded feedback; checked empirically)",
+    )
+
+
+def basal_network(name, inputs, W_truth, beta_truth, relaxation, x0=None):
+    """``(model, truth, protocol)`` of a held-out network with unknown basal rates:
+    ``x_i' = Σ_j W[i,j]·inputs[j] − x_i + β_i`` (``inputs``: one SymPy expression of x_j per
+    gene, over the symbols ``x0 … x{d−1}``), D = 1/20, the full W and β unknown; simulated at
+    N = 5000 and 10,000 (dt = 0.02, burn-in 20 time units, 200 probes); ``relaxation``:
+    1/|Re λ| of the slowest eigenvalue at the truth's fixed point."""
+    d = len(inputs)
+    x = sp.symbols(f"x0:{d}", real=True)
+    W = sp.MatrixSymbol("W", d, d)
+    beta = sp.symbols(f"beta0:{d}", real=True)
+    drift = [sum(W[i, j] * inputs[j] for j in range(d)) - x[i] + beta[i] for i in range(d)]
+    return declare_family(
+        name,
+        list(x),
+        [W, *beta],
+        drift,
+        np.concatenate([np.asarray(W_truth, float).ravel(), beta_truth]),
+        sp.Rational(1, 20),
+        sizes=(5000, 10_000),
+        dt=0.02,
+        burn_in=1000,
+        relaxation=relaxation,
+        x0=x0,
+        relaxation_note="1/|Re λ| of the slowest eigenvalue at the fixed point",
+        local_probes=200,
     )
 
 
