@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -320,10 +321,10 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]
     report.notes.extend(notes)
-    smoothing = None  # (the kernel's estimated smoothing bias, where there is one)
+    smoothing = companions = None  # (the kernel's estimated smoothing bias, where there is one)
     if at.companions is not None:
         where = (cm, model, at.P, at.g)
-        smoothing = _smoothing(
+        smoothing, companions = _smoothing(
             report, theta, at.companions, gradient, at.estimator, info, where, rule
         )
     if searched is not None and solver.profile:  # the linearised intervals, to the profile
@@ -337,7 +338,7 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
             "against floating-point precision only"
         )
     fit = FitResult(model, theta, A, b, report, "local", at.n_samples, info)
-    fit.smoothing_bias = smoothing
+    fit.smoothing_bias, fit._smoothing_companions = smoothing, companions  # (for a design)
     fit.scores = est
     fit.probes = at.P
     kmeans_probes = isinstance(probes, (int, np.integer)) and not isinstance(probes, bool)
@@ -622,7 +623,9 @@ def _estimate(estimator, Xa, source, P, n_blocks, chunk_rows, ex, model, ball_ra
 
 def _smoothing(report, theta, companions, gradient, estimator, info, where, solve):
     """Widen the report's intervals by the kernel's estimated smoothing bias (or say why not);
-    returns that bias (n,), or None where it was not estimated."""
+    returns ``(bias (n,), companions)`` — ``companions``: the full-data rows (A, b) of the local
+    Gaussian fits at T and T/2, ``u_max`` and the method, for a design to stack — or (None,
+    None) where the bias was not estimated."""
     lg, lg_half = companions
     T = estimator.temperature
     if lg is None:
@@ -630,7 +633,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
             "note: the local Gaussian fit at some probe is degenerate: the kernel's smoothing "
             "bias was not estimated and is not in the intervals"
         )
-        return None
+        return None, None
     u = smoothing_ratio(lg, T)
     info["smoothing"] = round(float(np.median(u)), 4)
     if lg_half is None:
@@ -639,10 +642,10 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
             "(median over probes); its smoothing bias was not estimated (degenerate local fit "
             "at T/2) and is not in the intervals"
         )
-        return None
+        return None, None
     cm, model, P, g = where
     lam, statistic, solve_as, prior_scale = solve
-    thetas = []
+    thetas, rows = [], []
     for comp in (lg, lg_half):
         if gradient:  # the companions' rows linearised at θ̂: one Gauss–Newton step each
             A_all, b_all = _linearised_rows(cm, P, g, comp, theta)
@@ -651,6 +654,7 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         B = comp.n_blocks if comp.n_blocks >= 2 else 0
         sys_c = _pseudo(A_all, b_all, B)
         thetas.append(solve_system(*sys_c, lam, statistic=statistic, estimator=solve_as).theta)
+        rows.append(sys_c[:2])
     u_max = float(np.max(u))
     bias = smoothing_bias(theta, thetas[0], thetas[1], estimator.method, u_max=u_max)
     cause = apply_smoothing_bias(report, theta, bias)
@@ -665,4 +669,4 @@ def _smoothing(report, theta, companions, gradient, estimator, info, where, solv
         + ") is in bias.sd and the intervals"
         + cause
     )
-    return bias
+    return bias, SimpleNamespace(rows=rows, u_max=u_max, method=estimator.method)

@@ -61,6 +61,7 @@ class FitResult:
         self.design = design
         self.lengthscale = None
         self.smoothing_bias = None
+        self._smoothing_companions = None  # (a local fit's companion rows, for a design)
 
     @property
     def converged(self) -> bool:
