@@ -6,7 +6,6 @@ validated into C-contiguous float64 (N, d).
 
 from __future__ import annotations
 
-import numbers
 import unicodedata
 
 import numpy as np
@@ -215,16 +214,21 @@ def refuse_ragged_rows(X, model, name):
     array element with a sequence. The requested array has an inhomogeneous shape …")."""
     if not isinstance(X, (list, tuple)) or len(X) < 2:
         return
-    number = [_is_number(r) for r in X]
-    if any(number) and not all(number):  # [[0, 0], 1]: rows and single numbers
-        i = next(i for i, k in enumerate(number) if k != number[0])
-        kinds = ("a row", "one number")
+    lists = all(isinstance(r, (list, tuple)) for r in X)  # (the common case: rows only)
+    row = [True] * len(X) if lists else [_is_row(r) for r in X]
+    number = [False] * len(X) if lists else [_is_number(r) for r in X]
+    if any(row) and any(number):  # [[0, 0], 1]: rows and single numbers
+        i = next(i for i in range(len(X)) if (row[i] or number[i]) and row[i] != row[0])
+        kinds = ("one number", "a row")
         raise DataError(
-            f"{name}: mixes rows and single numbers: row {i} is {kinds[number[i]]}, row 0 "
-            f"{kinds[number[0]]}; give one row per point with one value per state variable of "
+            f"{name}: mixes rows and single numbers: row {i} is {kinds[row[i]]}, row 0 "
+            f"{kinds[row[0]]}; give one row per point with one value per state variable of "
             f"model {model.name!r} ({', '.join(model.state_names)})"
         )
-    sizes = [len(r) if isinstance(r, (list, tuple, np.ndarray)) and np.ndim(r) else None for r in X]
+    sizes = [
+        len(r) if isinstance(r, (list, tuple)) or (isinstance(r, np.ndarray) and r.ndim) else None
+        for r in X
+    ]
     first = sizes[0]
     for i, n in enumerate(sizes):
         if n != first and None not in (n, first):
@@ -235,13 +239,21 @@ def refuse_ragged_rows(X, model, name):
             )
 
 
+def _is_row(value):
+    """A row of values: a list, tuple, range, pandas Series or an array of at least one axis."""
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 1
+    return isinstance(value, (list, tuple, range)) or type(value).__name__ == "Series"
+
+
 def _is_number(value):
-    """A single real number (a Python or NumPy scalar, a 0-d array), not a row of them."""
+    """A single real number (a Python or NumPy scalar, a 0-d array); anything else that is not a
+    row (None, text, a Decimal, a SymPy number) is left to the conversion's own messages."""
     if isinstance(value, (bool, np.bool_)):
         return False
     if isinstance(value, np.ndarray):
-        return value.ndim == 0
-    return isinstance(value, (numbers.Real, np.number))
+        return value.ndim == 0 and value.dtype.kind in "iuf"
+    return isinstance(value, (int, float, np.integer, np.floating))
 
 
 def is_anndata(X):

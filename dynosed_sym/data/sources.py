@@ -231,12 +231,14 @@ class H5Reader(_RowReader):
         return h5py.File(self.filename, "r")[self.dataset]
 
 
-#: How each file kind's transpose is stored (the hint for a (d, N) array).
+#: How each file kind's transpose is stored (the hint for a (d, N) array; a memmap's to a new
+#: file: numpy.save to its own path truncates the file it is still reading).
 _TRANSPOSE = {
     "npy": "numpy.save(path, numpy.load(path).T)",
-    "memmap": "numpy.save(path, numpy.asarray(X).T)",
-    "zarr": "zarr.save(new_path, X[:].T)",
-    "hdf5": "f.create_dataset(new_name, data=X[()].T) in the file f opened with mode 'a'",
+    "memmap": "numpy.save(new_path, numpy.array(X).T), X the stored (d, N) array",
+    "zarr": "zarr.save(new_path, X[:].T), X the stored (d, N) array",
+    "hdf5": "f.create_dataset(new_name, data=X[()].T) in the file f opened with mode 'a', X the "
+    "stored (d, N) array",
 }
 
 
@@ -257,8 +259,8 @@ class SliceSource(DataSource):
             shape = (shape[0], 1)
         if len(shape) != 2 or shape[1] != model.d:
             turned = (
-                f"; it looks transposed (rows are samples): store its transpose ({_TRANSPOSE[kind]}"
-                ", X the stored (d, N) array)"
+                "; it looks transposed (rows are samples): store its transpose "
+                f"({_TRANSPOSE[kind]})"
                 if len(shape) == 2 and shape[0] == model.d and shape[1] > model.d
                 else ""
             )
