@@ -193,3 +193,40 @@ def test_a_transposed_zarr_or_hdf5_store_gets_a_hint_that_works(kind, models, ou
         with h5py.File(path, "r") as f:
             got = ds.fit_global(models["ou2d"], f["XT"], features=features)
     np.testing.assert_array_equal(got.theta, want)
+
+
+def test_the_mixed_rows_check_leaves_other_scalars_to_the_conversion(models):
+    """Only rows (lists, tuples, ranges, arrays) against plain numbers are "mixed": a Decimal
+    among floats is a number (it was called "a row"), None the missing value the NaN check
+    names, text the text check's."""
+    from decimal import Decimal
+
+    import sympy as sp
+
+    x, a = sp.symbols("x a", real=True)
+    m = ds.SDEModel([x], [a], [-a * x], [[sp.Rational(1, 2)]], name="ou1_round8")
+    X = list(np.random.default_rng(3).normal(0.0, np.sqrt(0.5), 400))
+    plain = ds.fit_global(m, np.array(X)[:, None], features=ds.Features(n_features=16))
+    with_decimal = [Decimal(str(X[0]))] + X[1:]
+    got = ds.fit_global(m, with_decimal, features=ds.Features(n_features=16))
+    np.testing.assert_array_equal(got.theta, plain.theta)
+    with pytest.raises(ds.DataError, match=r"^X: 1 row\(s\) contain NaN or inf \(rows 1\)"):
+        ds.fit_global(m, [X[0], None] + X[2:])
+    with pytest.raises(ds.DataError, match=r"^X: holds numbers stored as text"):
+        ds.fit_global(m, [X[0], "0.2"] + X[2:])
+
+
+def test_the_memmap_transpose_hint_writes_a_new_file(models, ou_data, tmp_path):
+    """The memmap hint said numpy.save(path, numpy.asarray(X).T): to the memmap's own file that
+    truncates the file it is reading (the data were lost).  Followed as written now, with a new
+    path, it gives the fit of the array."""
+    path = tmp_path / "t.npy"
+    np.save(path, ou_data.T.copy())
+    X = np.load(path, mmap_mode="r")
+    features = ds.Features(n_features=16)
+    with pytest.raises(ds.DataError, match=re.escape("numpy.save(new_path, numpy.array(X).T)")):
+        ds.fit_global(models["ou2d"], X, features=features)
+    np.save(tmp_path / "fixed.npy", np.array(X).T)
+    got = ds.fit_global(models["ou2d"], str(tmp_path / "fixed.npy"), features=features)
+    want = ds.fit_global(models["ou2d"], ou_data, features=features)
+    np.testing.assert_array_equal(got.theta, want.theta)
