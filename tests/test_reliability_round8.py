@@ -160,6 +160,9 @@ def test_cli_positive_options_refuse_non_finite_values(value, why, tmp_path, ou_
         assert "Invalid value for '--lam': nan is not a finite number." in res.output
         res = runner.invoke(main, ["check", model, "--structural-only", "--level=nan"])
         assert "Invalid value for '--level': nan is not a finite number." in res.output
+        args = ["check", model, "--times", "0.5,1", "--initial-mean", "0,0", "--initial-var=-1"]
+        res = runner.invoke(main, args)  # (a negative variance: the option, not a covariance)
+        assert "Invalid value for '--initial-var': -1.0 is not in the range x>=0." in res.output
 
 
 @pytest.mark.parametrize("kind", ["zarr", "hdf5"])

@@ -114,7 +114,7 @@ def compile_cmd(model_file, out_dir, equations, as_json):
 @click.option("--times", default=None, help="A time-course design: snapshot times t1,t2,...")
 @click.option("--initial-mean", default=None, help="Time course: mean of the law at t = 0.")
 @typed_option(
-    "--initial-var", type=FiniteRange(), help="Time course: variance (isotropic) at t = 0."
+    "--initial-var", type=FiniteRange(min=0), help="Time course: variance (isotropic) at t = 0."
 )
 @click.option("--no-advise", is_flag=True, help="Design: skip the design advice.")
 @click.option(
