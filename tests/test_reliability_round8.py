@@ -233,3 +233,28 @@ def test_the_memmap_transpose_hint_writes_a_new_file(models, ou_data, tmp_path):
     got = ds.fit_global(models["ou2d"], str(tmp_path / "fixed.npy"), features=features)
     want = ds.fit_global(models["ou2d"], ou_data, features=features)
     np.testing.assert_array_equal(got.theta, want.theta)
+
+
+def test_a_one_environment_design_takes_probes_keyed_by_its_name(models, ou_data):
+    """``fit_local(model, {"a": X}, {"a": P})`` said "probes: holds a value that is not a
+    number" (a design of one environment read the dict as the probes); now it is the fit with
+    the probes themselves, bit for bit.  A wrong key still says which environment has none."""
+    P = np.random.default_rng(1).normal(size=(10, 2)) * 0.5
+    keyed = ds.fit_local(models["ou2d"], {"a": ou_data}, {"a": P})
+    plain = ds.fit_local(models["ou2d"], {"a": ou_data}, P)
+    np.testing.assert_array_equal(keyed.theta, plain.theta)
+    two = {"a": ou_data[:300], "b": ou_data[300:]}
+    with pytest.raises(ds.DataError, match=r"^probes: no probes for environment 'b'"):
+        ds.fit_local(models["ou2d"], two, {"a": P})
+
+
+def test_a_list_of_chunks_with_a_probe_count_says_how_to_join_them(models, ou_data):
+    """``fit_local(model, [X1, X2], 8)`` said X "is streamed (iterator) and is read only once",
+    which a list is not; the message now gives the call that works, and that call fits."""
+    chunks = [ou_data[:300], ou_data[300:]]
+    with pytest.raises(ds.DataError, match=re.escape("ds.choose_probes(np.concatenate(X), 8)")):
+        ds.fit_local(models["ou2d"], chunks, 8)
+    P = ds.choose_probes(np.concatenate(chunks), 8)
+    got = ds.fit_local(models["ou2d"], chunks, P)  # (streamed: the sums in another order)
+    want = ds.fit_local(models["ou2d"], ou_data, P).theta
+    np.testing.assert_allclose(got.theta, want, rtol=1e-10, atol=1e-12)

@@ -85,7 +85,8 @@ def log_kde_jackknife(X, P, h, edges):
 def _probes_for(probes, env, t, design):
     """The probe spec of environment ``env`` (and time t of a time course)."""
     spec = probes
-    if isinstance(spec, dict) and not design.single:
+    keyed = isinstance(spec, dict) and env in {str(k) for k in spec}  # (one environment too)
+    if isinstance(spec, dict) and (keyed or not design.single):
         keys = {str(k): v for k, v in spec.items()}
         if env not in keys:
             raise DataError(f"probes: no probes for environment {env!r}")

@@ -454,10 +454,17 @@ def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):
             and isinstance(probes, (int, np.integer))
             and not isinstance(probes, bool)
         ):
+            listed = isinstance(X, (list, tuple))  # (chunks in memory: not read only once)
             raise DataError(
                 f"probes={int(probes)} chooses probes by k-means from X, which needs X in "
-                f"memory; X is streamed ({source.kind}) and is read only once: pass explicit "
-                "probes (an (M, d) array or Balls), e.g. ds.choose_probes on a subsample"
+                + (
+                    "one array; X is a list of chunks: pass explicit probes, e.g. "
+                    f"ds.choose_probes(np.concatenate(X), {int(probes)}), or the chunks joined"
+                    if listed
+                    else f"memory; X is streamed ({source.kind}) and is read only once: pass "
+                    "explicit probes (an (M, d) array or Balls), e.g. ds.choose_probes on a "
+                    "subsample"
+                )
             )
         kmeans = {}
         P, ball_radius = as_probes(probes, model, Xa, info=kmeans)
