@@ -250,14 +250,8 @@ def _stack_and_solve(model, design, rows, groups, names, columns, lam, notes, en
     sizes = [r["A"].shape[0] for r in rows]
     offs = np.concatenate([[0], np.cumsum(sizes)])
     R = int(offs[-1])
-    A = np.zeros((R, n_glob))
-    b = np.zeros(R)
-    row_scale = np.empty(R)
-    for i, r in enumerate(rows):
-        sl = slice(offs[i], offs[i + 1])
-        A[sl][:, columns[r["env"]]] = math.sqrt(w[i]) * r["A"] if w[i] != 1.0 else r["A"]
-        b[sl] = math.sqrt(w[i]) * r["b"] if w[i] != 1.0 else r["b"]
-        row_scale[sl] = 1.0 / math.sqrt(w[i])
+    A, b = _stacked([(r["A"], r["b"]) for r in rows], rows, offs, w, columns, n_glob)
+    row_scale = np.repeat(1.0 / np.sqrt(w), sizes)
     used = [g for g in groups if g["parts"]]
     devs = []
     for g in used:
@@ -372,17 +366,23 @@ def _stacked_companion(comps, k, rows, system, where, solve):
     offs, w, columns, n = where
     lam, statistic, estimator, dof = solve
     A, b, A_blocks, b_blocks, weights = system
-    Ac, bc = np.zeros_like(A), np.zeros_like(b)
-    for i, (r, c) in enumerate(zip(rows, comps)):
-        sl = slice(offs[i], offs[i + 1])
-        Ai, bi = c.rows[k]
-        Ac[sl][:, columns[r["env"]]] = math.sqrt(w[i]) * Ai if w[i] != 1.0 else Ai
-        bc[sl] = math.sqrt(w[i]) * bi if w[i] != 1.0 else bi
+    Ac, bc = _stacked([c.rows[k] for c in comps], rows, offs, w, columns, n)
     blocks = (None, None, None)
     if A_blocks is not None:
         blocks = (Ac[None] + (A_blocks - A[None]), bc[None] + (b_blocks - b[None]), weights)
     est = solve_system(Ac, bc, *blocks, lam, statistic=statistic, estimator=estimator, dof=dof)
     return est.theta
+
+
+def _stacked(parts, rows, offs, w, columns, n):
+    """(A, b): the row blocks ``parts`` ((A_i, b_i) of ``rows[i]``) stacked at ``offs``, each
+    weighted by √w_i, A_i's columns at its environment's ``columns`` of the n design parameters."""
+    A, b = np.zeros((int(offs[-1]), n)), np.zeros(int(offs[-1]))
+    for i, (r, (Ai, bi)) in enumerate(zip(rows, parts)):
+        sl = slice(offs[i], offs[i + 1])
+        A[sl][:, columns[r["env"]]] = math.sqrt(w[i]) * Ai if w[i] != 1.0 else Ai
+        b[sl] = math.sqrt(w[i]) * bi if w[i] != 1.0 else bi
+    return A, b
 
 
 def _in_environment(name, fit_one, *args, **kw):

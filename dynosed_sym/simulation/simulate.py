@@ -511,17 +511,17 @@ def simulate_time_course(
     try:
         shape = np.shape(n_samples)
     except ValueError:  # ragged nested counts
-        shape = (-1, -1)
-    if len(shape) > 1 or (shape and np.size(n_samples) != times.size):
+        shape = None
+    if shape is None or len(shape) > 1 or (shape and shape[0] != times.size):
+        got = (
+            "rows of different lengths"
+            if shape is None
+            else f"an array of shape {shape}"
+            if len(shape) > 1
+            else f"{shape[0]}"
+        )
         raise DataError(
-            f"n_samples: one count, or a flat list of one per time ({times.size}), got "
-            + (
-                "rows of different lengths"
-                if shape == (-1, -1)
-                else f"an array of shape {shape}"
-                if len(shape) > 1
-                else f"{shape[0]}"
-            )
+            f"n_samples: one count, or a flat list of one per time ({times.size}), got {got}"
         )
     sizes = np.broadcast_to(np.asarray(n_samples, dtype=object), times.shape)
     dt = arguments.number(dt, "dt", positive=True)
