@@ -324,7 +324,13 @@ class SDEModel:
 
     @property
     def param_names(self) -> list[str]:
-        return [str(s) for s in self.params]
+        """The parameters' names (a new list each call; the names are printed once: a
+        400-parameter network's report reads them a dozen times, 10 ms of SymPy printing)."""
+        names = self.__dict__.get("_param_names")
+        if names is None:
+            names = tuple(str(s) for s in self.params)
+            object.__setattr__(self, "_param_names", names)
+        return list(names)
 
     @property
     def input_names(self) -> list[str]:

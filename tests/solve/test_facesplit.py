@@ -176,7 +176,9 @@ def test_feature_parts_cover_the_features(m, row_bytes):
     assert parts[0][0] == 0 and parts[-1][1] == m
     assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
     step = parts[0][1] - parts[0][0]
-    assert step == m or step == 8 or step * row_bytes <= facesplit_module.PART_BYTES
+    assert step == min(m, 8) or step * row_bytes <= facesplit_module.PART_BYTES
+    # at least MIN_PARTS parts where the features allow parts of 8
+    assert len(parts) >= min(facesplit_module.MIN_PARTS, -(-m // 8))
 
 
 def test_derived_arrays_do_not_keep_the_factors():
