@@ -69,6 +69,13 @@ factors
     The summary's "no (… × N)" label (:mod:`.data_factors`): sweep families fitted at N and at
     5·N; per whole-line interval at N, the factor the label claims and whether 5·N gives a finite
     one; about 3 minutes; only with ``--only factors`` (results: benchmarks/data_factors.txt).
+local_designs
+    Calibration of local fits on designs (:mod:`.calibration_designs_local`): five families not
+    designed on, each a design (input environments, knockdowns, a time course) fitted with
+    ``fit_local`` and the default kernel score, 20 data sets per cell, the default fit against
+    the ridge fit; about 4 minutes; only with ``--only local_designs`` (results:
+    benchmarks/calibration_sweep_local_designs.txt); ``--families``, ``--n-sets``, ``--sizes``,
+    ``--sources``.
 
 Every timing is preceded by an explicit warm-up call (compilation is never mixed with
 run time) and is the median over repeats.  No timing is asserted anywhere; the printed

@@ -22,13 +22,15 @@ SECTIONS = (
     "sweep",
     "verdicts",
     "factors",
+    "local_designs",
 )
 
 #: Sections of a run without --only (network runs the d-gene networks up to d = 100 for several
 #: minutes; calibration and the sweep are long statistical runs: --only calibration runs both,
 #: --only sweep the sweep alone; --only verdicts the misspecification verdict's check; --only
-#: factors the summary's data-factor labels against more data).
-LONG_SECTIONS = ("network", "calibration", "sweep", "verdicts", "factors")
+#: factors the summary's data-factor labels against more data; --only local_designs the local
+#: route's calibration on designs).
+LONG_SECTIONS = ("network", "calibration", "sweep", "verdicts", "factors", "local_designs")
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in LONG_SECTIONS)
 
 

@@ -8,6 +8,7 @@ import sys
 import time
 
 from .calibration import section_calibration
+from .calibration_designs_local import section_local_designs
 from .calibration_sweep import add_arguments as add_sweep_arguments
 from .calibration_sweep import section_sweep
 from .common import DEFAULT_SECTIONS, SECTIONS, TARGETS, machine_info
@@ -106,6 +107,8 @@ def main(argv=None):
     for name in SECTIONS:
         if name == "sweep" and name in only:
             results[name] = section_sweep(args)
+        elif name == "local_designs" and name in only:
+            results[name] = section_local_designs(args)
         elif name in only and not args.reanalyse:
             results[name] = runners[name](args.quick, repeats)
     print(f"\ntotal benchmark time {time.perf_counter() - t_all:.0f} s")
