@@ -156,18 +156,34 @@ class DeviationStream:
             chunk = _dense(self.A_blocks, lo, hi)
             yield lo, hi, (chunk * scale if scale != 1.0 else chunk)
 
-    def chunks(self, cols=None):
-        V = self.V if cols is None else self.V[:, cols]
-        AV = self.AV if cols is None else self.AV[:, cols]
-        B, m, k = self.shape[0], self.shape[1], V.shape[1]
+    def parts(self, cols=None):
+        """``[(lo, hi), …]``: the chunks of blocks :meth:`chunks` yields (a function of the shapes
+        only)."""
+        B, m = self.shape[0], self.shape[1]
+        k = self.V.shape[1] if cols is None else np.arange(self.V.shape[1])[cols].size
         if is_dense(self.A_blocks):  # a view of the held means: only the product is new
             step = max(1, min(B, STREAM_CHUNK_BYTES // max(1, m * k * 8)))
         else:
             step = _chunk(self.A_blocks, k)
-        for lo in range(0, B, step):
-            hi = min(B, lo + step)
-            D = blocks_times(_dense(self.A_blocks, lo, hi), V)
-            if self.mult != 1.0:
-                D *= self.mult
-            D -= AV[None]
-            yield lo, hi, D
+        return [(lo, min(B, lo + step)) for lo in range(0, B, step)]
+
+    def selected(self, cols=None):
+        """(V[:, cols], AV[:, cols]): the operands of :meth:`chunk` for the columns ``cols``."""
+        if cols is None:
+            return self.V, self.AV
+        return self.V[:, cols], self.AV[:, cols]
+
+    def chunk(self, lo, hi, selected):
+        """``(A_blocks[lo:hi] @ V) · mult − AV`` ((hi − lo), m, k) for ``selected = (V, AV)``
+        (:meth:`selected`)."""
+        V, AV = selected
+        D = blocks_times(_dense(self.A_blocks, lo, hi), V)
+        if self.mult != 1.0:
+            D *= self.mult
+        D -= AV[None]
+        return D
+
+    def chunks(self, cols=None):
+        sel = self.selected(cols)
+        for lo, hi in self.parts(cols):
+            yield lo, hi, self.chunk(lo, hi, sel)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blockops import DeviationStream, deviation_rtimes, each_times
-from .grams import BlockGrams
+from .grams import BlockGrams, map_parts
 from .misspecification import block_weights
 from .uncertainty import block_influence, influence_variance
 from .weak import ridge_components
@@ -140,15 +140,17 @@ def jackknife_resolved(AR, b, dAR, db, w, correction, c, VR, se, columns=None) -
     G, g = AR.T @ AR, AR.T @ b
     Qt, qt = (B - 1) * S_RR, (B - 1) * s_R  # Σ_b w_b ΔA_bᵀΔA_b and Σ_b w_b ΔA_bᵀΔb_b along R
     z0 = _solve(G - alpha * S_RR, g - alpha * s_R, c, cc)
-    Z = np.empty((B, r))
-    for k, X in resolved_blocks(dAR, columns):
+
+    def deleted(k, X):  # the solve without block k, from its deviations X along R
         f = w[k] / (1.0 - w[k])
         Qk, qk, P = X.T @ X, X.T @ db[k], AR.T @ X
         Gk = G - f * (P + P.T) + f * f * Qk
         gk = g - f * (AR.T @ db[k]) - f * (X.T @ b) + f * f * qk
         Sk = ((Qt - w[k] * Qk) / (1.0 - w[k]) - f * f * Qk) / (B - 2)
         sk = ((qt - w[k] * qk) / (1.0 - w[k]) - f * f * qk) / (B - 2)
-        Z[k] = _solve(Gk - alpha * Sk, gk - alpha * sk, c, cc)
+        return _solve(Gk - alpha * Sk, gk - alpha * sk, c, cc)
+
+    Z = _deleted_solves(deleted, dAR, columns, (B, r), AR.shape[0])
     if not np.isfinite(Z).all() or not np.isfinite(z0).all():
         return Jackknife(np.zeros(n), np.zeros(n), float("inf"), 0.0, True)
     zbar = w @ Z
@@ -157,6 +159,30 @@ def jackknife_resolved(AR, b, dAR, db, w, correction, c, VR, se, columns=None) -
     sd = np.sqrt((B - 1) * (w @ (T * T)))
     rho = _rho(sd, se)
     return Jackknife(bias, sd, rho, jackknife_gain(rho), True)
+
+
+def _deleted_solves(deleted, dAR, columns, shape, m):
+    """Z (B, r): ``deleted(k, X_k)`` for every block.  Regenerated deviations (a
+    :class:`DeviationStream`) are read a chunk of blocks per part on threads (one BLAS thread
+    each; each Z[k] is computed alone, so the result is the same bit for bit on any number of
+    threads); held ones block by block."""
+    Z = np.empty(shape)
+    if not isinstance(dAR, DeviationStream):
+        for k, X in resolved_blocks(dAR, columns):
+            Z[k] = deleted(k, X)
+        return Z
+    sel, parts = dAR.selected(columns), dAR.parts(columns)
+
+    def part(bounds):
+        lo, hi = bounds
+        D = dAR.chunk(lo, hi, sel)
+        return [deleted(k, D[k - lo]) for k in range(lo, hi)]
+
+    B, r = shape
+    ops = 2 * B * m * r * (dAR.V.shape[0] + 2 * r)  # the chunks' products and the Grams
+    for (lo, hi), zs in zip(parts, map_parts(part, parts, ops)):
+        Z[lo:hi] = zs
+    return Z
 
 
 def _solve(M, rhs, c, cc):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from dynosed_sym.solve import blockops, grams
 from dynosed_sym.solve.blockops import DeviationStream
 from dynosed_sym.solve.jackknife import (
     MAX_RANK_PER_BLOCK,
@@ -80,6 +81,35 @@ def test_each_deleted_solve_is_the_solve_on_the_other_blocks(seed, B, shape, alp
     np.testing.assert_allclose(jk.bias, want_bias, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
     np.testing.assert_allclose(jk.sd, want_sd, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
     assert jk.rho == pytest.approx(np.max(want_sd))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), B=st.integers(3, 11), chunk_blocks=st.integers(1, 4))
+def test_a_stream_read_in_parts_on_threads_gives_the_held_deviations_bits(seed, B, chunk_blocks):
+    """The deleted solves from a stream cut into chunks of ``chunk_blocks`` blocks, on one thread
+    and on two, equal those from the held deviations ``(A_b − A)V`` bit for bit (each Z[k] is the
+    same products on the same operands, whichever part or thread computes it)."""
+    m, n, r = 40, 6, 4
+    rng = np.random.default_rng(seed)
+    A, b, Ab, bb, counts = _blocks(rng, B, m, n, 0.3)
+    V = np.linalg.svd(A, full_matrices=False)[2].T
+    cols = np.arange(r)
+    VR, w = V[:, cols], counts / counts.sum()
+    c = np.linalg.norm(A @ VR, axis=0)
+    S, s_ = block_covariance(A, b, Ab, bb, counts)
+    args = (w, (1.0, VR.T @ S @ VR, VR.T @ s_), c, VR, np.ones(n), cols)
+    held = Ab @ V - (A @ V)[None]
+    want = jackknife_resolved(A @ VR, b, held, bb - b[None], *args)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blockops, "STREAM_CHUNK_BYTES", chunk_blocks * m * r * 8)
+        mp.setattr(grams, "THREADED_OPS", 0)  # threads even for these tiny parts
+        stream = DeviationStream(Ab, V, A @ V)
+        assert len(stream.parts(cols)) == -(-B // chunk_blocks)
+        for workers in (1, 2):
+            mp.setattr(grams, "_workers", lambda _w, n_parts, k=workers: min(k, n_parts))
+            got = jackknife_resolved(A @ VR, b, stream, bb - b[None], *args)
+            np.testing.assert_array_equal(got.bias, want.bias)
+            np.testing.assert_array_equal(got.sd, want.sd)
 
 
 def _weak_system(seed, m=80, n=12):
