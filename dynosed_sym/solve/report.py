@@ -414,9 +414,8 @@ class IdentifiabilityReport:
                 decided = "INCONSISTENT" if self.misspec_smoothing is not None else self.verdict
                 lines.append(open_scale_line(self.misspec_open_scale, decided, CONSISTENCY_P))
             if self.misspec_unresolved is not None:
-                lines.append(
-                    unresolved_line(self.misspec_unresolved, self.param_names, CONSISTENCY_P)
-                )
+                test, names = self.misspec_unresolved, self.param_names
+                lines.append(unresolved_line(test, names, CONSISTENCY_P, self.misspec_smoothing))
             if self.interval_scale > 1.0:
                 lines.append(
                     f"  intervals widened by the Birge ratio S = {self.interval_scale:.3g} "

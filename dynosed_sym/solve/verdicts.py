@@ -242,9 +242,10 @@ def _noise(system, theta, Ur):
     return float(block_weights(counts) @ np.einsum("bm,bm->b", e, e))
 
 
-def unresolved_line(test, names, level):
+def unresolved_line(test, names, level, smoothing=None):
     """The summary's line on ``misspec_unresolved`` (:class:`UnresolvedTest`; ``level``: the
-    verdict's)."""
+    verdict's; ``smoothing``: the report's ``misspec_smoothing``, set where a local fit's kernel
+    made the verdict undetermined whatever this test says)."""
     point = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, test.theta))
     head = (
         f"  profiled along the unresolved directions as well the test gives T = {test.stat:.3g}, "
@@ -269,7 +270,13 @@ def unresolved_line(test, names, level):
             f"{NOISE_INFLATION_MAX:g}×: a fit by the noise a large component carries, as along a "
             "symmetry of the law)"
         )
-    return head + ": " + "; ".join(why) + ": the rejection stands"
+    end = "the rejection stands"
+    if smoothing is not None:  # the kernel's smoothing decided the verdict (its note says why)
+        end = (
+            "this alone would keep the rejection, but the kernel's smoothing (below) makes the "
+            "verdict undetermined"
+        )
+    return head + ": " + "; ".join(why) + ": " + end
 
 
 def open_scale_line(test, verdict, level):

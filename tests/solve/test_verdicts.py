@@ -148,3 +148,18 @@ def test_profile_unresolved_leaves_a_strong_misfit_inconsistent():
             assert T_tik <= vd.NOISE_INFLATION_MAX * test.stat * (1 + 1e-9)
         print(f"\nb off the range by {delta}: {made} of 40 made undetermined")
         assert made <= most
+
+
+@pytest.mark.parametrize("smoothing", [None, 2.5])
+def test_unresolved_line_names_the_kernels_verdict_where_it_decided(smoothing):
+    """The line on the test profiled along the unresolved directions says "the rejection stands"
+    only where nothing else decided the verdict: where a local fit's kernel smoothing made it
+    undetermined (``misspec_smoothing`` set), the two lines of one summary agreed on nothing."""
+    test = vd.UnresolvedTest(40.0, 1e-6, False, np.array([1.0, 2.0]), 1.3, (1,), False)
+    line = vd.unresolved_line(test, ["a", "b"], 0.01, smoothing)
+    assert "it still rejects; outside the interval of b" in line
+    if smoothing is None:
+        assert line.endswith("the rejection stands")
+    else:
+        assert "rejection stands" not in line
+        assert line.endswith("the kernel's smoothing (below) makes the verdict undetermined")
