@@ -277,7 +277,35 @@ def check_functions(expr, where):
         raise ModelError(f"{where}: complex numbers are not supported")
     if any(isinstance(f, _CHECKED[6:]) for f in found):
         raise ModelError(f"{where}: contains an infinity or NaN")
+    check_computable(expr, where)
     check_constants(expr, where)
+
+
+#: What a kernel computes: numbers, symbols, + * ** and the functions checked above.
+_COMPUTABLE = (sp.Symbol, sp.Number, sp.NumberSymbol, sp.Add, sp.Mul, sp.Pow, sp.Function)
+_COMPUTABLE += (sp.Min, sp.Max)
+
+
+def check_computable(expr, where):
+    """Refuse a SymPy object that is an expression but no formula a kernel can compute: a
+    ``Lambda`` (a function, not its value), ``Subs``, ``Order`` ``O(x)``, ``AccumBounds``,
+    ``UnevaluatedExpr`` — they passed the declaration and failed in the printer or in Numba
+    ("name 'Lambda' is not defined", "Unsupported by NumPyPrinter: Order")."""
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, _COMPUTABLE):
+            continue
+        kind, shown = type(node).__name__, sp.sstr(node)
+        if isinstance(node, sp.Lambda):
+            raise ModelError(
+                f"{where}: {sp.sstr(node)} is a function (Lambda), not an expression: write its "
+                f"value, e.g. {sp.sstr(node.expr)}, or call it on the state variables"
+            )
+        raise ModelError(
+            f"{where}: {f'{kind}({shown})' if kind == 'UnevaluatedExpr' else shown} is a SymPy "
+            f"{kind}, which no kernel can compute (a kernel computes numbers, symbols, "
+            "+ - * / ** and supported functions); evaluate it (.doit()) or write the formula "
+            "itself"
+        )
 
 
 #: Functions whose SymPy derivative of a symbol not declared real holds re() and im().
@@ -322,9 +350,10 @@ def distinct_symbols(state_syms, param_syms, input_syms):
 
 def continuous_symbols(state_syms, param_syms, input_syms=()):
     """Refuse a state variable or a parameter SymPy knows to be an integer (``integer=True``, or
-    ``even``, ``odd``, ``prime``, ``zero``): SymPy has already used that to simplify the drift
-    it was written into — ``floor(x)`` is ``x``, ``sin(pi*x)`` is 0, ``(-1)**(2*x)`` is 1 —
-    before the model sees it, while a state moves and a fit estimates on the real line, so the
+    ``even``, ``odd``, ``prime``, ``zero``) or not real (``imaginary=True``, ``infinite=True``,
+    where ``re(x)`` is 0 or ``floor(x)`` is ``x``): SymPy has already used that to simplify the
+    drift it was written into — ``floor(x)`` is ``x``, ``sin(pi*x)`` is 0, ``(-1)**(2*x)`` is 1
+    — before the model sees it, while a state moves and a fit estimates on the real line, so the
     kernels would compute another drift than the one written, without a word."""
     kinds = (
         ("state variable", state_syms, "a state of an SDE moves on the real line"),
@@ -333,6 +362,13 @@ def continuous_symbols(state_syms, param_syms, input_syms=()):
     )
     for kind, syms, why in kinds:
         for s in syms:
+            if s.is_real is False:  # imaginary=True, infinite=True, or a nonreal complex
+                raise ModelError(
+                    f"{kind} {s} is declared with {assumptions_of(s)}, not a real number: {why}, "
+                    "and SymPy has already used the assumption to simplify the expressions "
+                    f"written with it ({_simplified(s)}), so the kernels would compute another "
+                    f"drift; declare it real: sp.Symbol('{s}', real=True)"
+                )
             if s.is_integer:
                 raise ModelError(
                     f"{kind} {s} is declared with {assumptions_of(s)}, an integer: {why}, and "
@@ -340,6 +376,16 @@ def continuous_symbols(state_syms, param_syms, input_syms=()):
                     "with it (floor(x) is x, sin(pi*x) is 0, (-1)**(2*x) is 1), so the kernels "
                     f"would compute another drift; declare it real: sp.Symbol('{s}', real=True)"
                 )
+
+
+def _simplified(s):
+    """What SymPy makes of a few functions of a symbol declared not real, e.g. "re(z) is 0"."""
+    shown = []
+    for f in (sp.re, sp.floor, sp.Abs, sp.sign):
+        written, value = f"{f.__name__}({s})", f(s)
+        if str(value) != written:
+            shown.append(f"{written} is {value}")
+    return ", ".join(shown) or "its functions are those of a complex number"
 
 
 def drift_symbols(fj, where, declared, names, has_inputs):
@@ -485,10 +531,15 @@ SIGN_ASSUMPTIONS = (
 
 def sign_assumption(sym):
     """The row of :data:`SIGN_ASSUMPTIONS` of the strongest sign assumption ``sym`` was declared
-    with (the one checked), or None."""
+    with (the one checked), or None.  ``extended_positive=True`` (and the other extended signs)
+    simplify alike (``Abs(x)`` is ``x``) without making ``x.is_positive`` true (x might be ∞):
+    such a row is returned with its assumption named ``extended_positive``."""
     for row in SIGN_ASSUMPTIONS:
         if getattr(sym, f"is_{row[0]}", None):
             return row
+    for row in SIGN_ASSUMPTIONS:
+        if getattr(sym, f"is_extended_{row[0]}", None):
+            return (f"extended_{row[0]}", *row[1:])
     return None
 
 

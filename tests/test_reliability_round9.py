@@ -1,0 +1,123 @@
+"""Reliability round nine: unusual SymPy in model declarations, result writers, the command
+line's number options — each refused with a message naming the entry, the symbol or the option
+(docs/reliability.md, one row each).
+
+Oracles: the same model declared with ``real=True`` (or written without the wrapper) and fitted
+on the same data, NumPy's float of an integer constant, and the file a path names.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import dynosed_sym as ds
+
+X_, A_ = sp.symbols("x a", real=True)
+FEATURES = ds.Features(n_features=64)
+
+
+@pytest.mark.parametrize(
+    "extra, shown, kind",
+    [
+        (sp.O(X_), "O(x)", "Order"),
+        (sp.Subs(A_ * X_, X_, 2 * X_), "Subs(a*x, x, 2*x)", "Subs"),
+        (sp.AccumBounds(-1, 1) * X_, "AccumBounds(-1, 1)", "AccumulationBounds"),
+        (sp.UnevaluatedExpr(-A_ * X_), "UnevaluatedExpr(-a*x)", "UnevaluatedExpr"),
+    ],
+)
+def test_sympy_objects_no_kernel_computes_are_refused_at_declaration(extra, shown, kind):
+    """``Subs``, ``O(x)``, ``AccumBounds``, ``UnevaluatedExpr`` in a drift passed the declaration
+    and failed in the printer ("Unsupported by NumPyPrinter: Order"), in Numba ("name 'Subs' is
+    not defined") or in SymPy ("Can't calculate derivative wrt 0")."""
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(f"drift[0] (dx): {shown} is a SymPy {kind}, which no kernel can compute"),
+    ):
+        ds.SDEModel([X_], [A_], [-A_ * X_ + extra], diffusion=1, name="unevaluated_r9")
+
+
+def test_a_lambda_as_drift_or_diffusion_is_refused_at_declaration():
+    """``sp.Lambda(x, -a*x)`` (a function) as a drift passed the declaration; ``simulate`` then
+    failed with "NameError: name 'Lambda' is not defined" from the generated module."""
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            "drift[0] (dx): Lambda(x, -a*x) is a function (Lambda), not an expression: write its "
+            "value, e.g. -a*x, or call it on the state variables"
+        ),
+    ):
+        ds.SDEModel([X_], [A_], [sp.Lambda(X_, -A_ * X_)], diffusion=1, name="lambda_r9")
+    with pytest.raises(ds.ModelError, match=r"^diffusion D\[0,0\]: Lambda\(x, x\*\*2 \+ 1\)"):
+        ds.SDEModel([X_], [A_], [-A_ * X_], sp.Lambda(X_, 1 + X_**2), name="lambda_r9")
+    # called, it is its value: the model of the plain drift
+    called = ds.SDEModel([X_], [A_], [sp.Lambda(X_, -A_ * X_)(X_)], diffusion=1, name="l_r9")
+    assert called.drift[0] == -A_ * X_
+
+
+@pytest.mark.parametrize(
+    "kw, kind, shown",
+    [
+        ({"imaginary": True}, "state variable", "re(z) is 0"),
+        ({"infinite": True}, "state variable", "floor(z) is z"),
+    ],
+)
+def test_a_symbol_declared_not_real_is_refused(kw, kind, shown):
+    """``sp.Symbol("z", imaginary=True)`` as a state was accepted, and SymPy had already used it:
+    ``-a*z + re(z)`` was declared as ``-a*z``; ``infinite=True`` made ``floor(z)`` into ``z``."""
+    z = sp.Symbol("z", **kw)
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            f"{kind} z is declared with {next(iter(kw))}=True, not a real number: a state of an "
+            f"SDE moves on the real line, and SymPy has already used the assumption to simplify "
+            f"the expressions written with it ({shown})"
+        ),
+    ):
+        ds.SDEModel([z], [A_], [-A_ * z + sp.re(z) + sp.floor(z)], diffusion=1, name="im_r9")
+    b = sp.Symbol("b", imaginary=True)
+    with pytest.raises(ds.ModelError, match=r"^parameter b is declared with imaginary=True"):
+        ds.SDEModel([X_], [b], [-b * X_], diffusion=1, name="im_r9")
+
+
+def test_extended_sign_assumptions_are_checked_like_the_plain_ones():
+    """``sp.Symbol("x", extended_positive=True)`` simplifies ``Abs(x)`` to ``x`` as
+    ``positive=True`` does, but ``x.is_positive`` is None (x might be ∞), so the data's sign was
+    not checked: ``1/x - a*Abs(x)`` became ``1/x - a*x`` and a fit on data of both signs
+    returned an estimate without a word.  Positive data (exact draws of the Rayleigh law of
+    p ∝ x·exp(-a·x²/2), a = 1) fit as the same drift written for x > 0."""
+    x = sp.Symbol("x", extended_positive=True)
+    model = ds.SDEModel([x], [A_], [1 / x - A_ * sp.Abs(x)], diffusion=1, name="ext_pos_r9")
+    rng = np.random.default_rng(0)
+    positive = rng.rayleigh(size=(2000, 1))
+    signs = np.where(np.arange(2000) % 4 == 1, -1.0, 1.0)[:, None]
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            f"X: column 'x' holds 500 value(s) ≤ 0 (row 1: {-positive[1, 0]:.3g}), but model "
+            "'ext_pos_r9' declares x extended_positive=True, under which SymPy has already "
+            "simplified its drift and D (Abs(x) is x)"
+        ),
+    ):
+        ds.fit_global(model, positive * signs, features=FEATURES)
+    oracle = ds.SDEModel([X_], [A_], [1 / X_ - A_ * X_], diffusion=1, name="pos_oracle_r9")
+    fit = ds.fit_global(model, positive, features=FEATURES)
+    np.testing.assert_allclose(
+        fit.theta, ds.fit_global(oracle, positive, features=FEATURES).theta, rtol=1e-12
+    )
+    assert abs(fit.theta[0] - 1.0) < 0.15
+    s = sp.Symbol("s", extended_nonnegative=True)
+    with_input = ds.SDEModel(
+        [X_], [A_], [-A_ * X_ + sp.Abs(s)], diffusion=1, inputs=[s], name="ext_in_r9"
+    )
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            "inputs: value of 's' is -1, but model 'ext_in_r9' declares input s "
+            "extended_nonnegative=True"
+        ),
+    ):
+        ds.simulate(with_input, [1.0], 100, inputs={"s": -1.0})
