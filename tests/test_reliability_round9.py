@@ -121,3 +121,31 @@ def test_extended_sign_assumptions_are_checked_like_the_plain_ones():
         ),
     ):
         ds.simulate(with_input, [1.0], 100, inputs={"s": -1.0})
+
+
+def test_an_integer_constant_beyond_2_53_is_refused_at_declaration():
+    """``-a*x + 10**30*x`` (a SymPy Integer) was declared, printed as an integer literal and
+    refused by Numba in ``simulate``: "Int value is too large: 1000000000000000000000000000000"
+    (so was the 2·10²⁰ of D = 10²⁰(1 + x²)).  The same constant as a float compiles, and its
+    samples are those of the drift with the constant folded by hand."""
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            "drift[0] (dx): the integer constant -1000000000…0000000000 (31 digits) is beyond "
+            "2**53 (9.0e15): the generated kernels hold integer constants as 64-bit integers"
+        ),
+    ):
+        ds.SDEModel([X_], [A_], [-A_ * X_ * sp.Integer(10) ** 30], diffusion=1, name="big_r9")
+    with pytest.raises(ds.ModelError, match=r"^diffusion D\[0,0\]: the integer constant 1000"):
+        ds.SDEModel([X_], [A_], [-A_ * X_], 10**20 * (1 + X_**2), name="big_r9")
+    # constants the kernels hold: a float, a constant D (taken as a number), 2**53 - 1
+    floated = ds.SDEModel([X_], [A_], [-A_ * X_ * 1e30], diffusion=1, name="float_r9")
+    plain = ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=1, name="plain_r9")
+    np.testing.assert_allclose(
+        ds.simulate(floated, [1e-30], 300, seed=3),
+        ds.simulate(plain, [1e-30 * 1e30], 300, seed=3),
+        rtol=1e-9,
+        atol=1e-12,
+    )
+    ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=10**20, name="bigd_r9")
+    ds.SDEModel([X_], [A_], [-A_ * X_ * (2**53 - 1)], diffusion=1, name="edge_r9")
