@@ -73,7 +73,7 @@ local_designs
     Calibration of local fits on designs (:mod:`.calibration_designs_local`): five families not
     designed on, each a design (input environments, knockdowns, a time course) fitted with
     ``fit_local`` and the default kernel score, 20 data sets per cell, the default fit against
-    the ridge fit; about 4 minutes; only with ``--only local_designs`` (results:
+    the ridge fit; 2–4 minutes; only with ``--only local_designs`` (results:
     benchmarks/calibration_sweep_local_designs.txt); ``--families``, ``--n-sets``, ``--sizes``,
     ``--sources``.
 

@@ -28,7 +28,7 @@ seed, :mod:`.calibration_data`), the 500-sample set is the first 500 rows (indep
 of the 5000 one; probes: the k-means centres of every environment's (snapshot's) data,
 min(20, N/25) of them, as in the sweep.  Metrics and the table: :mod:`.calibration_metrics`.
 
-Run (about 4 minutes on 2 cores; results benchmarks/calibration_sweep_local_designs.*)::
+Run (2–4 minutes on 2 cores; results benchmarks/calibration_sweep_local_designs.*)::
 
     python -m dynosed_sym.apps.bench --only local_designs
     python -m dynosed_sym.apps.bench --only local_designs --families toggle --n-sets 3 \\
