@@ -230,6 +230,24 @@ def folder_path(value, name):
     return os.path.expanduser(os.fspath(value))
 
 
+def file_path(value, name):
+    """A file path given as str or os.PathLike, as str with "~" expanded; anything else a
+    DataError — an integer above all, which ``open()`` takes as a file descriptor and closes
+    when done (``fit.to_json(1)``, or ``True``, wrote to standard output and closed it)."""
+    if isinstance(value, (str, os.PathLike)):
+        return os.path.expanduser(os.fspath(value))
+    hint = ""
+    if isinstance(value, (int, np.integer)):
+        hint = (
+            ": open() would take an integer as a file descriptor and close it after writing"
+            + (" (1 is standard output)" if value == 1 else "")
+        )
+    raise DataError(
+        f"{name} must be a file path (str or os.PathLike), got {type(value).__name__} "
+        f"{value!r}{hint}"
+    )
+
+
 def labelled_values(values):
     """A pandas Series, or a one-row DataFrame, as the dict of its labels (what it says it holds);
     anything else unchanged.  Read by position, a Series of parameter values in another order than

@@ -149,3 +149,33 @@ def test_an_integer_constant_beyond_2_53_is_refused_at_declaration():
     )
     ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=10**20, name="bigd_r9")
     ds.SDEModel([X_], [A_], [-A_ * X_ * (2**53 - 1)], diffusion=1, name="edge_r9")
+
+
+def test_to_json_refuses_a_file_descriptor_and_expands_the_home_folder(tmp_path, monkeypatch):
+    """``fit.to_json(1)`` (or ``True``) passed the integer to ``open()``, which took it as a file
+    descriptor: the JSON went to standard output and the descriptor was closed after writing —
+    every later ``print`` of the process failed with "Bad file descriptor".  ``"~/fit.json"``
+    said "No such file or directory" (``load_model`` and ``out_dir=`` expand "~")."""
+    import json
+    import os
+
+    rng = np.random.default_rng(1)
+    model = ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=1, name="ou1_r9")
+    fit = ds.fit_global(model, rng.normal(size=(400, 1)), features=FEATURES)
+    before = os.fstat(1)
+    for bad in (1, True, np.int64(7)):
+        with pytest.raises(
+            ds.DataError,
+            match=re.escape(
+                f"to_json: path must be a file path (str or os.PathLike), got "
+                f"{type(bad).__name__} {bad!r}: open() would take an integer as a file "
+                "descriptor and close it after writing"
+            ),
+        ):
+            fit.to_json(bad)
+    assert os.fstat(1).st_ino == before.st_ino  # standard output is still open
+    with pytest.raises(ds.DataError, match=r"^to_json: path must be a file path .*got list"):
+        fit.to_json(["fit.json"])
+    monkeypatch.setenv("HOME", str(tmp_path))
+    text = fit.to_json("~/fit.json")
+    assert json.loads((tmp_path / "fit.json").read_text()) == json.loads(text)

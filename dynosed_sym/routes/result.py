@@ -378,6 +378,8 @@ class FitResult:
         when given.  Returns the JSON text."""
         import json
 
+        if path is not None:
+            path = arguments.file_path(path, "to_json: path")
         text = json.dumps(finite_or_none(self.to_dict(truth)), indent=indent, allow_nan=False)
         if path is not None:
             try:
