@@ -8,6 +8,7 @@ on the same data, NumPy's float of an integer constant, and the file a path name
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -156,7 +157,6 @@ def test_to_json_refuses_a_file_descriptor_and_expands_the_home_folder(tmp_path,
     descriptor: the JSON went to standard output and the descriptor was closed after writing —
     every later ``print`` of the process failed with "Bad file descriptor".  ``"~/fit.json"``
     said "No such file or directory" (``load_model`` and ``out_dir=`` expand "~")."""
-    import json
     import os
 
     rng = np.random.default_rng(1)
@@ -179,3 +179,44 @@ def test_to_json_refuses_a_file_descriptor_and_expands_the_home_folder(tmp_path,
     monkeypatch.setenv("HOME", str(tmp_path))
     text = fit.to_json("~/fit.json")
     assert json.loads((tmp_path / "fit.json").read_text()) == json.loads(text)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_cli_bandwidth_and_n_blocks_are_refused_as_options(value, tmp_path, project_root):
+    """``dynosed fit --bandwidth -1`` (0, nan, inf) said "Features.bandwidth must be positive"
+    and ``--n-blocks 0`` on the global route "Execution.n_blocks must be at least 1 for
+    fit_global", both exit 1 after the model was loaded: names the terminal user never typed.
+    Now click's usage error names the option (exit 2), before the model is loaded; a positive
+    bandwidth fits as ``Features(bandwidth=...)`` does."""
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(2).normal(size=(300, 2)))
+    model = str(project_root / "models" / "ou2d_m12.py")
+    runner = CliRunner()
+    for command in ("fit", "check"):
+        args = [command, model] + ([str(data)] if command == "fit" else ["--structural-only"])
+        res = runner.invoke(main, [*args, f"--bandwidth={value}"])
+        assert res.exit_code == 2, res.output
+        assert (
+            "Invalid value for --bandwidth: expected 'auto', 'median' or a positive finite "
+            f"number, got '{value}'"
+        ) in res.output, res.output
+    res = runner.invoke(main, ["fit", model, str(data), "--n-blocks", "0"])
+    assert res.exit_code == 2, res.output
+    assert (
+        "Invalid value for --n-blocks: 0 noise blocks is an option of the local route"
+    ) in res.output, res.output
+    if value == "-1":  # the local route takes 0 blocks; a positive bandwidth is the library's
+        res = runner.invoke(main, ["fit", model, str(data), "--route", "local", "--n-blocks=0"])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(main, ["fit", model, str(data), "--bandwidth=1.5", "--json"])
+        assert res.exit_code == 0, res.output
+        record = json.loads(res.stdout[res.stdout.index("{") : res.stdout.rindex("}") + 1])
+        fit = ds.fit_global(
+            ds.load_model(model), np.load(data), features=ds.Features(bandwidth=1.5)
+        )
+        assert record["settings"]["bandwidth"] == 1.5
+        assert record["parameters"][0]["estimate"] == fit.theta[0]

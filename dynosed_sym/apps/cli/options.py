@@ -124,6 +124,13 @@ def refuse_ignored_options(opts):
                 f"takes the {route} route, which would ignore it: add --route {owner}, or drop "
                 f"{flag}"
             )
+    if opts.get("n_blocks") == 0 and route == "global":
+        raise click.BadParameter(
+            "0 noise blocks is an option of the local route (a fit without standard errors, "
+            "rank test or p-value); the global route needs at least 1: pass --n-blocks 1 or "
+            "more, or add --route local",
+            param_hint="--n-blocks",
+        )
     if opts.get("order") is not None and opts.get("time_column") is None:
         raise click.UsageError(
             "--order is the quadrature order of time courses, and this fit has none, so it "
@@ -155,8 +162,11 @@ def features_from(opts, seed):
         try:
             bandwidth = float(bandwidth)
         except ValueError:
+            bandwidth = None
+        # (-1, 0, nan, inf were reported as "Features.bandwidth must be positive", exit 1)
+        if bandwidth is None or not (math.isfinite(bandwidth) and bandwidth > 0):
             raise click.BadParameter(
-                f"expected 'auto', 'median' or a number, got {bandwidth!r}",
+                f"expected 'auto', 'median' or a positive finite number, got {opts['bandwidth']!r}",
                 param_hint="--bandwidth",
             ) from None
     return Features(n_features=opts["n_features"], bandwidth=bandwidth, seed=seed)
