@@ -220,3 +220,34 @@ def test_cli_bandwidth_and_n_blocks_are_refused_as_options(value, tmp_path, proj
         )
         assert record["settings"]["bandwidth"] == 1.5
         assert record["parameters"][0]["estimate"] == fit.theta[0]
+
+
+def test_bad_arguments_of_the_identifiability_checks_are_value_errors(models):
+    """``check_identifiability(model, θ, route="globl")`` (and ``structural_check``), a model
+    with inputs given to ``structural_check``, ``initial=`` without times and the local route
+    without probes raised the bare base class ``DynosedError``: ``except ValueError`` — which
+    catches every other bad value, ``DataError`` and ``ModelError`` — let them through."""
+    ou = models["ou2d_m12"]
+    cases = [
+        (lambda: ds.check_identifiability(ou, ou.nominal, route="globl"), ds.DataError),
+        (lambda: ds.structural_check(ou, route="globl"), ds.DataError),
+        (lambda: ds.check_identifiability(ou, ou.nominal, route="local"), ds.DataError),
+    ]
+    s = sp.Symbol("s", real=True)
+    with_input = ds.SDEModel([X_], [A_], [-A_ * X_ + s], diffusion=1, inputs=[s], name="in_r9")
+    cases.append((lambda: ds.structural_check(with_input), ds.ModelError))
+    initial = ds.Experiment(initial=(np.zeros(2), np.eye(2)))
+    cases.append(
+        (lambda: ds.check_identifiability(ou, ou.nominal, experiment=initial), ds.DataError)
+    )
+    messages = [
+        "route must be 'global' or 'local', got 'globl'",
+        "route must be 'global' or 'local', got 'globl'",
+        "route='local' needs probes=",
+        "the model has inputs (s): the structural check needs their values",
+        "initial= is the law at t = 0 of a time course: pass times= as well",
+    ]
+    for (call, kind), message in zip(cases, messages):
+        with pytest.raises(kind, match=re.escape(message)) as info:
+            call()
+        assert isinstance(info.value, ValueError)

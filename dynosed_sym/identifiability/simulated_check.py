@@ -490,7 +490,7 @@ def check_identifiability(
     require_parameters(model)
     simulate = arguments.flag(simulate, "simulate")  # "yes" or 0 was read as a truth value
     if route not in ("global", "local"):
-        raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+        raise DataError(f"route must be 'global' or 'local', got {route!r}")
     local_only = given["scores"][0] is not None or {"temperature", "score"} & set(moved)
     if route == "global" and (probes is not None or local_only):
         raise DataError(  # (they were ignored without a word)
@@ -499,14 +499,14 @@ def check_identifiability(
         )
     if e.inputs is not None or e.times is not None or model.inputs or model.env_params:
         if route != "global" or study.samples is not None or probes is not None:
-            raise DynosedError(
+            raise DataError(
                 "the design check (inputs=, times=, env parameters) uses the global route; "
                 "pass a sampler= instead of samples="
             )
         ex = ex.at_least(1, "check_identifiability")
         return check_design(model, nominal, e, study, features, solver, ex, simulate)
     if e.initial is not None:
-        raise DynosedError("initial= is the law at t = 0 of a time course: pass times= as well")
+        raise DataError("initial= is the law at t = 0 of a time course: pass times= as well")
     theta = nominal_vector(model, nominal)
     if theta is None and simulate:
         raise ModelError(
@@ -642,7 +642,7 @@ def _global_design(model, X, features, solver, ex):
 def _local_design(model, X, probes, scores, solver, ex, seed):
     """The local route's system via :func:`dynosed_sym.fit_local` (noise from its jackknife)."""
     if probes is None:
-        raise DynosedError(
+        raise DataError(
             "route='local' needs probes= (probe points, or Balls: the regions where "
             "data will be collected)"
         )

@@ -54,7 +54,7 @@ import sympy as sp
 
 from .. import arguments
 from ..data.arrays import is_frame
-from ..errors import DataError, DynosedError, ModelError
+from ..errors import DataError, ModelError
 from ..model.validation import declared_signs, numeric_parts
 from ..routes.probes import as_probes
 from ..solve.combinations import Combination, exact_combination, format_combination
@@ -216,7 +216,7 @@ def structural_check(
     """
     t0 = time.perf_counter()
     if route not in ("global", "local"):
-        raise DynosedError(f"route must be 'global' or 'local', got {route!r}")
+        raise DataError(f"route must be 'global' or 'local', got {route!r}")
     seed = arguments.seed(seed)
     use_nominal = arguments.flag(use_nominal, "use_nominal")  # "no" was read as True
     if probes is not None and route != "local":  # (they were ignored without a word)
@@ -224,7 +224,7 @@ def structural_check(
     if route == "local" and probes is not None:
         _probe_count(probes, model)  # (checked before the symbolic work)
     if model.inputs:
-        raise DynosedError(
+        raise ModelError(
             f"the model has inputs ({', '.join(model.input_names)}): the structural check "
             "needs their values; specialise it first with model.with_inputs(values)"
         )
@@ -311,7 +311,7 @@ def _affine_parts(model, theta0_exact, notes):
         return der.U.applyfunc(exact), der.v.applyfunc(exact), D, False
     if theta0_exact is None:
         p, j, term = der.offending
-        raise DynosedError(
+        raise ModelError(
             f"the drift is not affine in {p} (term {sp.sstr(term)}); the structural "
             "check of a non-affine model needs nominal values to linearise at"
         )
