@@ -251,3 +251,60 @@ def test_bad_arguments_of_the_identifiability_checks_are_value_errors(models):
         with pytest.raises(kind, match=re.escape(message)) as info:
             call()
         assert isinstance(info.value, ValueError)
+
+
+def test_an_env_or_time_column_that_is_a_state_variable_is_refused(tmp_path, project_root):
+    """``fit_global(model, frame, env_column="x")`` with x a state variable split the rows into
+    one environment per distinct value of x and said "inputs: environment 'A' has no data
+    (environments: 2.46…, -0.16…, …)" with all 2000 values; ``dynosed fit … --env-column x``
+    said "X['0.1257302210933933']: 1 sample(s); at least 2 are needed", ``--time-column y``
+    "X[t=-3.89942]: 1 sample(s)".  The environment column itself fits as before."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    s = sp.Symbol("s", real=True)
+    model = ds.SDEModel([X_], [A_], [-A_ * X_ + s], diffusion=1, inputs=[s], name="in_r9")
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame(
+        {"x": np.r_[rng.normal(1, 1, 500), rng.normal(3, 1, 500)], "env": ["A"] * 500 + ["B"] * 500}
+    )
+    inputs = {"A": {"s": 1.0}, "B": {"s": 3.0}}
+    for role in ("env_column", "time_column"):
+        with pytest.raises(
+            ds.DataError,
+            match=re.escape(
+                f"{role}='x' is state variable x of model 'in_r9', whose values the fit reads "
+                f"as data: {role} names the column that holds each row's"
+            ),
+        ):
+            ds.fit_global(model, frame, inputs=inputs, features=FEATURES, **{role: "x"})
+    with pytest.raises(ds.DataError, match=r"^env_column='x' is state variable x"):
+        ds.fit_local(model, frame, [[1.0], [2.0]], inputs=inputs, env_column="x")
+    by_column = ds.fit_global(model, frame, inputs=inputs, env_column="env", features=FEATURES)
+    by_dict = ds.fit_global(
+        model,
+        {"A": frame.x.to_numpy()[:500, None], "B": frame.x.to_numpy()[500:, None]},
+        inputs=inputs,
+        features=FEATURES,
+    )
+    np.testing.assert_array_equal(by_column.theta, by_dict.theta)
+    path = tmp_path / "envs.csv"
+    two = pd.DataFrame({"x": frame.x, "y": frame.x[::-1].to_numpy(), "env": frame.env})
+    two.to_csv(path, index=False)
+    ou = str(project_root / "models" / "ou2d_m12.py")
+    for option in ("--env-column", "--time-column"):
+        res = CliRunner().invoke(main, ["fit", ou, str(path), option, "y"])
+        assert res.exit_code == 2, res.output
+        assert f"{option}='y' is state variable y of model 'ou2d_m12'" in res.output, res.output
+    # an unknown environment among many: the known ones shown up to ten
+    many = {f"e{i}": frame.x.to_numpy()[i * 50 : (i + 1) * 50, None] for i in range(12)}
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            "inputs: environment 'Z' has no data (environments: e0, e1, e2, e3, e4, e5, e6, e7, "
+            "e8, e9, … (12 in all))"
+        ),
+    ):
+        ds.fit_global(model, many, inputs={"Z": {"s": 1.0}}, features=FEATURES)

@@ -264,6 +264,25 @@ def _refuse_columns_as_environments(X, model):
         )
 
 
+_COLUMN_ROLES = {
+    "env_column": "each row's environment (a label such as 'A', 'B')",
+    "time_column": "each row's snapshot time",
+}
+
+
+def refuse_state_column(model, column, option, role):
+    """DataError when the column ``option`` names (``role``: "env_column" or "time_column") is
+    a state variable of ``model``: its values were split into one environment or snapshot per
+    distinct number, and the error named the first, "X['0.1257302210933933']: 1 sample(s)"."""
+    if column is not None and str(column) in model.state_names:
+        raise DataError(
+            f"{option}={column!r} is state variable {column} of model {model.name!r}, whose "
+            f"values the fit reads as data: {option} names the column that holds "
+            f"{_COLUMN_ROLES[role]}, another column than the state variables "
+            f"({', '.join(model.state_names)})"
+        )
+
+
 def _per_env_inputs(model, inputs, names):
     """Normalise ``inputs`` to {env: vector}; a plain {input: value} dict is one environment's."""
     k = len(model.inputs)
@@ -290,9 +309,8 @@ def _per_env_inputs(model, inputs, names):
     keys = {str(key): val for key, val in inputs.items()}
     unknown = [key for key in keys if key not in names]
     if unknown:
-        raise ModelError(
-            f"inputs: environment {unknown[0]!r} has no data (environments: {', '.join(names)})"
-        )
+        shown = ", ".join(names[:10]) + (f", … ({len(names)} in all)" if len(names) > 10 else "")
+        raise ModelError(f"inputs: environment {unknown[0]!r} has no data (environments: {shown})")
     out = {}
     for nm in names:
         if nm not in keys:
@@ -325,6 +343,8 @@ def as_design(X, model, inputs=None, env_column=None, time_column=None):
         None when X is one stationary snapshot of a model without inputs and without env
         parameters (the plain route).
     """
+    refuse_state_column(model, env_column, "env_column", "env_column")
+    refuse_state_column(model, time_column, "time_column", "time_column")
     if env_column is not None:
         if is_design_data(X):
             raise DataError("env_column= needs X as one DataFrame or AnnData, not a dict")

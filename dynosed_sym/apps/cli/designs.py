@@ -105,8 +105,14 @@ def parse_inputs(items, env_names, option="--input"):
 
 def design_data(files, model, env_column, time_column):
     """DATA files → ({env: data}, env names) for a design, or (data, None) for one plain file."""
-    from ...data.designs import split_by
+    from ...data.designs import refuse_state_column, split_by
+    from ...errors import DataError
 
+    for option, column in (("--env-column", env_column), ("--time-column", time_column)):
+        try:
+            refuse_state_column(model, column, option, option[2:].replace("-", "_"))
+        except DataError as exc:
+            raise click.BadParameter(str(exc), param_hint=option) from None
     if len(files) == 1 and env_column is None:
         data = _load_data(files[0], model, in_memory=True)
         return data, ["data"]
