@@ -308,3 +308,36 @@ def test_an_env_or_time_column_that_is_a_state_variable_is_refused(tmp_path, pro
         ),
     ):
         ds.fit_global(model, many, inputs={"Z": {"s": 1.0}}, features=FEATURES)
+
+
+def test_a_csv_file_without_a_header_row_is_named_as_such(tmp_path, project_root):
+    """A CSV file without a header row (``np.savetxt(path, X, delimiter=",")``) said only
+    "DataFrame has no column 'x' for state variable 'x' (columns: '1.2502725102360923',
+    '-1.509450593009372')"; now it says that the first row was read as the names, and how to
+    fix it.  With the header row written, the command fits the file as the array."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    data = np.random.default_rng(5).normal(size=(400, 2))
+    path = tmp_path / "nohdr.csv"
+    np.savetxt(path, data, delimiter=",", fmt="%.17g")
+    ou = str(project_root / "models" / "ou2d_m12.py")
+    hint = (
+        "its column names are all numbers: a file without a header row has its first row of "
+        "data read as the names (and lost as data): give the file a header row naming the "
+        "state variables (x,y), or read it with header=None and name the columns"
+    )
+    res = CliRunner().invoke(main, ["fit", ou, str(path), "--features", "64"])
+    assert res.exit_code == 1 and hint in res.output, res.output
+    assert f"(columns: '{data[0, 0]:.17g}', '{data[0, 1]:.17g}')" in res.output, res.output
+    with pytest.raises(ds.DataError, match=re.escape(hint)):
+        ds.fit_global(ds.load_model(ou), pd.read_csv(path), features=FEATURES)
+    fixed = tmp_path / "hdr.csv"
+    np.savetxt(fixed, data, delimiter=",", fmt="%.17g", header="x,y", comments="")
+    res = CliRunner().invoke(main, ["fit", ou, str(fixed), "--features", "64", "--json"])
+    assert res.exit_code == 0, res.output
+    record = json.loads(res.stdout[res.stdout.index("{") : res.stdout.rindex("}") + 1])
+    fit = ds.fit_global(ds.load_model(ou), data, features=FEATURES)
+    assert record["parameters"][0]["estimate"] == fit.theta[0]

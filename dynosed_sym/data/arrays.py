@@ -26,6 +26,19 @@ __all__ = [
 ]
 
 
+def _is_number_text(text):
+    """Whether a column name reads as a number ('1.25', '-3e-2'; pandas suffixes a repeated
+    name with '.1', which is cut off)."""
+    try:
+        float(text.strip())
+    except ValueError:
+        try:
+            float(text.strip().rsplit(".", 1)[0])
+        except ValueError:
+            return False
+    return True
+
+
 def missing_column(name, state, cols, what="DataFrame", states=None):
     """The DataError of a frame without the column of state variable ``state``: the columns as
     read (repr, so stray spaces show) and, when one differs only by spaces or case, the fix
@@ -55,6 +68,13 @@ def missing_column(name, state, cols, what="DataFrame", states=None):
             "which say nothing about which state each holds: name them (pandas.DataFrame(array, "
             f"columns={list(states or [state])!r})), or pass the array itself, whose columns are "
             "taken in the model's state order"
+        )
+    elif cols and all(_is_number_text(c) for c in cols):
+        hint = (
+            "; its column names are all numbers: a file without a header row has its first row "
+            "of data read as the names (and lost as data): give the file a header row naming "
+            f"the state variables ({','.join(states or [state])}), or read it with header=None "
+            "and name the columns"
         )
     elif any(c.startswith("(") and c.endswith(")") for c in cols):
         hint = (
