@@ -19,6 +19,16 @@ assembly made carries it: anything derived from it (a slice, a product, a copy) 
 array again, and it is read-only (so are its views: a write would leave the factors describing
 other numbers).  The solve unlocks it to scale it in place by a power of two, scales the factors
 with it (:func:`rescale`) and locks it again.
+
+**Several blocks and single terms** (a network with basal rates or decay rates beside W).  Every
+column of A is a sum of table terms ``coef·ω_{k, j}·P_b[e, k]`` (a state j, a feature e), so the
+block means of *any* affine model are ``A_b = Ã_b E``: Ã_b the face-split product over the rows
+and features that occur (R·K columns), E a sparse (R·K, n) map holding the coefficients.  Where
+that costs little — n ≥ :data:`MIN_EMBEDDED_N` and R·K ≤ :data:`MAX_EMBEDDED_RATIO`·n —
+:func:`face_split_columns` returns it (``W·h(x) − γ⊙x + β`` at d = 20: R·K = 820 for n = 440);
+one matrix block holding every parameter keeps its exact form (E is the identity, ``embed``
+None), so those fits are bit for bit what they were.  The solve's statistics run on Ã_b's
+factors with their vectors mapped through E (:mod:`dynosed_sym.solve.facesplit`).
 """
 
 from __future__ import annotations
@@ -37,47 +47,81 @@ __all__ = [
     "unlocked",
     "rescale",
     "face_split_columns",
+    "Split",
+    "MIN_EMBEDDED_N",
+    "MAX_EMBEDDED_RATIO",
 ]
+
+
+#: Smallest number of parameters for which block means that are not one matrix block are kept in
+#: face-split form (below it the dense products are cheap, and small models keep their bits).
+MIN_EMBEDDED_N = 64
+#: ... and only while the rows × features that occur are at most this many times n.
+MAX_EMBEDDED_RATIO = 2.0
 
 
 @dataclass(frozen=True)
 class FaceSplit:
-    """``A_b[k, r·K + f] = a[k, r] · P[b, f, k]`` for every block b.
+    """``A_b[k, r·K + f] = a[k, r] · P[b, f, k]`` for every block b — or, with ``embed`` E, the
+    columns ``A_b = Ã_b E`` of that product Ã_b (module docstring).
 
     Attributes
     ----------
     a : (m, R) the block-independent factor; P : (B, K, m) the per-block factor
+    embed : None (the product's own R·K columns) or a sparse (R·K, n) matrix
     """
 
     a: np.ndarray
     P: np.ndarray
+    embed: object = None
 
     @property
     def shape(self):
         """(B, m, n) of the block means described."""
         (B, K, m), R = self.P.shape, self.a.shape[1]
-        return (B, m, R * K)
+        return (B, m, R * K if self.embed is None else self.embed.shape[1])
 
     def scaled(self, c):
         """The factors of ``A_blocks · c`` (c a power of two: exact)."""
-        return FaceSplit(self.a, self.P * float(c))
+        return FaceSplit(self.a, self.P * float(c), self.embed)
+
+    def full(self):
+        """The product Ã_b itself (its R·K columns, no embedding)."""
+        return self if self.embed is None else FaceSplit(self.a, self.P)
+
+    def embedded(self, Y):
+        """``E Y``: vectors or columns (n,) / (n, p) of the parameters in the product's R·K
+        coordinates (Y itself without an embedding)."""
+        if self.embed is None:
+            return Y
+        return np.asarray(self.embed @ np.asarray(Y, dtype=float))
+
+    def _out(self, Z):
+        """``Z E`` for Z (…, R·K): the product's columns back to the parameters'."""
+        if self.embed is None:
+            return Z
+        flat = Z.reshape(-1, Z.shape[-1])
+        return np.asarray(self.embed.T @ flat.T).T.reshape(Z.shape[:-1] + (self.embed.shape[1],))
 
     def block(self, b):
         """A_b (m, n), dense (for checks)."""
         m, R = self.a.shape
-        return (self.a[:, :, None] * self.P[b].T[:, None, :]).reshape(m, -1)
+        return self._out((self.a[:, :, None] * self.P[b].T[:, None, :]).reshape(m, -1))
 
     # -- products with every block, reading the factors (B·K·m numbers, not B·m·n) --------------
     def times(self, theta):
-        """(B, m) ``A_b θ``: ``Σ_f P_b[f, k] (a Θ)[k, f]`` with Θ = θ as R × K."""
+        """(B, m) ``A_b θ``: ``Σ_f P_b[f, k] (a Θ)[k, f]`` with Θ = Eθ as R × K."""
         K, R = self.P.shape[1], self.a.shape[1]
-        T = self.a @ np.asarray(theta, dtype=float).reshape(R, K)  # (m, K)
+        T = self.a @ self.embedded(np.asarray(theta, dtype=float)).reshape(R, K)  # (m, K)
         return np.einsum("bfk,kf->bk", self.P, T)
 
     def each_times(self, Y):
         """(B, m) ``A_b Y[b]`` for Y (B, n)."""
         (B, K, _), R = self.P.shape, self.a.shape[1]
-        T = np.matmul(self.a, np.asarray(Y, dtype=float).reshape(B, R, K))  # (B, m, K)
+        Y = np.asarray(Y, dtype=float)
+        if self.embed is not None:
+            Y = self.embedded(Y.T).T
+        T = np.matmul(self.a, Y.reshape(B, R, K))  # (B, m, K)
         return np.einsum("bfk,bkf->bk", self.P, T)
 
     def rtimes(self, Y):
@@ -85,13 +129,15 @@ class FaceSplit:
         (B, K, _), R = self.P.shape, self.a.shape[1]
         Y = np.asarray(Y, dtype=float)
         PY = self.P * (Y[None, None, :] if Y.ndim == 1 else Y[:, None, :])  # (B, K, m)
-        return np.matmul(PY, self.a).transpose(0, 2, 1).reshape(B, R * K)  # (B, R, K) flat
+        out = np.matmul(PY, self.a).transpose(0, 2, 1).reshape(B, R * K)  # (B, R, K) flat
+        return self._out(out)
 
     def factor_times(self, Y, lo=0, hi=None):
-        """``Z[k, f, j] = Σ_r a[k, r] Y[(r, f), j]`` (hi − lo, K, p) for Y (n, p) and the
+        """``Z[k, f, j] = Σ_r a[k, r] (EY)[(r, f), j]`` (hi − lo, K, p) for Y (n, p) and the
         features lo:hi (default all): ``(A_b Y)[k, j] = Σ_f P_b[f, k] Z[k, f, j]``."""
         R, K = self.a.shape[1], self.P.shape[1]
         a = self.a[lo:hi]
+        Y = self.embedded(Y)
         p = Y.shape[1]
         return (a @ np.ascontiguousarray(Y).reshape(R, K * p)).reshape(a.shape[0], K, p)
 
@@ -168,21 +214,59 @@ def rescale(A_blocks, c):
     return fs
 
 
+@dataclass(frozen=True)
+class Split:
+    """How a contraction's columns are face-split: the rows (states) and features of the product,
+    the block's row coefficients ``cs`` (one matrix block holding every column: ``embed`` None),
+    or the sparse map E with the coefficients in it (``cs`` None)."""
+
+    rows: np.ndarray
+    feats: np.ndarray
+    cs: np.ndarray | None = None
+    embed: object = None
+
+
 def face_split_columns(plan):
-    """``(rows, cs, feats)`` of a :class:`~.contraction.Contraction` whose every column is in one
-    matrix block (starting at column 0), else None."""
-    if plan.first[2].size or plan.later[2].size or len(plan.blocks) != 1:
-        return None
-    first, rows, cs, feats = plan.blocks[0]
-    if first != 0 or rows.size * feats.size != plan.n:
-        return None
-    return rows, cs, feats
+    """The :class:`Split` of a :class:`~.contraction.Contraction`: its one matrix block (starting
+    at column 0) when that holds every column, else the product over every row and feature its
+    terms use when that is cheap (module docstring), else None."""
+    if not (plan.first[2].size or plan.later[2].size) and len(plan.blocks) == 1:
+        first, rows, cs, feats = plan.blocks[0]
+        if first == 0 and rows.size * feats.size == plan.n:
+            return Split(rows, feats, cs)
+    return _embedded_split(plan)
 
 
-def block_factor(plan, omega):
-    """The block-independent factor ``a`` (m, R) of such a contraction."""
-    _, rows, cs, _ = plan.blocks[0]
-    return cs[None, :] * omega[:, rows]
+def _embedded_split(plan):
+    """The :class:`Split` with E of every table term and block entry, or None (module docstring)."""
+    if plan.n < MIN_EMBEDDED_N:
+        return None
+    terms = [np.stack([e, j, k]).astype(np.int64) for e, j, k, _ in (plan.first, plan.later)]
+    coefs = [np.asarray(c, dtype=float) for *_, c in (plan.first, plan.later)]
+    for first, rows, cs, feats in plan.blocks:
+        R, K = rows.size, feats.size
+        r, f = np.divmod(np.arange(R * K), K)
+        terms.append(np.stack([feats[f], rows[r], first + np.arange(R * K)]))
+        coefs.append(np.asarray(cs, dtype=float)[r])
+    e, j, k = np.concatenate(terms, axis=1)
+    coef = np.concatenate(coefs)
+    if np.unique(k).size != plan.n:  # a column without a term: not this form
+        return None
+    rows, row_of = np.unique(j, return_inverse=True)
+    feats, feat_of = np.unique(e, return_inverse=True)
+    if rows.size * feats.size > MAX_EMBEDDED_RATIO * plan.n:
+        return None
+    from scipy.sparse import csr_matrix
+
+    src = row_of * feats.size + feat_of
+    E = csr_matrix((coef, (src, k)), shape=(rows.size * feats.size, plan.n))
+    return Split(rows, feats, None, E)
+
+
+def block_factor(split, omega):
+    """The block-independent factor ``a`` (m, R) of a :class:`Split`."""
+    a = omega[:, split.rows]
+    return a if split.cs is None else split.cs[None, :] * a
 
 
 def column_factor(feats, P_s, count, m):

@@ -125,7 +125,7 @@ def _contract_blocks(cm, feats, sums):
     lazy = B * m * cm.model.n * 8 > DENSE_BLOCKS_BYTES
     b_blocks, counts, kept = [], [], []
     A_blocks = None if lazy else np.empty((B, m, cm.model.n))  # each block contracted in place
-    # one matrix block W·φ(x) holds every parameter: the block means' factors (facesplit.py)
+    # a matrix block W·φ(x) (and cheap single terms beside it): the block means' factors
     split = None if lazy else face_split_columns(plan)
     factors = [] if split is not None else None
     P_s_tot = P_c_tot = None
@@ -138,7 +138,7 @@ def _contract_blocks(cm, feats, sums):
             _, bb = contract(cm, feats, P_s, P_c, count, out=A_blocks[k])
             b_blocks.append(bb)
             if factors is not None:
-                factors.append(column_factor(split[2], feats.unblock(P_s), count, m))
+                factors.append(column_factor(split.feats, feats.unblock(P_s), count, m))
         counts.append(int(count))
         if P_s_tot is None:
             P_s_tot, P_c_tot = P_s.copy(), P_c.copy()
@@ -156,7 +156,7 @@ def _contract_blocks(cm, feats, sums):
     if lazy:
         A_blocks = BlockMeans(plan, feats.omega, kept, counts)
     elif factors is not None:
-        fs = FaceSplit(block_factor(plan, feats.omega), np.stack(factors))
+        fs = FaceSplit(block_factor(split, feats.omega), np.stack(factors), split.embed)
         A_blocks = with_face_split(A_blocks, fs)
     return A, b, A_blocks, np.array(b_blocks), counts
 

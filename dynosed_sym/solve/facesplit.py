@@ -77,6 +77,15 @@ def kronecker_sum(a, C):
     return T[r_index[r[:, None], r[None, :]], f_index[f[:, None], f[None, :]]]
 
 
+def embedded_gram(S, E):
+    """``EᵀSE`` (n, n) for the product's Gram S (R·K, R·K) and the sparse map E (S itself without
+    one), symmetrised exactly (S is)."""
+    if E is None:
+        return S
+    out = np.asarray(E.T @ np.asarray(E.T @ S).T)
+    return 0.5 * (out + out.T)
+
+
 class FaceSplitGrams(BlockGrams):
     """:class:`~.grams.BlockGrams` of face-split block means: S, and the block forms computed
     from the factors (``G`` is None).
@@ -91,6 +100,7 @@ class FaceSplitGrams(BlockGrams):
         B, K, m = dev.P.shape
         super().__init__(None, S, s, V, w, dev.shape)
         self.dev, self.Dk, self.AV = dev, Dk, AV  # Dk (m, B, K): the right products' operand
+        self.product = dev.full()  # the R·K product columns (dev itself without an embedding)
         self.Dflat = np.ascontiguousarray(dev.P.transpose(0, 2, 1)).reshape(B, m * K)  # bilinear
 
     @property
@@ -107,10 +117,10 @@ class FaceSplitGrams(BlockGrams):
         means (:class:`~dynosed_sym.assembly.facesplit.FaceSplit`, same units)."""
         w = np.asarray(w, dtype=float)
         a, P = fs.a, fs.P
-        dev = FaceSplit(a, P - np.tensordot(w, P, axes=1)[None])  # ΔA_b = a ⊙ D_b
+        dev = FaceSplit(a, P - np.tensordot(w, P, axes=1)[None], fs.embed)  # ΔA_b = (a ⊙ D_b)E
         Dk = np.ascontiguousarray(dev.P.transpose(2, 0, 1))  # (m, B, K)
         C = np.matmul((Dk * w[None, :, None]).transpose(0, 2, 1), Dk)  # (m, K, K)
-        S = kronecker_sum(a, C)
+        S = embedded_gram(kronecker_sum(a, C), fs.embed)
         AV = U * np.asarray(s, dtype=float)[None, : U.shape[1]]
         return cls(S, np.asarray(s, dtype=float), V, w, dev, Dk, AV)
 
@@ -119,12 +129,12 @@ class FaceSplitGrams(BlockGrams):
         """(B, p) ``(A y_j)ᵀΔA_b y_j`` for the columns of Y (n, p), with ``AY = A Y`` (m, p) in
         the units of the result (module docstring): summed over parts of the features."""
         B, K, m = self.D.shape
-        Y = np.ascontiguousarray(Y)
+        Y = np.ascontiguousarray(self.dev.embedded(Y))  # in the product's R·K coordinates
         p = Y.shape[1]
 
         def part(bounds):
             lo, hi = bounds
-            Z = self.dev.factor_times(Y, lo, hi)
+            Z = self.product.factor_times(Y, lo, hi)
             Z *= AY[lo:hi, None, :]
             return self.Dflat[:, lo * K : hi * K] @ Z.reshape((hi - lo) * K, p)
 
@@ -167,14 +177,15 @@ class FaceSplitGrams(BlockGrams):
         AVU = A @ VU
         P = np.ascontiguousarray(Hp[:, cols])
         AP = A @ P
-        VU = np.ascontiguousarray(VU)
+        P = np.ascontiguousarray(self.dev.embedded(P))  # (in the product's R·K coordinates)
+        VU = np.ascontiguousarray(self.dev.embedded(VU))
         B, K, m = self.D.shape
         k = VU.shape[1]
 
         def part(bounds):  # X_b for the features lo:hi, every block
             lo, hi = bounds
-            DP = np.matmul(self.Dk[lo:hi], self.dev.factor_times(P, lo, hi))  # (f, B, |J|)
-            DU = np.matmul(self.Dk[lo:hi], self.dev.factor_times(VU, lo, hi))  # (f, B, k)
+            DP = np.matmul(self.Dk[lo:hi], self.product.factor_times(P, lo, hi))  # (f, B, |J|)
+            DU = np.matmul(self.Dk[lo:hi], self.product.factor_times(VU, lo, hi))  # (f, B, k)
             X = np.empty((B, cols.size, k))
             for b in range(B):
                 np.matmul(DP[:, b, :].T, AVU[lo:hi], out=X[b])

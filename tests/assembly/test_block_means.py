@@ -227,3 +227,94 @@ def test_a_network_fit_on_the_factors_is_the_dense_fit(network12, monkeypatch):
     finite = np.isfinite(ci_s)
     np.testing.assert_allclose(ci_f[finite], ci_s[finite], rtol=1e-9)
     assert fast.report.rank == slow.report.rank
+
+
+def _decay_network(d, seed):
+    """``dx_j = Σ_k W[j,k] h(x_k) − g_j x_j + β_j``: W beside per-gene decay and basal rates (n =
+    d² + 2d; not one matrix block), the truth a stable sparse W with g = 1, β = 1/2."""
+    import sympy as sp
+
+    x = sp.symbols(f"x0:{d}", real=True)
+    W = sp.Matrix(d, d, lambda j, k: sp.Symbol(f"W_{j}_{k}", real=True))
+    g = sp.symbols(f"g0:{d}", real=True)
+    beta = sp.symbols(f"beta0:{d}", real=True)
+    h = [xk**2 / (1 + xk**2) for xk in x]
+    f = [sum(W[j, k] * h[k] for k in range(d)) - g[j] * x[j] + beta[j] for j in range(d)]
+    params = list(W) + list(g) + list(beta)
+    _, W0 = network_model(d, seed)
+    truth = np.concatenate([W0, np.ones(d), np.full(d, 0.5)])
+    model = ds.SDEModel(x, params, f, sp.Rational(1, 20), name=f"decay_net{d}", nominal=truth)
+    return model, truth
+
+
+@pytest.fixture(scope="module")
+def decay_net(tmp_path_factory):
+    model, truth = _decay_network(8, 1)
+    ex = ds.Execution(out_dir=str(tmp_path_factory.mktemp("decay")))
+    X = ds.simulate(model, truth, 3000, burn_in=3000, execution=ex)  # 30 time units
+    return model, truth, ds.compile_model(model, ex.out_dir), X
+
+
+def test_terms_beside_a_block_are_an_embedded_product(decay_net):
+    """W, the decay rates and the basal rates (80 columns in a block and 16 table terms) give
+    block means ``Ã_b E`` over the 8 rows × 17 features that occur, reproducing every dense block
+    to rounding; E holds each column's coefficient once."""
+    model, _, cm, X = decay_net
+    feats = draw_features(model.d, 200, 1.3, seed=1)
+    system = stein.assemble_array(cm, X, block_edges(X.shape[0], 8), feats)
+    fs = face_split_of(system.A_blocks)
+    assert fs is not None and fs.embed is not None
+    assert fs.a.shape[1] * fs.P.shape[1] == 8 * 17 and fs.shape == system.A_blocks.shape
+    assert fs.embed.nnz == model.n
+    for b in range(len(system.A_blocks)):
+        dense = np.asarray(system.A_blocks[b])
+        np.testing.assert_allclose(fs.block(b), dense, rtol=1e-13, atol=1e-14 * np.abs(dense).max())
+
+
+def test_an_embedded_network_fit_is_the_dense_fit(decay_net, monkeypatch):
+    """The decay network's estimates, intervals and rank with its embedded factors equal the
+    dense Grams' fit to rounding."""
+    from dynosed_sym.solve import directions as directions_module
+
+    model, _, _, X = decay_net
+    fast = ds.fit_global(model, X, features=ds.Features(n_features=256, seed=3))
+    monkeypatch.setattr(directions_module, "face_split_of", lambda blocks: None)
+    slow = ds.fit_global(model, X, features=ds.Features(n_features=256, seed=3))
+    np.testing.assert_allclose(fast.theta, slow.theta, rtol=1e-9, atol=1e-12)
+    ci_f, ci_s = fast.conf_int(), slow.conf_int()
+    np.testing.assert_array_equal(np.isfinite(ci_f), np.isfinite(ci_s))
+    finite = np.isfinite(ci_s)
+    np.testing.assert_allclose(ci_f[finite], ci_s[finite], rtol=1e-9)
+    assert fast.report.rank == slow.report.rank
+
+
+def _plan(n, blocks=(), terms=()):
+    """A stand-in Contraction: table terms (feature, state, column, coef) and blocks."""
+    from types import SimpleNamespace
+
+    t = np.array(terms, dtype=float).reshape(-1, 4)
+    e, j, k = (t[:, i].astype(np.int64) for i in range(3))
+    empty = (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
+    blocks = [(f, np.array(r), np.array(c, float), np.array(ft)) for f, r, c, ft in blocks]
+    return SimpleNamespace(n=n, first=(e, j, k, t[:, 3]), later=empty, blocks=blocks)
+
+
+def test_which_contractions_are_face_split():
+    """One block holding every column: the block's own form (no embedding); a block beside table
+    terms, n ≥ MIN_EMBEDDED_N and rows × features ≤ 2n: embedded; too few columns, too many
+    rows × features (one parameter per state and feature), or a column without a term: None."""
+    from dynosed_sym.assembly import facesplit as afs
+
+    block = (0, list(range(8)), [1.0] * 8, list(range(8)))
+    one = afs.face_split_columns(_plan(64, [block]))
+    assert one is not None and one.embed is None and one.cs is not None
+    terms = [(8, j, 64 + j, -1.0) for j in range(8)] + [(9, j, 72 + j, 1.0) for j in range(8)]
+    both = afs.face_split_columns(_plan(80, [block], terms))
+    assert both is not None and both.embed.shape == (8 * 10, 80) and both.cs is None
+    np.testing.assert_array_equal(both.rows, np.arange(8))
+    np.testing.assert_array_equal(both.feats, np.arange(10))
+    small = [(j, j, j, 1.0) for j in range(40)]
+    assert afs.face_split_columns(_plan(40, terms=small)) is None  # n < MIN_EMBEDDED_N
+    diag = [(j, j, j, 1.0) for j in range(70)]  # 70 rows × 70 features for 70 columns
+    assert afs.face_split_columns(_plan(70, terms=diag)) is None
+    assert afs.face_split_columns(_plan(81, [block], terms)) is None  # column 80 has no term

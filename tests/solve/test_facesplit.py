@@ -12,6 +12,7 @@ import pytest
 from conftest import assert_close_to_scale
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.sparse import csr_matrix
 
 from dynosed_sym.assembly.facesplit import (
     FaceSplit,
@@ -29,18 +30,33 @@ from dynosed_sym.solve.ustat import solve_system
 from dynosed_sym.solve.weak import weak_intervals
 
 
-def _system(seed, B, m, R, K, size=37.0, noise=0.2):
-    """A face-split system: A_b[k, r·K + f] = a[k, r]·P_b[f, k], b_b from a θ plus noise."""
+def _embedding(rng, R, K, n):
+    """A random sparse (R·K, n) map: each column one or two product columns with coefficients
+    (a parameter in one term, or in two rows or features)."""
+    src, dst = [], []
+    for c, first in enumerate(rng.permutation(R * K)[:n]):
+        src.append(first)
+        dst.append(c)
+        if rng.random() < 0.4:
+            src.append(int(rng.integers(0, R * K)))
+            dst.append(c)
+    coef = rng.uniform(0.5, 2.0, len(src)) * rng.choice([-1.0, 1.0], len(src))
+    return csr_matrix((coef, (src, dst)), shape=(R * K, n))
+
+
+def _system(seed, B, m, R, K, size=37.0, noise=0.2, n=None):
+    """A face-split system: A_b[k, r·K + f] = a[k, r]·P_b[f, k] — or, with ``n`` columns, its
+    columns mapped by a random sparse embedding E (A_b = Ã_b E) —, b_b from a θ plus noise."""
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, R)) * size
     P0 = rng.standard_normal((K, m))
     P = P0[None] + noise * rng.standard_normal((B, K, m))
-    fs = FaceSplit(a, P)
+    fs = FaceSplit(a, P, None if n is None else _embedding(rng, R, K, n))
     dense = np.stack([fs.block(k) for k in range(B)])
     counts = rng.integers(50, 150, B).astype(float)
     w = counts / counts.sum()
     A = np.einsum("b,bmn->mn", w, dense)
-    b_blocks = dense @ rng.standard_normal(R * K) + rng.standard_normal((B, m))
+    b_blocks = dense @ rng.standard_normal(dense.shape[2]) + rng.standard_normal((B, m))
     return A, w @ b_blocks, with_face_split(dense, fs), b_blocks, counts
 
 
@@ -55,12 +71,14 @@ def _close(got, want, rtol=1e-9):
     R=st.integers(1, 3),
     K=st.integers(1, 4),
     extra=st.integers(0, 8),
+    embed=st.booleans(),
 )
-def test_statistics_equal_the_direct_products(seed, B, R, K, extra):
+def test_statistics_equal_the_direct_products(seed, B, R, K, extra, embed):
     """S, vSv, the direction forms, the curvature and unresolved noise of random face-split block
-    means (m ≥ n) against loops over the dense deviations ΔA_b = A_b − A."""
-    n = R * K
-    A, _, Ab, _, counts = _system(seed, B, n + extra, R, K)
+    means (m ≥ n) against loops over the dense deviations ΔA_b = A_b − A; with ``embed`` the
+    block means are a sparse map of the product's columns (A_b = Ã_b E, n ≤ R·K)."""
+    n = max(1, (R * K * 2) // 3) if embed else R * K
+    A, _, Ab, _, counts = _system(seed, B, n + extra, R, K, n=n if embed else None)
     w = counts / counts.sum()
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     V = Vt.T
@@ -105,14 +123,17 @@ def dense_grams(monkeypatch):
 
 
 CASES = [(0, 12, 24, 3, 5), (1, 32, 40, 4, 4), (2, 6, 18, 2, 6), (3, 20, 20, 4, 5)]
+#: ... with n columns embedded from the product's (the last two entries of each: R·K and n)
+EMBEDDED = [(4, 12, 30, 4, 5, 14), (5, 20, 40, 5, 6, 21)]
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + EMBEDDED)
 @pytest.mark.parametrize("estimator", ["resolved", "ridge"])
 def test_solve_equals_the_dense_grams_path(case, estimator, dense_grams):
     """Directions, estimate, bread, jackknife and the intervals (free parameters aside: their
-    noise is not computed, as with streamed deviations) equal the BlockGrams path's."""
-    A, b, Ab, bb, counts = _system(*case)
+    noise is not computed, as with streamed deviations) equal the BlockGrams path's — also for
+    block means that are a sparse map of the product's columns."""
+    A, b, Ab, bb, counts = _system(*case[:5], n=case[5] if len(case) > 5 else None)
     fast = solve_system(A, b, Ab, bb, counts, 1e-3, estimator=estimator)
     dense_grams()
     slow = solve_system(A, b, Ab, bb, counts, 1e-3, estimator=estimator)
@@ -237,17 +258,23 @@ def test_directions_use_the_factors_only_when_dense_and_tall():
     K=st.integers(1, 4),
     m=st.integers(1, 12),
     k=st.integers(1, 5),
+    embed=st.booleans(),
 )
-def test_block_products_from_the_factors_equal_the_dense_ones(seed, B, R, K, m, k):
+def test_block_products_from_the_factors_equal_the_dense_ones(seed, B, R, K, m, k, embed):
     """``A_blocks @ θ``, ``A_blocks @ V`` and blockops' per-block products read from the factors
-    equal NumPy's products of the dense array (to rounding), as plain arrays."""
+    equal NumPy's products of the dense array (to rounding), as plain arrays; with ``embed`` for
+    block means that are a sparse map of the product's columns."""
     from dynosed_sym.solve import blockops
 
     rng = np.random.default_rng(seed)
-    fs = FaceSplit(rng.standard_normal((m, R)), rng.standard_normal((B, K, m)))
+    n = max(1, R * K - int(rng.integers(0, R * K))) if embed else R * K
+    E = _embedding(rng, R, K, n) if embed else None
+    fs = FaceSplit(rng.standard_normal((m, R)), rng.standard_normal((B, K, m)), E)
     Ab = with_face_split(np.stack([fs.block(b) for b in range(B)]), fs)
     dense = np.asarray(Ab).view(np.ndarray)
-    n = R * K
+    if embed:  # the dense blocks themselves against Ã_b E formed here
+        full = FaceSplit(fs.a, fs.P)
+        _close(dense, np.stack([full.block(b) @ E.toarray() for b in range(B)]), rtol=1e-12)
     theta, V = rng.standard_normal(n), rng.standard_normal((n, k))
     Y, Yn, y = rng.standard_normal((B, m)), rng.standard_normal((B, n)), rng.standard_normal(m)
     pairs = [
