@@ -238,9 +238,8 @@ def file_path(value, name):
         return os.path.expanduser(os.fspath(value))
     hint = ""
     if isinstance(value, (int, np.integer)):
-        hint = (
-            ": open() would take an integer as a file descriptor and close it after writing"
-            + (" (1 is standard output)" if value == 1 else "")
+        hint = ": open() would take an integer as a file descriptor and close it after writing" + (
+            " (1 is standard output)" if value == 1 else ""
         )
     raise DataError(
         f"{name} must be a file path (str or os.PathLike), got {type(value).__name__} "
