@@ -229,27 +229,9 @@ def test_a_network_fit_on_the_factors_is_the_dense_fit(network12, monkeypatch):
     assert fast.report.rank == slow.report.rank
 
 
-def _decay_network(d, seed):
-    """``dx_j = Σ_k W[j,k] h(x_k) − g_j x_j + β_j``: W beside per-gene decay and basal rates (n =
-    d² + 2d; not one matrix block), the truth a stable sparse W with g = 1, β = 1/2."""
-    import sympy as sp
-
-    x = sp.symbols(f"x0:{d}", real=True)
-    W = sp.Matrix(d, d, lambda j, k: sp.Symbol(f"W_{j}_{k}", real=True))
-    g = sp.symbols(f"g0:{d}", real=True)
-    beta = sp.symbols(f"beta0:{d}", real=True)
-    h = [xk**2 / (1 + xk**2) for xk in x]
-    f = [sum(W[j, k] * h[k] for k in range(d)) - g[j] * x[j] + beta[j] for j in range(d)]
-    params = list(W) + list(g) + list(beta)
-    _, W0 = network_model(d, seed)
-    truth = np.concatenate([W0, np.ones(d), np.full(d, 0.5)])
-    model = ds.SDEModel(x, params, f, sp.Rational(1, 20), name=f"decay_net{d}", nominal=truth)
-    return model, truth
-
-
 @pytest.fixture(scope="module")
 def decay_net(tmp_path_factory):
-    model, truth = _decay_network(8, 1)
+    model, truth = network_model(8, 1, rates=True)  # W, decay and basal rates: n = 80
     ex = ds.Execution(out_dir=str(tmp_path_factory.mktemp("decay")))
     X = ds.simulate(model, truth, 3000, burn_in=3000, execution=ex)  # 30 time units
     return model, truth, ds.compile_model(model, ex.out_dir), X

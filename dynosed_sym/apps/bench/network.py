@@ -2,8 +2,10 @@
 
 Drift ``W·h(x) − x + 1/2`` with the full d × d matrix W unknown (n = d² parameters), Hill
 activations h(x) = x²/(1 + x²), D = 1/20, a sparse stable truth
-(:func:`~dynosed_sym.apps.bench.network_model.network_model`).  Every d runs in a fresh process
-with an empty output folder and an empty ``NUMBA_CACHE_DIR``:
+(:func:`~dynosed_sym.apps.bench.network_model.network_model`); with ``--network-kind rates``
+every gene's decay and basal rates are unknown too, ``W·h(x) − g⊙x + β`` (n = d² + 2d: not one
+matrix block, its block means an embedded face-split product, assembly/facesplit.py).  Every d
+runs in a fresh process with an empty output folder and an empty ``NUMBA_CACHE_DIR``:
 
 * cold start, stage by stage: import, declaration, symbolic derivation, printing + import of the
   generated module, Numba compilation of ``stein_features``, of the fill and of the simulator,
@@ -52,6 +54,7 @@ _SCRIPT = textwrap.dedent(r"""
     out = {"import_s": time.perf_counter() - t0}
     d, n_warm = int(sys.argv[1]), int(sys.argv[2])
     full_fit, out_dir, cold_fit = sys.argv[3] == "1", sys.argv[4], sys.argv[5] == "1"
+    rates = sys.argv[6] == "rates"
 
     def timed(key, fn):
         t, c = time.perf_counter(), time.process_time()
@@ -66,7 +69,7 @@ _SCRIPT = textwrap.dedent(r"""
     from dynosed_sym.data.sources import open_source
 
     features, ex = ds.Features(n_features=2048), ds.Execution(out_dir=out_dir)
-    model, truth = timed("declare_s", lambda: network_model(d, 0))
+    model, truth = timed("declare_s", lambda: network_model(d, 0, rates=rates))
     REPEATS = 3
     out["A_blocks_bytes"] = DEFAULT_BLOCKS * 2048 * model.n * 8  # B x m x n, float64
     timed("derive_s", lambda: model.derivation)
@@ -172,7 +175,7 @@ def _lane_ops(path):
     return int(m.group(1))
 
 
-def _network_case(d, full_fit, n_warm=None):
+def _network_case(d, full_fit, n_warm=None, kind="w"):
     with tempfile.TemporaryDirectory(prefix="dynosed_bench_network_") as tmp:
         out_dir, cache = os.path.join(tmp, "generated"), os.path.join(tmp, "numba_cache")
         os.makedirs(out_dir)
@@ -180,7 +183,7 @@ def _network_case(d, full_fit, n_warm=None):
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, DYNOSED_QUIET="1")
         env.pop("DYNOSED_GENERATED_DIR", None)
         n_warm = WARM_SAMPLES.get(d, 20_000) if n_warm is None else int(n_warm)
-        args = [d, n_warm, int(full_fit), out_dir, int(d <= COLD_FIT_MAX_D)]
+        args = [d, n_warm, int(full_fit), out_dir, int(d <= COLD_FIT_MAX_D), kind]
         r = _run(_SCRIPT, args, env)
         files = os.listdir(out_dir)
         r["lane_ops"] = _lane_ops(
@@ -264,20 +267,26 @@ def _print_tables(results, grn):
         )
 
 
-def section_network(quick, repeats, sizes=None, full_fit_max_d=FULL_FIT_MAX_D, n_warm=None):
+def section_network(
+    quick, repeats, sizes=None, full_fit_max_d=FULL_FIT_MAX_D, n_warm=None, kind="w"
+):
     """The network section; ``n_warm``: the warm fit's N for every d (default
-    :data:`WARM_SAMPLES`)."""
+    :data:`WARM_SAMPLES`); ``kind`` "rates": every gene's decay and basal rates unknown too."""
     from .common import MODELS
 
     sizes = sizes or (NETWORK_SIZES[:2] if quick else NETWORK_SIZES)
-    print("\n== network: W·h(x) − x + 1/2, n = d² parameters, sparse truth, D = 1/20 ==")
+    if kind == "rates":
+        head = "W·h(x) − g⊙x + β, n = d² + 2d parameters (decay and basal rates unknown)"
+    else:
+        head = "W·h(x) − x + 1/2, n = d² parameters"
+    print(f"\n== network: {head}, sparse truth, D = 1/20 ==")
     with tempfile.TemporaryDirectory(prefix="dynosed_bench_grn_") as tmp:
         env = dict(os.environ, DYNOSED_GENERATED_DIR=tmp, DYNOSED_QUIET="1")
         grn = _run(_RATE_SCRIPT, [os.path.join(MODELS, "grn_bcell.py")], env)
         grn["lane_ops"] = _lane_ops(grn["path"])
     results = {}
     for d in sizes:
-        results[d] = _network_case(d, d <= full_fit_max_d, n_warm)
+        results[d] = _network_case(d, d <= full_fit_max_d, n_warm, kind)
         print(f"    d = {d}: " + json.dumps(results[d]), flush=True)
     _print_tables(results, grn)
     return {"grn": grn, "sizes": {str(d): r for d, r in results.items()}}

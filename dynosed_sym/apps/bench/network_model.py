@@ -48,8 +48,10 @@ def _sparse_truth(d, rng):
     return W
 
 
-def network_model(d, seed=0):
-    """The d-gene network (module docstring) and its sparse truth.
+def network_model(d, seed=0, rates=False):
+    """The d-gene network (module docstring) and its sparse truth; with ``rates`` every gene's
+    decay and basal rates are unknown too, ``Σ_k W[j,k] h(x_k) − g_j x_j + β_j`` (n = d² + 2d;
+    parameters ``g_j``, ``beta_j`` after W, truth g = 1, β = 1/2: the same law).
 
     Returns
     -------
@@ -68,14 +70,23 @@ def network_model(d, seed=0):
     W = sp.Matrix(d, d, lambda j, k: sp.Symbol(f"W_{j}_{k}", real=True))
     h = [xk**2 / (1 + xk**2) for xk in x]
     half = sp.Rational(1, 2)
-    f = [sp.Add(*[W[j, k] * h[k] for k in range(d)], -x[j], half) for j in range(d)]
     truth = _sparse_truth(d, np.random.default_rng(seed)).reshape(-1)
+    params, name = list(W), f"network_d{d}"
+    if rates:
+        g, beta = sp.symbols(f"g0:{d}", real=True), sp.symbols(f"beta0:{d}", real=True)
+        decay, basal = [g[j] * x[j] for j in range(d)], list(beta)
+        params += list(g) + list(beta)
+        truth = np.concatenate([truth, np.ones(d), np.full(d, 0.5)])
+        name = f"network_rates_d{d}"
+    else:
+        decay, basal = list(x), [half] * d
+    f = [sp.Add(*[W[j, k] * h[k] for k in range(d)], -decay[j], basal[j]) for j in range(d)]
     model = SDEModel(
         state=list(x),
-        params=W,
+        params=params,
         drift=f,
         diffusion=sp.Rational(*DIFFUSION),
-        name=f"network_d{d}",
+        name=name,
         nominal=truth,
     )
     return model, truth

@@ -57,6 +57,13 @@ def main(argv=None):
         "100,000 at d = 100)",
     )
     ap.add_argument(
+        "--network-kind",
+        choices=("w", "rates"),
+        default="w",
+        help="network section: W·h(x) − x + 1/2 (w, default) or W·h(x) − g⊙x + β with the decay "
+        "and basal rates unknown too (rates)",
+    )
+    ap.add_argument(
         "--no-sweep",
         action="store_true",
         help="with --only calibration: the bundled cases alone, not the sweep after them (a "
@@ -95,8 +102,14 @@ def main(argv=None):
         "verdicts": section_verdicts,
         "factors": section_factors,
     }
-    if args.network_fit_max_d is not None or args.network_sizes or args.network_n:
+    if (
+        args.network_fit_max_d is not None
+        or args.network_sizes
+        or args.network_n
+        or (args.network_kind != "w")
+    ):
         kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
+        kw["kind"] = args.network_kind
         if args.network_fit_max_d is not None:
             kw["full_fit_max_d"] = args.network_fit_max_d
         if args.network_n is not None:
