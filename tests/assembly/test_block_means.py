@@ -26,7 +26,7 @@ def network12(tmp_path_factory):
         model,
         truth,
         3000,
-        burn_in=400,
+        burn_in=3000,  # 30 time units: settled (400 steps left the means still moving)
         execution=ds.Execution(out_dir=str(tmp_path_factory.mktemp("s"))),
     )
     return model, truth, cm, X
