@@ -124,22 +124,32 @@ def test_extended_sign_assumptions_are_checked_like_the_plain_ones():
         ds.simulate(with_input, [1.0], 100, inputs={"s": -1.0})
 
 
-def test_an_integer_constant_beyond_2_53_is_refused_at_declaration():
-    """``-a*x + 10**30*x`` (a SymPy Integer) was declared, printed as an integer literal and
-    refused by Numba in ``simulate``: "Int value is too large: 1000000000000000000000000000000"
-    (so was the 2·10²⁰ of D = 10²⁰(1 + x²)).  The same constant as a float compiles, and its
+def test_an_integer_constant_beyond_int64_is_named_before_the_kernels_are_written(tmp_path):
+    """``-a*x*10**30`` (SymPy keeps it an exact integer) was printed as an integer literal, and
+    Numba refused the kernel in ``simulate``: "TypingError: Int value is too large:
+    1000000000000000000000000000000" (so was the 2·10²⁰ of D = 10²⁰(1 + x²)), with the module
+    left on disk.  The declaration still passes (SymPy's reading of the drift, as
+    ``test_drift_strings_with_bounded_constants_still_declare`` asks); compiling names the entry
+    and the fix before a file is written.  The same constant as a float simulates, and its
     samples are those of the drift with the constant folded by hand."""
+    big = ds.SDEModel([X_], [A_], [-A_ * X_ * sp.Integer(10) ** 30], diffusion=1, name="big_r9")
     with pytest.raises(
         ds.ModelError,
         match=re.escape(
-            "drift[0] (dx): the integer constant -1000000000…0000000000 (31 digits) is beyond "
-            "2**53 (9.0e15): the generated kernels hold integer constants as 64-bit integers"
+            "model 'big_r9': its kernels would hold the integer constant "
+            "10000000…00000000 (31 digits) (from drift[0] (dx) = "
+            "-1000000000000000000000000000000*a*x), beyond the 64-bit integers Numba compiles"
         ),
     ):
-        ds.SDEModel([X_], [A_], [-A_ * X_ * sp.Integer(10) ** 30], diffusion=1, name="big_r9")
-    with pytest.raises(ds.ModelError, match=r"^diffusion D\[0,0\]: the integer constant 1000"):
-        ds.SDEModel([X_], [A_], [-A_ * X_], 10**20 * (1 + X_**2), name="big_r9")
-    # constants the kernels hold: a float, a constant D (taken as a number), 2**53 - 1
+        ds.simulate(big, [1e-30], 100, execution=ds.Execution(out_dir=tmp_path))
+    assert not list(tmp_path.glob("*.py"))  # nothing written
+    wide_d = ds.SDEModel([X_], [A_], [-A_ * X_], 10**20 * (1 + X_**2), name="bigd_r9")
+    with pytest.raises(ds.ModelError, match=re.escape("(from diffusion D[0,0] = ")):
+        ds.compile_model(wide_d, out_dir=tmp_path)
+    # a constant D = 10**20 passed simulate and fit_global, and failed in fit_local's kernels
+    with pytest.raises(ds.ModelError, match=r"\(from diffusion D\[0,0\] = 100000000000000000000\)"):
+        ds.compile_model(ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=10**20, name="bd_r9"))
+    # constants the kernels hold: a float, 2**63 - 1
     floated = ds.SDEModel([X_], [A_], [-A_ * X_ * 1e30], diffusion=1, name="float_r9")
     plain = ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=1, name="plain_r9")
     np.testing.assert_allclose(
@@ -148,8 +158,9 @@ def test_an_integer_constant_beyond_2_53_is_refused_at_declaration():
         rtol=1e-9,
         atol=1e-12,
     )
-    ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=10**20, name="bigd_r9")
-    ds.SDEModel([X_], [A_], [-A_ * X_ * (2**53 - 1)], diffusion=1, name="edge_r9")
+    ds.compile_model(ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=1e20, name="bdf_r9"))
+    edge = ds.SDEModel([X_], [A_], [-A_ * X_ * (2**63 - 1)], diffusion=1, name="edge_r9")
+    assert ds.simulate(edge, [2.0**-63], 50, seed=1).shape == (50, 1)
 
 
 def test_to_json_refuses_a_file_descriptor_and_expands_the_home_folder(tmp_path, monkeypatch):

@@ -11,12 +11,16 @@ user has not seen regenerates it once to compare).
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
+import re
 import sys
 import threading
+import tokenize
 import warnings
 
 import numpy as np
+import sympy as sp
 
 from ..errors import CodegenError, DataError, ModelError
 from ..kernels.threads import map_ordered
@@ -347,6 +351,7 @@ def compile_model(model, out_dir=None, *, force=False) -> CompiledModel:
                 raise
             warnings.warn(f"{exc}; using the user cache {fallback!r} instead", stacklevel=2)
             path, text = _ensure_file(model, h, fallback, force)
+        refuse_wide_integers(model, text)
         module = _import_text(path, text, f"dynosed_generated_{model.name}_{h[:12]}")
         trust.verify_numba_caches(module)  # Numba checks each cache file before it unpickles it
         note_first_compile(module, model.name)  # one stderr line when Numba's disk cache is cold
@@ -369,6 +374,7 @@ def _ensure_file(model, h, out_dir, force):
         if problem is not None:
             warnings.warn(f"generated file {path} {problem}; regenerating it", stacklevel=3)
         text = render_module(build_spec(model))
+        refuse_wide_integers(model, text)  # (before the file is written)
         try:
             write_if_changed(path, text)
         except OSError as exc:
@@ -378,6 +384,41 @@ def _ensure_file(model, h, out_dir, force):
             ) from exc
         trust.trust_module(text.encode("utf-8"))
     return path, text
+
+
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
+def refuse_wide_integers(model, text):
+    """ModelError when the generated module ``text`` holds an integer literal beyond int64,
+    which Numba refuses ("Int value is too large"): SymPy keeps a constant such as
+    ``10**30`` or ``2**1000`` an exact integer, and the printer writes it as one.  Names the
+    entries of the drift and D holding integers beyond 2**53 (their doubles and derivatives
+    are what overflows) and the fix.  A plain regular expression first: tokenising the module
+    is left to the rare text with a run of 19 digits."""
+    if not _LONG_DIGITS.search(text):
+        return
+    wide = [
+        int(tok.string)
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+        if tok.type == tokenize.NUMBER and tok.string.isdigit() and int(tok.string) >= 2**63
+    ]
+    if not wide:
+        return
+    entries = [(f"drift[{j}] (d{model.state[j]})", e) for j, e in enumerate(model.drift)]
+    entries += [(f"diffusion D[{i},{j}]", model.D[i, j]) for i, j in np.ndindex(model.D.shape)]
+    origin = [
+        (where, e) for where, e in entries if any(abs(n) >= 2**53 for n in e.atoms(sp.Integer))
+    ]
+    digits = str(max(wide))
+    shown = digits if len(digits) <= 24 else f"{digits[:8]}…{digits[-8:]} ({len(digits)} digits)"
+    where = f" (from {origin[0][0]} = {sp.sstr(origin[0][1])[:120]})" if origin else ""
+    raise ModelError(
+        f"model {model.name!r}: its kernels would hold the integer constant {shown}{where}, "
+        "beyond the 64-bit integers Numba compiles (it refuses the kernel: 'Int value is too "
+        "large'): SymPy keeps a constant such as 10**30 an exact integer; write it as a float "
+        "(1e30, or sp.Float(10**30)), or rescale the model's units"
+    )
 
 
 def check_finite_output(arr, what, X=None):

@@ -142,28 +142,12 @@ def numeric_parts(expr):
             todo.extend(sub.args)
 
 
-def _short(n):
-    """An integer as text, its middle digits elided beyond 24 of them."""
-    sign, text = "-" if n < 0 else "", str(abs(n))
-    return sign + (text if len(text) <= 24 else f"{text[:10]}…{text[-10:]} ({len(text)} digits)")
-
-
 def check_constants(expr, where):
     """Every numeric subexpression (a constant, or a function of constants: ``exp(1000)``) must
     be finite and, if not zero, stay non-zero in double precision: the kernels compute in it."""
     for sub in numeric_parts(expr):
         if sub.is_Integer and abs(sub) < 2**53:
             continue
-        if sub.is_Integer and math.isfinite(float(sub)):
-            # printed as an integer literal, beyond int64 once doubled or differentiated, which
-            # Numba refused ("Int value is too large") after the kernels were written
-            raise ModelError(
-                f"{where}: the integer constant {_short(sub)} is beyond 2**53 (9.0e15): the "
-                "generated kernels hold integer constants as 64-bit integers, which overflow "
-                "beyond 9.2e18 (Numba refuses the kernel: 'Int value is too large') and beyond "
-                "2**53 are not the double they compute with; write it as a float "
-                f"({float(sub):.6g}, or sp.Float({float(sub):.6g})), or rescale the model's units"
-            )
         value = sub.evalf(30)
         if not value.is_real or not value.is_finite:
             continue  # complex, oo, nan: check_functions names them
