@@ -64,15 +64,27 @@ def _pairs(R):
     return i, j, index
 
 
-def kronecker_sum(a, C):
-    """``S[(r, f), (s, g)] = Σ_k a[k, r]a[k, s]·C[k, f, g]`` (R·K, R·K) for a (m, R) and C
-    (m, K, K) symmetric in its last two axes: one product over the pairs r ≤ s and f ≤ g (a
-    quarter of the full one's 2·m·R²·K² operations), then spread by symmetry — exactly
-    symmetric."""
-    R, K = a.shape[1], C.shape[1]
+def kronecker_sum(a, Dk, w):
+    """``S[(r, f), (s, g)] = Σ_k a[k, r]a[k, s]·C_k[f, g]`` (R·K, R·K) for a (m, R) and
+    ``C_k = Σ_b w_b D_b[:, k]D_b[:, k]ᵀ`` (Dk (m, B, K), w (B,)): over parts of the features
+    (:func:`feature_parts`; C is never held whole, a part's temporaries are small), one product
+    over the pairs r ≤ s and f ≤ g per part (a quarter of the full one's 2·m·R²·K² operations),
+    the parts added in order, then spread by symmetry — exactly symmetric."""
+    (m, B, K), R = Dk.shape, a.shape[1]
     ri, si, r_index = _pairs(R)
     fi, gi, f_index = _pairs(K)
-    T = (a[:, ri] * a[:, si]).T @ C[:, fi, gi]  # (R(R+1)/2, K(K+1)/2)
+
+    def part(bounds):
+        lo, hi = bounds
+        D = Dk[lo:hi]
+        C = np.matmul((D * w[None, :, None]).transpose(0, 2, 1), D)  # (hi − lo, K, K)
+        return (a[lo:hi, ri] * a[lo:hi, si]).T @ C[:, fi, gi]  # (R(R+1)/2, K(K+1)/2)
+
+    T = np.zeros((ri.size, fi.size))
+    row_bytes = 8 * (2 * B * K + K * K + ri.size + fi.size)
+    ops = 2 * m * (B * K * K + ri.size * fi.size)
+    for piece in map_parts(part, feature_parts(m, row_bytes), ops):
+        T += piece
     r, f = np.divmod(np.arange(R * K), K)  # row (r, f) = r·K + f
     return T[r_index[r[:, None], r[None, :]], f_index[f[:, None], f[None, :]]]
 
@@ -97,11 +109,9 @@ class FaceSplitGrams(BlockGrams):
     """
 
     def __init__(self, S, s, V, w, dev, Dk, AV):
-        B, K, m = dev.P.shape
         super().__init__(None, S, s, V, w, dev.shape)
         self.dev, self.Dk, self.AV = dev, Dk, AV  # Dk (m, B, K): the right products' operand
         self.product = dev.full()  # the R·K product columns (dev itself without an embedding)
-        self.Dflat = np.ascontiguousarray(dev.P.transpose(0, 2, 1)).reshape(B, m * K)  # bilinear
 
     @property
     def a(self):
@@ -117,10 +127,12 @@ class FaceSplitGrams(BlockGrams):
         means (:class:`~dynosed_sym.assembly.facesplit.FaceSplit`, same units)."""
         w = np.asarray(w, dtype=float)
         a, P = fs.a, fs.P
-        dev = FaceSplit(a, P - np.tensordot(w, P, axes=1)[None], fs.embed)  # ΔA_b = (a ⊙ D_b)E
-        Dk = np.ascontiguousarray(dev.P.transpose(2, 0, 1))  # (m, B, K)
-        C = np.matmul((Dk * w[None, :, None]).transpose(0, 2, 1), Dk)  # (m, K, K)
-        S = embedded_gram(kronecker_sum(a, C), fs.embed)
+        # D_b = P_b − Σ_c w_c P_c held once, as (m, B, K) (the right products' operand); the
+        # deviations' factor D (B, K, m) is a view of it: ΔA_b = (a ⊙ D_b)E
+        Dk = np.empty((P.shape[2], P.shape[0], P.shape[1]))  # C order (a ufunc keeps P's)
+        np.subtract(P.transpose(2, 0, 1), np.tensordot(w, P, axes=1).T[:, None, :], out=Dk)
+        dev = FaceSplit(a, Dk.transpose(1, 2, 0), fs.embed)
+        S = embedded_gram(kronecker_sum(a, Dk, w), fs.embed)
         AV = U * np.asarray(s, dtype=float)[None, : U.shape[1]]
         return cls(S, np.asarray(s, dtype=float), V, w, dev, Dk, AV)
 
@@ -136,7 +148,8 @@ class FaceSplitGrams(BlockGrams):
             lo, hi = bounds
             Z = self.product.factor_times(Y, lo, hi)
             Z *= AY[lo:hi, None, :]
-            return self.Dflat[:, lo * K : hi * K] @ Z.reshape((hi - lo) * K, p)
+            Dflat = self.Dk[lo:hi].transpose(1, 0, 2).reshape(B, (hi - lo) * K)  # (a copy)
+            return Dflat @ Z.reshape((hi - lo) * K, p)
 
         out = np.zeros((B, p))
         ops = 2 * m * K * p * (B + self.a.shape[1])
