@@ -38,31 +38,7 @@ def main(argv=None):
         "--repeats", type=int, default=None, help="timed repeats per measurement (median reported)"
     )
     ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
-    ap.add_argument(
-        "--network-fit-max-d",
-        type=int,
-        default=None,
-        help="network section: largest d fitted whole (larger: the assembly only; default 50)",
-    )
-    ap.add_argument(
-        "--network-sizes",
-        default=None,
-        help="network section: comma-separated d (default 10,20,50,100; --quick 10,20)",
-    )
-    ap.add_argument(
-        "--network-n",
-        type=int,
-        default=None,
-        help="network section: samples of the warm simulate and fit for every d (default 20,000; "
-        "100,000 at d = 100)",
-    )
-    ap.add_argument(
-        "--network-kind",
-        choices=("w", "rates"),
-        default="w",
-        help="network section: W·h(x) − x + 1/2 (w, default) or W·h(x) − g⊙x + β with the decay "
-        "and basal rates unknown too (rates)",
-    )
+    _add_network_arguments(ap)
     ap.add_argument(
         "--no-sweep",
         action="store_true",
@@ -102,18 +78,8 @@ def main(argv=None):
         "verdicts": section_verdicts,
         "factors": section_factors,
     }
-    if (
-        args.network_fit_max_d is not None
-        or args.network_sizes
-        or args.network_n
-        or (args.network_kind != "w")
-    ):
-        kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
-        kw["kind"] = args.network_kind
-        if args.network_fit_max_d is not None:
-            kw["full_fit_max_d"] = args.network_fit_max_d
-        if args.network_n is not None:
-            kw["n_warm"] = args.network_n
+    kw = _network_options(args)
+    if kw:
         runners["network"] = lambda quick, reps: section_network(quick, reps, **kw)
     if "calibration" in only and "sweep" not in only and not args.no_sweep:
         only.append("sweep")  # the calibration is part of the sweep
@@ -130,3 +96,46 @@ def main(argv=None):
             json.dump(results, fh, indent=2, default=float)
         print(f"wrote {args.json}")
     return results
+
+
+def _add_network_arguments(ap):
+    """The network section's options."""
+    ap.add_argument(
+        "--network-fit-max-d",
+        type=int,
+        default=None,
+        help="network section: largest d fitted whole (larger: the assembly only; default 50)",
+    )
+    ap.add_argument(
+        "--network-sizes",
+        default=None,
+        help="network section: comma-separated d (default 10,20,50,100; --quick 10,20)",
+    )
+    ap.add_argument(
+        "--network-n",
+        type=int,
+        default=None,
+        help="network section: samples of the warm simulate and fit for every d (default 20,000; "
+        "100,000 at d = 100)",
+    )
+    ap.add_argument(
+        "--network-kind",
+        choices=("w", "rates"),
+        default="w",
+        help="network section: W·h(x) − x + 1/2 (w, default) or W·h(x) − g⊙x + β with the decay "
+        "and basal rates unknown too (rates)",
+    )
+
+
+def _network_options(args):
+    """Keywords of section_network from the options (None: all defaults)."""
+    given = args.network_fit_max_d is not None or args.network_sizes or args.network_n
+    if not given and args.network_kind == "w":
+        return None
+    kw = {"sizes": [int(v) for v in (args.network_sizes or "").split(",") if v.strip()]}
+    kw["kind"] = args.network_kind
+    if args.network_fit_max_d is not None:
+        kw["full_fit_max_d"] = args.network_fit_max_d
+    if args.network_n is not None:
+        kw["n_warm"] = args.network_n
+    return kw
