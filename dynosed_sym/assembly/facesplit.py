@@ -24,7 +24,8 @@ with it (:func:`rescale`) and locks it again.
 column of A is a sum of table terms ``coef·ω_{k, j}·P_b[e, k]`` (a state j, a feature e), so the
 block means of *any* affine model are ``A_b = Ã_b E``: Ã_b the face-split product over the rows
 and features that occur (R·K columns), E a sparse (R·K, n) map holding the coefficients.  Where
-that costs little — n ≥ :data:`MIN_EMBEDDED_N` and R·K ≤ :data:`MAX_EMBEDDED_RATIO`·n —
+that costs little and saves much — n ≥ :data:`MIN_EMBEDDED_N`, R ≥ :data:`MIN_EMBEDDED_ROWS`
+and R·K ≤ :data:`MAX_EMBEDDED_RATIO`·n —
 :func:`face_split_columns` returns it (``W·h(x) − γ⊙x + β`` at d = 20: R·K = 820 for n = 440);
 one matrix block holding every parameter keeps its exact form (E is the identity, ``embed``
 None), so those fits are bit for bit what they were.  The solve's statistics run on Ã_b's
@@ -50,14 +51,19 @@ __all__ = [
     "Split",
     "MIN_EMBEDDED_N",
     "MAX_EMBEDDED_RATIO",
+    "MIN_EMBEDDED_ROWS",
 ]
 
 
 #: Smallest number of parameters for which block means that are not one matrix block are kept in
 #: face-split form (below it the dense products are cheap, and small models keep their bits).
 MIN_EMBEDDED_N = 64
-#: ... and only while the rows × features that occur are at most this many times n.
+#: ... and only while the rows × features that occur are at most this many times n
 MAX_EMBEDDED_RATIO = 2.0
+#: ... over at least this many rows (states): the factors' products cost about 1/R of the dense
+#: ones (B·m·K·n against B·m·n², K ≈ n/R), so with few rows they save nothing (a three-state
+#: polynomial library of 109 parameters fitted as fast either way, in a scratch comparison).
+MIN_EMBEDDED_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -254,7 +260,7 @@ def _embedded_split(plan):
         return None
     rows, row_of = np.unique(j, return_inverse=True)
     feats, feat_of = np.unique(e, return_inverse=True)
-    if rows.size * feats.size > MAX_EMBEDDED_RATIO * plan.n:
+    if rows.size < MIN_EMBEDDED_ROWS or rows.size * feats.size > MAX_EMBEDDED_RATIO * plan.n:
         return None
     from scipy.sparse import csr_matrix
 

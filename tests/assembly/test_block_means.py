@@ -283,8 +283,9 @@ def _plan(n, blocks=(), terms=()):
 
 def test_which_contractions_are_face_split():
     """One block holding every column: the block's own form (no embedding); a block beside table
-    terms, n ≥ MIN_EMBEDDED_N and rows × features ≤ 2n: embedded; too few columns, too many
-    rows × features (one parameter per state and feature), or a column without a term: None."""
+    terms, n ≥ MIN_EMBEDDED_N, at least MIN_EMBEDDED_ROWS rows and rows × features ≤ 2n:
+    embedded; too few columns or rows, too many rows × features (one parameter per state and
+    feature), or a column without a term: None."""
     from dynosed_sym.assembly import facesplit as afs
 
     block = (0, list(range(8)), [1.0] * 8, list(range(8)))
@@ -299,4 +300,6 @@ def test_which_contractions_are_face_split():
     assert afs.face_split_columns(_plan(40, terms=small)) is None  # n < MIN_EMBEDDED_N
     diag = [(j, j, j, 1.0) for j in range(70)]  # 70 rows × 70 features for 70 columns
     assert afs.face_split_columns(_plan(70, terms=diag)) is None
+    few = (0, list(range(4)), [1.0] * 4, list(range(20)))  # 4 rows: nothing to save
+    assert afs.face_split_columns(_plan(81, [few], [(0, 0, 80, 1.0)])) is None
     assert afs.face_split_columns(_plan(81, [block], terms)) is None  # column 80 has no term
