@@ -63,7 +63,7 @@ from .calibration_data import (
     stationarity_check,
 )
 from .calibration_metrics import cell_metrics, cells_of, flag_summary, summary_table
-from .calibration_sweep import RIDGE, _probes, _write_records, read_records
+from .calibration_sweep import RIDGE, _probes, _write_records, finish_run, read_records
 from .common import ROOT
 
 __all__ = ["LOCAL_DESIGNS", "DesignFamily", "DesignSweep", "run_local_designs", "design_record"]
@@ -642,15 +642,7 @@ def run_local_designs(opts, command="python -m dynosed_sym.apps.bench --only loc
         payload["records"].extend(records)
         payload["families"][name] = info
         _write_records(records_path, payload)  # after every family: an interrupted run keeps it
-    payload["meta"]["seconds"] = time.perf_counter() - t0
-    _write_records(records_path, payload)
-    text, cells = render(payload)
-    payload["cells"] = cells
-    log("\n" + text)
-    with open(table_path, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    log(f"\nwrote {table_path} and {records_path}")
-    return payload
+    return finish_run(payload, t0, render, table_path, records_path, log)
 
 
 def reanalyse(path):

@@ -349,6 +349,12 @@ def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
         payload["records"].extend(records)
         payload["families"][name] = info
         _write_records(records_path, payload)  # after every family: an interrupted run keeps it
+    return finish_run(payload, t0, render, table_path, records_path, log)
+
+
+def finish_run(payload, t0, render, table_path, records_path, log):
+    """The run's seconds into ``payload``, its records and ``render(payload)``'s table written
+    (the cells kept in ``payload["cells"]``), the table logged; returns ``payload``."""
     payload["meta"]["seconds"] = time.perf_counter() - t0
     _write_records(records_path, payload)
     text, cells = render(payload)
