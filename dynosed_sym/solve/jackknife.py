@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blockops import DeviationStream, deviation_rtimes, each_times
+from .blockops import DeviationStream, deviation_rtimes, each_times, is_dense
 from .grams import BlockGrams, map_parts
 from .misspecification import block_weights
 from .uncertainty import block_influence, influence_variance
@@ -108,7 +108,9 @@ def jackknife_gain(rho):
 
 def resolved_blocks(dAR, columns=None):
     """``(k, (A_k − A)V_R)`` block by block from the solve's deviations: a (B, m, r) array, the
-    (B, m, n) array ``(A_b − A)V`` with R = ``columns``, or a :class:`DeviationStream`."""
+    (B, m, n) array ``(A_b − A)V`` with R = ``columns`` (indices or a boolean mask), or a
+    :class:`DeviationStream`."""
+    columns = _indices(columns)
     if isinstance(dAR, DeviationStream):
         for lo, hi, D in dAR.chunks(columns):
             for k in range(lo, hi):
@@ -161,11 +163,20 @@ def jackknife_resolved(AR, b, dAR, db, w, correction, c, VR, se, columns=None) -
     return Jackknife(bias, sd, rho, jackknife_gain(rho), True)
 
 
+def _indices(columns):
+    """Column indices (a boolean mask → its True positions; None stays None)."""
+    if columns is None:
+        return None
+    columns = np.asarray(columns)
+    return np.flatnonzero(columns) if columns.dtype == bool else columns
+
+
 def _deleted_solves(deleted, dAR, columns, shape, m):
     """Z (B, r): ``deleted(k, X_k)`` for every block.  Regenerated deviations (a
     :class:`DeviationStream`) are read a chunk of blocks per part on threads (one BLAS thread
     each; each Z[k] is computed alone, so the result is the same bit for bit on any number of
-    threads); held ones block by block."""
+    threads); held ones block by block.  Lazy block means (beyond the memory bound for dense
+    ones) are read on the calling thread: each part then holds a chunk of the dense means too."""
     Z = np.empty(shape)
     if not isinstance(dAR, DeviationStream):
         for k, X in resolved_blocks(dAR, columns):
@@ -180,7 +191,8 @@ def _deleted_solves(deleted, dAR, columns, shape, m):
 
     B, r = shape
     ops = 2 * B * m * r * (dAR.V.shape[0] + 2 * r)  # the chunks' products and the Grams
-    for (lo, hi), zs in zip(parts, map_parts(part, parts, ops)):
+    workers = None if is_dense(dAR.A_blocks) else 1
+    for (lo, hi), zs in zip(parts, map_parts(part, parts, ops, workers)):
         Z[lo:hi] = zs
     return Z
 
@@ -209,6 +221,7 @@ def covariance_on(dAR, db, counts, columns=None):
     ``dAR`` holds ``(A_b − A)V`` (B, m, n) and R is these columns (gathered block by block)."""
     w = block_weights(counts)
     B = dAR.shape[0]
+    columns = _indices(columns)
     r = dAR.shape[2] if columns is None else columns.size
     S_RR, s_R = np.zeros((r, r)), np.zeros((r,) + db.shape[2:])  # db (B, m, k): k right-hand sides
     for k, X in resolved_blocks(dAR, columns):  # a stream: regenerated along R, chunk by chunk

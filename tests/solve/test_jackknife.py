@@ -15,6 +15,7 @@ from dynosed_sym.solve.jackknife import (
     MAX_RANK_PER_BLOCK,
     RHO_FULL,
     RHO_NONE,
+    covariance_on,
     jackknife_gain,
     jackknife_resolved,
 )
@@ -43,12 +44,13 @@ def _resolved_solve(A, b, Ab, bb, counts, VR, alpha):
     B=st.integers(3, 9),
     shape=st.sampled_from([(12, 4, 4), (15, 6, 3), (20, 5, 1)]),
     alpha=st.sampled_from([1.0, 0.8, 0.0]),
-    form=st.sampled_from(["R", "columns", "stream"]),
+    form=st.sampled_from(["R", "columns", "stream", "mask", "stream mask"]),
 )
 def test_each_deleted_solve_is_the_solve_on_the_other_blocks(seed, B, shape, alpha, form):
     """The jackknife's bias and sd from its rank updates equal those of the B solves on the other
     blocks (their weighted mean, S and s recomputed by block_covariance), for the three forms the
-    solve hands over: deviations along R, along every direction with R's columns, a stream."""
+    solve hands over: deviations along R, along every direction with R's columns, a stream — R's
+    columns as indices or as a boolean mask (covariance_on too)."""
     m, n, r = shape
     rng = np.random.default_rng(seed)
     A, b, Ab, bb, counts = _blocks(rng, B, m, n, 0.3)
@@ -71,8 +73,11 @@ def test_each_deleted_solve_is_the_solve_on_the_other_blocks(seed, B, shape, alp
         dev, columns = Ab @ VR - (A @ VR)[None], None
     elif form == "columns":
         dev, columns = Ab @ V - (A @ V)[None], cols
-    else:
+    elif form == "stream":
         dev, columns = DeviationStream(Ab, V, A @ V), cols
+    else:  # R as a boolean mask of the columns (held or streamed)
+        columns = np.isin(np.arange(n), cols)
+        dev = DeviationStream(Ab, V, A @ V) if form == "stream mask" else Ab @ V - (A @ V)[None]
     c = np.linalg.norm(A @ VR, axis=0)
     S, s_ = block_covariance(A, b, Ab, bb, counts)
     correction = (alpha, VR.T @ S @ VR, VR.T @ s_)
@@ -81,6 +86,12 @@ def test_each_deleted_solve_is_the_solve_on_the_other_blocks(seed, B, shape, alp
     np.testing.assert_allclose(jk.bias, want_bias, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
     np.testing.assert_allclose(jk.sd, want_sd, rtol=1e-7, atol=1e-10 * np.abs(z0).max())
     assert jk.rho == pytest.approx(np.max(want_sd))
+    if "mask" in form:  # the mask reads the same columns as their indices
+        for got, want in zip(
+            covariance_on(dev, bb - b[None], counts, columns),
+            covariance_on(dev, bb - b[None], counts, cols),
+        ):
+            np.testing.assert_array_equal(got, want)
 
 
 @settings(max_examples=15, deadline=None)
