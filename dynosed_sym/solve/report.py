@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -629,25 +630,16 @@ def _attach_uncertainty(
 
 
 def _bootstrap_solver(rep, estimate):
-    """The estimator of the fit for the block bootstrap: the correction recomputed from the drawn
-    blocks; the resolved estimator keeps the fit's resolved subspace."""
+    """The estimator of the fit for the block bootstrap (a partial of :func:`_bootstrap_solve`,
+    picklable as the report is): the correction recomputed from the drawn blocks; the resolved
+    estimator keeps the fit's resolved subspace."""
     subspace = estimate.subspace if estimate.estimator == "resolved" else None
+    options = dict(statistic=estimate.statistic, estimator=estimate.estimator, subspace=subspace)
+    return partial(_bootstrap_solve, lam=rep.lam, **options)
 
-    def solve(A, b, A_blocks, b_blocks, counts):
-        return solve_system(
-            A,
-            b,
-            A_blocks,
-            b_blocks,
-            counts,
-            rep.lam,
-            statistic=estimate.statistic,
-            estimator=estimate.estimator,
-            subspace=subspace,
-            tikhonov=False,
-        ).theta
 
-    return solve
+def _bootstrap_solve(A, b, A_blocks, b_blocks, counts, *, lam, **options):
+    return solve_system(A, b, A_blocks, b_blocks, counts, lam, tikhonov=False, **options).theta
 
 
 def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):

@@ -468,3 +468,19 @@ def test_fit_records_the_wall_time_of_each_stage(lorenz_fit):
     assert all(v >= 0 for v in t.values())
     assert abs(t["assembly"] + t["solve"] + t["report"] + t["checks"] - t["total"]) < 1e-3
     assert "timings" not in fit.summary().splitlines()[0]
+
+
+def test_a_fit_survives_pickling_with_its_bootstrap(models, ou_samples):
+    """A FitResult pickles and unpickles (its bootstrap estimator is a module-level partial, not a
+    closure: ``pickle.dumps(fit)`` raised "Can't pickle local object"), and the copy's summary
+    and block bootstrap are the original's, bit for bit."""
+    import pickle
+
+    fit = ds.fit_global(
+        models["ou2d"], ou_samples(OU_M, 1.0, 5000, 3), features=ds.Features(seed=3)
+    )
+    copy = pickle.loads(pickle.dumps(fit))
+    assert copy.summary() == fit.summary()
+    np.testing.assert_array_equal(copy.theta, fit.theta)
+    got, want = copy.bootstrap(n_boot=20, seed=1), fit.bootstrap(n_boot=20, seed=1)
+    np.testing.assert_array_equal(got.thetas, want.thetas)
