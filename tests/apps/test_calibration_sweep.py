@@ -410,7 +410,7 @@ def _fixed_point_eigenvalues(name):
     return xs, x0, np.linalg.eigvals(np.asarray(J(xs), float))
 
 
-@pytest.mark.parametrize("name", ["goodwin", "mm", "predprey", "lvcomp"])
+@pytest.mark.parametrize("name", ["goodwin", "mm", "predprey", "lvcomp", "gompertz", "ou3_stiff"])
 def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
     """Oracle: the stated relaxation time is 1/|Re λ|max of the drift's Jacobian at its fixed
     point (SymPy's Jacobian, SciPy's root from the chains' start)."""
@@ -420,7 +420,7 @@ def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
     assert proto.relaxation == pytest.approx(1.0 / abs(lam.real.max()), rel=0.05)
 
 
-@pytest.mark.parametrize("name", ["selkov", "bruss_cycle"])
+@pytest.mark.parametrize("name", ["selkov", "bruss_cycle", "goodwin_cycle"])
 def test_held_out_cycles_start_at_an_unstable_fixed_point(name):
     """Oracle: the limit-cycle families' start is their (unique) fixed point, and it is unstable
     (an eigenvalue of SymPy's Jacobian there with positive real part): the chains leave it for the
@@ -428,6 +428,46 @@ def test_held_out_cycles_start_at_an_unstable_fixed_point(name):
     xs, x0, lam = _fixed_point_eigenvalues(name)
     assert np.abs(xs - x0).max() < 0.01
     assert lam.real.max() > 0
+
+
+def test_round_twelve_exact_laws_are_the_stationary_ones():
+    """Oracle for the twelfth round's exact samplers, with the drift and D lambdified by SymPy at
+    the truth: the Gompertz law's draws (log-normal) meet the Stein identity E[f φ' + D φ''] = 0
+    for φ = sin, cos(k log x), k = 1, 2, within 4 standard errors on 200,000 draws (with log x's
+    variance doubled they fail it by more than 20); the stiff cascade's Gaussian draws meet the
+    Lyapunov equation M Σ + Σ Mᵀ + 2D = 0 (M from SymPy's Jacobian of the drift), every entry
+    within 5 % of 2D's largest (the sampling error with the rates of 100 is 1.5 %; a D₃₃ of
+    1/20 instead of 1/200 is off by 9 %)."""
+    import sympy as sp
+
+    model, truth, proto = fams.family("gompertz")
+    (x,) = model.state
+    f = sp.lambdify(x, model.drift[0].subs(dict(zip(model.params, truth))), "numpy")
+    D = sp.lambdify(x, model.D[0, 0], "numpy")
+    X = proto.exact(200_000, np.random.default_rng(5))[:, 0]
+
+    def worst(X):
+        out, u = 0.0, np.log(X)
+        for k in (1.0, 2.0):  # φ = g(k log x): φ' = g'·k/x, φ'' = (g''·k² − g'·k)/x²
+            pairs = ((np.cos, lambda v: -np.sin(v)), (lambda v: -np.sin(v), lambda v: -np.cos(v)))
+            for g1, g2 in pairs:
+                d1 = g1(k * u) * k / X
+                d2 = (g2(k * u) * k * k - g1(k * u) * k) / X**2
+                terms = f(X) * d1 + D(X) * d2
+                out = max(out, abs(terms.mean()) / (terms.std() / np.sqrt(X.size)))
+        return out
+
+    assert worst(X) < 4.0
+    assert worst(np.exp(1.75 + (np.log(X) - 1.75) * np.sqrt(2.0))) > 20.0
+
+    model, truth, proto = fams.family("ou3_stiff")
+    assert proto.sampler == "simulate" and proto.exact is not None  # the oracle cell
+    J = sp.Matrix(model.drift).subs(dict(zip(model.params, truth))).jacobian(list(model.state))
+    M = np.asarray(J.tolist(), dtype=float)
+    D3 = np.asarray(model.D.tolist(), dtype=float)
+    S = np.cov(proto.exact(400_000, np.random.default_rng(6)).T)
+    assert np.abs(M @ S + S @ M.T + 2 * D3).max() < 0.05 * 2 * D3.max()
+    assert np.sort(np.linalg.eigvals(M).real)[-1] == pytest.approx(-1 / proto.relaxation, 1e-3)
 
 
 def test_data_factor_bench_counts_by_hand():
