@@ -52,18 +52,23 @@ from dynosed_sym.routes.local_route import MOVED as LOCAL_OPTIONS
 from dynosed_sym.simulation import simulate_time_course
 
 from .calibration_data import (
-    BASE_SEED,
     Protocol,
     data_seed,
     default_cache_dir,
     ks_columns,
     law_1d,
     load_dataset,
-    simulator_fingerprint,
     stationarity_check,
 )
 from .calibration_metrics import cell_metrics, cells_of, flag_summary, summary_table
-from .calibration_sweep import RIDGE, _probes, _write_records, finish_run, read_records
+from .calibration_sweep import (
+    RIDGE,
+    _probes,
+    _write_records,
+    finish_run,
+    new_payload,
+    read_records,
+)
 from .common import ROOT
 
 __all__ = ["LOCAL_DESIGNS", "DesignFamily", "DesignSweep", "run_local_designs", "design_record"]
@@ -617,19 +622,7 @@ def run_local_designs(opts, command="python -m dynosed_sym.apps.bench --only loc
     """Run every family; print and write the table and the records.  Returns the payload."""
     log = (lambda s: None) if opts.quiet else (lambda s: print(s, flush=True))
     t0 = time.perf_counter()
-    payload = {
-        "meta": {
-            "command": command,
-            "version": ds.__version__,
-            "simulator": simulator_fingerprint(),
-            "base_seed": BASE_SEED,
-            "n_sets": opts.n_sets,
-            "columns": COLUMNS,
-            "seconds": None,
-        },
-        "families": {},
-        "records": [],
-    }
+    payload = new_payload(command, opts.n_sets, COLUMNS)
     if opts.full:
         table_path, records_path = opts.table_path or TABLE, opts.records_path or RECORDS
     else:

@@ -317,21 +317,9 @@ def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
     """Run the sweep; print and write the table and the records.  Returns the payload."""
     log = (lambda s: None) if opts.quiet else (lambda s: print(s, flush=True))
     t0 = time.perf_counter()
-    payload = {
-        "meta": {
-            "command": command,
-            "version": ds.__version__,
-            "simulator": simulator_fingerprint(),
-            "base_seed": BASE_SEED,
-            "n_sets": opts.n_sets,
-            "routes": list(opts.routes),
-            "columns": opts.columns,
-            "diffrax_n": DIFFRAX_N,
-            "seconds": None,
-        },
-        "families": {},
-        "records": [],
-    }
+    payload = new_payload(
+        command, opts.n_sets, opts.columns, routes=list(opts.routes), diffrax_n=DIFFRAX_N
+    )
     table_path, records_path = _paths(opts)
     done = _resumable(records_path, payload["meta"]) if opts.resume else {}
     for name in opts.families:
@@ -350,6 +338,20 @@ def run_sweep(opts, command="python -m dynosed_sym.apps.bench --only sweep"):
         payload["families"][name] = info
         _write_records(records_path, payload)  # after every family: an interrupted run keeps it
     return finish_run(payload, t0, render, table_path, records_path, log)
+
+
+def new_payload(command, n_sets, columns, **meta):
+    """An empty run: its ``meta`` (the command, package and simulator versions, base seed, data
+    sets per cell, columns, and ``meta``'s further entries), no families, no records."""
+    head = {
+        "command": command,
+        "version": ds.__version__,
+        "simulator": simulator_fingerprint(),
+        "base_seed": BASE_SEED,
+        "n_sets": n_sets,
+        "columns": columns,
+    }
+    return {"meta": {**head, **meta, "seconds": None}, "families": {}, "records": []}
 
 
 def finish_run(payload, t0, render, table_path, records_path, log):
