@@ -329,7 +329,7 @@ class SDEModel:
         names = self.__dict__.get("_param_names")
         if names is None:
             names = tuple(str(s) for s in self.params)
-            object.__setattr__(self, "_param_names", names)
+            self._param_names = names  # (a private cache: allowed on the frozen model)
         return list(names)
 
     @property
