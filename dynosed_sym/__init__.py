@@ -39,6 +39,7 @@ from .errors import (
     NotAffineError,
     StationarityError,
     StationarityWarning,
+    StepSizeWarning,
     TrainingDivergedError,
 )
 from .identifiability import (
@@ -119,5 +120,6 @@ __all__ = [
     "DaskUnavailableError",
     "ConvergenceWarning",
     "StationarityWarning",
+    "StepSizeWarning",
     "__version__",
 ]

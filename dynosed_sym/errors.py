@@ -72,6 +72,12 @@ class StationarityWarning(UserWarning):
     chains were still relaxing at the end of the burn-in.  The message says what to change."""
 
 
+class StepSizeWarning(UserWarning):
+    """The simulation's time step is large against the drift's relaxation where the chains are,
+    so the simulated stationary law is biased (by the amount the message states, with a step that
+    would make it small)."""
+
+
 #: Every error and warning class defined here, in the order defined (the package exports them).
 __all__ = [
     name

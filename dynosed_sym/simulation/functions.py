@@ -235,6 +235,23 @@ class ModelFunctions:
         """∂f_i/∂x_j (n, d, d)."""
         return self._call(self._jac, X, theta, (self.d, self.d))
 
+    def row_jacobians(self, X, theta):
+        """∂f_i/∂x_j (n, d, d) at each row; an affine drift's from its distinct state-dependent
+        derivatives (as :meth:`mean_jacobian`: no d² symbolic entries at network size)."""
+        parts = self._jacobian_terms
+        if parts is None:
+            return self.jacobian(X, theta)
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        terms, consts, n_unique, fn = parts
+        J = np.zeros((X.shape[0], self.d, self.d))
+        for i, j, k, c in consts:
+            J[:, i, j] += (1.0 if k < 0 else theta[k]) * c
+        if terms:
+            vals = self._call(fn, X, None, (n_unique,))
+            for i, j, k, u in terms:
+                J[:, i, j] += (1.0 if k < 0 else theta[k]) * vals[:, u]
+        return J
+
     def drift_theta(self, X, theta):
         """Nonzero ∂f_i/∂θ_k at the rows: list of (i, k, values (n,))."""
         pairs, vals, column = self.drift_theta_distinct(X, theta)

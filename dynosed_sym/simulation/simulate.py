@@ -37,8 +37,10 @@ from ..model.declaration import require_model
 from ..model.validation import declared_signs
 from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
+from .functions import model_functions
 from .starts import domain_failure, positive_starts, start_states
 from .stationarity import check_stationarity, enforce_stationary
+from .stepsize import check_step_size, warn_step_size
 
 __all__ = [
     "simulate",
@@ -229,10 +231,19 @@ def _checked(plan, X):
     fix = f"or start inside that range and reduce dt ({plan.dt:g}) if Euler steps leave it"
     state_signs(plan.model, X, "simulate: the samples", "sample", fix=fix)
     check = check_stationarity(plan.model, plan.theta, X, groups)
+    what = f"simulate: the chains of model {plan.model.name!r} at these parameters"
+    scheme = "splitting" if plan.cm.noise_matrix is not None else "euler"
+    warn_step_size(
+        check_step_size(
+            model_functions(plan.model), plan.theta, X, plan.dt, scheme, plan.model.state_names
+        ),
+        what,
+        4,
+    )
     burn = f"burn_in (now {plan.burn_in} steps = {plan.burn_in * plan.dt:g} time units)"
     enforce_stationary(
         check,
-        f"simulate: the chains of model {plan.model.name!r} at these parameters",
+        what,
         (
             "There is no stationary law to sample at these parameters: choose parameters whose "
             "drift confines the state (if a longer burn-in should settle it, increase "

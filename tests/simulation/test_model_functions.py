@@ -37,6 +37,8 @@ def test_derivatives_match_finite_differences(case, project_root):
     J = fn.jacobian(X, theta)
     for j in range(model.d):
         np.testing.assert_allclose(J[:, :, j], fd_x(j), rtol=1e-6, atol=1e-7)
+    # the per-row Jacobian from the distinct derivatives (the step-size check) is the same
+    np.testing.assert_allclose(fn.row_jacobians(X, theta), J, rtol=1e-12, atol=1e-12)
     dtheta = np.zeros((X.shape[0], model.d, model.n))
     for i, k, vals in fn.drift_theta(X, theta):
         dtheta[:, i, k] = vals
