@@ -58,6 +58,10 @@ def _parse_assignments(model, items, option):
             raise click.BadParameter(
                 f"value of {name!r} is not a number: {val!r}", param_hint=option
             ) from None
+        if not np.isfinite(values[name]):  # (it failed later, as an error of the command: exit 1)
+            raise click.BadParameter(
+                f"value of {name!r} is not finite: {val.strip()!r}", param_hint=option
+            )
         if name not in model.param_names:
             raise click.BadParameter(
                 f"{name!r} is not a parameter of {model.name!r} "
