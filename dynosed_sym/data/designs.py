@@ -283,6 +283,25 @@ def refuse_state_column(model, column, option, role):
         )
 
 
+def _number(label):
+    try:
+        return float(label)
+    except (TypeError, ValueError):
+        return None
+
+
+def _environment_of(key, names):
+    """The environment an ``inputs`` key names: its text, or the one environment whose label is
+    the same number (an environment column read as floats labels its rows "1.0", which
+    ``inputs={1: …}`` means); the key's text when none is."""
+    text = str(key)
+    if text in names:
+        return text
+    value = _number(text)
+    same = [nm for nm in names if value is not None and _number(nm) == value]
+    return same[0] if len(same) == 1 else text
+
+
 def _per_env_inputs(model, inputs, names):
     """Normalise ``inputs`` to {env: vector}; a plain {input: value} dict is one environment's."""
     k = len(model.inputs)
@@ -306,7 +325,15 @@ def _per_env_inputs(model, inputs, names):
                 f"inputs={{{', '.join(repr(n) + ': {...}' for n in names[:3])}}}"
             )
         return {names[0]: model.input_vector(inputs, "inputs")}
-    keys = {str(key): val for key, val in inputs.items()}
+    keys = {}
+    for key, val in inputs.items():
+        name = _environment_of(key, names)
+        if name in keys:
+            raise ModelError(
+                f"inputs: environment {name!r} is given twice (as {key!r} and as another label "
+                "of the same number); give each environment once"
+            )
+        keys[name] = val
     unknown = [key for key in keys if key not in names]
     if unknown:
         shown = ", ".join(names[:10]) + (f", … ({len(names)} in all)" if len(names) > 10 else "")

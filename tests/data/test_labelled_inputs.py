@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import sympy as sp
 
 import dynosed_sym as ds
 from dynosed_sym.arguments import labelled_values
@@ -176,3 +177,42 @@ def test_a_named_series_is_read_by_its_name(ou):
     chunks = [pd.Series(values[:100], name="q"), pd.Series(values[100:], name="q")]
     with pytest.raises(ds.DataError, match=r"chunk starting at row 0\): a pandas Series named 'q'"):
         ds.fit_global(m, iter(chunks))
+
+
+def test_numeric_environment_labels_match_inputs_by_value():
+    """An environment column read as floats labels its environments "0.0", "1.0"; ``inputs={0: …,
+    1: …}`` named no environment ("inputs: environment '0' has no data (environments: 0.0,
+    1.0)").  A key now names the environment whose label is the same number: the fit equals the
+    one with the labels written out (the oracle); a number matching no label, or two keys for one
+    environment, are still refused by name."""
+    x = sp.Symbol("x", real=True)
+    k, u = sp.Symbol("k", real=True), sp.Symbol("u", real=True)
+    model = ds.SDEModel([x], [k], [-k * x + u], diffusion=1, inputs=[u], name="env_labels")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "x": np.r_[rng.normal(0, 1, 400), rng.normal(2, 1, 400)],
+            "env": np.repeat([0.0, 1.0], 400),
+        }
+    )
+    features = ds.Features(n_features=32)
+    by_number = ds.fit_global(
+        model, frame, inputs={0: {"u": 0.0}, 1: {"u": 2.0}}, env_column="env", features=features
+    )
+    by_label = ds.fit_global(
+        model,
+        frame,
+        inputs={"0.0": {"u": 0.0}, "1.0": {"u": 2.0}},
+        env_column="env",
+        features=features,
+    )
+    np.testing.assert_array_equal(by_number.theta, by_label.theta)
+    with pytest.raises(ds.ModelError, match=r"^inputs: environment '2' has no data"):
+        ds.fit_global(model, frame, inputs={0: {"u": 0.0}, 2: {"u": 2.0}}, env_column="env")
+    with pytest.raises(ds.ModelError, match=r"^inputs: environment '0\.0' is given twice"):
+        ds.fit_global(
+            model,
+            frame,
+            inputs={"0": {"u": 0.0}, 0.0: {"u": 0.0}, 1: {"u": 2.0}},
+            env_column="env",
+        )
