@@ -228,8 +228,54 @@ class ModelFunctions:
             return self._fill(fn(*cols, *extra), X.shape[0], shape)
 
     def drift(self, X, theta):
-        """f(x; θ) (n, d)."""
-        return self._call(self._f, X, theta, (self.d,))
+        """f(x; θ) (n, d); an affine drift from its distinct entries of U and from v (rows where
+        that is not finite from the whole drift)."""
+        parts = self._affine_drift
+        if parts is None:
+            return self._call(self._f, X, theta, (self.d,))
+        rows, cols, column, n_unique, fn_u, fn_v = parts
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        F = self._call(fn_v, X, None, (self.d,))  # (a fresh array)
+        if n_unique:
+            weights = np.zeros((n_unique, self.d))  # f_i = Σ_u vals_u · Σ_{k: entry u} θ_k
+            np.add.at(weights, (column, rows), theta[cols])
+            with np.errstate(all="ignore"):
+                F += self._call(fn_u, X, None, (n_unique,)) @ weights
+        # where it is not finite (an overflow, an inf state) the split order matters (inf·0 in
+        # the product, x·ρ − x·z against x·(ρ − z)): those rows from the whole drift, as before
+        bad = ~np.isfinite(F).all(axis=1)
+        if bad.any():
+            F[bad] = self._call(self._f, X[bad], theta, (self.d,))
+        return F
+
+    @cached_property
+    def _affine_drift(self):
+        """For an affine drift ``f = U(x)θ + v(x)``: the nonzero entries (i, k) of U, each pointing
+        at one of its *distinct* expressions (one lambdified list: a network W·h(x) has d of them
+        for d² entries, which the whole drift lambdified evaluates d times each), and v
+        lambdified; None for a drift not affine in θ."""
+        der = self._model.derivation
+        if not der.is_affine:
+            return None
+        rows, cols, column, unique = [], [], [], {}
+        for (i, k), e in sorted(der.entries.items()):
+            e = sp.sympify(e)
+            if e.is_zero:
+                continue
+            rows.append(i)
+            cols.append(k)
+            column.append(unique.setdefault(e, len(unique)))
+        state = list(self._model.state)
+        fn_u = sp.lambdify(state, list(unique), "numpy") if unique else None
+        fn_v = sp.lambdify(state, [sp.sympify(e) for e in der.v], "numpy")
+        return (
+            np.asarray(rows, dtype=np.intp),
+            np.asarray(cols, dtype=np.intp),
+            np.asarray(column, dtype=np.intp),
+            len(unique),
+            fn_u,
+            fn_v,
+        )
 
     def jacobian(self, X, theta):
         """∂f_i/∂x_j (n, d, d)."""

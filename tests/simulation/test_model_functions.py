@@ -100,3 +100,39 @@ def test_an_infinite_off_diagonal_derivative_leaves_the_divergence_finite():
         Jbar, div = fn.mean_jacobian(X, np.array([2.0, 3.0]))
     np.testing.assert_array_equal(div, [-3.0, -3.0, -3.0])
     assert np.isinf(Jbar[0, 1]) and Jbar[0, 0] == -2.0 and Jbar[1, 1] == -1.0
+
+
+@pytest.mark.parametrize("case", ["network5", "rates4", "grn_bcell", "lorenz", "nonaffine"])
+def test_drift_from_distinct_entries_equals_the_drift(case, project_root):
+    """An affine drift is evaluated as U(x)θ + v(x) from U's distinct entries (a network's d
+    Hill functions, not d² of them): equal to the whole drift lambdified here (and, for the
+    networks, to the NumPy drift of the bench), to rounding, inf and NaN where it has them."""
+    from dynosed_sym.apps.bench.network_model import network_drift
+
+    if case == "nonaffine":
+        model, theta = _fhn_nonaffine()
+    elif case == "rates4":
+        model, theta = network_model(4, 1, rates=True)
+    elif case == "lorenz":
+        model = ds.load_model(os.path.join(project_root, "models", "lorenz.py"))
+        theta = np.asarray(model.nominal, float)
+    else:
+        model, theta = _case(case, project_root)
+    fn = ModelFunctions(model)
+    assert (fn._affine_drift is None) == (case == "nonaffine")
+    X = 0.6 + np.random.default_rng(5).standard_normal((31, model.d))
+    X[3, 0] = np.inf
+    X[7] *= 1e160  # x·z overflows: inf − inf in the split order, inf in the whole drift's
+    whole = sp.lambdify(list(model.state) + list(model.params), list(model.drift), "numpy")
+    with np.errstate(all="ignore"):
+        expected = np.array(
+            [np.broadcast_to(v, X.shape[0]) for v in whole(*X.T, *theta)], dtype=float
+        ).T
+        got = fn.drift(X, theta)
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(expected))
+    if case == "network5":
+        d, ok = model.d, np.abs(X).max(axis=1) < 1e100
+        np.testing.assert_allclose(
+            got[ok], network_drift(X[ok], theta.reshape(d, d)), rtol=1e-13, atol=1e-13
+        )
