@@ -410,7 +410,10 @@ def _fixed_point_eigenvalues(name):
     return xs, x0, np.linalg.eigvals(np.asarray(J(xs), float))
 
 
-@pytest.mark.parametrize("name", ["goodwin", "mm", "predprey", "lvcomp", "gompertz", "ou3_stiff"])
+@pytest.mark.parametrize(
+    "name",
+    ["goodwin", "mm", "predprey", "lvcomp", "gompertz", "ou3_stiff", "schnakenberg", "chain4"],
+)
 def test_held_out_relaxation_is_the_linearisation_at_the_fixed_point(name):
     """Oracle: the stated relaxation time is 1/|Re λ|max of the drift's Jacobian at its fixed
     point (SymPy's Jacobian, SciPy's root from the chains' start)."""
@@ -468,6 +471,48 @@ def test_round_twelve_exact_laws_are_the_stationary_ones():
     S = np.cov(proto.exact(400_000, np.random.default_rng(6)).T)
     assert np.abs(M @ S + S @ M.T + 2 * D3).max() < 0.05 * 2 * D3.max()
     assert np.sort(np.linalg.eigvals(M).real)[-1] == pytest.approx(-1 / proto.relaxation, 1e-3)
+
+
+def test_round_thirteen_exact_laws_and_moments():
+    """Oracle for the thirteenth round, the drift and D lambdified by SymPy at the truth: the
+    autoregulation switch's exact draws (quadrature of its 1-D law) meet the Stein identity
+    E[f φ' + D φ''] = 0 for φ = sin, cos(kx), k = 1, 2, within 4 standard errors on 200,000 draws,
+    and put about half the mass in each well (with D doubled, Ω = 20, the identity fails by more
+    than 20); the linear chain's Lyapunov covariance with D at the drift's root m (SymPy's
+    Jacobian, SciPy's Lyapunov solver) is the product-Poisson diag(m)/Ω."""
+    import scipy.linalg
+    import sympy as sp
+
+    model, truth, proto = fams.family("autoact4")
+    assert proto.sampler == "simulate" and proto.x0 == "exact"
+    (x,) = model.state
+    f = sp.lambdify(x, model.drift[0].subs(dict(zip(model.params, truth))), "numpy")
+    D = sp.lambdify(x, model.D[0, 0], "numpy")
+    X = proto.exact(200_000, np.random.default_rng(7))[:, 0]
+    assert np.all(D(X) > 0) and 0.45 < np.mean(X < 0.818) < 0.55
+
+    def worst(scale):
+        out = 0.0
+        for k in (1.0, 2.0):
+            pairs = ((np.cos, lambda v: -np.sin(v)), (lambda v: -np.sin(v), lambda v: -np.cos(v)))
+            for d1, d2 in pairs:
+                terms = f(X) * k * d1(k * X) + scale * D(X) * k * k * d2(k * X)
+                out = max(out, abs(terms.mean()) / (terms.std() / np.sqrt(X.size)))
+        return out
+
+    assert worst(1.0) < 4.0
+    assert worst(2.0) > 20.0
+
+    model, truth, proto = fams.family("chain4")
+    sub = dict(zip(model.params, truth))
+    m = np.asarray(proto.x0, float)
+    F = sp.Matrix(model.drift).subs(sub)
+    at_m = dict(zip(model.state, m))
+    assert np.abs(np.asarray(F.subs(at_m), float)).max() < 1e-12
+    M = np.asarray(F.jacobian(list(model.state)).tolist(), dtype=float)
+    Dm = np.asarray(model.D.subs(at_m).tolist(), dtype=float)
+    S = scipy.linalg.solve_continuous_lyapunov(M, -2.0 * Dm)
+    assert np.allclose(S, np.diag(m) / 50, atol=1e-12)
 
 
 def test_data_factor_bench_counts_by_hand():

@@ -32,6 +32,7 @@ from .calibration_breaks9 import BREAKS9
 from .calibration_breaks10 import BREAKS10
 from .calibration_breaks11 import BREAKS11
 from .calibration_breaks12 import BREAKS12
+from .calibration_breaks13 import BREAKS13
 from .calibration_data import Protocol, ou_stationary_cov
 from .calibration_data import declare_family as _family
 from .calibration_data import exact_gaussian as _exact_gaussian
@@ -522,6 +523,7 @@ HELD_OUT = {
     **BREAKS10,  # the tenth (calibration_breaks10)
     **BREAKS11,  # the eleventh (calibration_breaks11)
     **BREAKS12,  # the twelfth (calibration_breaks12)
+    **BREAKS13,  # the thirteenth (calibration_breaks13)
 }
 
 
