@@ -14,13 +14,14 @@ N = 10⁴: se 0.093 from the chains, 0.046 from independent samples).  One chain
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
 
 from ..data.arrays import as_samples
 from ..data.blocks import block_edges
-from ..errors import DataError
+from ..errors import DataError, StepSizeWarning
 from ..options import Execution
 from ..simulation.settings import INDEPENDENT, Simulation
 from ..simulation.simulate import simulate, snapshot_at
@@ -109,17 +110,34 @@ def _study_settings(what):
     model's domain), told where its settings come from here: the simulator's message says
     "pass x0=", which a study or a design takes through its
     :class:`~dynosed_sym.simulation.Simulation` (a population model's chains started from the
-    default N(0, I) can leave its domain at once: May–Leonard competition's did)."""
-    try:
-        yield
-    except DataError as exc:  # a StationarityError, or no start inside the model's domain
-        if "x0=" not in str(exc) and "reduce dt" not in str(exc):  # (a CIR-type step below 0)
-            raise
-        raise type(exc)(
-            f"{what}: {exc} — here the start, step and burn-in are set by "
-            "check_identifiability(..., study=Study(simulation=ds.Simulation(x0=..., dt=..., "
-            "burn_in=...)))"
-        ) from exc
+    default N(0, I) can leave its domain at once: May–Leonard competition's did).  The simulator's
+    :class:`~dynosed_sym.errors.StepSizeWarning` is told the same; other warnings pass as they
+    were."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except DataError as exc:  # a StationarityError, or no start inside the model's domain
+            _restated(exc, what)
+    for w in caught:  # the step size's warning told where dt is set here; the others as they were
+        text = str(w.message)
+        if issubclass(w.category, StepSizeWarning):
+            text = f"{what}: {text} — here the step is set by {_STUDY_SETTING}"
+        warnings.warn_explicit(text, w.category, w.filename, w.lineno, source=w.source)
+
+
+_STUDY_SETTING = (
+    "check_identifiability(..., study=Study(simulation=ds.Simulation(x0=..., dt=..., burn_in=...)))"
+)
+
+
+def _restated(exc, what):
+    """Raise ``exc`` again, told where the simulation's settings come from when it names them."""
+    if "x0=" not in str(exc) and "reduce dt" not in str(exc):  # (a CIR-type step below 0)
+        raise exc
+    raise type(exc)(
+        f"{what}: {exc} — here the start, step and burn-in are set by {_STUDY_SETTING}"
+    ) from exc
 
 
 def design_sampler(model, simulation, out_dir=None):

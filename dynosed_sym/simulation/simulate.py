@@ -233,14 +233,21 @@ def _checked(plan, X):
     check = check_stationarity(plan.model, plan.theta, X, groups)
     what = f"simulate: the chains of model {plan.model.name!r} at these parameters"
     scheme = "splitting" if plan.cm.noise_matrix is not None else "euler"
-    warn_step_size(
-        check_step_size(
-            model_functions(plan.model), plan.theta, X, plan.dt, scheme, plan.model.state_names
-        ),
-        what,
-        4,
+    step = check_step_size(
+        model_functions(plan.model), plan.theta, X, plan.dt, scheme, plan.model.state_names
     )
+    warn_step_size(step, what, 4)
     burn = f"burn_in (now {plan.burn_in} steps = {plan.burn_in * plan.dt:g} time units)"
+    unsettled = (
+        f"The chains have not settled on a stationary law: increase {burn}, reduce dt "
+        f"({plan.dt:g}) or start nearer to it with x0="
+    )
+    if step.too_large:  # the scheme's own law is off, which unbalances the moments by itself
+        unsettled = (
+            f"dt={plan.dt:g} alone puts the scheme's stationary law ≈ {step.bias:.0%} off the "
+            f"SDE's (the StepSizeWarning), which unbalances these moments as well: reduce dt to "
+            f"{step.suggested_dt:.3g} first"
+        )
     enforce_stationary(
         check,
         what,
@@ -248,8 +255,7 @@ def _checked(plan, X):
             "There is no stationary law to sample at these parameters: choose parameters whose "
             "drift confines the state (if a longer burn-in should settle it, increase "
             f"{burn})",
-            f"The chains have not settled on a stationary law: increase {burn}, reduce dt "
-            f"({plan.dt:g}) or start nearer to it with x0=",
+            unsettled,
         ),
     )
     return X

@@ -8,6 +8,7 @@ independent samples (exact Gaussian samples of the 2-D OU; simulated repressilat
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -139,6 +140,38 @@ def test_diverging_default_start_names_the_study_setting():
         m, study=ds.Study(n_samples=2000, simulation=Simulation(x0=[1.0]))
     )
     assert chk.rank == 2
+
+
+def test_step_size_warning_names_the_study_setting():
+    """A relaxation rate of 100 at the study's default dt = 0.01: the simulator's
+    StepSizeWarning (the samples' spread 33 % off) says where a study sets the step, and names
+    the caller's line; another warning of the check is not restated."""
+    x, y, a, b = sp.symbols("x y a b", real=True)
+    m = ds.SDEModel(
+        [x, y], [a, b], [-a * x, -b * y], diffusion=1, name="stiff_study", nominal=[1.0, 100.0]
+    )
+    with pytest.warns(ds.StepSizeWarning) as caught:
+        ds.check_identifiability(m, study=ds.Study(n_samples=2000, seed=1))
+    steps = [w for w in caught if issubclass(w.category, ds.StepSizeWarning)]
+    assert len(steps) == 1
+    text = str(steps[0].message)
+    assert text.startswith("check_identifiability: the simulation check's samples: simulate:")
+    assert "≈ 33% in its spread" in text
+    assert text.endswith(
+        "here the step is set by check_identifiability(..., study=Study("
+        "simulation=ds.Simulation(x0=..., dt=..., burn_in=...)))"
+    )
+    others = [w for w in caught if w not in steps]
+    assert all("here the step" not in str(w.message) for w in others)
+    # the moments' imbalance the step causes (this seed: −14 % along y) is put down to dt
+    moments = [w for w in others if issubclass(w.category, ds.StationarityWarning)]
+    assert moments and all("reduce dt to 0.00125 first" in str(w.message) for w in moments)
+    assert all("increase burn_in" not in str(w.message) for w in moments)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.StepSizeWarning)
+        ds.check_identifiability(
+            m, study=ds.Study(n_samples=2000, seed=1, simulation=Simulation(dt=0.001))
+        )
 
 
 @pytest.mark.slow
