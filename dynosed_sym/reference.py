@@ -211,5 +211,5 @@ def kernel_score_reference(X, P, temperature):
         mean = w @ X
         cov = (X - mean).T @ (w[:, None] * (X - mean))
         S[m] = T * (mean - x)
-        Jac[m] = T * T * cov - T * np.eye(X.shape[1])
+        Jac[m] = T * (T * cov) - T * np.eye(X.shape[1])
     return S, Jac

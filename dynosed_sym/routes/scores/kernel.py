@@ -33,7 +33,8 @@ def _kernel_from_sums(W, M1, M2, T, deconvolve=False):
         mean = M1 / W[..., None]
         cov = M2 / W[..., None, None] - mean[..., :, None] * mean[..., None, :]
     if not deconvolve:
-        return T * mean, T * T * cov - T * np.eye(d)
+        # T·(T·C): T² alone underflows for data × 1e100 (T ≈ 1e-200), and J was then −T·I
+        return T * mean, T * (T * cov) - T * np.eye(d)
     flat = cov.reshape((-1, d, d))
     prec = np.full(flat.shape, np.nan)
     ok = np.isfinite(flat).all(axis=(1, 2))
