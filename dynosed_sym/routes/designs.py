@@ -38,7 +38,7 @@ from ..solve.intervals import check_prior_scale
 from ..solve.linear import system_scale
 from ..solve.uncertainty import Grouping
 from ..solve.ustat import estimator_options, solve_system
-from .result import FitResult, report_on
+from .result import FitResult, report_on, significant
 
 __all__ = ["DesignInfo", "fit_global_design", "environment_models", "env_residuals"]
 
@@ -312,7 +312,7 @@ def fit_global_design(model, design, features, solver, execution, order=None) ->
     if info.quadrature is not None:
         info.notes.append(_quadrature_note(info.quadrature, dmap))
     N = int(sum(s.n_samples for s in snaps))
-    settings = {"m": int(n_features), "bandwidth": round(ell, 6), "lam": lam, "seed": seed}
+    settings = {"m": int(n_features), "bandwidth": significant(ell), "lam": lam, "seed": seed}
     settings["statistic"], settings["estimator"] = estimate.statistic, estimate.estimator
     if len(design.envs) > 1:
         settings["environments"] = len(design.envs)

@@ -37,7 +37,7 @@ from ..solve.ustat import estimator_options, solve_system
 from .bandwidth import fit_auto, replayable
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, check_start, moved_to
-from .result import FitResult, gradient_info, report_on
+from .result import FitResult, gradient_info, report_on, significant
 from .stationarity import flag_stationarity
 
 __all__ = ["fit_global"]
@@ -330,7 +330,7 @@ class _Run:
     def info(self, source, statistic, estimator, ginfo, gn):
         """The ``FitResult.info`` record of this fit."""
         f = self.features
-        info = {"m": f.n_features, "bandwidth": round(self.ell, 6), "lam": self.solver.lam}
+        info = {"m": f.n_features, "bandwidth": significant(self.ell), "lam": self.solver.lam}
         info["seed"] = f.seed
         info["statistic"], info["estimator"] = statistic, estimator
         if self.dlogp_dt is not None:

@@ -62,7 +62,7 @@ from ..solve.ustat import estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, check_start, moved_to
 from .probes import as_probes, refuse_far_probes
-from .result import FitResult, gradient_info, report_on
+from .result import FitResult, gradient_info, report_on, significant
 from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
     U_REFUSE,
@@ -520,7 +520,7 @@ def _estimator_info(info, estimator, est):
     """The estimator's settings in the info record."""
     info["score"] = estimator.method
     if estimator.method in ("kernel", "local_gaussian"):
-        info["temperature"] = round(estimator.temperature, 6)
+        info["temperature"] = significant(estimator.temperature)
         if estimator.auto:
             info["temperature_rule"] = "auto"
     if estimator.method == "score_matching":

@@ -10,7 +10,7 @@ from .. import arguments
 from ..errors import DataError, DynosedError
 from ..solve.report import analyse
 
-__all__ = ["FitResult", "plain", "finite_or_none", "gradient_info", "report_on"]
+__all__ = ["FitResult", "plain", "finite_or_none", "gradient_info", "report_on", "significant"]
 
 
 class FitResult:
@@ -111,7 +111,14 @@ class FitResult:
             if res is None or res.level != level:
                 res = rep.bootstrap(level=level)
             return res.ci
-        raise DynosedError(f"method must be 'sandwich' or 'bootstrap', got {method!r}")
+        hint = (
+            " (the 'sandwich' intervals of the resolved estimator are the profile-Fieller ones)"
+            if method == "profile"
+            else ""
+        )
+        raise DataError(  # (a ValueError: it was the bare DynosedError)
+            f"conf_int: method must be 'sandwich' or 'bootstrap', got {method!r}{hint}"
+        )
 
     def bootstrap(self, n_boot=200, seed=0, level=None):
         """Block bootstrap reusing the per-block partial sums (no new pass over the data).
@@ -455,6 +462,13 @@ def _resolution_notes(rep, widened):
             "whose kernel smoothing may decide it (its note)"
         )
     return out
+
+
+def significant(value):
+    """``value`` for the info record: rounded to 6 decimals, or below 0.1 to 6 significant
+    digits (a kernel width or temperature of data × 1e-10, ℓ ≈ 1e-10, read 0.0)."""
+    value = float(value)
+    return round(value, 6) if abs(value) >= 0.1 else float(f"{value:.6g}")
 
 
 def plain(obj):
