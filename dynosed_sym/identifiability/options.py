@@ -94,6 +94,26 @@ class Study:
             )
         if self.sampler is not None:
             check_sampler_signature(self.sampler)
+        _one_source(self)
+
+
+def _one_source(study):
+    """A Study's samples come from one place: ``simulation=`` must be a Simulation, and of
+    ``samples=``, ``sampler=`` and ``simulation=`` one at most is given (the check used the first
+    of samples, sampler, simulation and ignored the others without a word)."""
+    from ..simulation.settings import Simulation
+
+    if study.simulation is not None and not isinstance(study.simulation, Simulation):
+        raise arguments.DataError(
+            "Study.simulation must be a dynosed_sym.Simulation (dt, burn_in, thin, n_chains, "
+            f"x0) or None, got {type(study.simulation).__name__} {study.simulation!r}"
+        )
+    given = [k for k in ("samples", "sampler", "simulation") if getattr(study, k) is not None]
+    if len(given) > 1:
+        raise arguments.DataError(
+            f"Study: {given[0]}= and {given[1]}= are both given: the check takes its samples "
+            f"from {given[0]}= and would ignore {given[1]}=; give one of them"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,6 +158,50 @@ class Experiment:
     def __post_init__(self):
         arguments.check_field(self, "advise", arguments.flag)
         arguments.check_field(self, "times", _experiment_times)
+        arguments.check_field(self, "order", _order)
+        arguments.check_field(self, "candidates", _candidates)
+        arguments.check_field(self, "candidate_times", _candidate_times)
+
+
+def _order(value, name):
+    """None or the quadrature order of time courses, 2, 3 or 4 (as fit_global's ``order=``)."""
+    if value is None:
+        return None
+    order = arguments.integer(value, name, minimum=2)
+    if order > 4:
+        raise arguments.DataError(f"{name} must be 2, 3 or 4, got {order}")
+    return order
+
+
+def _candidates(value, name):
+    """None or a list of candidate environments' ``{input: value}`` dicts (which inputs the
+    model has, the advice checks)."""
+    if value is None:
+        return None
+    if isinstance(value, dict) or not isinstance(value, (list, tuple)):
+        one = " (for one candidate, a list of one dict: [{...}])" if isinstance(value, dict) else ""
+        raise arguments.DataError(
+            f"{name} must be a list of candidate environments' inputs, [{{input: value}}, ...], "
+            f"got {type(value).__name__} {value!r}{one}"
+        )
+    for i, cand in enumerate(value):
+        if not isinstance(cand, dict):
+            raise arguments.DataError(
+                f"{name}[{i}] must be a dict {{input: value}}, got {type(cand).__name__} {cand!r}"
+            )
+    return value
+
+
+def _candidate_times(value, name):
+    """None, candidate snapshot times (finite, ≥ 0, each once) or ``{environment: times}``."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        for env, ts in value.items():
+            arguments.snapshot_times(ts, f"{name}[{env!r}]")
+        return value
+    arguments.snapshot_times(value, name)
+    return value
 
 
 def _experiment_times(value, name):
