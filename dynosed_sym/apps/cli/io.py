@@ -167,6 +167,8 @@ def _read_table(path, suffix):
             frame = pd.read_csv(path, float_precision="round_trip")  # exact for %.17g files
         except pd.errors.EmptyDataError:
             raise DataError(f"{path}: the file is empty (no header row, no data)") from None
+        except UnicodeDecodeError as exc:  # (it was the bare "Error: UnicodeDecodeError: …")
+            raise DataError(_not_utf8(path, exc)) from None
         except pd.errors.ParserError as exc:  # a row with more fields, an unclosed quote, …
             text = str(exc).strip()
             what = (
@@ -186,6 +188,29 @@ def _read_table(path, suffix):
         raise DynosedError(
             "reading .parquet files needs pyarrow: pip install 'dynosed_sym[parquet]'"
         ) from None
+    except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid: a truncated or other file
+        raise DataError(
+            f"{path}: the file cannot be read as Parquet ({type(exc).__name__}: "
+            f"{str(exc).strip()}); write it with pandas.DataFrame.to_parquet(path), or give the "
+            "data as .csv or .npy"
+        ) from None
+
+
+def _not_utf8(path, exc):
+    """The message for a CSV file that is not UTF-8 text (a UTF-16 export names its encoding)."""
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+    kind = (
+        "UTF-16 text (it starts with a UTF-16 byte-order mark), as spreadsheet programs write "
+        "'Unicode text' and pandas to_csv(encoding='utf-16')"
+        if head in (b"\xff\xfe", b"\xfe\xff")
+        else f"not UTF-8 text (it holds the byte 0x{exc.object[exc.start]:02x}, which UTF-8 does "
+        "not decode there: a Latin-1 or Windows-1252 file, or not text)"
+    )
+    return (
+        f"{path}: the file is {kind}; CSV files are read as UTF-8: save it as UTF-8 "
+        "(a spreadsheet's 'CSV UTF-8'; pandas to_csv's default)"
+    )
 
 
 def _header_covers_rows(path, frame):
