@@ -1,0 +1,213 @@
+"""Reliability round ten: data of extreme scales on the local route, the settings a fit
+records, the identifiability check's option objects, a fit's interval method and the command
+line's unreadable data files — each fixed, or refused with a message naming the argument or the
+file (docs/reliability.md, one row each).
+
+Oracles: the same fit on the unscaled data (a power-of-two scale is exact, and the drift of
+this model maps to itself under x ↦ cx with θ ↦ θ/c²), the fit's exact length scale and
+temperature, and the files themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import dynosed_sym as ds
+
+X_, Y_, A_, B_, C_ = sp.symbols("x y a b c", real=True)
+S_ = sp.Symbol("s", real=True)
+FEATURES = ds.Features(n_features=64)
+
+
+@pytest.fixture(scope="module")
+def coupled():
+    """dx = (−a x + c y) dt + √2 dW₁, dy = −b y dt + √2 dW₂: identifiable, and every parameter
+    scales as 1/c² with the data (D = 1 fixed)."""
+    model = ds.SDEModel(
+        [X_, Y_],
+        [A_, B_, C_],
+        [-A_ * X_ + C_ * Y_, -B_ * Y_],
+        diffusion=1,
+        name="coupled_r10",
+        nominal={"a": 1.0, "b": 2.0, "c": 0.3},
+    )
+    return model, ds.simulate(model, model.nominal, 3000, seed=1)
+
+
+@pytest.mark.parametrize("k", [250, 332, 498])  # data × ≈ 1.8e75, 8.7e99, 1.6e150
+def test_kernel_score_on_data_times_1e100_is_the_unscaled_fit(coupled, k):
+    """``fit_local(score="kernel")`` on data × 10¹⁰⁰ returned θ̂·c² = (3.69, 11.7, 0.25) for
+    (0.94, 1.51, 1.03) on the same data unscaled, without a word: its Jacobian T²·C − T·I
+    squared the temperature T ≈ 7·10⁻²⁰⁰ first, which underflowed to 0, so J was −T·I.  Now
+    T·(T·C): the fit is the unscaled one (θ̂ ÷ c²), as the local Gaussian score's already was."""
+    model, X = coupled
+    c = 2.0**k  # exact scaling
+    P = ds.choose_probes(X, 8, seed=0)
+    scores = ds.Scores(score="kernel")
+    ref = ds.fit_local(model, X, P, scores=scores)
+    got = ds.fit_local(model, X * c, P * c, scores=scores)
+    np.testing.assert_allclose(got.theta * c**2, ref.theta, rtol=1e-9)
+    assert got.info["temperature"] == pytest.approx(ref.info["temperature"] / c**2, rel=1e-5)
+
+
+def test_the_recorded_bandwidth_and_temperature_keep_their_digits_at_small_scales(coupled):
+    """Data × 10⁻¹⁰: ``info["bandwidth"]`` (global route) and ``info["temperature"]`` (local)
+    were rounded to 6 decimals — 0.0 and 6.75e+20 — so the summary and the JSON record said
+    "bandwidth = 0.0", and ``Features(bandwidth=fit.info["bandwidth"])`` was refused ("must be
+    positive").  Now they keep 6 significant digits below 0.1 (values from 0.1 up as before),
+    and the recorded bandwidth refits the data."""
+    model, X = coupled
+    c = 1e-10
+    fit = ds.fit_global(model, X * c, features=FEATURES)
+    ell = fit.lengthscale
+    assert 1e-11 < ell < 1e-9
+    assert fit.info["bandwidth"] == pytest.approx(ell, rel=1e-5)
+    assert f"bandwidth = {fit.info['bandwidth']:g}," in fit.summary()
+    assert fit.to_dict()["settings"]["bandwidth"] == fit.info["bandwidth"]
+    again = ds.fit_global(
+        model, X * c, features=ds.Features(n_features=64, bandwidth=fit.info["bandwidth"])
+    )
+    np.testing.assert_allclose(again.theta, fit.theta, rtol=1e-3)
+    # (the same D with data × 1e10: a drift of 1e-20 that the fit's check reads, rightly, as the
+    # picture of a diverging process)
+    with pytest.warns(ds.StationarityWarning, match="the picture of a diverging process"):
+        local = ds.fit_local(model, X / c, 8)  # T ≈ 7e-20
+    T = local.info["temperature"]
+    assert T == pytest.approx(ds.fit_local(model, X, 8).info["temperature"] * c**2, rel=1e-5)
+    assert f"temperature = {T:g}," in local.summary()
+    unscaled = ds.fit_global(model, X, features=FEATURES)  # 0.1 and above: 6 decimals, as before
+    assert unscaled.info["bandwidth"] == round(unscaled.lengthscale, 6)
+
+
+def test_study_refuses_a_wrong_simulation_and_a_second_source_of_samples():
+    """``Study(simulation="fast")`` was accepted and failed only inside the check; a Study with
+    ``samples=`` and ``sampler=`` (or ``sampler=`` and ``simulation=``) used the first and
+    ignored the other without a word.  Both are refused when the Study is built."""
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "Study.simulation must be a dynosed_sym.Simulation (dt, burn_in, thin, n_chains, x0) "
+            "or None, got str 'fast'"
+        ),
+    ):
+        ds.Study(simulation="fast")
+
+    def sampler(inputs, theta, n, seed):
+        return np.random.default_rng(seed).normal(size=(n, 1))
+
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "Study: samples= and sampler= are both given: the check takes its samples from "
+            "samples= and would ignore sampler=; give one of them"
+        ),
+    ):
+        ds.Study(samples=np.zeros((50, 1)), sampler=sampler)
+    with pytest.raises(ds.DataError, match=r"^Study: sampler= and simulation= are both given"):
+        ds.Study(sampler=sampler, simulation=ds.Simulation(dt=0.005))
+    assert ds.Study(sampler=sampler).sampler is sampler  # one source: as before
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"order": 7}, "Experiment.order must be 2, 3 or 4, got 7"),
+        ({"order": "two"}, "Experiment.order must be an integer, got 'two'"),
+        (
+            {"candidates": "all"},
+            "Experiment.candidates must be a list of candidate environments' inputs, "
+            "[{input: value}, ...], got str 'all'",
+        ),
+        (
+            {"candidates": {"s": 3.0}},
+            "Experiment.candidates must be a list of candidate environments' inputs, "
+            "[{input: value}, ...], got dict {'s': 3.0} (for one candidate, a list of one dict: "
+            "[{...}])",
+        ),
+        ({"candidate_times": "mid"}, "Experiment.candidate_times: holds text: 'mid'"),
+        (
+            {"candidate_times": [0.5, np.nan]},
+            "Experiment.candidate_times: time nan (entry 1) is not a finite time ≥ 0",
+        ),
+    ],
+)
+def test_experiment_checks_order_and_candidates_when_built(kw, message):
+    """``Experiment(order=7)`` (or 1.5) was accepted and the design check ran (``fit_global``
+    refuses it); ``order="two"`` failed inside the check with "invalid literal for int()",
+    ``candidates="all"`` or one dict with "dictionary update sequence element #0 has length 1",
+    ``candidate_times="mid"`` with "could not convert string to float", ``[0.5, nan]`` with
+    "t must be finite, got nan" — none named the argument.  Each is refused when the
+    Experiment is built, naming the field."""
+    with pytest.raises(ds.DataError, match="^" + re.escape(message)):
+        ds.Experiment(**kw)
+    # what the fields take
+    e = ds.Experiment(order=3, candidates=[{"s": 3.0}], candidate_times={"A": [0.5, 2.0]})
+    assert (e.order, e.candidates, e.candidate_times) == (3, [{"s": 3.0}], {"A": [0.5, 2.0]})
+
+
+def test_conf_int_with_an_unknown_method_is_a_value_error(coupled):
+    """``fit.conf_int(method="profile")`` raised the bare ``DynosedError``, which
+    ``except ValueError`` let through (round nine made the checks' bad arguments ValueErrors);
+    now a ``DataError`` naming conf_int, with a word on the profile intervals."""
+    model, X = coupled
+    fit = ds.fit_global(model, X, features=FEATURES)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "conf_int: method must be 'sandwich' or 'bootstrap', got 'profile' (the 'sandwich' "
+            "intervals of the resolved estimator are the profile-Fieller ones)"
+        ),
+    ):
+        fit.conf_int(method="profile")
+    with pytest.raises(ds.DataError, match=r"^conf_int: method must be .* got 'bogus'$"):
+        fit.conf_int(method="bogus")
+
+
+def test_cli_names_a_data_file_that_is_not_utf8_or_not_parquet(tmp_path, project_root):
+    """A CSV file saved as UTF-16 (a spreadsheet's 'Unicode text', pandas
+    ``to_csv(encoding="utf-16")``) or Latin-1 said "Error: UnicodeDecodeError: 'utf-8' codec
+    can't decode byte 0xff in position 0", a truncated Parquet file "Error: ArrowInvalid: Could
+    not open Parquet input source '<Buffer>' …" — neither named the file.  Now each names the
+    file and what it is; the same table saved as UTF-8 fits as the array."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    ou = str(project_root / "models" / "ou2d_m12.py")
+    data = np.random.default_rng(3).normal(size=(300, 2))
+    frame = pd.DataFrame(data, columns=["x", "y"])
+    runner = CliRunner()
+    utf16 = tmp_path / "u16.csv"
+    frame.to_csv(utf16, index=False, encoding="utf-16")
+    res = runner.invoke(main, ["fit", ou, str(utf16), "--features", "64"])
+    assert res.exit_code == 1, res.output
+    assert (
+        f"{utf16}: the file is UTF-16 text (it starts with a UTF-16 byte-order mark), as "
+        "spreadsheet programs write 'Unicode text' and pandas to_csv(encoding='utf-16'); CSV "
+        "files are read as UTF-8: save it as UTF-8"
+    ) in res.output, res.output
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"x,y\n1,2\n\xe9,3\n")
+    res = runner.invoke(main, ["fit", ou, str(latin), "--features", "64"])
+    assert res.exit_code == 1, res.output
+    assert f"{latin}: the file is not UTF-8 text (it holds the byte 0xe9" in res.output
+    pq = tmp_path / "t.parquet"
+    frame.to_parquet(pq)
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(pq.read_bytes()[:-20])
+    res = runner.invoke(main, ["fit", ou, str(cut), "--features", "64"])
+    assert res.exit_code == 1, res.output
+    assert f"{cut}: the file cannot be read as Parquet (ArrowInvalid: " in res.output
+    good = tmp_path / "good.csv"
+    frame.to_csv(good, index=False, float_format="%.17g")
+    res = runner.invoke(main, ["fit", ou, str(good), "--features", "64", "--json"])
+    assert res.exit_code == 0, res.output
+    fit = ds.fit_global(ds.load_model(ou), data, features=FEATURES)
+    record = json.loads(res.stdout[res.stdout.index("{") : res.stdout.rindex("}") + 1])
+    assert record["parameters"][0]["estimate"] == fit.theta[0]
