@@ -294,8 +294,9 @@ def open_scale_line(test, verdict, level):
     if test[1] >= level:
         return (
             head + ": a larger component along it would fit, but the open direction is not the "
-            "estimate's overall scale, and a flat direction absorbs a wrong model's residual too "
-            "(a symmetry of the law is flat at any N): the rejection stands (it may still be an "
-            "attenuated estimate; more data decide it)"
+            "estimate's own (more than half of ‖θ̂‖², a component above 2τ), the only one the "
+            "rule reads as the drift's scale, and a flat direction absorbs a wrong model's "
+            "residual too (a symmetry of the law is flat at any N): the rejection stands (it may "
+            "still be an estimate attenuated as a whole; more data decide it)"
         )
     return head + ": it still rejects, so no drift scale along it rescues the model"
