@@ -543,9 +543,13 @@ def simulate_time_course(
     sizes = np.broadcast_to(np.asarray(n_samples, dtype=object), times.shape)
     dt = arguments.number(dt, "dt", positive=True)
     seed = arguments.seed(seed)
-    out = {}
+    out, steps = {}, []
     for k, (t, n) in enumerate(zip(times.tolist(), sizes.tolist())):
-        out[t] = _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir)
+        out[t], step = _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir)
+        steps += [] if step is None else [(step.bias, t, step)]
+    if steps:  # the worst snapshot's, once
+        _, t, step = max(steps, key=lambda item: item[0])
+        warn_step_size(step, f"simulate_time_course: the snapshot at t = {t:g}", 3, False)
     return TimeCourse(out)
 
 
@@ -556,16 +560,22 @@ def snapshot_at(model, theta, t, n_samples, *, initial, inputs=None, dt=0.01, se
     model = with_inputs(model, inputs, "snapshot_at")
     t = arguments.number(t, "t", nonnegative=True)
     dt = arguments.number(dt, "dt", positive=True)
-    return _snapshot_at(model, theta, t, n_samples, initial, dt, arguments.seed(seed), 0, out_dir)
+    X, step = _snapshot_at(
+        model, theta, t, n_samples, initial, dt, arguments.seed(seed), 0, out_dir
+    )
+    if step is not None:
+        warn_step_size(step, f"snapshot_at: the snapshot at t = {t:g}", 3, False)
+    return X
 
 
 def _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir):
-    """The snapshot at time t (the k-th of a time course seeded by ``seed``)."""
+    """The snapshot at time t (the k-th of a time course seeded by ``seed``) and the check of its
+    step (:mod:`.stepsize`; None at t = 0)."""
     n = arguments.integer(n, "n_samples", minimum=1)
     rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
     x0 = initial_draws(initial, n, model.d, rng, model=model)
     if t == 0.0:
-        return x0
+        return x0, None
     ratio = t / dt - 1e-9
     if not ratio <= MAX_CHAIN_STEPS:  # (int() of 1e300 / 0.01 was an OverflowError)
         raise DataError(
@@ -588,4 +598,7 @@ def _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir):
         out_dir,
     )
     plan.midpoint = False  # the state at time t itself
-    return plan.samples(*plan.run())
+    X = plan.samples(*plan.run())
+    scheme = "end" if plan.cm.noise_matrix is not None else "euler"
+    step = check_step_size(model_functions(model), plan.theta, X, plan.dt, scheme, None, False)
+    return X, step

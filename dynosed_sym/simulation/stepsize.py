@@ -80,17 +80,22 @@ def _rk4(w):
 
 def variance_ratio(z, scheme):
     """The scheme's stationary variance over the SDE's along an eigendirection with
-    ``z = −μ·dt`` (Re z > 0; module docstring): ``scheme`` "splitting" (constant noise) or
+    ``z = −μ·dt`` (Re z > 0; module docstring): ``scheme`` "splitting" (constant noise, records
+    half-way through the kick), "end" (constant noise, records at the end of the step, as
+    :func:`~.simulate.simulate_time_course` takes them: ``2 Re z/(1 − |R|²)`` = 1 + z + …) or
     "euler" (state-dependent noise).  ``inf`` where the step is unstable (|R| ≥ 1)."""
     z = np.asarray(z, dtype=complex)
     if scheme == "splitting":
         r2 = np.abs(_rk4(-z)) ** 2
         num = z.real * (1.0 + r2)
+    elif scheme == "end":  # RK4 then the whole kick, recorded at the end of the step
+        r2 = np.abs(_rk4(-z)) ** 2
+        num = 2.0 * z.real
     elif scheme == "euler":
         r2 = np.abs(1.0 - z) ** 2
         num = 2.0 * z.real
     else:
-        raise ValueError(f"scheme must be 'splitting' or 'euler', got {scheme!r}")
+        raise ValueError(f"scheme must be 'splitting', 'end' or 'euler', got {scheme!r}")
     den = 1.0 - r2
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.inf)
@@ -132,33 +137,33 @@ def _rows(X, limit):
     return X[np.unique(np.linspace(0, X.shape[0] - 1, min(limit, X.shape[0])).astype(np.int64))]
 
 
-def _row_bias(z):
+def _row_bias(z, scheme):
     """(largest |ratio − 1| per row (``_DEV_CAP`` where unstable), unstable per row) of the
-    splitting at the real parts z (rows, d) of −μ·dt."""
+    scheme at the real parts z (rows, d) of −μ·dt."""
     judged = z > _Z_FLOOR
-    ratio = variance_ratio(np.where(judged, z, 1.0), "splitting").real
+    ratio = variance_ratio(np.where(judged, z, 1.0), scheme).real
     dev = np.where(judged, np.minimum(np.abs(ratio - 1.0), _DEV_CAP), 0.0)
     return dev.max(axis=1), (judged & ~np.isfinite(ratio)).any(axis=1)
 
 
-def _check_splitting(fn, theta, X, dt):
+def _check_rows(fn, theta, X, dt, scheme):
     with np.errstate(all="ignore"):
         limit = min(STEP_ROWS, max(16, int(_EIG_BUDGET / X.shape[1] ** 3)))
         J = fn.row_jacobians(_rows(X, limit), theta)
     J = J[np.isfinite(J).all(axis=(1, 2))]
     if J.shape[0] == 0:
-        return StepCheck(float(dt), "splitting", 0.0, "", 0.0, float(dt))
+        return StepCheck(float(dt), scheme, 0.0, "", 0.0, float(dt))
     rates = -np.linalg.eigvals(J).real  # (rows, d): relaxation rates where > 0
-    dev, unstable = _row_bias(rates * dt)
+    dev, unstable = _row_bias(rates * dt, scheme)
     bias, step = float(dev.mean()), float(dt)
-    for _ in range(30):  # halve until the mean bias is at most the target
-        if float(_row_bias(rates * step)[0].mean()) <= STEP_BIAS_TARGET:
+    for _ in range(40):  # halve until the mean bias is at most the target
+        if float(_row_bias(rates * step, scheme)[0].mean()) <= STEP_BIAS_TARGET:
             break
         step /= 2.0
     fastest = float(np.median(np.clip(rates, 0.0, None).max(axis=1)))
     return StepCheck(
         float(dt),
-        "splitting",
+        scheme,
         bias,
         f"fastest relaxation rate ≈ {fastest:.3g} per time unit at the median sample",
         float(unstable.mean()),
@@ -207,36 +212,44 @@ def _check_euler(fn, theta, X, dt, names):
     return StepCheck(float(dt), "euler", bias, where, 0.0, step)
 
 
-def check_step_size(fn, theta, X, dt, scheme, names=None) -> StepCheck:
-    """:class:`StepCheck` of step ``dt`` for ``scheme`` ("splitting" or "euler") on the samples
-    ``X`` (``fn``: the model's :class:`~.functions.ModelFunctions`; ``names``: the state
-    variables', for the message)."""
+def check_step_size(fn, theta, X, dt, scheme, names=None, stationary=True) -> StepCheck:
+    """:class:`StepCheck` of step ``dt`` for ``scheme`` ("splitting", "end" or "euler") on the
+    samples ``X`` (``fn``: the model's :class:`~.functions.ModelFunctions`; ``names``: the state
+    variables', for the message).  Euler steps on samples that are not ``stationary`` (a time
+    course's snapshot, where the moment identity does not hold) are read from the relaxation
+    rates at the rows, as the other schemes are."""
     theta = np.asarray(theta, dtype=float).reshape(-1)
-    if scheme == "splitting":
-        return _check_splitting(fn, theta, X, dt)
-    if scheme == "euler":
+    if scheme not in ("splitting", "end", "euler"):
+        raise ValueError(f"scheme must be 'splitting', 'end' or 'euler', got {scheme!r}")
+    if scheme == "euler" and stationary:
         names = [f"x{j}" for j in range(X.shape[1])] if names is None else list(names)
         return _check_euler(fn, theta, X, dt, names)
-    raise ValueError(f"scheme must be 'splitting' or 'euler', got {scheme!r}")
+    return _check_rows(fn, theta, X, dt, scheme)
 
 
-def warn_step_size(check: StepCheck, what: str, stacklevel: int = 3) -> None:
-    """Warn (:class:`~dynosed_sym.errors.StepSizeWarning`) when ``check.too_large``."""
+def warn_step_size(check: StepCheck, what: str, stacklevel: int = 3, stationary=True) -> None:
+    """Warn (:class:`~dynosed_sym.errors.StepSizeWarning`) when ``check.too_large``
+    (``stationary``: the samples are meant to be a stationary law, not a time course's
+    snapshot, whose fast directions only have settled)."""
     if not check.too_large:
         return
-    if check.scheme == "splitting":
+    scheme = {
+        "splitting": "RK4 drift between half noise kicks (constant noise)",
+        "end": "RK4 drift and a noise kick per step, recorded at the step's end (constant noise)",
+        "euler": "Euler–Maruyama (state-dependent noise)",
+    }[check.scheme]
+    if check.where.startswith("along"):  # the Euler moments
+        cause = f"spreads the state as extra noise {check.where} (dt·Var(f) against 2·E[D])"
+    else:
         unstable = (
             f"; the step is locally unstable at {check.unstable:.0%} of the samples"
             if check.unstable > 0
             else ""
         )
         cause = f"is large against the drift's relaxation ({check.where}{unstable})"
-        scheme = "RK4 drift between half noise kicks (constant noise)"
-    else:
-        cause = f"spreads the state as extra noise {check.where} (dt·Var(f) against 2·E[D])"
-        scheme = "Euler–Maruyama (state-dependent noise)"
+    law = "stationary law" if stationary else "law along its fast directions"
     warnings.warn(
-        f"{what}: dt={check.dt:g} {cause}: the stationary law of the {scheme} scheme differs "
+        f"{what}: dt={check.dt:g} {cause}: the {law} of the {scheme} scheme differs "
         f"from the SDE's by ≈ {check.bias:.0%} in its spread, and a fit to these samples "
         f"inherits that bias; dt={check.suggested_dt:.3g} brings it to ≈ "
         f"{STEP_BIAS_TARGET:.0%}",

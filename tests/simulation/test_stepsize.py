@@ -18,6 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dynosed_sym as ds
+from dynosed_sym.simulation import simulate_time_course
 from dynosed_sym.simulation.functions import model_functions
 from dynosed_sym.simulation.stepsize import (
     STEP_BIAS_TARGET,
@@ -222,3 +223,33 @@ def test_unstable_rows_dominate(ou_rates):
     check = check_step_size(fn, np.array([1.0, 300.0]), X, 0.01, "splitting")
     assert check.unstable == 1.0 and check.bias == 10.0 and check.too_large
     assert variance_ratio(300.0 * check.suggested_dt, "splitting") - 1 <= STEP_BIAS_TARGET
+
+
+def test_time_course_snapshots_recorded_at_the_steps_end(ou_rates):
+    """``simulate_time_course`` records the state at the end of a step, whose law is first-order
+    in dt: a rate of 50 at dt = 0.01 (z = 0.5) inflates the settled fast coordinate's variance by
+    2z/(1 − R₄(−z)²) = 1.58, which the snapshots show and one warning states (for the worst
+    snapshot, naming the caller's line); at dt = 0.0005 no warning and the exact variance."""
+    times = [0.5, 1.0, 2.0]
+    initial = (np.zeros(2), 0.01 * np.eye(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tc = simulate_time_course(ou_rates, [1.0, 50.0], times, 20000, initial=initial, seed=2)
+    steps = [w for w in caught if w.category is ds.StepSizeWarning]
+    predicted = float(variance_ratio(0.5, "end"))
+    np.testing.assert_allclose(
+        predicted, 1 / (1 - (1 - 0.5 + 0.125 - 0.5**3 / 6 + 0.5**4 / 24) ** 2)
+    )
+    for X in tc.snapshots:  # the SDE's variance along y has settled at 1/50 by t = 0.5
+        assert abs(X[:, 1].var() * 50.0 - predicted) < 4 * np.sqrt(2 / X.shape[0]) * predicted
+    assert len(steps) == 1 and steps[0].filename == __file__
+    text = str(steps[0].message)
+    assert text.startswith("simulate_time_course: the snapshot at t = ")
+    assert f"≈ {predicted - 1:.0%} in its spread" in text and "recorded at the step's end" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.StepSizeWarning)
+        fine = simulate_time_course(
+            ou_rates, [1.0, 50.0], times, 20000, initial=initial, seed=2, dt=0.0005
+        )
+    for X in fine.snapshots:
+        assert abs(X[:, 1].var() * 50.0 - 1.0) < 4 * np.sqrt(2 / X.shape[0]) + STEP_BIAS_TARGET
