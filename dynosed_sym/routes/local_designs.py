@@ -88,6 +88,13 @@ def _probes_for(probes, env, t, design):
     keyed = isinstance(spec, dict) and env in {str(k) for k in spec}  # (one environment too)
     if isinstance(spec, dict) and (keyed or not design.single):
         keys = {str(k): v for k, v in spec.items()}
+        names = [str(n) for n in design.names]
+        unknown = [k for k in keys if k not in names]
+        if unknown:  # (a key naming no environment, a typo, was ignored without a word)
+            raise DataError(
+                f"probes: environment {unknown[0]!r} has no data (environments: "
+                f"{', '.join(names)}); give the probes of each environment under its name"
+            )
         if env not in keys:
             raise DataError(f"probes: no probes for environment {env!r}")
         spec = keys[env]
@@ -173,7 +180,7 @@ def fit_local_design(
         for k in interior:
             t = float(times[k])
             spec = _probes_for(probes, env.name, t, design)
-            P, radius = as_probes(spec, m_e, Xs[k])
+            P, radius = as_probes(spec, m_e, Xs[k], distinct=True)
             c = time_derivative_weights(times[k - 1], times[k], times[k + 1])
             kde = [log_kde_jackknife(Xs[j], P, h, edges[j]) for j in (k - 1, k, k + 1)]
             g = sum(cj * lj for cj, (lj, _) in zip(c, kde))

@@ -467,7 +467,7 @@ def _scores_at_probes(model, X, probes, scores, ex, dlogp_dt):
                 )
             )
         kmeans = {}
-        P, ball_radius = as_probes(probes, model, Xa, info=kmeans)
+        P, ball_radius = as_probes(probes, model, Xa, info=kmeans, distinct=not arrays)
         state_signs(model, P, "probes", "probe", fix="or move those probes")  # model there
         state_overflow(model, P, "probes", "probe")
         diffusion_psd(model, P, "probes", "probe")  # β needs D (and its derivatives) there

@@ -277,7 +277,19 @@ def random_centres(X, k, seed=0, min_separation=0.0, max_tries=100_000):
     rng = np.random.default_rng(arguments.seed(seed))
     min_separation = arguments.number(min_separation, "min_separation", nonnegative=True)
     if min_separation <= 0:
-        return X[np.sort(rng.choice(N, k, replace=False))].copy()
+        P = X[np.sort(rng.choice(N, k, replace=False))].copy()
+        if len(np.unique(P, axis=0)) == k:
+            return P
+        # rows repeated in X drew one point twice (it would count its data twice): draw among
+        # the distinct rows (data without repeats keep the draw above)
+        distinct = np.unique(X, axis=0)
+        if len(distinct) < k:
+            raise DataError(
+                f"random probes: X has only {len(distinct)} distinct point(s), fewer than the "
+                f"k = {k} probes asked for (a repeated probe would count its data twice): ask "
+                f"for at most {len(distinct)}"
+            )
+        return distinct[np.sort(rng.choice(len(distinct), k, replace=False))].copy()
     chosen = []
     for _ in range(int(max_tries)):
         x = X[rng.integers(N)]
@@ -545,12 +557,13 @@ def restrict_to_balls(
     return (rows, lab[idx]) if return_labels else rows
 
 
-def as_probes(probes, model=None, X=None, seed=0, info=None):
+def as_probes(probes, model=None, X=None, seed=0, info=None, distinct=False):
     """Normalise ``probes`` → (P (M, d), radius or None).
 
     Accepts an (M, d) array, a DataFrame with the state names as columns, a :class:`Balls`
     (centres and radius) or an int k (k-means centres of X; their ``converged`` and
-    ``iterations`` are written into the dict ``info`` when given).
+    ``iterations`` are written into the dict ``info`` when given).  ``distinct``: refuse a point
+    given twice (where the scores are estimated from data, which it would count twice).
     """
     radius = None
     if isinstance(probes, np.ndarray) and probes.ndim == 0:  # a 0-d array: its number
@@ -609,4 +622,21 @@ def as_probes(probes, model=None, X=None, seed=0, info=None):
         raise DataError("probes: no probe points")
     if not np.isfinite(P).all():
         raise DataError("probes: contain NaN or inf")
+    if distinct:
+        _refuse_repeated(P)
     return np.ascontiguousarray(P), radius
+
+
+def _refuse_repeated(P):
+    """DataError naming the first two probes at one point: a repeated probe counts the data
+    around it twice (k-means refuses repeats for that reason; given ones were fitted so)."""
+    _, inverse, counts = np.unique(P, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    if counts.max() < 2:
+        return
+    i, j = np.flatnonzero(inverse == inverse[np.flatnonzero(counts[inverse] > 1)[0]])[:2]
+    raise DataError(
+        f"probes: rows {i} and {j} are the same point (x = {P[i]}), {int((counts - 1).sum())} "
+        "repeat(s) in all: a repeated probe counts the data around it twice; drop the repeats "
+        "(e.g. np.unique(probes, axis=0))"
+    )
