@@ -606,6 +606,23 @@ def load_model(path) -> SDEModel:
         raise ModelError(f"model file {path!r} failed to run: {type(exc).__name__}: {exc}") from exc
     model = getattr(module, "model", None)
     if not isinstance(model, SDEModel):
-        raise ModelError(f"model file {path!r} must define an SDEModel named 'model'")
+        raise ModelError(
+            f"model file {path!r} must define an SDEModel named 'model'{_found(module)}"
+        )
     model.source_path = os.path.abspath(path)
     return model
+
+
+def _found(module):
+    """What a model file defines instead of ``model``: its 'model' that is not an SDEModel, or
+    the SDEModels it names otherwise (the message said only what was expected)."""
+    found = getattr(module, "model", None)
+    if callable(found):  # (a function that builds the model)
+        return "; its 'model' is a function: end the file with model = model() to load its result"
+    if found is not None:
+        return f"; its 'model' is {type(found).__name__} {found!r:.60}"
+    names = [k for k, v in vars(module).items() if isinstance(v, SDEModel) and k[:1] != "_"]
+    if not names:
+        return ""
+    shown = ", ".join(f"{k} (model {vars(module)[k].name!r})" for k in names)
+    return f"; it defines the SDEModel(s) {shown}: name the one to load model (model = {names[0]})"
