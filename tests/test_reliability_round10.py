@@ -211,3 +211,100 @@ def test_cli_names_a_data_file_that_is_not_utf8_or_not_parquet(tmp_path, project
     fit = ds.fit_global(ds.load_model(ou), data, features=FEATURES)
     record = json.loads(res.stdout[res.stdout.index("{") : res.stdout.rindex("}") + 1])
     assert record["parameters"][0]["estimate"] == fit.theta[0]
+
+
+def test_repeated_probe_points_are_refused_and_random_probes_are_distinct(coupled):
+    """Probes given with a point twice (``[[0, 0], [1, 0], [0, 0], …]``) were fitted, the data
+    around the repeated point counted twice, without a word — round six refused such repeats
+    from k-means, not given ones — and ``choose_probes(X, k, method="random")`` drew one point
+    twice from data with repeated rows (integer counts).  Now the given repeats are refused
+    where the scores are estimated from data, naming the rows; random probes are drawn among
+    the distinct rows when the draw repeats one (data without repeats keep their draw)."""
+    model, X = coupled
+    P = ds.choose_probes(X, 6, seed=0)
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            f"probes: rows 1 and 6 are the same point (x = {P[1]}), 1 repeat(s) in all: a "
+            "repeated probe counts the data around it twice; drop the repeats (e.g. "
+            "np.unique(probes, axis=0))"
+        ),
+    ):
+        ds.fit_local(model, X, np.vstack([P, P[1]]))
+    with pytest.raises(ds.DataError, match=r"^probes: rows 0 and 1 are the same point"):
+        ds.check_identifiability(model, model.nominal, route="local", probes=[[0, 0], [0, 0]])
+    # the distinct probes fit as before
+    fit = ds.fit_local(model, X, P)
+    assert np.isfinite(fit.theta).all()
+    counts = np.repeat(np.random.default_rng(0).integers(0, 4, size=(6, 2)), 50, axis=0)
+    distinct = np.unique(counts, axis=0)
+    R = ds.choose_probes(counts, len(distinct), method="random", seed=0)
+    np.testing.assert_array_equal(np.unique(R, axis=0), distinct)
+    with pytest.raises(
+        ds.DataError,
+        match=rf"^random probes: X has only {len(distinct)} distinct point\(s\), fewer than the "
+        rf"k = {len(distinct) + 1} probes asked for",
+    ):
+        ds.choose_probes(counts, len(distinct) + 1, method="random")
+    rng = np.random.default_rng(3)
+    np.testing.assert_array_equal(
+        ds.choose_probes(X, 5, method="random", seed=3), X[np.sort(rng.choice(len(X), 5, False))]
+    )
+
+
+def test_load_model_names_what_a_file_defines_instead_of_model(tmp_path):
+    """A model file that builds its SDEModel under another name (``m = ds.SDEModel(…)``), or
+    whose ``model`` is a function that builds one, said only "must define an SDEModel named
+    'model'"; now the message names what the file defines and the line that loads it.  With
+    ``model = m`` the file loads the model it named."""
+    head = "import sympy as sp\nimport dynosed_sym as ds\nx, a = sp.symbols('x a', real=True)\n"
+    build = "ds.SDEModel([x], [a], [-a*x], diffusion=1, name='other_r10')"
+    other = tmp_path / "other.py"
+    other.write_text(f"{head}m = {build}\n")
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            f"model file {str(other)!r} must define an SDEModel named 'model'; it defines the "
+            "SDEModel(s) m (model 'other_r10'): name the one to load model (model = m)"
+        ),
+    ):
+        ds.load_model(other)
+    factory = tmp_path / "factory.py"
+    factory.write_text(f"{head}def model():\n    return {build}\n")
+    with pytest.raises(
+        ds.ModelError,
+        match=re.escape(
+            "must define an SDEModel named 'model'; its 'model' is a function: end the file with "
+            "model = model() to load its result"
+        ),
+    ):
+        ds.load_model(factory)
+    number = tmp_path / "number.py"
+    number.write_text("model = 3\n")
+    with pytest.raises(ds.ModelError, match=r"named 'model'; its 'model' is int 3$"):
+        ds.load_model(number)
+    other.write_text(f"{head}m = {build}\nmodel = m\n")
+    assert ds.load_model(other).name == "other_r10"
+
+
+def test_local_design_probes_keyed_by_an_unknown_environment_are_refused():
+    """``fit_local(model, {"A": XA, "B": XB}, {"A": PA, "B": PB, "C": PC}, inputs=…)``: the
+    probes of 'C', an environment without data (a typo, a dropped sample), were ignored without
+    a word — the fit was that of A and B alone — where ``inputs={"C": …}`` is refused.  Now the
+    probes are refused too, naming the key and the environments."""
+    model = ds.SDEModel([X_], [A_], [-A_ * X_ + S_], diffusion=1, inputs=[S_], name="in_probes_r10")
+    inputs = {"A": {"s": 1.0}, "B": {"s": 3.0}}
+    data = {
+        e: ds.simulate(model, [1.0], 1000, inputs=inputs[e], seed=k) for k, e in enumerate(inputs)
+    }
+    probes = {"A": [[0.5], [1.0], [1.5]], "B": [[2.5], [3.0], [3.5]]}
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "probes: environment 'C' has no data (environments: A, B); give the probes of each "
+            "environment under its name"
+        ),
+    ):
+        ds.fit_local(model, data, {**probes, "C": [[1.0], [2.0]]}, inputs=inputs)
+    fit = ds.fit_local(model, data, probes, inputs=inputs)
+    assert abs(fit.theta[0] - 1.0) < 0.3
