@@ -387,6 +387,7 @@ class FitResult:
 
         if path is not None:
             path = arguments.file_path(path, "to_json: path")
+        _check_indent(indent)
         text = json.dumps(finite_or_none(self.to_dict(truth)), indent=indent, allow_nan=False)
         if path is not None:
             try:
@@ -462,6 +463,21 @@ def _resolution_notes(rep, widened):
             "whose kernel smoothing may decide it (its note)"
         )
     return out
+
+
+def _check_indent(indent):
+    """DataError unless ``indent`` is None, a count of spaces or a whitespace string: json.dumps
+    puts any string before every line (indent="x" wrote a file no JSON reader reads) and fails
+    on a float with "can't multiply sequence by non-int"."""
+    if indent is None or (isinstance(indent, str) and not indent.strip()):
+        return
+    if isinstance(indent, (int, np.integer)) and not isinstance(indent, bool) and indent >= 0:
+        return
+    raise DataError(
+        "to_json: indent must be None, a number of spaces (an integer ≥ 0) or a string of "
+        f"whitespace (e.g. '\\t'), got {type(indent).__name__} {indent!r}: it is written before "
+        "every line of the JSON text"
+    )
 
 
 def significant(value):
