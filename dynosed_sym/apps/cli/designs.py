@@ -115,14 +115,16 @@ def design_data(files, model, env_column, time_column):
             raise click.BadParameter(str(exc), param_hint=option) from None
     if len(files) == 1 and env_column is None:
         data = _load_data(files[0], model, in_memory=True)
-        return data, ["data"]
+        return _with_column(data, time_column, "--time-column", files[0]), ["data"]
     if env_column is not None:
         if len(files) != 1:
             raise click.UsageError("--env-column takes one DATA file (the column names the rows)")
         frame = _load_data(files[0], model, in_memory=True)
         if isinstance(frame, np.ndarray):
             raise click.UsageError("--env-column needs a .csv or .parquet DATA file")
-        parts = split_by(frame, env_column, name="DATA")
+        for option, column in (("--env-column", env_column), ("--time-column", time_column)):
+            _with_column(frame, column, option, files[0])
+        parts = split_by(frame, env_column, name=files[0])
         return parts, list(parts)
     names = []
     for f in files:
@@ -132,7 +134,21 @@ def design_data(files, model, env_column, time_column):
                 f"two DATA files are named {stem!r}: environments are named after the files"
             )
         names.append(stem)
-    return {nm: _load_data(f, model, in_memory=True) for nm, f in zip(names, files)}, names
+    frames = [_load_data(f, model, in_memory=True) for f in files]
+    for frame, f in zip(frames, files):
+        _with_column(frame, time_column, "--time-column", f)
+    return dict(zip(names, frames)), names
+
+
+def _with_column(frame, column, option, path):
+    """``frame``, after checking that a table holds the column an option names (the error
+    named X or DATA, not the file)."""
+    from ...errors import DataError
+
+    if column is None or isinstance(frame, np.ndarray) or column in frame.columns:
+        return frame
+    shown = ", ".join(str(c) for c in frame.columns)
+    raise DataError(f"{path}: no column {column!r} for {option} (columns: {shown})")
 
 
 def parse_floats(text, option):
