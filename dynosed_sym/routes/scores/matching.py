@@ -238,15 +238,32 @@ class ScoreMatching(ScoreEstimator):
                 )
             Gt, ct = G.sum(0), c.sum(0)
             if np.linalg.cond(Gt) > 1e12:
+                hint = None if streamed else _too_wide(X, P[m], r)
                 raise DataError(
                     f"score matching: the data in the ball around probe {m} do not determine "
-                    f"the degree-{self.degree} local log-density (singular system); use a "
-                    "larger radius, more data or a lower degree"
+                    f"the degree-{self.degree} local log-density (singular system); "
+                    + (hint or "use a larger radius, more data or a lower degree")
                 )
             S[m], J[m] = score_jac(self._solve(Gt, ct), r)
             if B >= 2:
                 Sb[:, m], Jb[:, m] = score_jac(self._solve(Gt[None] - G, ct[None] - c), r)
         return ScoreEstimate(S, J, counts, Sb, Jb, self.method, total)
+
+
+def _too_wide(X, centre, r):
+    """The hint for a singular ball far wider than the data in it: the basis, in units of the
+    radius, hardly varies over them (radius 1e8 for data of unit spread said "use a larger
+    radius").  None when the radius is of the data's scale."""
+    dist = np.sqrt(((X - centre) ** 2).sum(axis=1))
+    inside = dist[dist <= r]
+    reach = float(inside.max()) if inside.size else 0.0
+    if not 0.0 < reach < 0.01 * r:
+        return None
+    return (
+        f"its radius {r:g} is {r / reach:.3g} times the distance of the farthest data point in "
+        f"it ({reach:.3g}): in units of the radius the data hardly spread; use a radius of the "
+        "data's scale around the probe"
+    )
 
 
 def score_matching(X, probes, radius, degree=2, weight_power=2.0):
