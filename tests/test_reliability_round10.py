@@ -308,3 +308,109 @@ def test_local_design_probes_keyed_by_an_unknown_environment_are_refused():
         ds.fit_local(model, data, {**probes, "C": [[1.0], [2.0]]}, inputs=inputs)
     fit = ds.fit_local(model, data, probes, inputs=inputs)
     assert abs(fit.theta[0] - 1.0) < 0.3
+
+
+@pytest.mark.parametrize("indent", ["x", "--", 2.5, True, -1])
+def test_to_json_refuses_an_indent_that_is_not_whitespace(coupled, indent, tmp_path):
+    """``fit.to_json(path, indent="x")`` wrote a file that no JSON reader reads (json.dumps puts
+    the string before every line: ``{\\nx"model": …``); 2.5 failed with "can't multiply sequence
+    by non-int of type 'float'", True and -1 were taken as 1 and 0.  Now they are refused before
+    the file is written; a count of spaces, a whitespace string or None give the same record."""
+    model, X = coupled
+    fit = ds.fit_global(model, X, features=FEATURES)
+    path = tmp_path / "fit.json"
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "to_json: indent must be None, a number of spaces (an integer ≥ 0) or a string of "
+            f"whitespace (e.g. '\\t'), got {type(indent).__name__} {indent!r}"
+        ),
+    ):
+        fit.to_json(path, indent=indent)
+    assert not path.exists()
+    record = json.loads(fit.to_json())
+    for good in (0, 4, np.int64(3), "\t", None):
+        assert json.loads(fit.to_json(path, indent=good)) == record
+        assert json.loads(path.read_text()) == record
+
+
+def test_cli_names_the_file_without_the_env_or_time_column(tmp_path, project_root):
+    """``dynosed fit M data.csv --time-column t`` on a file without that column said "X:
+    DataFrame has no column 't' (columns: x, y)", ``--env-column env`` "DATA: DataFrame has no
+    column 'env' …" — names the terminal user never typed, and not the file (every other
+    message of the command names it).  Now "data.csv: no column 't' for --time-column (columns:
+    x, y)"; a file that has the columns fits as before."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    ou = str(project_root / "models" / "ou2d_m12.py")
+    frame = pd.DataFrame(np.random.default_rng(4).normal(size=(300, 2)), columns=["x", "y"])
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    other = tmp_path / "other.csv"
+    frame.to_csv(other, index=False)
+    runner = CliRunner()
+    for args, option, column in (
+        (["--time-column", "t"], "--time-column", "t"),
+        (["--env-column", "env"], "--env-column", "env"),
+        (["--env-column", "env", "--time-column", "t"], "--env-column", "env"),
+    ):
+        res = runner.invoke(main, ["fit", ou, str(path), *args])
+        assert res.exit_code == 1, res.output
+        assert f"{path}: no column {column!r} for {option} (columns: x, y)" in res.output
+    res = runner.invoke(main, ["fit", ou, str(path), str(other), "--time-column", "t"])
+    assert f"{path}: no column 't' for --time-column (columns: x, y)" in res.output, res.output
+    frame["env"] = ["A", "B"] * 150
+    frame.to_csv(path, index=False)
+    res = runner.invoke(main, ["fit", ou, str(path), "--env-column", "env", "--features", "64"])
+    assert res.exit_code == 0, res.output
+
+
+def test_score_matching_names_a_ball_far_wider_than_its_data(coupled):
+    """``Balls(P, 1e8)`` around data of unit spread: the basis, in units of the radius, hardly
+    varies over the data, and the singular ball said "use a larger radius, more data or a lower
+    degree" — the opposite of the cure.  Now it names the ratio of the radius to the farthest
+    data point in the ball; a radius of the data's scale fits as before."""
+    model, X = coupled
+    P = ds.choose_probes(X, 5, seed=0)
+    reach = np.sqrt(((X - P[0]) ** 2).sum(axis=1)).max()
+    scores = ds.Scores(score="score_matching")
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "score matching: the data in the ball around probe 0 do not determine the degree-2 "
+            f"local log-density (singular system); its radius 1e+08 is {1e8 / reach:.3g} times "
+            f"the distance of the farthest data point in it ({reach:.3g}): in units of the "
+            "radius the data hardly spread; use a radius of the data's scale around the probe"
+        ),
+    ):
+        ds.fit_local(model, X, ds.Balls(P, 1e8), scores=scores)
+    fit = ds.fit_local(model, X, ds.Balls(P, 2.0), scores=scores)
+    assert np.isfinite(fit.theta).all()
+
+
+def test_local_time_course_probes_keyed_by_a_time_not_fitted_are_refused():
+    """``fit_local(model, tc, {0.5: P, 0.7: P})`` on snapshots at t = 0, 0.5, 1: the probes of
+    0.7 (no snapshot) or of 0 (an end time, where ∂ₜlog p has no snapshot before) were ignored
+    without a word — the fit was that of ``{0.5: P}``.  Now they are refused, naming the time
+    and the times the route fits at."""
+    from dynosed_sym.simulation.simulate import simulate_time_course
+
+    model = ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=1, name="tc_probes_r10")
+    tc = simulate_time_course(model, [1.0], [0, 0.5, 1.0], 800, initial=([2.0], [[0.1]]), seed=1)
+    P = ds.choose_probes(tc.snapshots[1], 4, seed=0)
+    for extra in (0.7, 0.0):
+        with pytest.raises(
+            ds.DataError,
+            match=re.escape(
+                f"probes: time {extra:g} of environment 'data' is not a time the local route "
+                "fits at (0.5; it fits at interior snapshot times, whose ∂ₜlog p comes from a "
+                "snapshot before and after); give probes for those only"
+            ),
+        ):
+            ds.fit_local(model, tc, {0.5: P, extra: P})
+    np.testing.assert_array_equal(
+        ds.fit_local(model, tc, {0.5: P}).theta, ds.fit_local(model, tc, P).theta
+    )
