@@ -82,9 +82,9 @@ def log_kde_jackknife(X, P, h, edges):
     return logp, logp_del
 
 
-def _probes_for(probes, env, t, design, fitted=()):
-    """The probe spec of environment ``env`` (and time t of a time course, one of the times
-    ``fitted``)."""
+def _probes_for(probes, env, t, design, snapshots=()):
+    """The probe spec of environment ``env`` (and time t of a time course, one of its
+    ``snapshots`` times)."""
     spec = probes
     keyed = isinstance(spec, dict) and env in {str(k) for k in spec}  # (one environment too)
     if isinstance(spec, dict) and (keyed or not design.single):
@@ -100,13 +100,12 @@ def _probes_for(probes, env, t, design, fitted=()):
             raise DataError(f"probes: no probes for environment {env!r}")
         spec = keys[env]
     if t is not None and isinstance(spec, dict):
-        unused = [k for k in spec if float(k) not in fitted]
-        if unused:  # (an end time, or no snapshot time at all: its probes were ignored)
-            shown = ", ".join(f"{u:g}" for u in fitted)
+        unused = [k for k in spec if float(k) not in snapshots]
+        if unused:  # (no snapshot at that time, a typo: its probes were ignored)
+            shown = ", ".join(f"{u:g}" for u in snapshots)
             raise DataError(
-                f"probes: time {float(unused[0]):g} of environment {env!r} is not a time the "
-                f"local route fits at ({shown}; it fits at interior snapshot times, whose "
-                "∂ₜlog p comes from a snapshot before and after); give probes for those only"
+                f"probes: time {float(unused[0]):g} of environment {env!r} is not one of its "
+                f"snapshot times ({shown}); its probes would be ignored"
             )
         match = [v for k, v in spec.items() if float(k) == t]
         if not match:
@@ -188,7 +187,7 @@ def fit_local_design(
             groups.append(dict(env=env.name, parts={}, B=e_j.size - 1))
         for k in interior:
             t = float(times[k])
-            spec = _probes_for(probes, env.name, t, design, [float(times[j]) for j in interior])
+            spec = _probes_for(probes, env.name, t, design, times.tolist())
             P, radius = as_probes(spec, m_e, Xs[k], distinct=True)
             c = time_derivative_weights(times[k - 1], times[k], times[k + 1])
             kde = [log_kde_jackknife(Xs[j], P, h, edges[j]) for j in (k - 1, k, k + 1)]
