@@ -32,7 +32,8 @@ class Simulation:
         ``ceil(N / n_chains)`` states ``thin`` steps apart (correlated within a chain); None:
         :func:`~dynosed_sym.simulate`'s default ``min(N, 2048)``.
     x0 : array (d,) or (n_chains, d), optional
-        Start states (default: inside the model's domain, see :func:`dynosed_sym.simulate`).
+        Start states (default: inside the model's domain, see :func:`dynosed_sym.simulate`); a
+        DataFrame, a labelled Series or a dict is kept and read by the state names there.
     """
 
     dt: float = 0.01
@@ -47,7 +48,11 @@ class Simulation:
         arguments.integer(self.thin, "Simulation.thin", minimum=1)
         if not (self.n_chains is None or self.n_chains == "independent"):
             arguments.integer(self.n_chains, "Simulation.n_chains", minimum=1)
-        if self.x0 is not None:
+        labelled = arguments.labelled_values(self.x0)
+        if isinstance(labelled, dict) or type(self.x0).__name__ == "DataFrame":
+            # read by name when the model is known (simulate): a copy of the labels and values
+            object.__setattr__(self, "x0", labelled.copy())
+        elif self.x0 is not None:
             # refuses complex, boolean, text and dates (never cast); a copy, read-only
             x0 = np.array(arguments.float_array(self.x0, "Simulation.x0"), dtype=float)
             x0.setflags(write=False)

@@ -67,6 +67,7 @@ def initial_states(model, n_chains, seed, x0=None, *, theta=None, dt=0.01) -> np
     (:mod:`dynosed_sym.simulation.starts`; ``theta`` and ``dt`` are used there)."""
     if x0 is None:
         return start_states(model, n_chains, seed, theta=theta, dt=dt)
+    x0 = _start_by_name(model, x0)
     x0 = arguments.float_array(x0, "x0")  # refuses complex, boolean, text, dates (never cast)
     if not np.isfinite(x0).all():
         raise DataError("x0: contains NaN or inf")
@@ -75,6 +76,30 @@ def initial_states(model, n_chains, seed, x0=None, *, theta=None, dt=0.01) -> np
     if x0.shape == (n_chains, model.d):
         return x0.copy()
     raise DataError(f"x0: expected shape ({model.d},) or ({n_chains}, {model.d}), got {x0.shape}")
+
+
+def _start_by_name(model, x0):
+    """``x0`` with labels read by name: a DataFrame by its columns (one row per chain, or one
+    row for all), a pandas Series or a dict by the state names (they were read by position: a
+    DataFrame with columns y, x started the chains at (y, x))."""
+    if is_frame(x0):
+        X = as_samples(x0, model, "x0", min_samples=1)
+        return X[0] if X.shape[0] == 1 else X  # (one row: the start of every chain)
+    x0 = arguments.labelled_values(x0)
+    if not isinstance(x0, dict):
+        return x0
+    keyed = {str(key): val for key, val in x0.items()}
+    names = model.state_names
+    for key in keyed:
+        if key not in names:
+            raise DataError(
+                f"x0: {key!r} is not a state variable of model {model.name!r} (state variables: "
+                f"{', '.join(names)})"
+            )
+    missing = [n for n in names if n not in keyed]
+    if missing:
+        raise DataError(f"x0: no value for state variable {missing[0]!r}")
+    return [keyed[n] for n in names]
 
 
 #: The flat keywords of earlier versions, now fields of ``execution=`` (FutureWarning).
@@ -116,7 +141,8 @@ def simulate(
         ``ceil(n_samples / n_chains)`` states.
     seed : int
     x0 : array (d,) or (n_chains, d), optional
-        Start states: one state for every chain, or one per chain.  Default: chain c starts at
+        Start states: one state for every chain, or one per chain (a DataFrame, a labelled
+        Series or a dict is read by the state names).  Default: chain c starts at
         its own standard normal draw (seeded by ``seed``) when that lies inside the model's
         domain (f finite, D(x) positive semi-definite, the noise finite); a draw outside it
         (e.g. x < 0 for noise ∝ √x) is replaced by its absolute value relaxed for one time unit
