@@ -391,26 +391,58 @@ def test_score_matching_names_a_ball_far_wider_than_its_data(coupled):
     assert np.isfinite(fit.theta).all()
 
 
-def test_local_time_course_probes_keyed_by_a_time_not_fitted_are_refused():
+def test_local_time_course_probes_keyed_by_a_time_without_a_snapshot_are_refused():
     """``fit_local(model, tc, {0.5: P, 0.7: P})`` on snapshots at t = 0, 0.5, 1: the probes of
-    0.7 (no snapshot) or of 0 (an end time, where ∂ₜlog p has no snapshot before) were ignored
-    without a word — the fit was that of ``{0.5: P}``.  Now they are refused, naming the time
-    and the times the route fits at."""
+    0.7, a time without a snapshot (a typo), were ignored without a word — the fit was that of
+    ``{0.5: P}``.  Now they are refused, naming the time and the snapshot times; probes given for
+    every snapshot time (the end times' unused: ∂ₜlog p needs a snapshot before and after) fit
+    as before."""
     from dynosed_sym.simulation.simulate import simulate_time_course
 
     model = ds.SDEModel([X_], [A_], [-A_ * X_], diffusion=1, name="tc_probes_r10")
     tc = simulate_time_course(model, [1.0], [0, 0.5, 1.0], 800, initial=([2.0], [[0.1]]), seed=1)
     P = ds.choose_probes(tc.snapshots[1], 4, seed=0)
-    for extra in (0.7, 0.0):
-        with pytest.raises(
-            ds.DataError,
-            match=re.escape(
-                f"probes: time {extra:g} of environment 'data' is not a time the local route "
-                "fits at (0.5; it fits at interior snapshot times, whose ∂ₜlog p comes from a "
-                "snapshot before and after); give probes for those only"
-            ),
-        ):
-            ds.fit_local(model, tc, {0.5: P, extra: P})
-    np.testing.assert_array_equal(
-        ds.fit_local(model, tc, {0.5: P}).theta, ds.fit_local(model, tc, P).theta
-    )
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "probes: time 0.7 of environment 'data' is not one of its snapshot times (0, 0.5, 1); "
+            "its probes would be ignored"
+        ),
+    ):
+        ds.fit_local(model, tc, {0.5: P, 0.7: P})
+    ref = ds.fit_local(model, tc, P).theta
+    np.testing.assert_array_equal(ds.fit_local(model, tc, {0.5: P}).theta, ref)
+    np.testing.assert_array_equal(ds.fit_local(model, tc, {0: P, 0.5: P, 1: P}).theta, ref)
+
+
+def test_simulate_reads_a_labelled_start_by_name(coupled):
+    """``simulate(…, x0=pd.DataFrame([[5, -5]], columns=["y", "x"]))`` (or a Series, or
+    ``Simulation(x0=…)``) started the chains at x = 5, y = -5: the labels were dropped and the
+    values read by position — round seven read a DataFrame of initial samples by name, not
+    ``x0``.  Now a DataFrame, a labelled Series and a dict are read by the state names, and
+    equal the array in the model's order bit for bit; an unknown or missing name is refused."""
+    import pandas as pd
+
+    model, _ = coupled
+    kw = dict(burn_in=0, thin=1, n_chains=2, seed=4)
+    ref = ds.simulate(model, model.nominal, 6, x0=[-5.0, 5.0], **kw)
+    for x0 in (
+        pd.DataFrame([[5.0, -5.0]], columns=["y", "x"]),
+        pd.DataFrame([[5.0, -5.0], [5.0, -5.0]], columns=["y", "x"]),
+        pd.Series({"y": 5.0, "x": -5.0}),
+        {"y": 5.0, "x": -5.0},
+    ):
+        np.testing.assert_array_equal(ds.simulate(model, model.nominal, 6, x0=x0, **kw), ref)
+        sim = ds.Simulation(x0=x0, burn_in=0, thin=1, n_chains=2)
+        np.testing.assert_array_equal(
+            ds.simulate(model, model.nominal, 6, seed=4, **sim.keywords(6)), ref
+        )
+    with pytest.raises(
+        ds.DataError,
+        match=re.escape(
+            "x0: 'z' is not a state variable of model 'coupled_r10' (state variables: x, y)"
+        ),
+    ):
+        ds.simulate(model, model.nominal, 6, x0={"x": 1.0, "y": 2.0, "z": 0.0})
+    with pytest.raises(ds.DataError, match=r"^x0: no value for state variable 'y'$"):
+        ds.simulate(model, model.nominal, 6, x0=pd.Series({"x": 1.0}))
