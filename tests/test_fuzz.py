@@ -291,8 +291,8 @@ FREE = {"ou2d": {"M12", "M21"}, "limit_cycle": {"omega"}}
 #: (same D) the drift becomes f(y/c)/c, i.e. θ_k ↦ θ_k / c^(p_k + 1)
 DEGREE = {"ou2d": np.array([1, 1, 1, 1]), "limit_cycle": np.array([1, 3, 1])}
 #: probe points of the local route where N(0, I) data are dense
-NEAR_ORIGIN = st.lists(
-    st.tuples(st.floats(-0.7, 0.7), st.floats(-0.7, 0.7)), min_size=1, max_size=10
+NEAR_ORIGIN = st.lists(  # (distinct points: a repeated probe is refused, its data counted twice)
+    st.tuples(st.floats(-0.7, 0.7), st.floats(-0.7, 0.7)), min_size=1, max_size=10, unique=True
 ).map(np.array)
 
 

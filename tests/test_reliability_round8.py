@@ -70,8 +70,8 @@ def test_probes_mixing_rows_and_numbers_are_named(models, ou_data):
     # rows of any kind are rows: a range, a pandas row, a NumPy row (the check refused them);
     # the fit equals the one on the plain nested list, bit for bit
     frame = pd.DataFrame(ou_data, columns=["x", "y"])
-    mixed = [[0.0, 1.0], range(2), frame.iloc[1], ou_data[2]]
-    plain = [[0.0, 1.0], [0.0, 1.0], ou_data[1].tolist(), ou_data[2].tolist()]
+    mixed = [[0.5, 1.0], range(2), frame.iloc[1], ou_data[2]]  # (distinct: repeats are refused)
+    plain = [[0.5, 1.0], [0.0, 1.0], ou_data[1].tolist(), ou_data[2].tolist()]
     a, b = ds.fit_local(ou, ou_data, mixed), ds.fit_local(ou, ou_data, plain)
     np.testing.assert_array_equal(a.theta, b.theta)
 
