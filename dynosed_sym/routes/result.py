@@ -313,6 +313,7 @@ class FitResult:
         reject, or None —, misspec_unresolved — the rejected test profiled along every
         direction, or None —, misspec_smoothing — on the local route, the kernel's smoothing
         bias over the standard errors where it made a rejection "undetermined", or None —,
+        misspec_attenuated — why an estimate too weak for the data's spread made it so, or None —,
         misspec_profiled — the test taken along the resolved directions where it is smallest —,
         interval_scale — the Birge ratio by which every interval is widened about its estimate
         —, ci_level, lam,
@@ -361,6 +362,7 @@ class FitResult:
                 "misspec_open_scale": _open_scale_test(rep),
                 "misspec_unresolved": _unresolved_test(rep),
                 "misspec_smoothing": rep.misspec_smoothing,
+                "misspec_attenuated": rep.misspec_attenuated,
                 "misspec_profiled": bool(rep.misspec_profiled),
                 "interval_scale": float(rep.interval_scale),
                 "ci_level": float(rep.ci_level),

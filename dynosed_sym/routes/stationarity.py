@@ -42,7 +42,14 @@ from ..data.blocks import block_edges
 from ..data.sources import open_source
 from ..errors import DynosedError, StationarityWarning
 from ..options import DEFAULT_BLOCKS
-from ..simulation.stationarity import MAX_ROWS, check_linear_drift, check_stationarity
+from ..simulation.stationarity import (
+    IMBALANCE_BORDERLINE,
+    MAX_ROWS,
+    Z_SIGNIFICANT,
+    check_linear_drift,
+    check_stationarity,
+)
+from ..solve.report import CONSISTENCY_P
 
 __all__ = ["flag_stationarity"]
 
@@ -110,6 +117,7 @@ def flag_stationarity(fit, X, *, stationary_data=True, points=None):
         if got is None:
             return fit
         check = check_stationarity(model, fit.theta, *got, theta_sd=_theta_sd(fit.report))
+        _settle_attenuated(fit, model, *got)
     fit.stationarity = check
     if check.verdict in ("stationary", "not checked"):
         return fit
@@ -127,3 +135,39 @@ def flag_stationarity(fit, X, *, stationary_data=True, points=None):
     fit.info["stationarity"] = check.verdict
     warnings.warn(f"{model.name}: {note}", StationarityWarning, stacklevel=3)
     return fit
+
+
+def _settle_attenuated(fit, model, rows, groups):
+    """A rejection the test profiled along the unresolved directions answers but for its noise
+    cap (``misspec_unresolved``: p ≥ the level, θ° inside every interval, more than
+    :data:`~dynosed_sym.solve.verdicts.NOISE_INFLATION_MAX` times the noise) becomes
+    "undetermined" when the estimate itself does not hold the data's spread.
+
+    The cap keeps a misfit along a symmetry of the law INCONSISTENT: there θ̂ fits the data's
+    second moments and only a rotation the law does not see is free.  An estimate attenuated as
+    a whole fails them instead — by the variance balance ``E[2(vᵀf)(vᵀx̃)] + 2vᵀDv = 0``, which
+    fixes the drift's size through D, its drift is too weak for the spread (the variance grows)
+    — and the noise a drift of the data's size carries is then the truth's, not an inflation: a
+    coupled FitzHugh–Nagumo pair at N = 2000, correct, needed 7050× (140× at the truth itself).
+    The balance is taken at θ̂ alone (the fit's own check allows for θ's uncertainty, infinite
+    along an open scale), flagged as the stationarity check flags it (beyond
+    ``Z_SIGNIFICANT`` standard errors and ``IMBALANCE_BORDERLINE`` of its terms)."""
+    rep = fit.report
+    test = rep.misspec_unresolved
+    if rep.consistent is not False or test is None or test.undetermined:
+        return
+    if test.p_value < CONSISTENCY_P or test.outside:
+        return
+    at = check_stationarity(model, fit.theta, rows, groups)
+    rate, se, imbalance = at.variance_rate, at.variance_rate_se, at.imbalance
+    if rate is None:
+        return
+    grows = (rate > Z_SIGNIFICANT * se) & (imbalance > IMBALANCE_BORDERLINE)
+    if not grows.any():
+        return
+    k = int(np.argmax(np.where(grows, imbalance, -np.inf)))
+    rep.consistent = None
+    rep.misspec_attenuated = (
+        f"the variance along {at.direction_names[k]} grows at {rate[k]:.3g} per time unit "
+        f"(± {se[k]:.2g}), its drift and noise terms out of balance by {imbalance[k]:+.0%}"
+    )

@@ -162,6 +162,8 @@ class IdentifiabilityReport:
         Local route: a rejection with the kernel's smoothing bias this many (≥ 1) times the
         standard errors; the test cannot tell the kernel from the model: the verdict is
         "undetermined", every interval open (docs/design-statistics.md §10).
+    misspec_attenuated : str or None
+        Why an estimate too weak for the data's spread made the verdict "undetermined" (§7).
     interval_scale : float
         The Birge ratio ``S = max(1, √misspec_stat)`` (the residual ratio, at least 1): every
         interval is widened S-fold about its estimate (:func:`.misspecification.birge_ratio`);
@@ -249,6 +251,7 @@ class IdentifiabilityReport:
     misspec_open_scale: tuple | None = None
     misspec_unresolved: object = None
     misspec_smoothing: float | None = None
+    misspec_attenuated: str | None = None
     misspec_profiled: bool = False
     misspec_at: np.ndarray | None = None
     interval_scale: float = 1.0
@@ -383,7 +386,7 @@ class IdentifiabilityReport:
             return "consistent" if self.consistent else "INCONSISTENT"
         rest = getattr(self.misspec_unresolved, "undetermined", False)
         opened = self.misspec_open_scale is not None or self.misspec_smoothing is not None
-        return "undetermined" if rest or opened else None
+        return "undetermined" if rest or opened or self.misspec_attenuated else None
 
     def __str__(self):
         lines = [
@@ -411,12 +414,18 @@ class IdentifiabilityReport:
                 f"T = {self.misspec_stat:.3g} on {self.misspec_dim:.1f} effective dimensions, "
                 f"{p} {verdict}"
             )
-            if self.misspec_open_scale is not None:  # (its verdict before the kernel's, if any)
-                decided = "INCONSISTENT" if self.misspec_smoothing is not None else self.verdict
-                lines.append(open_scale_line(self.misspec_open_scale, decided, CONSISTENCY_P))
+            later = self.misspec_smoothing is not None or self.misspec_attenuated is not None
+            if self.misspec_open_scale is not None:  # (its verdict before a later one, if any)
+                decided = "INCONSISTENT" if later else self.verdict
+                line = open_scale_line(self.misspec_open_scale, decided, CONSISTENCY_P, later)
+                lines.append(line)
             if self.misspec_unresolved is not None:
                 test, names = self.misspec_unresolved, self.param_names
-                lines.append(unresolved_line(test, names, CONSISTENCY_P, self.misspec_smoothing))
+                lines.append(
+                    unresolved_line(
+                        test, names, CONSISTENCY_P, self.misspec_smoothing, self.misspec_attenuated
+                    )
+                )
             if self.interval_scale > 1.0:
                 lines.append(
                     f"  intervals widened by the Birge ratio S = {self.interval_scale:.3g} "

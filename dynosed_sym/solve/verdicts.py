@@ -242,10 +242,11 @@ def _noise(system, theta, Ur):
     return float(block_weights(counts) @ np.einsum("bm,bm->b", e, e))
 
 
-def unresolved_line(test, names, level, smoothing=None):
+def unresolved_line(test, names, level, smoothing=None, attenuated=None):
     """The summary's line on ``misspec_unresolved`` (:class:`UnresolvedTest`; ``level``: the
     verdict's; ``smoothing``: the report's ``misspec_smoothing``, set where a local fit's kernel
-    made the verdict undetermined whatever this test says)."""
+    made the verdict undetermined whatever this test says; ``attenuated``: the report's
+    ``misspec_attenuated``, where an estimate that does not hold the data's spread did)."""
     point = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, test.theta))
     head = (
         f"  profiled along the unresolved directions as well the test gives T = {test.stat:.3g}, "
@@ -276,12 +277,22 @@ def unresolved_line(test, names, level, smoothing=None):
             "this alone would keep the rejection, but the kernel's smoothing (below) makes the "
             "verdict undetermined"
         )
+    elif attenuated is not None:  # the estimate is too weak for the data's spread
+        end = (
+            f"this alone would keep the rejection, but the estimate does not hold the data's "
+            f"spread ({attenuated}): the drift is attenuated as a whole, the noise a correct "
+            "drift of the data's size carries is that much larger, and a misfit along a "
+            "symmetry of the law keeps the spread — so the test cannot tell a misspecified model "
+            "from an attenuated correct one (neither consistent nor INCONSISTENT; more data "
+            "decide it)"
+        )
     return head + ": " + "; ".join(why) + ": " + end
 
 
-def open_scale_line(test, verdict, level):
+def open_scale_line(test, verdict, level, later=False):
     """The summary's line on the test profiled along the open scale (``misspec_open_scale``;
-    ``level``: the verdict's, :data:`~.report.CONSISTENCY_P`)."""
+    ``level``: the verdict's, :data:`~.report.CONSISTENCY_P`; ``later``: a later step — the
+    kernel's smoothing, an attenuated estimate — decided the verdict)."""
     t1, p1, bound1 = test
     head = f"  profiled along the open scale as well the test gives T = {t1:.3g}, "
     head += str(TailProbability(p1, bound=bound1))
@@ -292,11 +303,16 @@ def open_scale_line(test, verdict, level):
             "an attenuated estimate of a correct one (neither consistent nor INCONSISTENT)"
         )
     if test[1] >= level:
+        end = (
+            "this alone would keep the rejection (below: what decides it)"
+            if later
+            else "the rejection stands (it may still be an estimate attenuated as a whole; more "
+            "data decide it)"
+        )
         return (
             head + ": a larger component along it would fit, but the open direction is not the "
             "estimate's own (more than half of ‖θ̂‖², a component above 2τ), the only one the "
             "rule reads as the drift's scale, and a flat direction absorbs a wrong model's "
-            "residual too (a symmetry of the law is flat at any N): the rejection stands (it may "
-            "still be an estimate attenuated as a whole; more data decide it)"
+            f"residual too (a symmetry of the law is flat at any N): {end}"
         )
     return head + ": it still rejects, so no drift scale along it rescues the model"

@@ -163,3 +163,36 @@ def test_unresolved_line_names_the_kernels_verdict_where_it_decided(smoothing):
     else:
         assert "rejection stands" not in line
         assert line.endswith("the kernel's smoothing (below) makes the verdict undetermined")
+
+
+def test_an_estimate_too_weak_for_the_datas_spread_is_undetermined(tmp_path):
+    """Two coupled FitzHugh–Nagumo units (held-out round thirteen), correct, at N = 2000: the
+    overall scale open, the estimate ≈ 0.07 against 3, the test at it p < 1e-12; profiled along
+    the unresolved directions it passes (p = 0.43) but only with 7050× the noise, beyond the
+    cap — INCONSISTENT before.  The estimate does not hold the data's spread (the variance
+    balance: the variance along x1 grows, +23 %), which a misfit along a symmetry of the law
+    does not show (the quartic rotation law fitted by a linear model keeps its spread and its
+    INCONSISTENT): now "undetermined", the summary saying why and no "rejection stands" at
+    its end (the round-thirteen data set 5, drawn as the sweep draws it)."""
+    from dynosed_sym.apps.bench.calibration_data import load_dataset
+    from dynosed_sym.routes import stationarity as rs
+
+    model, truth, protocol = family("fhn_pair")
+    X = load_dataset("fhn_pair", model, truth, protocol, 5, 2000, str(tmp_path))
+    fit = ds.fit_global(model, X, features=ds.Features(seed=5))
+    rep, text = fit.report, fit.summary()
+    assert rep.p_value < 1e-10 and rep.misspec_unresolved.noise_ratio > vd.NOISE_INFLATION_MAX
+    assert rep.verdict == "undetermined" and rep.consistent is None, text
+    assert rep.misspec_attenuated.startswith("the variance along x1 grows"), text
+    assert "rejected at the estimate: UNDETERMINED" in text
+    assert "the drift is attenuated as a whole" in text and "the rejection stands" not in text
+    assert fit.to_dict()["report"]["misspec_attenuated"] == rep.misspec_attenuated
+    # the balance at θ̂ itself flags the growth the rule reads (the fit's own check allows for
+    # θ's uncertainty, infinite along the open scale, and cannot fail there)
+    rows, groups = rs._rows(X, model)
+    at = ds.check_stationarity(model, fit.theta, rows, groups)
+    assert at.verdict in ("borderline", "not stationary")
+    assert fit.stationarity.verdict == "stationary"
+    ou, quartic = rotation_models()
+    misfit = ds.fit_global(ou, rotation_data(quartic, 2000, 300), features=ds.Features(seed=0))
+    assert misfit.report.verdict == "INCONSISTENT" and misfit.report.misspec_attenuated is None
