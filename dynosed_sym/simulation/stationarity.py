@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arguments import float_array
+from ..arguments import float_array, labelled_values
 from ..data.arrays import as_samples, check_finite
 from ..data.checks import state_signs
 from ..errors import DataError, StationarityError, StationarityWarning
@@ -452,7 +452,20 @@ def _row_groups(groups, n):
 
 
 def _theta_sd(theta_sd, model):
-    """``theta_sd`` as an (n,) array of standard deviations: ≥ 0, inf allowed, no NaN."""
+    """``theta_sd`` as an (n,) array of standard deviations: ≥ 0, inf allowed, no NaN; a dict
+    or a labelled Series read by parameter name, as θ is (a dict was refused)."""
+    theta_sd = labelled_values(theta_sd)
+    if isinstance(theta_sd, dict):
+        names = model.param_names
+        keyed = {str(k): v for k, v in theta_sd.items()}
+        unknown = [k for k in keyed if k not in names]
+        missing = [n for n in names if n not in keyed]
+        if unknown or missing:
+            what = (
+                f"{unknown[0]!r} is not a parameter" if unknown else f"no value for {missing[0]!r}"
+            )
+            raise DataError(f"theta_sd: {what} (parameters: {', '.join(names)})")
+        theta_sd = [keyed[n] for n in names]
     sd = float_array(theta_sd, "theta_sd", entries=model.param_names).reshape(-1)
     if sd.shape != (model.n,):
         raise DataError(

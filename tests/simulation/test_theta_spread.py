@@ -34,3 +34,31 @@ def test_spread_equals_the_loop_over_parameters():
     np.testing.assert_allclose(means, want_mean, rtol=1e-12)
     assert np.isinf(means[1])  # sd[4] is W_1_1's: it enters f_1 only
     assert np.all(np.isfinite(means[[0, 2]]))
+
+
+def test_theta_sd_as_a_dict_is_read_by_name():
+    """``check_stationarity(theta_sd=…)`` takes a dict or a labelled Series by parameter name, as
+    θ itself (a dict was refused: "holds a value that is not a number"): the same check as the
+    array in the model's order (the oracle); an unknown or missing name is refused naming it."""
+    import pandas as pd
+    import pytest
+
+    import dynosed_sym as ds
+
+    model, truth = network_model(3, 0)
+    X = ds.simulate(model, truth, 400, seed=1)
+    sd = np.linspace(0.01, 0.09, model.n)
+    sd[2] = np.inf
+    ref = ds.check_stationarity(model, truth, X, theta_sd=sd)
+    names = list(model.param_names)
+    by_dict = dict(zip(names[::-1], sd[::-1]))
+    for given in (by_dict, pd.Series(by_dict)):
+        got = ds.check_stationarity(model, truth, X, theta_sd=given)
+        assert got.verdict == ref.verdict and got.reasons == ref.reasons
+        np.testing.assert_array_equal(got.variance_rate_se, ref.variance_rate_se)
+    with pytest.raises(ds.DataError, match=r"^theta_sd: 'nope' is not a parameter"):
+        ds.check_stationarity(model, truth, X, theta_sd={**by_dict, "nope": 1.0})
+    with pytest.raises(ds.DataError, match=rf"^theta_sd: no value for '{names[0]}'"):
+        ds.check_stationarity(
+            model, truth, X, theta_sd={k: v for k, v in by_dict.items() if k != names[0]}
+        )
