@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -68,6 +67,7 @@ from .calibration_sweep import (
     finish_run,
     new_payload,
     read_records,
+    timed_record,
 )
 from .common import ROOT
 
@@ -370,37 +370,33 @@ def design_record(model, data, probes, inputs, options, truth):
     """One local fit on a design as a record (:mod:`.calibration_metrics`): estimates, interval,
     per parameter finite and covering, verdict, ``misspec_smoothing``, time, warnings; a fit
     that raises gives a record with ``error``."""
-    t0 = time.perf_counter()
-    rec = {"error": None}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            objects = option_objects("fit_local", options, LOCAL_OPTIONS)
-            fit = ds.fit_local(model, data, probes, inputs=inputs, **objects)
-            ci = fit.conf_int()
-            rep = fit.report
-            finite = np.isfinite(ci).all(axis=1)
-            rec.update(
-                theta=fit.theta.tolist(),
-                lo=ci[:, 0].tolist(),
-                hi=ci[:, 1].tolist(),
-                finite=finite.tolist(),
-                covers=(finite & (ci[:, 0] <= truth) & (truth <= ci[:, 1])).tolist(),
-                rank=int(rep.rank),
-                p_value=None if rep.p_value is None else float(rep.p_value),
-                consistent=None if rep.consistent is None else bool(rep.consistent),
-                verdict=rep.verdict,
-                misspec_smoothing=(
-                    None if rep.misspec_smoothing is None else float(rep.misspec_smoothing)
-                ),
-                residual_ratio=None if rep.residual_ratio is None else float(rep.residual_ratio),
-                converged=bool(fit.converged),
-            )
-        except Exception as exc:  # a fit that raises is a result of the sweep, not its end
-            rec["error"] = f"{type(exc).__name__}: {exc}"[:500]
-    rec["seconds"] = time.perf_counter() - t0
-    rec["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught})
-    return rec
+
+    def fit():
+        objects = option_objects("fit_local", options, LOCAL_OPTIONS)
+        return ds.fit_local(model, data, probes, inputs=inputs, **objects)
+
+    def fields(fit):
+        ci = fit.conf_int()
+        rep = fit.report
+        finite = np.isfinite(ci).all(axis=1)
+        return dict(
+            theta=fit.theta.tolist(),
+            lo=ci[:, 0].tolist(),
+            hi=ci[:, 1].tolist(),
+            finite=finite.tolist(),
+            covers=(finite & (ci[:, 0] <= truth) & (truth <= ci[:, 1])).tolist(),
+            rank=int(rep.rank),
+            p_value=None if rep.p_value is None else float(rep.p_value),
+            consistent=None if rep.consistent is None else bool(rep.consistent),
+            verdict=rep.verdict,
+            misspec_smoothing=(
+                None if rep.misspec_smoothing is None else float(rep.misspec_smoothing)
+            ),
+            residual_ratio=None if rep.residual_ratio is None else float(rep.residual_ratio),
+            converged=bool(fit.converged),
+        )
+
+    return timed_record(fit, fields)
 
 
 def _check(fam, cache_dir):

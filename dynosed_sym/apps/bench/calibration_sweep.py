@@ -108,41 +108,54 @@ def _probes(X, protocol, k):
     return ds.choose_probes(X, n_probes, method="kmeans", seed=k)
 
 
-def fit_record(model, X, route, options, k, probes=None):
-    """One fit as a record (calibration_metrics): estimates, interval, report, time, warnings;
-    a fit that raises gives a record with ``error``."""
+def timed_record(fit, fields):
+    """``{"error": None, **fields(fit())}`` with the seconds and the warnings of the fit; a fit
+    (or reading it) that raises gives the record with ``error`` — a result of the sweep, not its
+    end.  Shared by :func:`fit_record` and the local-designs sweep's records."""
     t0 = time.perf_counter()
     rec = {"error": None}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            if route == "global":
-                objects = option_objects("fit_global", {"seed": k, **options}, GLOBAL_OPTIONS)
-                fit = ds.fit_global(model, X, **objects)
-            else:
-                objects = option_objects("fit_local", options, LOCAL_OPTIONS)
-                fit = ds.fit_local(model, X, probes, **objects)
-            ci = fit.conf_int()
-            rep = fit.report
-            rec.update(
-                theta=fit.theta.tolist(),
-                lo=ci[:, 0].tolist(),
-                hi=ci[:, 1].tolist(),
-                status=None if rep.status is None else list(rep.status),
-                rank=int(rep.rank),
-                p_value=None if rep.p_value is None else float(rep.p_value),
-                consistent=None if rep.consistent is None else bool(rep.consistent),
-                verdict=rep.verdict,
-                residual_ratio=None if rep.residual_ratio is None else float(rep.residual_ratio),
-                misspec_stat=None if rep.misspec_stat is None else float(rep.misspec_stat),
-                misspec_dim=None if rep.misspec_dim is None else float(rep.misspec_dim),
-                converged=bool(fit.converged),
-            )
+            rec.update(fields(fit()))
         except Exception as exc:  # a fit that raises is a result of the sweep, not its end
             rec["error"] = f"{type(exc).__name__}: {exc}"[:500]
     rec["seconds"] = time.perf_counter() - t0
     rec["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught})
     return rec
+
+
+def fit_record(model, X, route, options, k, probes=None):
+    """One fit as a record (calibration_metrics): estimates, interval, report, time, warnings;
+    a fit that raises gives a record with ``error``."""
+
+    def fit():
+        if route == "global":
+            objects = option_objects("fit_global", {"seed": k, **options}, GLOBAL_OPTIONS)
+            return ds.fit_global(model, X, **objects)
+        objects = option_objects("fit_local", options, LOCAL_OPTIONS)
+        return ds.fit_local(model, X, probes, **objects)
+
+    return timed_record(fit, _fit_fields)
+
+
+def _fit_fields(fit):
+    ci = fit.conf_int()
+    rep = fit.report
+    return dict(
+        theta=fit.theta.tolist(),
+        lo=ci[:, 0].tolist(),
+        hi=ci[:, 1].tolist(),
+        status=None if rep.status is None else list(rep.status),
+        rank=int(rep.rank),
+        p_value=None if rep.p_value is None else float(rep.p_value),
+        consistent=None if rep.consistent is None else bool(rep.consistent),
+        verdict=rep.verdict,
+        residual_ratio=None if rep.residual_ratio is None else float(rep.residual_ratio),
+        misspec_stat=None if rep.misspec_stat is None else float(rep.misspec_stat),
+        misspec_dim=None if rep.misspec_dim is None else float(rep.misspec_dim),
+        converged=bool(fit.converged),
+    )
 
 
 def _fit_set(name, model, protocol, X, N, k, source, opts):
