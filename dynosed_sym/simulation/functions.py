@@ -240,7 +240,7 @@ class ModelFunctions:
             weights = np.zeros((n_unique, self.d))  # f_i = Σ_u vals_u · Σ_{k: entry u} θ_k
             np.add.at(weights, (column, rows), theta[cols])
             with np.errstate(all="ignore"):
-                F += self._call(fn_u, X, None, (n_unique,)) @ weights
+                F += self._call(fn_u, X, theta, (n_unique,)) @ weights
         # where it is not finite (an overflow, an inf state) the split order matters (inf·0 in
         # the product, x·ρ − x·z against x·(ρ − z)): those rows from the whole drift, as before
         bad = ~np.isfinite(F).all(axis=1)
@@ -250,32 +250,18 @@ class ModelFunctions:
 
     @cached_property
     def _affine_drift(self):
-        """For an affine drift ``f = U(x)θ + v(x)``: the nonzero entries (i, k) of U, each pointing
-        at one of its *distinct* expressions (one lambdified list: a network W·h(x) has d of them
-        for d² entries, which the whole drift lambdified evaluates d times each), and v
-        lambdified; None for a drift not affine in θ."""
+        """For an affine drift ``f = U(x)θ + v(x)``: the nonzero entries (i, k) of U — the
+        ∂f_i/∂θ_k of :attr:`_f_theta`, each pointing at one of its *distinct* expressions (one
+        lambdified list: a network W·h(x) has d of them for d² entries, which the whole drift
+        lambdified evaluates d times each) — and v lambdified; None for a drift not affine in θ."""
         der = self._model.derivation
         if not der.is_affine:
             return None
-        rows, cols, column, unique = [], [], [], {}
-        for (i, k), e in sorted(der.entries.items()):
-            e = sp.sympify(e)
-            if e.is_zero:
-                continue
-            rows.append(i)
-            cols.append(k)
-            column.append(unique.setdefault(e, len(unique)))
-        state = list(self._model.state)
-        fn_u = sp.lambdify(state, list(unique), "numpy") if unique else None
-        fn_v = sp.lambdify(state, [sp.sympify(e) for e in der.v], "numpy")
-        return (
-            np.asarray(rows, dtype=np.intp),
-            np.asarray(cols, dtype=np.intp),
-            np.asarray(column, dtype=np.intp),
-            len(unique),
-            fn_u,
-            fn_v,
-        )
+        pairs, (fn_u, n_unique, column) = self._f_theta
+        ik = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        rows, cols = ik[:, 0], ik[:, 1]
+        fn_v = sp.lambdify(list(self._model.state), [sp.sympify(e) for e in der.v], "numpy")
+        return rows, cols, np.asarray(column, dtype=np.intp), n_unique, fn_u, fn_v
 
     def jacobian(self, X, theta):
         """∂f_i/∂x_j (n, d, d)."""

@@ -238,7 +238,7 @@ def warn_step_size(check: StepCheck, what: str, stacklevel: int = 3, stationary=
         "end": "RK4 drift and a noise kick per step, recorded at the step's end (constant noise)",
         "euler": "Euler–Maruyama (state-dependent noise)",
     }[check.scheme]
-    if check.where.startswith("along"):  # the Euler moments
+    if check.scheme == "euler" and stationary:  # read from the Euler step's moments
         cause = f"spreads the state as extra noise {check.where} (dt·Var(f) against 2·E[D])"
     else:
         unstable = (
