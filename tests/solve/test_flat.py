@@ -146,3 +146,81 @@ def test_records_call_a_whole_line_parameter_not_identifiable(rotated_ou):
     df = fit.to_dataframe()
     assert not df["identifiable"].any()
     assert not any(p["identifiable"] for p in fit.to_dict()["parameters"])
+
+
+def _fake_balance(sets_by_direction, seen):
+    """A balance callable that records what it was asked and answers the given sets."""
+
+    def balance(theta, directions, nuisance=None, test=None):
+        seen.append((np.array(theta), directions.copy(), np.array(nuisance), np.array(test)))
+        return [s if t else None for s, t in zip(sets_by_direction, test)]
+
+    return balance
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tau=st.floats(0.01, 5.0),
+    lo=st.floats(-20.0, 20.0),
+    width=st.floats(0.0, 10.0),
+    z=st.floats(-1.0, 1.0),
+    t=st.floats(-3.0, 5.0),
+)
+def test_balance_opens_a_flat_direction_exactly_when_its_set_misses_two_tau(tau, lo, width, z, t):
+    """balance_rescues: a flat direction opens iff the balance's set of the total component
+    (the resolved estimate's component z plus c) misses [−2τ, 2τ]; a direction whose curvature
+    is seen is never asked; the resolved estimate is where the balance is taken, the other
+    directions' components are its nuisance at τ (unbounded where already open)."""
+    from dynosed_sym.solve.flat import SCALE_TAU, balance_rescues
+
+    VU = np.eye(3)[:, :2]  # two unresolved directions, on the first two parameters
+    theta_R = np.array([z, 0.0, 1.0])
+    seen = []
+    s = [(lo, lo + width)]
+    out, notes = balance_rescues(
+        _fake_balance([s, s], seen),
+        theta_R,
+        VU,
+        np.array([t, 10.0]),
+        tau,
+        list("abc"),
+        np.array([False, False]),
+    )
+    flat = not t > SCALE_T
+    total = (lo + z, lo + width + z)
+    misses = total[0] > SCALE_TAU * tau or total[1] < -SCALE_TAU * tau
+    assert out.tolist() == [flat and misses, False]
+    assert len(notes) == int(flat and misses)
+    if flat:
+        ((theta, dirs, nuisance, test),) = seen
+        np.testing.assert_array_equal(theta, theta_R)
+        assert test.tolist() == [True, False]
+        np.testing.assert_array_equal(nuisance, [tau, tau])
+    else:
+        assert seen == []
+
+
+def test_balance_rescues_empty_whole_line_skip_and_no_tau():
+    from dynosed_sym.solve.flat import balance_rescues
+
+    VU = np.eye(3)[:, :3]
+    t = np.zeros(3)
+    theta_R = np.zeros(3)
+    seen = []
+    sets = [[], [(-np.inf, np.inf)], [(100.0, 101.0)]]
+    out, notes = balance_rescues(
+        _fake_balance(sets, seen), theta_R, VU, t, 1.0, list("abc"), np.array([False, False, True])
+    )
+    # empty: the misfit lies elsewhere, nothing said about the direction → kept; the whole line:
+    # unseen → kept; skipped (open already): never asked (its set would open it), an unbounded
+    # nuisance of the others
+    assert out.tolist() == [False, False, False] and notes == []
+    ((_, _, nuisance, test),) = seen
+    assert test.tolist() == [True, True, False] and np.isinf(nuisance[2])
+    for tau in (None, np.inf):
+        out, notes = balance_rescues(
+            _fake_balance(sets, []), theta_R, VU, t, tau, list("abc"), np.zeros(3, bool)
+        )
+        assert not out.any() and notes == []
+    out, _ = balance_rescues(None, theta_R, VU, t, 1.0, list("abc"), np.zeros(3, bool))
+    assert not out.any()
