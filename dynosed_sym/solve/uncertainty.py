@@ -52,7 +52,7 @@ import numpy as np
 
 from .. import arguments
 from .blockops import all_rtimes
-from .linear import hinv, solve_tikhonov
+from .linear import hinv, solve_tikhonov, unit_scale
 from .misspecification import block_weights, verdict_test
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "BootstrapResult",
     "block_influence",
     "sandwich_covariance",
+    "scaled_sandwich",
     "influence_variance",
     "confidence_intervals",
     "block_bootstrap",
@@ -84,11 +85,32 @@ def block_influence(A, b, theta, lam, A_blocks, b_blocks, Hinv=None):
 
 
 def sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv=None):
-    """Sandwich covariance (n, n) of θ̂ from per-block means (module docstring)."""
+    """Sandwich covariance (n, n) of θ̂ from per-block means (module docstring).  Formed in units
+    of powers of two (:func:`scaled_sandwich`); entries beyond double precision's range (θ̂ of
+    data × 10⁹⁰ has variances ≈ 10⁻³⁶⁰) underflow only in this last product."""
+    cov, units = scaled_sandwich(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
+    return cov * units[:, None] * units[None, :]
+
+
+def scaled_sandwich(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv=None):
+    """The sandwich covariance in units of powers of two: ``(C, u)`` with ``Cov(θ̂) = C ⊙ u uᵀ``,
+    ``C`` of unit size, and the standard errors ``√C_jj · u_j``.
+
+    The influences are linear in (θ, b, b_b) jointly at a fixed A, so they are taken with θ, b
+    and the block means b_b divided by a power of two ``u₀`` at or above both θ and the size of
+    b over that of A (θ in the system's units, as the solve takes it:
+    :func:`~.ustat.solve_system`), and each column j is then divided by a power of two at or
+    above its largest entry — θ's columns rescaled, as A's would be, so ``u_j`` is u₀ times
+    that power.  Both steps are exact, so wherever the covariance was a normal number it is the
+    same bit for bit; data × c (θ̂ ≈ M/c²) no longer square influences of size 1/c², whose
+    squares left double precision's range beyond c ≈ 10⁷⁷ (standard errors 0)."""
     w = block_weights(counts)
-    IF = block_influence(A, b, theta, lam, A_blocks, b_blocks, Hinv)
+    unit = max(unit_scale(theta), unit_scale(b) / unit_scale(A))
+    IF = block_influence(A, b / unit, theta / unit, lam, A_blocks, b_blocks / unit, Hinv)
+    cols = np.array([unit_scale(col) for col in IF.T], dtype=float)
+    IF = IF / cols
     B = IF.shape[0]
-    return (IF * w[:, None]).T @ IF / (B - 1)
+    return (IF * w[:, None]).T @ IF / (B - 1), cols * unit
 
 
 def influence_variance(IF, counts):
@@ -311,8 +333,9 @@ def analyse_uncertainty(
     directions the test is profiled along (:func:`~.misspecification.verdict_test`).
     """
     Hinv = hinv(A, lam) if Hinv is None else Hinv
-    cov = sandwich_covariance(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
-    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    scaled, units = scaled_sandwich(A, b, theta, lam, A_blocks, b_blocks, counts, Hinv)
+    cov = scaled * units[:, None] * units[None, :]  # (may underflow where se does not)
+    se = np.sqrt(np.clip(np.diag(scaled), 0.0, None)) * units
     if free_mask is not None:
         se = np.where(free_mask, np.inf, se)
     dof = int(np.asarray(counts).size - 1) if dof is None else int(dof)
