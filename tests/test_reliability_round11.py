@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import OU_START, gaussian_samples, ou_transient_law
 
 import dynosed_sym as ds
 from dynosed_sym.solve import uncertainty as unc
@@ -103,3 +104,64 @@ def test_resolved_estimator_standard_errors_of_data_scaled_by_1e90(ou):
     solver = ds.Solver(lam=0.0)
     ref, got = _fit(model, X, solver), _fit_scaled(model, X * c, solver)
     np.testing.assert_allclose(got.report.std_errors * c**2, ref.report.std_errors, rtol=1e-6)
+
+
+def _ou_sampler(limit=np.inf):
+    """The exact transient law of ou2d (D = I) at ``time``; a DataError beyond ``limit``."""
+
+    def sample(inputs, theta, n, seed, time=None, initial=None):
+        if time > limit:
+            raise ds.DataError(f"sampler: no law beyond t = {limit:g}, asked for t = {time:g}")
+        M = np.asarray(theta, dtype=float).reshape(2, 2)
+        return gaussian_samples(*ou_transient_law(M, 1.0, *initial, time), n, seed)
+
+    return sample
+
+
+def test_candidate_times_the_simulator_cannot_reach_are_named(ou, monkeypatch):
+    """``Experiment(candidate_times=[0.2, 1e300])``: the time passed its check (finite, ≥ 0);
+    after the structural check, the simulation and the fit, the advice's snapshot at 1e300
+    raised "times: t = 1e+300 with dt=0.01 needs 1e+302 steps per chain …" — ``times``, an
+    argument the user had not given.  Now refused before any work (the structural check is not
+    reached), naming ``Experiment.candidate_times`` and the entry; ``Experiment.times`` alike.
+    With a ``sampler=`` any time is drawn as the sampler can, and a DataError it raises at a
+    candidate time names the candidate time."""
+    from dynosed_sym.identifiability import designs
+
+    model, _ = ou
+
+    def no_structural_check(*args, **kwargs):
+        raise AssertionError("the structural check ran before the times were checked")
+
+    def check(study=None, **experiment):
+        return ds.check_identifiability(
+            model,
+            experiment=ds.Experiment(initial=OU_START, **experiment),
+            study=study or ds.Study(n_samples=400),
+            features=FEATURES,
+        )
+
+    with monkeypatch.context() as patch:
+        patch.setattr(designs, "design_structural", no_structural_check)
+        with pytest.raises(
+            ds.DataError,
+            match=r"^Experiment\.candidate_times: entry 1 cannot be simulated: t = 1e\+300 with "
+            r"dt=0\.01 needs 1e\+302 steps per chain, beyond the 4\.61e\+18 steps a chain can "
+            r"count; check the time unit of the candidate times, give the simulation a larger "
+            r"step \(study=Study\(simulation=ds\.Simulation\(dt=\.\.\.\)\)\), or a sampler= ",
+        ):
+            check(times=[0.0, 0.5, 1.0], candidate_times=[0.2, 1e300])
+        with pytest.raises(
+            ds.DataError, match=r"^Experiment\.times: entry 2 cannot be simulated: t = 1e\+300 "
+        ):
+            check(times=[0.0, 0.5, 1e300])
+    study = ds.Study(n_samples=2000, sampler=_ou_sampler(limit=100.0))
+    with pytest.raises(
+        ds.DataError,
+        match=r"^Experiment\.candidate_times: the design with a snapshot added at t = 1000: "
+        r"sampler: no law beyond t = 100, asked for t = 1000$",
+    ):
+        check(study, times=[0.0, 0.5, 1.0], candidate_times=[1000.0])
+    # a time the sampler draws is advised on as before
+    advice = check(study, times=[0.0, 0.5, 1.0], candidate_times=[3.0]).advice
+    assert sorted(a.time or 0.0 for a in advice if a.kind == "time") == [0.0, 3.0]

@@ -36,6 +36,7 @@ nominal θ — lower is better.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,7 +46,7 @@ from ..assembly.stein import assemble_source
 from ..codegen.loading import compile_model
 from ..data.designs import TimeCourse, as_design
 from ..data.sources import open_source
-from ..errors import DynosedError
+from ..errors import DataError, DynosedError
 from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
@@ -344,29 +345,44 @@ def advise_times(study, candidate_times):
         for j, t in enumerate(cands):
             if np.any(np.isclose(times, t)):
                 continue
-            X = study.sampler(
-                env.input_dict,
-                thetas[env.name],
-                study.n_samples,
-                seed + 15_485_863 + 97 * j,
-                t,
-                study.initial[env.name],
-            )
-            snaps = dict(study.data[env.name].items())
-            snaps[t] = np.asarray(X, dtype=float)
-            aug = dict(study.data)
-            aug[env.name] = TimeCourse(snaps)
-            d_aug = as_design(aug, model, inputs)
-            f = fit_global_design(
-                model,
-                d_aug,
-                Features(n_features=fit.info["m"], seed=seed),
-                Solver(lam=fit.info["lam"]),
-                Execution(n_blocks=32, out_dir=study.out_dir),
-                order=study.order,
-            )
+            with _candidate_time(env.name, t, design.single):
+                X = study.sampler(
+                    env.input_dict,
+                    thetas[env.name],
+                    study.n_samples,
+                    seed + 15_485_863 + 97 * j,
+                    t,
+                    study.initial[env.name],
+                )
+                snaps = dict(study.data[env.name].items())
+                snaps[t] = np.asarray(X, dtype=float)
+                aug = dict(study.data)
+                aug[env.name] = TimeCourse(snaps)
+                f = fit_global_design(
+                    model,
+                    as_design(aug, model, inputs),
+                    Features(n_features=fit.info["m"], seed=seed),
+                    Solver(lam=fit.info["lam"]),
+                    Execution(n_blocks=32, out_dir=study.out_dir),
+                    order=study.order,
+                )
             out.append(_time_advice(env.name, t, f.report.rank, _time_score(f, nominal)))
     return sorted(out, key=lambda a: (-(a.rank or 0), a.score if a.score is not None else 1e300))
+
+
+@contextmanager
+def _candidate_time(env, t, single):
+    """A DataError raised while the advice draws and fits the design with a snapshot added at the
+    candidate time t, prefixed with it: the user gave t as ``Experiment.candidate_times``, which
+    the messages from inside (the sampler's, the fit's) cannot name."""
+    try:
+        yield
+    except DataError as exc:
+        where = "" if single else f" of environment {env!r}"
+        raise type(exc)(
+            f"Experiment.candidate_times: the design with a snapshot added at t = {t:g}{where}: "
+            f"{exc}"
+        ) from exc
 
 
 def _time_advice(env, time, rank, score, note=""):

@@ -30,17 +30,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .. import arguments
 from ..assembly.designs import param_layout
 from ..data.designs import Design, Environment, TimeCourse, as_design
 from ..errors import DataError
 from ..options import Execution
 from ..routes.designs import fit_global_design
 from ..routes.options import Features, Solver
-from ..simulation.simulate import initial_draws
+from ..simulation.simulate import initial_draws, snapshot_steps
 from ..solve.intervals import direction_factor_ranges
 from .designs_structural import DesignStructural, design_structural, env_thetas
 from .options import Experiment, Study, check_sampler_signature, check_times
-from .simulated_sampling import design_sampler
+from .simulated_sampling import design_sampler, resolve_simulation
 
 __all__ = ["DesignCheck", "check_design", "design_spec", "draw_design"]
 
@@ -333,6 +334,8 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
     design = design_spec(model, inputs, times)
     if simulate and study.sampler is not None and design.has_time_course:  # (before any work)
         check_sampler_signature(study.sampler, time_course=True)
+    if simulate and study.sampler is None and design.has_time_course:
+        _reachable_times(e, resolve_simulation(study.simulation).dt)
     thetas = env_thetas(model, nominal, design.names)
     initial = _per_env(initial, design)
     for env in design.envs:
@@ -403,6 +406,31 @@ def check_design(model, nominal, experiment, study, features, solver, execution,
         )
     )
     return check
+
+
+def _reachable_times(experiment, dt):
+    """DataError naming ``Experiment.times`` or ``Experiment.candidate_times`` (those of the
+    advice) when the check's simulator cannot reach one of them with steps of ``dt``, before the
+    structural check and the simulation (the advice draws its snapshots last, and the message
+    said "times: t = 1e+300 …", an argument the user had not given).  A ``sampler=`` draws any
+    time it can: not checked then."""
+    fields = ["times"] + ["candidate_times"] * bool(experiment.advise)
+    for field_ in fields:
+        value = getattr(experiment, field_)
+        if value is None:
+            continue
+        for env, ts in (value if isinstance(value, dict) else {None: value}).items():
+            name = f"Experiment.{field_}" + ("" if env is None else f"[{env!r}]")
+            for k, t in enumerate(arguments.snapshot_times(ts, name).tolist()):
+                if t > 0:
+                    snapshot_steps(
+                        t,
+                        dt,
+                        f"{name}: entry {k} cannot be simulated",
+                        f"check the time unit of the {field_.replace('_', ' ')}, give the "
+                        "simulation a larger step (study=Study(simulation=ds.Simulation(dt=...))), "
+                        "or a sampler= that draws the law at that time",
+                    )
 
 
 def _structural_design_check(model, design, thetas, structural):

@@ -46,6 +46,7 @@ __all__ = [
     "simulate",
     "simulate_time_course",
     "snapshot_at",
+    "snapshot_steps",
     "with_inputs",
     "chain_keys",
     "initial_states",
@@ -587,29 +588,46 @@ def snapshot_at(model, theta, t, n_samples, *, initial, inputs=None, dt=0.01, se
     t = arguments.number(t, "t", nonnegative=True)
     dt = arguments.number(dt, "dt", positive=True)
     X, step = _snapshot_at(
-        model, theta, t, n_samples, initial, dt, arguments.seed(seed), 0, out_dir
+        model,
+        theta,
+        t,
+        n_samples,
+        initial,
+        dt,
+        arguments.seed(seed),
+        0,
+        out_dir,
+        name="snapshot_at",
     )
     if step is not None:
         warn_step_size(step, f"snapshot_at: the snapshot at t = {t:g}", 3, False)
     return X
 
 
-def _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir):
+def snapshot_steps(
+    t, dt, name="times", cure="check the time unit of the snapshot times, or enlarge dt"
+):
+    """The steps of dt (at most) that reach the snapshot time ``t > 0``, or a DataError naming
+    ``name`` (and saying ``cure``) when a chain's step counter cannot hold them (int() of
+    1e300 / 0.01 was an OverflowError)."""
+    ratio = t / dt - 1e-9
+    if not ratio <= MAX_CHAIN_STEPS:
+        raise DataError(
+            f"{name}: t = {t:.6g} with dt={dt:g} needs {ratio:.3g} steps per chain, beyond the "
+            f"{MAX_CHAIN_STEPS:.3g} steps a chain can count; {cure}"
+        )
+    return max(1, int(np.ceil(ratio)))
+
+
+def _snapshot_at(model, theta, t, n, initial, dt, seed, k, out_dir, name="times"):
     """The snapshot at time t (the k-th of a time course seeded by ``seed``) and the check of its
-    step (:mod:`.stepsize`; None at t = 0)."""
+    step (:mod:`.stepsize`; None at t = 0); ``name``: the argument that gave t."""
     n = arguments.integer(n, "n_samples", minimum=1)
     rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
     x0 = initial_draws(initial, n, model.d, rng, model=model)
     if t == 0.0:
         return x0, None
-    ratio = t / dt - 1e-9
-    if not ratio <= MAX_CHAIN_STEPS:  # (int() of 1e300 / 0.01 was an OverflowError)
-        raise DataError(
-            f"times: t = {t:.6g} with dt={dt:g} needs {ratio:.3g} steps per chain, beyond the "
-            f"{MAX_CHAIN_STEPS:.3g} steps a chain can count; check the time unit of the snapshot "
-            "times, or enlarge dt"
-        )
-    steps = max(1, int(np.ceil(ratio)))
+    steps = snapshot_steps(t, dt, name)
     # a transient snapshot: no stationarity check (the chains are meant to be on their way)
     plan = plan_simulation(
         model,
