@@ -165,3 +165,46 @@ def test_candidate_times_the_simulator_cannot_reach_are_named(ou, monkeypatch):
     # a time the sampler draws is advised on as before
     advice = check(study, times=[0.0, 0.5, 1.0], candidate_times=[3.0]).advice
     assert sorted(a.time or 0.0 for a in advice if a.kind == "time") == [0.0, 3.0]
+
+
+def test_cli_probe_count_beyond_the_data_names_the_option(tmp_path, project_root):
+    """``dynosed fit M data.csv --route local --probes 100000`` on 300 rows said "Error: cannot
+    choose 100000 probes from 300 data point(s)" — not which option asked for them.  Now the
+    message names the file (or environment), ``--probes`` and the probe method; the other
+    counts the probes cannot meet (k-means on fewer distinct points) likewise."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dynosed_sym.apps.cli import main
+
+    ou = str(project_root / "models" / "ou2d.py")
+    frame = pd.DataFrame(np.random.default_rng(4).normal(size=(300, 2)), columns=["x", "y"])
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    runner = CliRunner()
+    res = runner.invoke(main, ["fit", ou, str(path), "--route", "local", "--probes", "100000"])
+    assert res.exit_code == 1, res.output
+    assert (
+        f"Error: {path}: --probes 100000 (--probe-method random): cannot choose 100000 probes "
+        "from 300 data point(s)"
+    ) in res.output, res.output
+    envs = tmp_path / "envs.csv"
+    frame.assign(env=["A", "B"] * 150).to_csv(envs, index=False)
+    args = ["--route", "local", "--env-column", "env", "--probes", "200"]
+    res = runner.invoke(main, ["fit", ou, str(envs), *args])
+    assert res.exit_code == 1, res.output
+    assert (
+        "Error: environment 'A': --probes 200 (--probe-method random): cannot choose 200 probes "
+        "from 150 data point(s)"
+    ) in res.output, res.output
+    few = tmp_path / "few.csv"
+    pd.DataFrame(np.repeat(np.eye(3, 2), 100, axis=0), columns=["x", "y"]).to_csv(few, index=False)
+    args = ["--route", "local", "--probes", "5", "--probe-method", "kmeans"]
+    res = runner.invoke(main, ["fit", ou, str(few), *args])
+    assert res.exit_code == 1, res.output
+    assert (
+        f"Error: {few}: --probes 5 (--probe-method kmeans): k-means: X has only 3 distinct "
+        "point(s), fewer than the k = 5 probes asked for"
+    ) in res.output, res.output
+    res = runner.invoke(main, ["fit", ou, str(path), "--route", "local", "--probes", "6"])
+    assert res.exit_code == 0, res.output

@@ -18,6 +18,7 @@ import click
 import numpy as np
 
 from .io import _load_data
+from .options import probes_from
 
 __all__ = ["parse_inputs", "design_data", "parse_floats", "fit_design", "check_design"]
 
@@ -166,7 +167,6 @@ def fit_design(model, files, opts, features, scores, solver, execution):
     (``opts``: the command's options; the option objects built from them)."""
     from ...data import as_samples
     from ...routes import fit_global, fit_local
-    from ...routes.probes import choose_probes
 
     if solver.method == "gradient" or solver.theta0 is not None:
         raise click.UsageError("designs (several environments, time courses) use the linear solver")
@@ -192,12 +192,10 @@ def fit_design(model, files, opts, features, scores, solver, execution):
         )
     parts = data if isinstance(data, dict) else {names[0]: data}
     probes = {
-        e: choose_probes(
+        e: probes_from(
             as_samples(X, model, f"DATA[{e}]"),
-            opts["n_probes"],
-            method=opts["probe_method"],
-            radius=opts["radius"] if opts["probe_method"] == "dense" else None,
-            seed=opts["seed"],
+            opts,
+            f"environment {e!r}" if isinstance(data, dict) else files[0],
         )
         for e, X in parts.items()
     }

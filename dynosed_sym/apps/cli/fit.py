@@ -18,6 +18,7 @@ from .options import (
     file_option,
     input_option,
     model_argument,
+    probes_from,
     progress_option,
     refuse_ignored_options,
     route_option,
@@ -156,18 +157,11 @@ def _fit_local(model, data_file, opts, scores, solver, execution):
     """``fit --route local`` on one data file: probes chosen in the data (balls with --radius)."""
     from ...data import as_samples
     from ...routes import fit_local
-    from ...routes.probes import Balls, choose_probes
+    from ...routes.probes import Balls
 
     X = as_samples(_load_data(data_file, model, in_memory=True), model, data_file)
     radius = opts["radius"]
-    method = opts["probe_method"]
-    probes = choose_probes(  # --radius: the dense method's radius and the balls' (any method)
-        X,
-        opts["n_probes"],
-        method=method,
-        radius=radius if method == "dense" else None,
-        seed=opts["seed"],
-    )
+    probes = probes_from(X, opts, data_file)  # --radius: the dense method's and the balls'
     if radius is not None:
         probes = Balls(probes, radius)
         X = probes.restrict(X)

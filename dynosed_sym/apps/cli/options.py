@@ -249,6 +249,23 @@ def scores_from(opts):
     return Scores(score=opts["score"], temperature=temperature, radius=radius)
 
 
+def probes_from(X, opts, where):
+    """The probes of --probes, --probe-method and --radius (dense) chosen in the samples X of
+    ``where`` (the data file, or an environment): a DataError naming those options and
+    ``where`` when they cannot be chosen (the message was choose_probes' own, "cannot choose
+    100000 probes from 300 data point(s)", which named no option)."""
+    from ...errors import DataError
+    from ...routes.probes import choose_probes
+
+    k, method, radius = opts["n_probes"], opts["probe_method"], opts["radius"]
+    radius = radius if method == "dense" else None
+    try:
+        return choose_probes(X, k, method=method, radius=radius, seed=opts["seed"])
+    except DataError as exc:
+        given = f"--probe-method {method}" + ("" if radius is None else f", --radius {radius:g}")
+        raise DataError(f"{where}: --probes {k} ({given}): {exc}") from exc
+
+
 # --------------------------------------------------------------------------- Solver
 solver_options = group(
     typed_option("--lam", type=FiniteRange(min=0), default=1e-6, help="Tikhonov regularisation λ."),
