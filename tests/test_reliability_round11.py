@@ -208,3 +208,32 @@ def test_cli_probe_count_beyond_the_data_names_the_option(tmp_path, project_root
     ) in res.output, res.output
     res = runner.invoke(main, ["fit", ou, str(path), "--route", "local", "--probes", "6"])
     assert res.exit_code == 0, res.output
+
+
+def test_check_stationarity_of_a_time_course_says_how_to_check_its_snapshots(ou):
+    """``check_stationarity(model, θ, tc)`` said "X: holds a value that is not a number:
+    TimeCourse(3 snapshots at t = 0, 0.5, 1); numbers are expected".  Now it says that a time
+    course is not one stationary law and how to check its snapshots; both ways it names run and
+    give the checks of the snapshot arrays themselves."""
+    model, _ = ou
+    M = np.asarray(model.nominal, dtype=float).reshape(2, 2)
+    X = ds.TimeCourse(
+        {t: gaussian_samples(*ou_transient_law(M, 1.0, *OU_START, t), 500, 3) for t in (0, 1, 6)}
+    )
+    with pytest.raises(
+        ds.DataError,
+        match=r"^X: TimeCourse\(3 snapshots at t = 0, 1, 6\) is a time course: "
+        r"check_stationarity takes samples \(N, d\) of one law .* check one snapshot at a time — "
+        r"the last, the most settled, with check_stationarity\(model, theta, X\.snapshots\[-1\]\), "
+        r"or each with \{t: check_stationarity\(model, theta, Xt\) for t, Xt in X\.items\(\)\}$",
+    ):
+        ds.check_stationarity(model, model.nominal, X)
+    theta = model.nominal
+    last = ds.check_stationarity(model, theta, X.snapshots[-1])
+    each = {t: ds.check_stationarity(model, theta, Xt) for t, Xt in X.items()}
+    assert list(each) == [0.0, 1.0, 6.0]
+    assert last.verdict == each[6.0].verdict == "stationary"
+    assert each[0.0].verdict != "stationary"  # N((2, −1), 0.1 I) is far from N(0, Σ)
+    direct = ds.check_stationarity(model, theta, np.asarray(X.snapshots[1]))
+    assert each[1.0].verdict == direct.verdict
+    np.testing.assert_array_equal(each[1.0].mean_rate, direct.mean_rate)

@@ -70,6 +70,7 @@ import numpy as np
 from ..arguments import float_array, labelled_values
 from ..data.arrays import as_samples, check_finite
 from ..data.checks import state_signs
+from ..data.designs import TimeCourse
 from ..errors import DataError, StationarityError, StationarityWarning
 from ..kernels.blas import limited_blas
 from ..model.declaration import require_model
@@ -345,6 +346,7 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
 
 def _check_stationarity(model, theta, X, groups, theta_sd):
     require_model(model, "check_stationarity")
+    _refuse_time_course(X)
     theta = model.theta_vector(theta)
     fast = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2
     if not (fast and X.shape[1] == model.d and X.shape[0] >= 1):
@@ -403,6 +405,19 @@ def _check_stationarity(model, theta, X, groups, theta_sd):
         return out
     _judge(out, rate_z)
     return out
+
+
+def _refuse_time_course(X):
+    """A DataError for a :class:`~dynosed_sym.data.designs.TimeCourse` as X, saying how to check
+    its snapshots (it said "X: holds a value that is not a number: TimeCourse(…)")."""
+    if isinstance(X, TimeCourse):
+        raise DataError(
+            f"X: {X!r} is a time course: check_stationarity takes samples (N, d) of one law "
+            "that is to be stationary, and a time course's snapshots are the law on its way "
+            "after a change, each at its own time; check one snapshot at a time — the last, "
+            "the most settled, with check_stationarity(model, theta, X.snapshots[-1]), or each "
+            "with {t: check_stationarity(model, theta, Xt) for t, Xt in X.items()}"
+        )
 
 
 def column_exponents(values):
