@@ -38,7 +38,7 @@ from .bandwidth import fit_auto, replayable
 from .designs import fit_global_design
 from .options import EXECUTION_MOVED, Features, Solver, check_start, moved_to
 from .result import FitResult, gradient_info, report_on, significant
-from .stationarity import data_balance, flag_stationarity
+from .stationarity import flag_stationarity
 
 __all__ = ["fit_global"]
 
@@ -209,14 +209,14 @@ def fit_global(
             )
             theta = estimate.theta
         clock.append(time.perf_counter())
-        balance = data_balance(model, X) if dlogp_dt is None else None  # (a stationary law)
-        options = dict(estimate=estimate, prior_scale=prior_scale, balance=balance)
+        options = dict(estimate=estimate, prior_scale=prior_scale)
         report = report_on(system, theta, solver.lam, model.param_names, **options)
         if gradient and solver.profile:  # the linearised intervals widened to the loss's profile
             report = attach_profile(report, prob, solver.lam, theta_v, theta)
         clock.append(time.perf_counter())
+        A, b = system[0], system[1]
         info = run.info(source, statistic, estimator, ginfo, gn)
-        fit = FitResult(model, theta, *system[:2], report, "global", run.N, info)
+        fit = FitResult(model, theta, A, b, report, "global", run.N, info)
         fit = flag_stationarity(fit, X, stationary_data=dlogp_dt is None)
         fit.lengthscale = float(run.ell)
         clock.append(time.perf_counter())

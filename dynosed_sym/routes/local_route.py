@@ -61,7 +61,7 @@ from ..solve.profile import attach as attach_profile
 from ..solve.ustat import estimator_options, solve_system
 from .local_designs import fit_local_design
 from .options import Scores, Solver, check_start, moved_to
-from .probes import Balls, as_probes, refuse_far_probes
+from .probes import as_probes, refuse_far_probes
 from .result import FitResult, gradient_info, report_on, significant
 from .scores import ScoreEstimate, check_scores, make_estimator
 from .scores.bandwidth import (
@@ -76,7 +76,7 @@ from .scores.bandwidth import (
     smoothing_bias,
     smoothing_ratio,
 )
-from .stationarity import data_balance, flag_stationarity
+from .stationarity import flag_stationarity
 
 __all__ = ["fit_local", "local_system"]
 
@@ -316,10 +316,7 @@ def _fit_local_single(model, X, probes, scores, solver, ex, dlogp_dt=None) -> Fi
     info["statistic"], info["estimator"] = (
         ("v", "ridge") if estimate is None else (estimate.statistic, estimate.estimator)
     )
-    # the variance balance reads X as a stationary snapshot: not for data restricted to Balls
-    stationary = dlogp_dt is None and not at.arrays and not isinstance(probes, Balls)
     options = dict(estimate=estimate, prior_scale=prior_scale, exact=A_blocks is None and at.arrays)
-    options["balance"] = data_balance(model, X) if stationary else None
     report = report_on(system, theta, solver.lam, model.param_names, **options)
     if A_blocks is not None and report.notes:
         report.notes = [n for n in report.notes if "too few data blocks" not in n]

@@ -42,7 +42,6 @@ from ..data.blocks import block_edges
 from ..data.sources import open_source
 from ..errors import DynosedError, StationarityWarning
 from ..options import DEFAULT_BLOCKS
-from ..simulation.balance import balance_sets
 from ..simulation.stationarity import (
     IMBALANCE_BORDERLINE,
     MAX_ROWS,
@@ -52,7 +51,7 @@ from ..simulation.stationarity import (
 )
 from ..solve.report import CONSISTENCY_P
 
-__all__ = ["flag_stationarity", "data_balance"]
+__all__ = ["flag_stationarity"]
 
 
 def _rows(X, model):
@@ -89,28 +88,6 @@ def _theta_sd(report):
         se = np.sqrt(se**2 + np.asarray(bias, dtype=float) ** 2)
     # a NaN spread (none is known to arise) is an undetermined parameter, not a refused argument
     return np.where(np.isnan(se), np.inf, se)
-
-
-def data_balance(model, X):
-    """The variance balance of the data X along directions of θ, for the intervals
-    (``balance(theta, directions, **options) -> sets``: :func:`~dynosed_sym.simulation.balance.
-    balance_sets` on the rows and noise blocks the stationarity check reads), or None where it
-    does not apply: a model with inputs or no parameters, data that cannot be read again (an
-    iterator).  Only for data taken as a stationary snapshot (the caller decides)."""
-    if model.inputs or model.n == 0:
-        return None
-    try:
-        got = None if X is None else _rows(X, model)
-    except DynosedError:
-        return None
-    if got is None:
-        return None
-    rows, groups = got
-
-    def balance(theta, directions, **options):
-        return balance_sets(model, theta, rows, groups, directions, **options)
-
-    return balance
 
 
 def flag_stationarity(fit, X, *, stationary_data=True, points=None):

@@ -41,7 +41,6 @@ __all__ = [
     "singular_directions",
     "directions_and_deviations",
     "numerical_floor",
-    "resolved_first",
     "col_se",
     "blocks_times",
     "resolve_quantile",
@@ -235,16 +234,3 @@ def col_se(blocks, mean, counts):
     w = counts / counts.sum()
     dev = blocks - mean[None]
     return np.sqrt(np.einsum("b,bmk->mk", w, dev * dev) / (B - 1))
-
-
-def resolved_first(U, resolved):
-    """The left singular vectors ``U`` of the directions' SVD (:attr:`.directions.Directions.left`:
-    the solve's, or the report's own for an estimator whose solve takes none, the ridge) with the
-    resolved directions' first: the misspecification test projects its noise off the first
-    ``rank`` of them, which must be the resolved ones even where the resolution rule skips a
-    leading direction (a pure noise column can have the largest σ)."""
-    resolved = np.asarray(resolved, dtype=bool)
-    if U is None or U.shape[1] != resolved.size or resolved.all():
-        return U
-    order = np.concatenate([np.flatnonzero(resolved), np.flatnonzero(~resolved)])
-    return U if np.array_equal(order, np.arange(order.size)) else U[:, order]

@@ -6,8 +6,7 @@ data do not show (``t_i ≤`` :data:`SCALE_T`) nothing else bounds that componen
 either when
 
 * the direction is the estimate's own — the drift's overall scale (:func:`scale_carriers`,
-  :func:`open_scale`, :func:`flat_rescues`) —, or the data's variance balance puts the truth's
-  component along it beyond the range τ allows (:func:`balance_rescues`), or
+  :func:`open_scale`, :func:`flat_rescues`), or
 * it rests on one or two parameters, whose values the other estimates say nothing about
   (:func:`lone_carriers`).
 
@@ -27,7 +26,6 @@ __all__ = [
     "scale_carriers",
     "open_scale",
     "flat_rescues",
-    "balance_rescues",
     "lone_directions",
     "lone_carriers",
     "lone_rule",
@@ -156,61 +154,6 @@ def flat_rescues(test, VU, t_unresolved, tau=None, live=None):
         p, z = test(VU[:, [i]], size)
         out[i] = p >= RESCUE_P and abs(z) > size
     return out
-
-
-def balance_rescues(balance, theta_R, VU, t_unresolved, tau, names, skip):
-    """((k,) bool, notes): the flat unresolved directions (``t_i ≤`` :data:`SCALE_T`) along which
-    the data's variance balance puts the component of θ* beyond the ±:data:`SCALE_TAU`·τ that
-    the intervals assume (:func:`open_scale` opens them), and the summary's note on each.
-
-    ``balance(theta, directions (n, k), nuisance=, test=) -> sets`` gives, per tested direction
-    u, the components c with which θ_R + c·u balances the variance of every coordinate,
-    ``E[2 f_i x̃_i + 2 D_ii] = 0`` (:func:`dynosed_sym.simulation.balance.balance_sets`, a list
-    of intervals each), taken at the resolved estimate θ_R with the other unresolved
-    components ~ N(0, τ²) as its noise (the open ones unbounded).  That
-    condition sees the drift's overall scale through D where the features barely do: an
-    estimate attenuated as a whole along a flat direction (Schnakenberg near its Hopf point,
-    local route, N = 10,000: a component ≈ 0.2 with τ ≈ 0.1 against a truth of 1.9) is too weak
-    for the data's spread, and τ, drawn from the attenuated estimates, cannot size what is
-    missing.  A set that misses ``[−2τ, 2τ]`` (total component) opens the direction.  An empty
-    set says that no component along it balances the data with the rest of the estimate held
-    within its noise — the misfit lies elsewhere (a kernel-smoothed estimate, attenuated as a
-    whole), and it says nothing about this direction: τ is kept (a 10-gene network, local route,
-    opened every interval on empty sets, all of which covered).  A direction the balance does
-    not see (a rotation, a structurally null direction: the whole line) keeps τ.  ``skip``
-    (k,): the directions already open (not tested; an unbounded nuisance)."""
-    k = VU.shape[1]
-    out = np.zeros(k, dtype=bool)
-    if balance is None or tau is None or not np.all(np.isfinite(tau)) or k == 0:
-        return out, []
-    flat = np.flatnonzero(_flat(VU, t_unresolved) & ~np.asarray(skip, dtype=bool))
-    if flat.size == 0:
-        return out, []
-    size = SCALE_TAU * float(np.max(tau))
-    # at the resolved estimate, every unresolved component ~ N(0, τ²) as the intervals assume
-    # (unbounded along the open ones): the others' share of the balance is its noise
-    z = VU.T @ np.asarray(theta_R, dtype=float)
-    nuisance = np.where(np.asarray(skip, dtype=bool), np.inf, float(np.max(tau)))
-    test = np.zeros(k, dtype=bool)
-    test[flat] = True
-    every = balance(theta_R, VU, nuisance=nuisance, test=test)
-    notes = []
-    for i in flat:
-        zi, sets = z[i], every[i]
-        if not sets or any(a <= size - zi and b >= -size - zi for a, b in sets):
-            continue
-        out[i] = True
-        where = " or ".join(f"[{a + zi:.3g}, {b + zi:.3g}]" for a, b in sets)
-        direction = Combination(tuple(map(float, VU[:, i])), tuple(names))
-        own = 0.0 if abs(zi) < 1e-9 * max(size, 1.0) else zi  # (rounding of a zero component)
-        notes.append(
-            f"the data's variance balance E[2 f_i x̃_i + 2 D_ii] = 0 along {direction} puts the "
-            f"component along it at {where} "
-            f"(the resolved estimate's: {own:.3g}), beyond the ±{size:.3g} (2τ) the intervals "
-            "would assume from the identified estimates: the estimate is attenuated along it (by "
-            "too few data, or by a kernel's smoothing), and its carriers get the whole line"
-        )
-    return out, notes
 
 
 def lone_directions(VU, t_unresolved):

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,7 +48,6 @@ from .flat import (  # re-exported: the flat directions' rules were written here
     SCALE_SHARE,
     SCALE_T,
     SCALE_TAU,
-    balance_rescues,
     carriers_of,
     flat_rescues,
     lone_carriers,
@@ -160,9 +159,6 @@ class Resolution:
         (:func:`lone_carriers`): their intervals are the whole line.
     lone_directions : (n, k) or None
         Those directions, None when there are none.
-    balance_notes : list of str
-        The summary's notes on the directions the variance balance opened
-        (:func:`.flat.balance_rescues`).
     """
 
     loading: np.ndarray
@@ -186,7 +182,6 @@ class Resolution:
     data_factor_range: np.ndarray | None = None
     lone: np.ndarray | None = None
     lone_directions: np.ndarray | None = None
-    balance_notes: list = field(default_factory=list)
 
 
 def resolution_matrix(V, resolved):
@@ -445,7 +440,7 @@ def _scale(prior_scale, theta, se, free):
     return tau, "ml", converged
 
 
-def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None, balance=None):
+def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None):
     """The :class:`Resolution` of the resolved estimator: profile-Fieller intervals
     (:func:`~dynosed_sym.solve.weak.weak_intervals`) centred at the filled estimate, the status
     and estimable combinations of the module docstring.
@@ -460,10 +455,6 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
     rescue : callable ``(along, size) -> (p, component)`` or None
         The misspecification test profiled along one direction, given when the plain test
         rejected (:func:`flat_rescues`).
-    balance : callable ``(theta, directions, nuisance=, test=) -> sets`` or None
-        The data's variance balance along directions of θ (:func:`.flat.balance_rescues`),
-        given by a fit whose data are a stationary snapshot in memory; read only with τ
-        estimated.
     """
     A, b, A_blocks, b_blocks, counts = system
     dirs = estimate.directions
@@ -500,10 +491,6 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         live = s_u > numerical_floor(dirs.singular_values, *A.shape)
         rescued = flat_rescues(rescue, VU, t_u, tau, live=live)
     open_ = open_scale(theta, VU, t_u, tau, rescued)
-    balanced, balance_notes = balance_rescues(
-        balance if method == "ml" and not free.all() else None, theta_R, VU, t_u, tau, names, open_
-    )
-    open_ = open_ | balanced
     carriers = carriers_of(VU, open_)
     if method == "ml":  # (τ given: it bounds the lone directions' components too)
         lone, widen, VU_lone = lone_rule(VU, t_u, tau)
@@ -551,7 +538,6 @@ def weak_resolution(system, estimate, names, *, q, prior_scale="ml", rescue=None
         whole_line=free,
         lone=lone,
         lone_directions=VU_lone if lone.any() else None,
-        balance_notes=balance_notes,
     ), se
 
 

@@ -40,7 +40,7 @@ from ..errors import DynosedError
 from ..kernels.blas import single_blas
 from .blockops import nbytes
 from .combinations import Combinations
-from .directions import RANK_THRESHOLD, col_se, resolved_first, singular_directions
+from .directions import RANK_THRESHOLD, col_se, singular_directions
 from .flat import whole_line_notes
 from .intervals import (
     COMBINATION,
@@ -463,7 +463,6 @@ def analyse(
     estimate=None,
     prior_scale="ml",
     exact=False,
-    balance=None,
 ):
     """Build the :class:`IdentifiabilityReport` of A θ = b at the solution ``theta``.
 
@@ -476,8 +475,7 @@ def analyse(
     ``estimate``: the :class:`~dynosed_sym.solve.ustat.Estimate` behind ``theta`` (its bread
     enters the sandwich, its Tikhonov solution the misspecification test); None: the Tikhonov
     solve.  ``prior_scale``: τ of the honest intervals of the resolved estimator
-    (:mod:`.intervals`); ``balance``: the data's variance balance along directions of θ
-    (:func:`.flat.balance_rescues`), None where the data are not a stationary snapshot.
+    (:mod:`.intervals`).
     """
     m, n = A.shape
     if counts is not None:
@@ -546,17 +544,31 @@ def analyse(
     rep.direction_t, rep.resolve_threshold = dirs.t, dirs.threshold
     if sing_noise is not None:
         along = None if estimate is None else V[:, resolved]  # the verdict's profile
-        rep._left = None if estimate is None else resolved_first(dirs.left, resolved)
+        rep._left = None if estimate is None else _resolved_first(dirs.left, resolved)
         _attach_uncertainty(
             rep, A, b, theta, lam, A_blocks, b_blocks, counts, grouping, estimate, along
         )
-        system = (A, b, A_blocks, b_blocks, counts)
-        _attach_resolution(rep, theta, system, dirs, estimate, (prior_scale, balance))
+        _attach_resolution(
+            rep, theta, (A, b, A_blocks, b_blocks, counts), dirs, estimate, prior_scale
+        )
     if estimate is not None:
         estimate.deviations = None  # read by the intervals; B·m·n floats not kept with the fit
         if estimate.no_minimiser:
             _no_minimiser(rep)
     return rep
+
+
+def _resolved_first(U, resolved):
+    """The left singular vectors ``U`` of the directions' SVD (:attr:`.directions.Directions.left`:
+    the solve's, or the report's own for an estimator whose solve takes none, the ridge) with the
+    resolved directions' first: the misspecification test projects its noise off the first
+    ``rank`` of them, which must be the resolved ones even where the resolution rule skips a
+    leading direction (a pure noise column can have the largest σ)."""
+    resolved = np.asarray(resolved, dtype=bool)
+    if U is None or U.shape[1] != resolved.size or resolved.all():
+        return U
+    order = np.concatenate([np.flatnonzero(resolved), np.flatnonzero(~resolved)])
+    return U if np.array_equal(order, np.arange(order.size)) else U[:, order]
 
 
 def _no_minimiser(rep):
@@ -639,23 +651,21 @@ def _bootstrap_solve(A, b, A_blocks, b_blocks, counts, *, lam, **options):
     return solve_system(A, b, A_blocks, b_blocks, counts, lam, tikhonov=False, **options).theta
 
 
-def _attach_resolution(rep, theta, system, dirs, estimate, scale):
+def _attach_resolution(rep, theta, system, dirs, estimate, prior_scale):
     """Loadings on unresolved directions, intervals, status, estimable combinations and strength
     (:mod:`.intervals`); the resolved estimator's intervals are the profile-Fieller sets
-    (:mod:`.weak`); ``scale``: (prior_scale, balance) of :func:`analyse`."""
+    (:mod:`.weak`)."""
     if rep.std_errors is None:
         return
-    prior_scale, balance = scale
-    if balance is not None:  # θ̂'s own uncertainty enters the balance's noise
-        balance = partial(balance, cov=rep.covariance)
     q = t_quantile(rep.ci_level, rep.dof)
     S = rep.interval_scale  # the Birge ratio widens the finished intervals, not their quantile
     if estimate is not None and estimate.fill is not None:
         prior_scale = check_prior_scale(prior_scale, rep.param_names)
         strong = rejects_strongly(rep, system, estimate)
         rescue = profiled_p(rep, system, estimate) if strong else None
-        options = dict(prior_scale=prior_scale, rescue=rescue, balance=balance)
-        res, se = weak_resolution(system, estimate, rep.param_names, q=q, **options)
+        res, se = weak_resolution(
+            system, estimate, rep.param_names, q=q, prior_scale=prior_scale, rescue=rescue
+        )
         rep.std_errors = np.where(np.isfinite(rep.std_errors), se, rep.std_errors)
         res = widened(res, estimate.theta, S)
         rep.ci = res.ci
@@ -682,7 +692,6 @@ def _attach_resolution(rep, theta, system, dirs, estimate, scale):
     rep.scale = res.scale
     rep.whole_line = np.isinf(rep.std_errors) | res.whole_line
     rep.notes.extend(whole_line_notes(rep.param_names, res.scale, res.lone, res.lone_directions))
-    rep.notes.extend(res.balance_notes)
     if estimate is not None:  # undetermined where the rejection may be attenuation
         settle_verdict(rep, system, dirs, estimate, res.open_directions, CONSISTENCY_P)
     if res.prior_scale_converged is False:

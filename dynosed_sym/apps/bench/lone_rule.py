@@ -4,11 +4,10 @@ direction qualifies) and on, and the finite 95 % intervals and those covering th
 counted for both.  With ``--tau X`` the two fits are the rule as it is and the rule with the
 small loadings' bias sized at X·τ instead of :data:`~dynosed_sym.solve.flat.LONE_TAU`·τ; with
 ``--z Z`` the attenuation of :func:`dynosed_sym.solve.weak.attenuation` sized at the
-curvature's point estimate κ̂ (before stop 54) and at κ̂ − Z·sd(κ̂); with ``--balance`` the
-variance-balance rule (:func:`dynosed_sym.solve.flat.balance_rescues`) off and on.  Each table
-gives the median and largest ratio of the widths of the intervals finite in both fits.
+curvature's point estimate κ̂ (before stop 54) and at κ̂ − Z·sd(κ̂).  Each table gives the
+median and largest ratio of the widths of the intervals finite in both fits.
 
-``python -m dynosed_sym.apps.bench.lone_rule ROUTE SETS [--tau X | --z Z | --balance] FAMILY:N …``,
+``python -m dynosed_sym.apps.bench.lone_rule ROUTE SETS [--tau X | --z Z] FAMILY:N …``,
 ROUTE ``global`` or ``local``; the data are the calibration sweep's (``benchmarks/.cache``,
 drawn when missing), the fits the sweep's default ones (``Features(seed=k)``; its k-means
 probes).  Run from the repository root.
@@ -39,13 +38,8 @@ def _fit(route, model, X, protocol, k):
 
 def _settings(tau):
     """``[(tag, {(module, attribute): value}), …]``: the two fits of each data set."""
-    from ...solve import flat, intervals, weak
+    from ...solve import flat, weak
 
-    if tau == "balance":
-        return [
-            ("off", {(intervals, "balance_rescues"): _no_balance}),
-            ("on", {(intervals, "balance_rescues"): flat.balance_rescues}),
-        ]
     if tau is None:
         return [
             ("off", {(flat, "LONE_SHARE"): 2.0}),
@@ -56,15 +50,10 @@ def _settings(tau):
     return [("off", {(flat, "LONE_TAU"): flat.LONE_TAU}), ("on", {(flat, "LONE_TAU"): float(tau)})]
 
 
-def _no_balance(balance, theta_R, VU, *args):
-    """The variance-balance rule switched off: no direction opened, no note."""
-    return np.zeros(VU.shape[1], dtype=bool), []
-
-
 def compare(route, name, N, sets, tau=None):
     """Counter of ``off_fin, off_cov, on_fin, on_cov`` over data sets 0 … sets − 1, and the
     width ratios on/off of the intervals finite in both (a list)."""
-    from ...solve import flat, intervals, weak
+    from ...solve import flat, weak
     from .calibration_data import load_dataset
     from .calibration_families import family
 
@@ -75,7 +64,6 @@ def compare(route, name, N, sets, tau=None):
         (flat, "LONE_SHARE"): flat.LONE_SHARE,
         (flat, "LONE_TAU"): flat.LONE_TAU,
         (weak, "ATTENUATION_Z"): getattr(weak, "ATTENUATION_Z", 0.0),
-        (intervals, "balance_rescues"): flat.balance_rescues,
     }
     try:
         for k in range(sets):
@@ -114,16 +102,12 @@ def main(argv=None):
         i = argv.index("--z")
         tau = ("z", float(argv[i + 1]))
         argv = argv[:i] + argv[i + 2 :]
-    if "--balance" in argv:
-        argv = [a for a in argv if a != "--balance"]
-        tau = "balance"
     if len(argv) < 3 or argv[0] not in ("global", "local"):
         raise SystemExit(__doc__)
     route, sets = argv[0], int(argv[1])
     total, all_ratios = collections.Counter(), []
-    if tau is None or tau == "balance":
-        heads = ("rule off", "rule on")
-        what = "lone-direction rule" if tau is None else "variance-balance rule"
+    if tau is None:
+        heads, what = ("rule off", "rule on"), "lone-direction rule"
     elif isinstance(tau, tuple):
         heads, what = ("at κ̂", f"z = {tau[1]:g}"), f"attenuation at κ̂ − {tau[1]:g}·sd(κ̂)"
     else:
