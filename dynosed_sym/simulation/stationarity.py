@@ -81,7 +81,6 @@ __all__ = [
     "check_stationarity",
     "enforce_stationary",
     "check_linear_drift",
-    "column_exponents",
     "Z_SIGNIFICANT",
     "IMBALANCE_DIVERGING",
     "IMBALANCE_BORDERLINE",
@@ -420,7 +419,7 @@ def _refuse_time_course(X):
         )
 
 
-def column_exponents(values):
+def _exponent(values):
     """Per column of ``values`` (n, k): the exponent e of the power of two 2**e at or above its
     largest magnitude (0 for a column of zeros or non-finite values)."""
     top = np.abs(values).max(axis=0)
@@ -437,7 +436,7 @@ def _variance_rate(fv, xv, dv, inv, n_groups, spread=None):
     beyond the law's scale cannot overflow them: at ‖x‖ ~ 1e160 the plain x·f was inf, every
     z-score NaN, and the check said "stationary".  The rate itself may be beyond double range
     (inf); the z-score and the imbalance, which the verdict reads, are not."""
-    ea, eb, ed = column_exponents(fv), column_exponents(xv), column_exponents(dv)
+    ea, eb, ed = _exponent(fv), _exponent(xv), _exponent(dv)
     e = np.maximum(ea + eb, ed)
     with np.errstate(under="ignore"):
         product = 2.0 * np.ldexp(np.ldexp(fv, -ea) * np.ldexp(xv, -eb), ea + eb - e)
