@@ -237,3 +237,35 @@ def test_check_stationarity_of_a_time_course_says_how_to_check_its_snapshots(ou)
     direct = ds.check_stationarity(model, theta, np.asarray(X.snapshots[1]))
     assert each[1.0].verdict == direct.verdict
     np.testing.assert_array_equal(each[1.0].mean_rate, direct.mean_rate)
+
+
+def test_check_stationarity_of_a_dict_says_what_to_pass(ou):
+    """A dict as X said "X: holds a value that is not a number: {'A': array(…)}".  A dict of
+    environments is told to check each with its own parameters (and the way it names runs and
+    gives each array's own check); a dict of columns named by the state variables is told to
+    pass a DataFrame, whose check is then the array's."""
+    model, X = ou
+    envs = {"A": X[:1500], "B": X[1500:]}
+    with pytest.raises(
+        ds.DataError,
+        match=r"^X: a dict with keys 'A', 'B': check_stationarity takes samples \(N, d\) of one "
+        r"law; for the environments of a design check each with its own parameters, \{env: "
+        r"check_stationarity\(model, theta_env, X_env\) for env, X_env in X\.items\(\)\}",
+    ):
+        ds.check_stationarity(model, model.nominal, envs)
+    each = {e: ds.check_stationarity(model, model.nominal, Xe) for e, Xe in envs.items()}
+    np.testing.assert_array_equal(
+        each["B"].variance_rate, ds.check_stationarity(model, model.nominal, X[1500:]).variance_rate
+    )
+    columns = {"x": X[:, 0], "y": X[:, 1]}
+    with pytest.raises(
+        ds.DataError,
+        match=r"^X: a dict with keys 'x', 'y', the state variables of model 'ou2d': pass the "
+        r"columns of one data set as a pandas\.DataFrame\(X\)",
+    ):
+        ds.check_stationarity(model, model.nominal, columns)
+    pd = pytest.importorskip("pandas")
+    frame = ds.check_stationarity(model, model.nominal, pd.DataFrame(columns))
+    array = ds.check_stationarity(model, model.nominal, X)
+    assert frame.verdict == array.verdict
+    np.testing.assert_array_equal(frame.variance_rate, array.variance_rate)

@@ -346,6 +346,7 @@ def check_stationarity(model, theta, X, groups=None, theta_sd=None) -> Stationar
 def _check_stationarity(model, theta, X, groups, theta_sd):
     require_model(model, "check_stationarity")
     _refuse_time_course(X)
+    _refuse_environments(X, model)
     theta = model.theta_vector(theta)
     fast = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2
     if not (fast and X.shape[1] == model.d and X.shape[0] >= 1):
@@ -417,6 +418,26 @@ def _refuse_time_course(X):
             "the most settled, with check_stationarity(model, theta, X.snapshots[-1]), or each "
             "with {t: check_stationarity(model, theta, Xt) for t, Xt in X.items()}"
         )
+
+
+def _refuse_environments(X, model):
+    """A DataError for a dict as X, saying what to pass instead (it said "X: holds a value that
+    is not a number: {'A': array(…)}"): one data set's columns named by the state variables
+    (a DataFrame), or a design's environments (each checked with its own θ)."""
+    if not isinstance(X, dict):
+        return
+    keys = ", ".join(repr(k) for k in list(X)[:5]) + (", …" if len(X) > 5 else "")
+    if X and set(map(str, X)) <= set(model.state_names):
+        raise DataError(
+            f"X: a dict with keys {keys}, the state variables of model {model.name!r}: pass the "
+            "columns of one data set as a pandas.DataFrame(X) (read by name) or an (N, d) array"
+        )
+    raise DataError(
+        f"X: a dict with keys {keys}: check_stationarity takes samples (N, d) of one law; for "
+        "the environments of a design check each with its own parameters, {env: "
+        "check_stationarity(model, theta_env, X_env) for env, X_env in X.items()} (an "
+        "environment's inputs set with model.with_inputs)"
+    )
 
 
 def _exponent(values):
