@@ -116,11 +116,11 @@ def expression_array(value, what):
     return out
 
 
-def real_value(value, what, name):
+def real_value(value, what, name, error=ModelError):
     """One value of a parameter or input: a real number (not a bool, complex or text)."""
-    out = float_array(value, f"{what}[{name!r}]", error=ModelError)
+    out = float_array(value, f"{what}[{name!r}]", error=error)
     if out.shape != ():
-        raise ModelError(f"{what}: value of {name!r} must be one number, got shape {out.shape}")
+        raise error(f"{what}: value of {name!r} must be one number, got shape {out.shape}")
     return float(out)
 
 
@@ -500,22 +500,23 @@ def env_param_list(env_params, params, param_repl):
     return env
 
 
-def values_by_name(keyed, names, what, kind, model_name):
+def values_by_name(keyed, names, what, kind, model_name, error=ModelError):
     """``{name: value}`` as a vector in the order of ``names``: every name needs a real value,
-    and no other name is allowed.  ``kind``: (``"a parameter"``, what an empty list shows)."""
+    and no other name is allowed.  ``kind``: (``"a parameter"``, what an empty list shows);
+    ``error``: the exception raised (a DataError for data such as start states)."""
     noun, empty = kind
-    plural = noun.split()[-1] + "s"
+    bare = noun.split(" ", 1)[1]  # (the article dropped: "parameter", "state variable")
     by_name = {}
     for name, val in keyed.items():
         if name not in names:
-            raise ModelError(
+            raise error(
                 f"{what}: {name!r} is not {noun} of model {model_name!r} "
-                f"({plural}: {', '.join(names) or empty})"
+                f"({bare}s: {', '.join(names) or empty})"
             )
-        by_name[name] = real_value(val, what, name)
+        by_name[name] = real_value(val, what, name, error)
     missing = [n for n in names if n not in by_name]
     if missing:
-        raise ModelError(f"{what}: no value for {noun.split()[-1]} {missing[0]!r}")
+        raise error(f"{what}: no value for {bare} {missing[0]!r}")
     return np.array([by_name[n] for n in names], dtype=float)
 
 

@@ -34,7 +34,7 @@ from ..data.designs import TimeCourse
 from ..errors import DataError, ModelError, StationarityError
 from ..kernels.lanes import half_kick_records
 from ..model.declaration import require_model
-from ..model.validation import declared_signs
+from ..model.validation import declared_signs, values_by_name
 from ..options import Execution, moved_to, resolve_options
 from ..progress import progress_bar, progress_enabled
 from .functions import model_functions
@@ -90,17 +90,8 @@ def _start_by_name(model, x0):
     if not isinstance(x0, dict):
         return x0
     keyed = {str(key): val for key, val in x0.items()}
-    names = model.state_names
-    for key in keyed:
-        if key not in names:
-            raise DataError(
-                f"x0: {key!r} is not a state variable of model {model.name!r} (state variables: "
-                f"{', '.join(names)})"
-            )
-    missing = [n for n in names if n not in keyed]
-    if missing:
-        raise DataError(f"x0: no value for state variable {missing[0]!r}")
-    return [keyed[n] for n in names]
+    kind = ("a state variable", "")
+    return values_by_name(keyed, model.state_names, "x0", kind, model.name, DataError)
 
 
 #: The flat keywords of earlier versions, now fields of ``execution=`` (FutureWarning).
